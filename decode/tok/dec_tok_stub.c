@@ -1,0 +1,2 @@
+/* placeholder */
+#include "decode/tok/dec_tok.h"
