@@ -1,14 +1,105 @@
-/* main.c — placeholder dispatch; the spine replaces it. */
+/* main.c — the crucible executable: subcommand dispatch, the seed, and the
+ * hidden worker mode. exit() is called here only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include "reports/report.h"
+#include <sys/prctl.h>
+
+#include "cr_config.h"
 #include "decode/dec.h"
+#include "harness/cli.h"
+#include "harness/worker.h"
+#include "reports/report.h"
+#include "tasks/task_rng.h"
+
+extern char **environ;
+
+static uint64_t env_seed;
+static int env_seed_set;
+
+/* Reads CRUCIBLE_SEED once, then erases it: the bytes in the environment
+ * block are overwritten (so /proc/<pid>/environ no longer shows them) and
+ * the variable is removed, before any candidate runs. */
+static void take_env_seed(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "CRUCIBLE_SEED=", 14))
+			continue;
+		const char *v = *e + 14;
+		uint64_t h = 0xcbf29ce484222325ull;
+		for (const char *p = v; *p; p++)
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+		env_seed = h;
+		env_seed_set = 1;
+		memset(*e + 14, 0, strlen(v));
+	}
+	unsetenv("CRUCIBLE_SEED");
+}
+
+uint64_t cr_seed(uint64_t flag_seed)
+{
+	return env_seed_set ? task_mix(flag_seed, env_seed) : flag_seed;
+}
+
+int cr_seed_is_secret(void)
+{
+	return env_seed_set;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"crucible %s — verify and time GPU/CPU kernels written by language models\n\n"
+		"usage: crucible COMMAND [ARGS]   (crucible COMMAND --help for each)\n\n"
+		"  list [SET...]             list tasks\n"
+		"  check FILE [--task T]     one candidate, full verdict with diagnostics\n"
+		"  eval [PATH...]            verify and time every candidate; no PATH: the bundled samples\n"
+		"  report RESULTS.csv...     Fast_p, pass@k and reasoning-length tables\n"
+		"  gate --baseline A --current B   CI regression gate\n"
+		"  lint [SET]                check the task registry itself\n"
+		"  dump TASK --out DIR       one case's inputs and references as .npy\n"
+		"  decode --model M.gguf     raw completion from a GGUF model\n"
+		"  generate --model M.gguf   write candidates with the built-in decoder\n\n"
+		"Exit codes: 0 ok, 1 a check or gate failed, 2 bad usage or input, 3 environment.\n",
+		CRUCIBLE_VERSION);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) { fprintf(stderr, "usage: crucible COMMAND\n"); return 2; }
-	if (!strcmp(argv[1], "report")) return report_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "gate")) return report_gate_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "decode")) return dec_decode_main(argc - 1, argv + 1);
-	fprintf(stderr, "crucible: unknown command '%s'\n", argv[1]);
+	const char *cmd;
+
+	if (argc >= 2 && !strcmp(argv[1], "__worker"))
+		return cr_worker_main(argc - 1, argv + 1);
+	take_env_seed();
+	/* candidates run as another uid; keep this process out of their reach */
+	prctl(PR_SET_DUMPABLE, 0);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("crucible %s\n", CRUCIBLE_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "list")) return cr_cmd_list(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check")) return cr_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "eval")) return cr_cmd_eval(argc - 1, argv + 1);
+	if (!strcmp(cmd, "dump")) return cr_cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(cmd, "lint")) return cr_cmd_lint(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report")) return report_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "gate")) return report_gate_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "decode")) return dec_decode_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "generate")) return cr_cmd_generate(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run")) {
+		fprintf(stderr, "crucible run: not implemented yet (run generate, eval and report in turn)\n");
+		return 2;
+	}
+	fprintf(stderr, "crucible: unknown command '%s'\n\n", cmd);
+	usage(stderr);
 	return 2;
 }

@@ -73,4 +73,18 @@ enum cr_status dec_chat_format(const struct dec_tok *t, const char *system,
 /* Name of the template dec_chat_format uses ("chatml", "llama3", "deepseek-r1"). */
 const char *dec_chat_template_name(const struct dec_tok *t);
 
+/* Added after the first version (the declarations above are fixed). */
+int32_t dec_tok_eos(const struct dec_tok *t); /* -1 when none */
+/* The id of the token whose text is text[0..len), or -1. */
+int32_t dec_tok_lookup(const struct dec_tok *t, const char *text, size_t len);
+/* A token's stored text (byte-level/SPM spelling, not NUL-terminated), or NULL. */
+const char *dec_tok_text(const struct dec_tok *t, int32_t id, size_t *len);
+/* Control or unknown token: what dec_tok_decode drops unless render_special. */
+int dec_tok_is_special(const struct dec_tok *t, int32_t id);
+/* The pre-tokenizer in use: "llama3", "qwen2", "gpt2", or "spm". */
+const char *dec_tok_pre_name(const struct dec_tok *t);
+/* SPM only: tokenizer.ggml.add_space_prefix when the file has it (default
+ * 1: a U+2581 before the text and after each special token). */
+void dec_tok_set_add_space_prefix(struct dec_tok *t, int on);
+
 #endif

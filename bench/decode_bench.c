@@ -1,0 +1,254 @@
+/* decode_bench.c — decoder throughput on this machine: a synthetic
+ * llama-shaped model of ~245M parameters (random weights, built in memory,
+ * no file) in F16 and Q8_0; prefill and decode tokens/s; the machine's read
+ * bandwidth from a multi-threaded stream loop; and the decode bound it
+ * implies (bandwidth / bytes read per token) with the fraction reached.
+ *
+ * usage: decode_bench [--threads N] [--types f16,q8_0] [--prompt N] [--gen N]
+ *                     [--dim D --layers L --hidden H --vocab V] (shape) */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decode/dec_impl.h"
+#include "decode/dec_model.h"
+#include "decode/dec_quant.h"
+#include "decode/dec_simd.h"
+
+struct shape {
+	int dim, layers, heads, kv_heads, hidden, vocab;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static float frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (float)((rng >> 11) * 0x1.0p-53 * 2 - 1);
+}
+
+/* A rows×cols matrix of type t with uniform(-a, a) entries, a = 1/sqrt(cols). */
+static struct dec_mat make_mat(uint32_t t, int64_t rows, int64_t cols)
+{
+	struct dec_mat m = { NULL, t, rows, cols, dec_row_size(t, cols) };
+	float *row = malloc((size_t)cols * sizeof *row);
+	uint8_t *d = malloc(m.row_bytes * (size_t)rows);
+	float a = 1.0f / sqrtf((float)cols);
+
+	if (!row || !d) {
+		fprintf(stderr, "decode_bench: out of memory\n");
+		exit(3);
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < cols; j++)
+			row[j] = frand() * a;
+		dec_quantize_row(t, row, d + (size_t)r * m.row_bytes, cols);
+	}
+	free(row);
+	m.data = d;
+	return m;
+}
+
+static struct dec_model *make_model(const struct shape *s, uint32_t t)
+{
+	struct dec_model *m = calloc(1, sizeof *m);
+	struct dec_config *c = &m->cfg;
+	int hd = s->dim / s->heads;
+	size_t nvec = (size_t)s->layers * 2 * s->dim + s->dim;
+
+	c->arch = DEC_ARCH_LLAMA;
+	strcpy(c->arch_name, "llama");
+	c->n_vocab = s->vocab;
+	c->dim = s->dim;
+	c->n_layers = s->layers;
+	c->n_heads = s->heads;
+	c->n_kv_heads = s->kv_heads;
+	c->head_dim = hd;
+	c->rope_dim = hd;
+	c->hidden_dim = s->hidden;
+	c->ctx_len = 4096;
+	c->rope_base = 10000;
+	c->eps = 1e-5f;
+	m->w.vecs = malloc(nvec * sizeof(float));
+	for (size_t i = 0; i < nvec; i++)
+		m->w.vecs[i] = 1.0f;
+	m->w.layers = calloc((size_t)s->layers, sizeof *m->w.layers);
+	m->w.tok_embd = make_mat(t, s->vocab, s->dim);
+	for (int l = 0; l < s->layers; l++) {
+		struct dec_layer *L = &m->w.layers[l];
+
+		L->attn_norm = m->w.vecs + (size_t)l * 2 * s->dim;
+		L->ffn_norm = L->attn_norm + s->dim;
+		L->wq = make_mat(t, (int64_t)s->heads * hd, s->dim);
+		L->wk = make_mat(t, (int64_t)s->kv_heads * hd, s->dim);
+		L->wv = make_mat(t, (int64_t)s->kv_heads * hd, s->dim);
+		L->wo = make_mat(t, s->dim, (int64_t)s->heads * hd);
+		L->w_gate = make_mat(t, s->hidden, s->dim);
+		L->w_up = make_mat(t, s->hidden, s->dim);
+		L->w_down = make_mat(t, s->dim, s->hidden);
+	}
+	m->w.out_norm = m->w.vecs + (size_t)s->layers * 2 * s->dim;
+	m->w.output = make_mat(t, s->vocab, s->dim);
+	return m;
+}
+
+static void free_model(struct dec_model *m)
+{
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		struct dec_layer *L = &m->w.layers[l];
+		const struct dec_mat *ms[7] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+
+		for (int k = 0; k < 7; k++)
+			free((void *)ms[k]->data);
+	}
+	free((void *)m->w.tok_embd.data);
+	free((void *)m->w.output.data);
+	m->gguf = NULL;
+	dec_model_free(m);
+}
+
+/* ---- read bandwidth ----------------------------------------------------- */
+
+struct stream_arg {
+	const float *p;
+	size_t n;
+	double sum;
+};
+
+static void *stream_thread(void *va)
+{
+	struct stream_arg *a = va;
+	/* the SIMD f32 dot of the chunk with itself: one pass over memory, and
+	 * vectorised, so the loop is bound by memory rather than by adds */
+	a->sum = dec_simd_get()->dot_f32(a->p, a->p, (int64_t)a->n);
+	return NULL;
+}
+
+/* Best of 5 passes over a 1 GiB buffer split across n threads, in GB/s. */
+static double read_bandwidth(int n)
+{
+	size_t total = (size_t)1 << 28; /* floats: 1 GiB */
+	float *buf = malloc(total * sizeof *buf);
+	pthread_t th[64];
+	struct stream_arg a[64];
+	double best = 0, sink = 0;
+
+	if (!buf)
+		return 0;
+	for (size_t i = 0; i < total; i++)
+		buf[i] = (float)(i & 1023);
+	for (int rep = 0; rep < 5; rep++) {
+		double t0 = now_s(), dt;
+
+		for (int i = 0; i < n; i++) {
+			a[i] = (struct stream_arg){ buf + total / n * i, total / n, 0 };
+			pthread_create(&th[i], NULL, stream_thread, &a[i]);
+		}
+		for (int i = 0; i < n; i++) {
+			pthread_join(th[i], NULL);
+			sink += a[i].sum;
+		}
+		dt = now_s() - t0;
+		if (total * 4 / dt / 1e9 > best)
+			best = total * 4 / dt / 1e9;
+	}
+	free(buf);
+	if (sink == 42)
+		printf(" ");
+	return best;
+}
+
+static int bench_type(const struct shape *sh, uint32_t t, int threads, int n_prompt, int n_gen,
+		      double bw)
+{
+	struct dec_model *m;
+	struct dec_state *s;
+	struct cr_err err;
+	int32_t *tok = malloc((size_t)(n_prompt + n_gen) * sizeof *tok);
+	double t0, t_pre, t_dec, bytes, kv_bytes;
+	size_t wb;
+
+	cr_err_init(&err);
+	t0 = now_s();
+	m = make_model(sh, t);
+	fprintf(stderr, "built %s model in %.1fs\n", dec_type_name(t), now_s() - t0);
+	if (dec_state_new(m, n_prompt + n_gen, 64, threads, &s, &err)) {
+		fprintf(stderr, "decode_bench: %s\n", err.msg);
+		return 3;
+	}
+	for (int i = 0; i < n_prompt + n_gen; i++)
+		tok[i] = (int32_t)((i * 2654435761u) % (uint32_t)sh->vocab);
+	t0 = now_s();
+	dec_forward(s, tok, n_prompt, NULL, &err);
+	t_pre = now_s() - t0;
+	t0 = now_s();
+	for (int i = 0; i < n_gen; i++)
+		dec_forward(s, tok + n_prompt + i, 1, NULL, &err);
+	t_dec = now_s() - t0;
+	wb = dec_model_weight_bytes(m);
+	/* KV read per decoded token: all layers, mean position, k and v, f32 */
+	kv_bytes = (double)m->cfg.n_layers * (n_prompt + n_gen / 2.0) * m->cfg.n_kv_heads *
+		   m->cfg.head_dim * 2 * 4;
+	bytes = (double)wb + kv_bytes;
+	printf("%-5s params %.0fM  weights %.0f MB  threads %d  kernels %s\n", dec_type_name(t),
+	       dec_model_n_params(m) / 1e6, wb / 1e6, s->n_threads, dec_simd_get()->name);
+	printf("      prefill %d tokens: %.1f tok/s   decode %d tokens: %.2f tok/s (%.1f ms/token)\n",
+	       n_prompt, n_prompt / t_pre, n_gen, n_gen / t_dec, 1e3 * t_dec / n_gen);
+	printf("      bandwidth bound %.2f tok/s (%.0f MB/token at %.1f GB/s): %.0f%% reached\n",
+	       bw * 1e9 / bytes, bytes / 1e6, bw, 100.0 * (n_gen / t_dec) / (bw * 1e9 / bytes));
+	dec_state_free(s);
+	free_model(m);
+	free(tok);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct shape sh = { 1024, 16, 16, 4, 2816, 32000 };
+	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, rc = 0;
+	const char *types = "f16,q8_0";
+	double bw;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *a = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(a, "--threads")) threads = atoi(v);
+		else if (!strcmp(a, "--types")) types = v;
+		else if (!strcmp(a, "--prompt")) n_prompt = atoi(v);
+		else if (!strcmp(a, "--gen")) n_gen = atoi(v);
+		else if (!strcmp(a, "--dim")) sh.dim = atoi(v);
+		else if (!strcmp(a, "--layers")) sh.layers = atoi(v);
+		else if (!strcmp(a, "--hidden")) sh.hidden = atoi(v);
+		else if (!strcmp(a, "--vocab")) sh.vocab = atoi(v);
+		else {
+			fprintf(stderr, "decode_bench: unknown option %s\n", a);
+			return 2;
+		}
+	}
+	if (threads < 1 || n_prompt < 1 || n_gen < 1 || sh.dim % 256 || sh.hidden % 256) {
+		fprintf(stderr, "decode_bench: bad arguments (dim and hidden must be multiples of 256)\n");
+		return 2;
+	}
+	bw = read_bandwidth(threads);
+	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);
+	if (strstr(types, "f16"))
+		rc |= bench_type(&sh, DEC_T_F16, threads, n_prompt, n_gen, bw);
+	if (strstr(types, "q8_0"))
+		rc |= bench_type(&sh, DEC_T_Q8_0, threads, n_prompt, n_gen, bw);
+	if (strstr(types, "q4_k"))
+		rc |= bench_type(&sh, DEC_T_Q4_K, threads, n_prompt, n_gen, bw);
+	return rc;
+}

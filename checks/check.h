@@ -1,0 +1,65 @@
+/* check.h — the verifier's pure checks on buffers: tolerance comparison
+ * with the worst element, degeneracy tests, guard zones, poison patterns.
+ * The orchestrator (harness/verify.c) decides what to run them on; these
+ * functions only look at numbers, so the CUDA path reuses them as they are. */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Verdicts in SPEC §4 order: a candidate gets the first that fails. */
+enum check_verdict {
+	CHECK_FORMAT_ERROR,
+	CHECK_COMPILE_ERROR,
+	CHECK_RUNTIME_ERROR,
+	CHECK_TIMEOUT,
+	CHECK_OUT_OF_BOUNDS,
+	CHECK_INPUT_MUTATED,
+	CHECK_DEGENERATE,
+	CHECK_MISMATCH,
+	CHECK_NONDETERMINISTIC,
+	CHECK_STALE_RESULT,
+	CHECK_OK,
+	CHECK_VERDICT_COUNT
+};
+
+const char *check_verdict_name(enum check_verdict v);
+int check_verdict_parse(const char *s); /* -1 if unknown */
+
+struct check_cmp {
+	int64_t n;
+	int64_t worst;          /* index of the worst element (largest excess over tolerance) */
+	double got, exp;        /* at worst */
+	double max_abs, max_rel;
+	int64_t n_bad;          /* elements outside tolerance */
+	bool pass;
+};
+
+/* Element i passes when |got-exp| <= atol*scale + rtol*|exp|, or when
+ * |got-exp| <= allow (twice the f32 baseline's own worst error on this
+ * case: a kernel as accurate as the baseline always passes). NaN never
+ * matches. scale = max(1, rms(exp)). */
+void check_compare(const double *got, const double *exp, int64_t n, double atol, double rtol,
+		   double allow, struct check_cmp *out);
+double check_rms(const double *v, int64_t n);
+
+/* Degeneracy of one output against its reference: writes a reason and
+ * returns true when degenerate (NaN/Inf where the reference is finite;
+ * constant where the reference is not; all zero where the reference is
+ * not). tol: the comparison tolerance at the reference's scale. */
+bool check_degenerate(const double *got, const double *ref, int64_t n, double tol,
+		      char *why, size_t cap);
+/* true when got equals inp (same count) while ref differs from inp. */
+bool check_equals_input(const double *got, const double *inp, const double *ref, int64_t n,
+			double tol);
+
+/* Guard zones and poison: deterministic patterns from a 64-bit key. */
+void check_fill_pattern(void *p, size_t n, uint64_t key);
+/* Offset of the first byte differing from the pattern, or -1. */
+int64_t check_verify_pattern(const void *p, size_t n, uint64_t key);
+/* Poisons an output buffer: kind 0 quiet-NaN words, kind 1 random bytes. */
+void check_poison(void *p, size_t n, int kind, uint64_t key);
+
+#endif

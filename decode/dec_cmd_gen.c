@@ -1,0 +1,398 @@
+/* dec_cmd_gen.c — `crucible generate`: for each task and sample, renders the
+ * task prompt with the model's chat template, generates, and writes
+ *   OUT/<task>_s<i>.cu|.c   the last fenced code block, `// @task` ensured
+ *   OUT/<task>_s<i>.json    sidecar metadata (SPEC §3)
+ *   OUT/<task>_s<i>.txt     the full completion
+ * The prompt is prefilled once per task; every sample restarts from that
+ * cache. Progress and tokens/s go to stderr. */
+#include "decode/dec.h"
+#include "decode/dec_run.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: crucible generate --model M.gguf --tasks SET --n N --out DIR [options]\n"
+	"Writes N candidates per task: DIR/<task>_s<i>.cu (or .c), a .json sidecar and the\n"
+	"full completion as .txt.\n"
+	"  --tasks SET          comma-separated sets or task names (smoke, L1, smoke/relu)\n"
+	"  --n N                samples per task (default 1)\n"
+	"  --out DIR            output directory\n"
+	"  --backend cuda|cpu   which candidate kind to ask for (default cuda)\n"
+	"  --system TEXT        system message (default: none)\n"
+	"  Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n";
+
+struct gen_cfg {
+	struct dec_opts o;
+	const char *tasks, *out, *backend, *system;
+	int n;
+};
+
+/* mkdir -p of the directory part of path. */
+static enum cr_status make_parents(const char *path, struct cr_err *err)
+{
+	char *p = strdup(path);
+	enum cr_status st = CR_OK;
+
+	if (!p)
+		return cr_errf(err, CR_ENOMEM, "out of memory");
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0777) && errno != EEXIST) {
+			st = cr_errf(err, CR_EIO, "%s: cannot create directory: %s", p, strerror(errno));
+			break;
+		}
+		*s = '/';
+	}
+	free(p);
+	return st;
+}
+
+static enum cr_status write_file(const char *path, const char *data, size_t n, struct cr_err *err)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f)
+		return cr_errf(err, CR_EIO, "%s: cannot write: %s", path, strerror(errno));
+	if (fwrite(data, 1, n, f) != n || fclose(f))
+		return cr_errf(err, CR_EIO, "%s: write failed", path);
+	return CR_OK;
+}
+
+/* The body of the last fenced code block (``` lines), or the text after the
+ * last </think> when there is none. Returns [*b, *e) within text. */
+static void extract_code(const char *text, size_t n, size_t *b, size_t *e)
+{
+	const char *open = NULL, *close = NULL, *p = text, *end = text + n, *think;
+	const char *last_open = NULL, *last_close = NULL;
+	int inside = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
+
+		while (q < le && (*q == ' ' || *q == '\t'))
+			q++;
+		if (le - q >= 3 && !memcmp(q, "```", 3)) {
+			if (!inside) {
+				open = nl ? nl + 1 : end;
+				close = NULL;
+			} else {
+				close = p;
+				last_open = open;
+				last_close = close;
+			}
+			inside = !inside;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (inside && open) { /* unterminated last block: take it to the end */
+		last_open = open;
+		last_close = end;
+	}
+	if (last_open) {
+		*b = (size_t)(last_open - text);
+		*e = (size_t)(last_close - text);
+		return;
+	}
+	think = NULL;
+	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "</think>", 8)); s += 8)
+		think = s + 8;
+	*b = think ? (size_t)(think - text) : 0;
+	*e = n;
+}
+
+static int has_task_line(const char *s, size_t n)
+{
+	for (const char *p = s; p && p < s + n;) {
+		const char *q = p;
+
+		while (q < s + n && (*q == ' ' || *q == '\t'))
+			q++;
+		if (s + n - q >= 8 && !memcmp(q, "//", 2)) {
+			q += 2;
+			while (q < s + n && *q == ' ')
+				q++;
+			if (s + n - q >= 5 && !memcmp(q, "@task", 5))
+				return 1;
+		}
+		p = memchr(p, '\n', (size_t)(s + n - p));
+		p = p ? p + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Index of the token whose text covers byte offset off (n_tok if past the end). */
+static int tok_at(const size_t *ends, int n_tok, size_t off)
+{
+	int i = 0;
+
+	while (i < n_tok && ends[i] <= off)
+		i++;
+	return i;
+}
+
+/* Reasoning tokens: inside <think>…</think>; without think markers, those
+ * before the first code fence (all of them when there is no fence). */
+static int reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)
+{
+	size_t *ends = malloc((size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *ends), len = 0;
+	char *text;
+	int r;
+	const char *open, *close, *fence;
+
+	if (!ends)
+		return 0;
+	for (int i = 0; i < o->n_tokens; i++) {
+		len += dec_tok_is_eog(tok, o->tokens[i]) ? 0 : dec_tok_piece(tok, o->tokens[i], NULL, 0);
+		ends[i] = len;
+	}
+	text = o->text ? o->text : "";
+	open = strstr(text, "<think>");
+	close = strstr(text, "</think>");
+	fence = strstr(text, "```");
+	if (close)
+		r = tok_at(ends, o->n_tokens, (size_t)(close - text)) -
+		    (open && open < close ? tok_at(ends, o->n_tokens, (size_t)(open - text) + 6) + 1 : 0);
+	else if (open)
+		r = o->n_tokens - (tok_at(ends, o->n_tokens, (size_t)(open - text) + 6) + 1);
+	else
+		r = fence ? tok_at(ends, o->n_tokens, (size_t)(fence - text)) : o->n_tokens;
+	free(ends);
+	return r < 0 ? 0 : r;
+}
+
+static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok *tok,
+				   const char *task, int i, int n_prompt, const struct dec_gen_out *o,
+				   struct cr_err *err)
+{
+	size_t plen = strlen(g->out) + strlen(task) + 64, b, e;
+	char *path = malloc(plen), *code = NULL, *txt = NULL;
+	const char *base = strrchr(g->o.model, '/');
+	json_t *j = NULL;
+	enum cr_status st;
+	int has;
+
+	if (!path)
+		return cr_errf(err, CR_ENOMEM, "out of memory");
+	snprintf(path, plen, "%s/%s_s%d.txt", g->out, task, i);
+	if ((st = make_parents(path, err)) || (st = write_file(path, o->text, o->text_len, err)))
+		goto out;
+	extract_code(o->text, o->text_len, &b, &e);
+	has = has_task_line(o->text + b, e - b);
+	code = malloc(e - b + strlen(task) + 32);
+	if (!code) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(code, e - b + strlen(task) + 32, "%s%s%s%.*s", has ? "" : "// @task ", has ? "" : task,
+		 has ? "" : "\n", (int)(e - b), o->text + b);
+	snprintf(path, plen, "%s/%s_s%d.%s", g->out, task, i, strcmp(g->backend, "cpu") ? "cu" : "c");
+	if ((st = write_file(path, code, strlen(code), err)))
+		goto out;
+	j = json_object();
+	json_object_set_new(j, "model", json_string(base ? base + 1 : g->o.model));
+	json_object_set_new(j, "task", json_string(task));
+	json_object_set_new(j, "sample", json_integer(i));
+	json_object_set_new(j, "seed", json_integer((json_int_t)g->o.seed));
+	json_object_set_new(j, "temperature", json_real(g->o.samp.temperature));
+	json_object_set_new(j, "top_p", json_real(g->o.samp.top_p));
+	json_object_set_new(j, "top_k", json_integer(g->o.samp.top_k));
+	json_object_set_new(j, "min_p", json_real(g->o.samp.min_p));
+	json_object_set_new(j, "turn", json_integer(0));
+	json_object_set_new(j, "prompt_tokens", json_integer(n_prompt));
+	json_object_set_new(j, "reasoning_tokens", json_integer(reasoning_tokens(tok, o)));
+	json_object_set_new(j, "completion_tokens", json_integer(o->n_tokens));
+	json_object_set_new(j, "strategy", json_string("best-of-n"));
+	json_object_set_new(j, "max_tokens", json_integer(g->o.max_tokens));
+	json_object_set_new(j, "finish_reason", json_string(o->finish));
+	json_object_set_new(j, "chat_template", json_string(dec_chat_template_name(tok)));
+	json_object_set_new(j, "decode_tokens_per_s", json_real(o->decode_s > 0 ? o->n_tokens / o->decode_s : 0));
+	snprintf(path, plen, "%s/%s_s%d.json", g->out, task, i);
+	txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	if (!txt) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	{
+		size_t tl = strlen(txt);
+		char *nl = realloc(txt, tl + 2);
+
+		if (!nl) {
+			st = cr_errf(err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		txt = nl;
+		memcpy(txt + tl, "\n", 2);
+		st = write_file(path, txt, tl + 1, err);
+	}
+out:
+	free(txt);
+	json_decref(j);
+	free(code);
+	free(path);
+	return st;
+}
+
+struct progress {
+	const char *task;
+	int sample, n;
+};
+
+static void on_token(void *ctx, int k)
+{
+	const struct progress *p = ctx;
+
+	if (k % 256 == 0)
+		fprintf(stderr, "generate: %s sample %d/%d: %d tokens\n", p->task, p->sample + 1, p->n, k);
+}
+
+static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, struct dec_tok *tok,
+			       const struct dec_task_source *src, const char *task, struct cr_err *err)
+{
+	char *user = NULL, *chat = NULL;
+	int32_t *ids = NULL;
+	size_t n_ids = 0;
+	float *logits = NULL;
+	struct dec_state *s = NULL;
+	enum cr_status st = CR_OK;
+	int ctx;
+
+	user = src->prompt(src->ctx, task, g->backend, err);
+	if (!user) {
+		st = err->status ? err->status : CR_EINPUT;
+		goto out;
+	}
+	if ((st = dec_chat_format(tok, g->system, user, &chat, err)) ||
+	    (st = dec_tok_encode(tok, chat, strlen(chat), 1, -1, &ids, &n_ids, err)))
+		goto out;
+	ctx = g->o.ctx ? g->o.ctx : (int)n_ids + g->o.max_tokens;
+	if (ctx > m->cfg.ctx_len && !g->o.ctx)
+		ctx = m->cfg.ctx_len;
+	if ((int)n_ids >= ctx || n_ids == 0) {
+		st = cr_errf(err, CR_EUSAGE, "%s: prompt of %zu tokens does not fit the context of %d",
+			     task, n_ids, ctx);
+		goto out;
+	}
+	logits = malloc((size_t)m->cfg.n_vocab * sizeof *logits);
+	if (!logits) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((st = dec_state_new(m, ctx, 64, g->o.threads, &s, err)) ||
+	    (st = dec_forward(s, ids, (int)n_ids, NULL, err)))
+		goto out;
+	memcpy(logits, s->logits, (size_t)m->cfg.n_vocab * sizeof *logits);
+	for (int i = 0; i < g->n; i++) {
+		struct progress pr = { task, i, g->n };
+		struct dec_gen_params gp = { g->o.max_tokens, g->o.samp, g->o.seed, task, (uint64_t)i,
+					     g->o.stops, g->o.n_stops, 0, on_token, &pr };
+		struct dec_gen_out o;
+
+		if ((st = dec_generate(s, tok, ids, (int)n_ids, logits, &gp, &o, err)))
+			goto out;
+		st = write_sample(g, tok, task, i, (int)n_ids, &o, err);
+		fprintf(stderr, "generate: %s sample %d/%d: %d tokens in %.1fs (%.1f tok/s), %s\n", task,
+			i + 1, g->n, o.n_tokens, o.decode_s, o.decode_s > 0 ? o.n_tokens / o.decode_s : 0,
+			o.finish);
+		dec_gen_out_release(&o);
+		if (st)
+			goto out;
+	}
+out:
+	dec_state_free(s);
+	free(logits);
+	free(ids);
+	free(chat);
+	free(user);
+	return st;
+}
+
+static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help, struct cr_err *err)
+{
+	for (int i = 1; i < argc; i++) {
+		int r = dec_opts_parse(&g->o, argc, argv, &i, err);
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (r < 0)
+			return CR_EUSAGE;
+		if (r > 0)
+			continue;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			*help = 1;
+			return CR_OK;
+		} else if (!strcmp(argv[i], "--tasks") && v) {
+			g->tasks = v;
+		} else if (!strcmp(argv[i], "--out") && v) {
+			g->out = v;
+		} else if (!strcmp(argv[i], "--system") && v) {
+			g->system = v;
+		} else if (!strcmp(argv[i], "--backend") && v) {
+			if (strcmp(v, "cuda") && strcmp(v, "cpu"))
+				return cr_errf(err, CR_EUSAGE, "--backend: expected cuda or cpu, got '%s'", v);
+			g->backend = v;
+		} else if (!strcmp(argv[i], "--n") && v) {
+			char *end;
+			long n = strtol(v, &end, 10);
+
+			if (*end || end == v || n < 1 || n > 1000000)
+				return cr_errf(err, CR_EUSAGE, "--n: expected a positive integer, got '%s'", v);
+			g->n = (int)n;
+		} else {
+			return cr_errf(err, CR_EUSAGE, "unknown or incomplete option '%s' (see --help)", argv[i]);
+		}
+		i++;
+	}
+	if (!g->o.model || !g->tasks || !g->out)
+		return cr_errf(err, CR_EUSAGE, "need --model, --tasks and --out (see --help)");
+	return CR_OK;
+}
+
+int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
+{
+	struct gen_cfg g = { .o = { .max_tokens = 4096, .samp = { 0.6f, 0, 0.95f, 0 } },
+			     .backend = "cuda", .n = 1 };
+	struct cr_err err;
+	struct dec_model *m = NULL;
+	struct dec_tok *tok = NULL;
+	char **names = NULL;
+	size_t n_names = 0;
+	int help = 0;
+	enum cr_status st;
+
+	cr_err_init(&err);
+	if ((st = parse(&g, argc, argv, &help, &err)))
+		goto out;
+	if (help) {
+		printf("%s%s", usage, dec_opts_help);
+		goto out;
+	}
+	if (!src || !src->list || !src->prompt) {
+		st = cr_errf(&err, CR_EINTERNAL, "no task source");
+		goto out;
+	}
+	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
+		goto out;
+	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)))
+		goto out;
+	fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
+		g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
+		dec_chat_template_name(tok), n_names, g.n);
+	for (size_t i = 0; i < n_names && !st; i++)
+		st = run_task(&g, m, tok, src, names[i], &err);
+out:
+	for (size_t i = 0; i < n_names; i++)
+		free(names[i]);
+	free(names);
+	dec_tok_free(tok);
+	dec_model_free(m);
+	if (st)
+		fprintf(stderr, "crucible generate: %s\n", err.msg[0] ? err.msg : cr_status_name(st));
+	return cr_status_exit_code(st);
+}

@@ -1,0 +1,325 @@
+/* dec_forward.c — the optimised CPU forward: a KV cache, prefill in blocks
+ * of up to max_block tokens (each weight row is read once per block), matrix
+ * products split across a thread pool by output rows, dot products on the
+ * encoded weight rows (see dec_quant.h), attention split by (token, head).
+ *
+ * Per block of nb tokens at positions pos..pos+nb, per layer:
+ *   xb = rmsnorm(x)·attn_norm; q,k,v = W·xb (+bias); qwen3: per-head rmsnorm;
+ *   RoPE(q,k); cache k,v; xb = softmax(q·K/√d)·V; x += Wo·xb;
+ *   xb = rmsnorm(x)·ffn_norm; x += Wdown·(silu(Wgate·xb) ⊙ Wup·xb). */
+#include "decode/dec_impl.h"
+#include "decode/dec_quant.h"
+#include "decode/dec_simd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW_CHUNK 16 /* rows a thread claims at a time */
+
+/* Up to three products sharing one encoded input, run as one dispatch. */
+struct mm_job {
+	const struct dec_mat *w[3];
+	float *out[3];        /* out[k][b * out_stride[k] + r] */
+	int64_t out_stride[3];
+	int64_t chunk_end[3]; /* cumulative row-chunk counts */
+	int nw;
+	const uint8_t *act;   /* [nb, act_stride] encoded */
+	size_t act_stride;
+	int nb;
+	int64_t next;         /* atomic row-chunk counter */
+};
+
+static void mm_worker(void *arg, int ith, int nth)
+{
+	struct mm_job *j = arg;
+
+	(void)ith;
+	(void)nth;
+	for (;;) {
+		int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), r0, r1;
+		const struct dec_mat *w;
+		int k = 0;
+
+		while (k < j->nw && c >= j->chunk_end[k])
+			k++;
+		if (k == j->nw)
+			break;
+		w = j->w[k];
+		r0 = (c - (k ? j->chunk_end[k - 1] : 0)) * ROW_CHUNK;
+		r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
+		for (int64_t r = r0; r < r1; r++) {
+			const void *row = (const uint8_t *)w->data + r * w->row_bytes;
+
+			for (int b = 0; b < j->nb; b++)
+				j->out[k][b * j->out_stride[k] + r] =
+					dec_vec_dot(w->type, row, j->act + b * j->act_stride, w->cols);
+		}
+	}
+}
+
+/* out_k[b][r] = w_k[r] · in[b] for k < nw: the input is encoded once per
+ * vec type and matrices sharing it run in one dispatch. */
+static void matmul_n(struct dec_state *s, int nw, const struct dec_mat *const *w, float *const *out,
+		     const int64_t *out_stride, const float *in, int64_t in_stride, int nb)
+{
+	struct mm_job j = { .nw = 0, .act = s->act, .act_stride = s->act_stride, .nb = nb };
+	uint32_t vt = dec_vec_type(w[0]->type);
+	int64_t chunks = 0;
+
+	for (int b = 0; b < nb; b++)
+		dec_quantize_row(vt, in + b * in_stride, (uint8_t *)s->act + b * s->act_stride, w[0]->cols);
+	for (int k = 0; k < nw; k++) {
+		if (dec_vec_type(w[k]->type) != vt) { /* a mixed-type file: run the rest apart */
+			matmul_n(s, nw - k, w + k, out + k, out_stride + k, in, in_stride, nb);
+			break;
+		}
+		j.w[j.nw] = w[k];
+		j.out[j.nw] = out[k];
+		j.out_stride[j.nw] = out_stride[k];
+		chunks += (w[k]->rows + ROW_CHUNK - 1) / ROW_CHUNK;
+		j.chunk_end[j.nw++] = chunks;
+	}
+	/* the recursive call above re-encoded s->act: encode ours again */
+	if (j.nw < nw)
+		for (int b = 0; b < nb; b++)
+			dec_quantize_row(vt, in + b * in_stride, (uint8_t *)s->act + b * s->act_stride,
+					 w[0]->cols);
+	dec_pool_run(s->pool, mm_worker, &j);
+}
+
+static void matmul(struct dec_state *s, const struct dec_mat *w, const float *in, int64_t in_stride,
+		   int nb, float *out, int64_t out_stride)
+{
+	matmul_n(s, 1, &w, &out, &out_stride, in, in_stride, nb);
+}
+
+struct att_job {
+	struct dec_state *s;
+	int layer, nb, pos0;
+	int next;
+};
+
+static void att_worker(void *arg, int ith, int nth)
+{
+	struct att_job *j = arg;
+	struct dec_state *s = j->s;
+	const struct dec_config *c = &s->m->cfg;
+	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+	int grp = c->n_heads / c->n_kv_heads, n_tasks = j->nb * c->n_heads;
+	float *sc = s->att + (size_t)ith * s->max_ctx, scale = 1.0f / sqrtf((float)hd);
+	const float *kc = s->kc + (size_t)j->layer * s->max_ctx * kvd;
+	const float *vc = s->vc + (size_t)j->layer * s->max_ctx * kvd;
+	const struct dec_simd *simd = dec_simd_get();
+
+	(void)nth;
+	for (;;) {
+		int task = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), b, h, kh, n_pos;
+		const float *qh;
+		float *o, mx = -INFINITY, sum = 0;
+
+		if (task >= n_tasks)
+			break;
+		b = task / c->n_heads;
+		h = task % c->n_heads;
+		kh = h / grp;
+		n_pos = j->pos0 + b + 1;
+		qh = s->q + (size_t)b * qd + h * hd;
+		o = s->xb + (size_t)b * qd + h * hd;
+		for (int p = 0; p < n_pos; p++) {
+			sc[p] = simd->dot_f32(qh, kc + (size_t)p * kvd + kh * hd, hd) * scale;
+			mx = sc[p] > mx ? sc[p] : mx;
+		}
+		for (int p = 0; p < n_pos; p++) {
+			sc[p] = expf(sc[p] - mx);
+			sum += sc[p];
+		}
+		memset(o, 0, (size_t)hd * sizeof *o);
+		for (int p = 0; p < n_pos; p++) {
+			const float *vp = vc + (size_t)p * kvd + kh * hd;
+			float a = sc[p] / sum;
+
+			for (int i = 0; i < hd; i++)
+				o[i] += a * vp[i];
+		}
+	}
+}
+
+static void add_bias(float *x, const float *b, int nb, int d)
+{
+	if (b)
+		for (int t = 0; t < nb; t++)
+			for (int i = 0; i < d; i++)
+				x[t * d + i] += b[i];
+}
+
+static void forward_layer(struct dec_state *s, int L, int nb)
+{
+	const struct dec_config *c = &s->m->cfg;
+	const struct dec_layer *l = &s->m->w.layers[L];
+	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, D = c->dim;
+	struct att_job aj = { s, L, nb, s->pos, 0 };
+
+	for (int b = 0; b < nb; b++)
+		dec_rmsnorm(s->xb + (size_t)b * D, s->x + (size_t)b * D, l->attn_norm, D, c->eps);
+	matmul_n(s, 3, (const struct dec_mat *const[]){ &l->wq, &l->wk, &l->wv },
+		 (float *const[]){ s->q, s->k, s->v }, (const int64_t[]){ qd, kvd, kvd }, s->xb, D, nb);
+	add_bias(s->q, l->bq, nb, qd);
+	add_bias(s->k, l->bk, nb, kvd);
+	add_bias(s->v, l->bv, nb, kvd);
+	for (int b = 0; b < nb; b++) {
+		size_t at = ((size_t)L * s->max_ctx + s->pos + b) * kvd;
+
+		for (int h = 0; h < c->n_heads; h++) {
+			float *qh = s->q + (size_t)b * qd + h * hd;
+
+			if (l->q_norm)
+				dec_rmsnorm(qh, qh, l->q_norm, hd, c->eps);
+			dec_rope(qh, c, s->rope_inv, s->pos + b);
+		}
+		for (int h = 0; h < c->n_kv_heads; h++) {
+			float *kh = s->k + (size_t)b * kvd + h * hd;
+
+			if (l->k_norm)
+				dec_rmsnorm(kh, kh, l->k_norm, hd, c->eps);
+			dec_rope(kh, c, s->rope_inv, s->pos + b);
+		}
+		memcpy(s->kc + at, s->k + (size_t)b * kvd, (size_t)kvd * sizeof(float));
+		memcpy(s->vc + at, s->v + (size_t)b * kvd, (size_t)kvd * sizeof(float));
+	}
+	dec_pool_run(s->pool, att_worker, &aj);
+	matmul(s, &l->wo, s->xb, qd, nb, s->hb, D);
+	for (size_t i = 0; i < (size_t)nb * D; i++)
+		s->x[i] += s->hb[i];
+	for (int b = 0; b < nb; b++)
+		dec_rmsnorm(s->xb + (size_t)b * D, s->x + (size_t)b * D, l->ffn_norm, D, c->eps);
+	matmul_n(s, 2, (const struct dec_mat *const[]){ &l->w_gate, &l->w_up },
+		 (float *const[]){ s->hb, s->hb2 }, (const int64_t[]){ c->hidden_dim, c->hidden_dim }, s->xb, D, nb);
+	for (size_t i = 0; i < (size_t)nb * c->hidden_dim; i++)
+		s->hb[i] = s->hb[i] / (1.0f + expf(-s->hb[i])) * s->hb2[i];
+	matmul(s, &l->w_down, s->hb, c->hidden_dim, nb, s->xb, D);
+	for (size_t i = 0; i < (size_t)nb * D; i++)
+		s->x[i] += s->xb[i];
+}
+
+static void forward_block(struct dec_state *s, const int32_t *tok, int nb, float *all_logits)
+{
+	const struct dec_model *m = s->m;
+	const struct dec_config *c = &m->cfg;
+	int D = c->dim;
+	for (int b = 0; b < nb; b++)
+		dec_dequant_row(m->w.tok_embd.type,
+				(const uint8_t *)m->w.tok_embd.data + (size_t)tok[b] * m->w.tok_embd.row_bytes,
+				s->x + (size_t)b * D, D);
+	for (int L = 0; L < c->n_layers; L++)
+		forward_layer(s, L, nb);
+	if (all_logits) {
+		for (int b = 0; b < nb; b++)
+			dec_rmsnorm(s->xb + (size_t)b * D, s->x + (size_t)b * D, m->w.out_norm, D, c->eps);
+		matmul(s, &m->w.output, s->xb, D, nb, all_logits, c->n_vocab);
+		memcpy(s->logits, all_logits + (size_t)(nb - 1) * c->n_vocab, (size_t)c->n_vocab * sizeof(float));
+	} else {
+		dec_rmsnorm(s->xb, s->x + (size_t)(nb - 1) * D, m->w.out_norm, D, c->eps);
+		matmul(s, &m->w.output, s->xb, D, 1, s->logits, c->n_vocab);
+	}
+	s->pos += nb;
+}
+
+enum cr_status dec_forward(struct dec_state *s, const int32_t *tokens, int n,
+			   float *all_logits, struct cr_err *err)
+{
+	const struct dec_config *c = &s->m->cfg;
+
+	if (n <= 0)
+		return cr_errf(err, CR_EUSAGE, "forward: no tokens");
+	if (n > s->max_ctx - s->pos)
+		return cr_errf(err, CR_EUSAGE, "context full: %d tokens + %d new > %d", s->pos, n,
+			       s->max_ctx);
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+			return cr_errf(err, CR_EINPUT, "token id %d out of range [0, %d)", tokens[i],
+				       c->n_vocab);
+	for (int i = 0; i < n; i += s->max_block) {
+		int nb = n - i < s->max_block ? n - i : s->max_block;
+
+		forward_block(s, tokens + i, nb, all_logits ? all_logits + (size_t)i * c->n_vocab : NULL);
+	}
+	return CR_OK;
+}
+
+static size_t max3(size_t a, size_t b, size_t c)
+{
+	return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_block,
+			     int n_threads, struct dec_state **out, struct cr_err *err)
+{
+	const struct dec_config *c = &m->cfg;
+	struct dec_state *s = calloc(1, sizeof *s);
+	size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+	size_t wide = max3(c->dim, qd, 0), hid = max3(c->hidden_dim, c->dim, 0), nf, act;
+	enum cr_status st = CR_OK;
+	float *p;
+
+	*out = NULL;
+	if (!s)
+		return cr_errf(err, CR_ENOMEM, "decoder state: out of memory");
+	if (max_ctx <= 0 || max_block <= 0) {
+		st = cr_errf(err, CR_EUSAGE, "decoder state: bad context %d / block %d", max_ctx, max_block);
+		goto out;
+	}
+	s->m = m;
+	s->max_ctx = max_ctx;
+	s->max_block = max_block;
+	if ((st = dec_pool_new(n_threads > 0 ? n_threads : dec_cpu_count(), &s->pool, err)))
+		goto out;
+	s->n_threads = dec_pool_size(s->pool);
+	/* encoded activations: at most 4 bytes a value (f32), rounded to 64 B */
+	s->act_stride = (max3(c->dim, qd, c->hidden_dim) * 4 + 63) / 64 * 64;
+	act = s->act_stride * (size_t)max_block;
+	nf = (size_t)max_block * (2 * wide + qd + 2 * kvd + 2 * hid + c->dim) +
+	     (size_t)s->n_threads * max_ctx + (size_t)c->n_vocab +
+	     2 * (size_t)c->n_layers * max_ctx * kvd + (size_t)c->rope_dim;
+	s->mem = aligned_alloc(64, (nf * sizeof(float) + act + 63) / 64 * 64);
+	if (!s->mem) {
+		st = cr_errf(err, CR_ENOMEM, "decoder state: out of memory (%zu MiB for context %d)",
+			     (nf * sizeof(float) + act) >> 20, max_ctx);
+		goto out;
+	}
+	s->act = s->mem;
+	p = (float *)((uint8_t *)s->mem + act);
+	s->x = p; p += (size_t)max_block * c->dim;
+	s->xb = p; p += (size_t)max_block * wide;
+	s->q = p; p += (size_t)max_block * qd;
+	s->k = p; p += (size_t)max_block * kvd;
+	s->v = p; p += (size_t)max_block * kvd;
+	s->hb = p; p += (size_t)max_block * hid;
+	s->hb2 = p; p += (size_t)max_block * hid;
+	p += (size_t)max_block * wide; /* spare: keeps nf honest if a buffer grows */
+	s->att = p; p += (size_t)s->n_threads * max_ctx;
+	s->logits = p; p += c->n_vocab;
+	s->kc = p; p += (size_t)c->n_layers * max_ctx * kvd;
+	s->vc = p; p += (size_t)c->n_layers * max_ctx * kvd;
+	s->rope_inv = p;
+	dec_rope_freqs(m, s->rope_inv);
+	*out = s;
+	s = NULL;
+out:
+	dec_state_free(s);
+	return st;
+}
+
+void dec_state_free(struct dec_state *s)
+{
+	if (!s)
+		return;
+	dec_pool_free(s->pool);
+	free(s->mem);
+	free(s);
+}
+
+void dec_state_reset(struct dec_state *s)
+{
+	s->pos = 0;
+}

@@ -1,0 +1,28 @@
+/* dec_impl.h — private helpers shared inside decode/: the thread pool and
+ * the numeric building blocks both forwards use. */
+#ifndef DEC_IMPL_H
+#define DEC_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "harness/cr_status.h"
+#include "decode/dec_model.h"
+
+/* A fixed set of worker threads that run one function on all threads at
+ * once: fn(arg, ith, nth) with ith 0 on the calling thread. */
+struct dec_pool;
+typedef void (*dec_pool_fn)(void *arg, int ith, int nth);
+enum cr_status dec_pool_new(int n_threads, struct dec_pool **out, struct cr_err *err);
+void dec_pool_free(struct dec_pool *p);
+void dec_pool_run(struct dec_pool *p, dec_pool_fn fn, void *arg);
+int dec_pool_size(const struct dec_pool *p);
+int dec_cpu_count(void);
+
+/* y = x / rms(x) * w over n values. */
+void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+/* Rotates one head vector in place at position pos (see dec_config.rope_neox). */
+void dec_rope(float *v, const struct dec_config *c, const float *inv_freq, int pos);
+/* inv_freq[i] = base^(-2i/rope_dim) / factor[i], i < rope_dim/2. */
+void dec_rope_freqs(const struct dec_model *m, float *inv_freq);
+
+#endif

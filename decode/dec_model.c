@@ -1,0 +1,292 @@
+/* dec_model.c — builds struct dec_model from a parsed GGUF file: reads the
+ * architecture's hyper-parameters, finds and shape-checks every tensor, and
+ * copies the 1-D weights (norms, biases) into one f32 allocation. */
+#include "decode/dec_model.h"
+#include "decode/dec_quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct loader {
+	struct dec_gguf *g;
+	struct dec_model *m;
+	struct cr_err *err;
+	float *vec_next; /* bump pointer into m->w.vecs */
+};
+
+static enum cr_status get_int_key(struct loader *L, const char *suffix, int required,
+				  int64_t dflt, int *out)
+{
+	char key[128];
+	int64_t v;
+
+	snprintf(key, sizeof key, "%s.%s", L->m->cfg.arch_name, suffix);
+	if (!dec_gguf_get_int(L->g, key, &v)) {
+		if (required || dec_gguf_find(L->g, key))
+			return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s' is %s", L->g->path, key,
+				       dec_gguf_find(L->g, key) ? "not an integer" : "missing");
+		v = dflt;
+	}
+	if (v < 0 || v > (1 << 30))
+		return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s' = %lld is out of range",
+			       L->g->path, key, (long long)v);
+	*out = (int)v;
+	return CR_OK;
+}
+
+static float get_float_key(struct loader *L, const char *suffix, double dflt)
+{
+	char key[128];
+	double v;
+
+	snprintf(key, sizeof key, "%s.%s", L->m->cfg.arch_name, suffix);
+	return dec_gguf_get_float(L->g, key, &v) ? (float)v : (float)dflt;
+}
+
+static enum cr_status read_config(struct loader *L)
+{
+	struct dec_config *c = &L->m->cfg;
+	char *arch = dec_gguf_get_strdup(L->g, "general.architecture");
+	enum cr_status st = CR_OK;
+	const struct dec_gguf_tensor *te;
+
+	if (!arch)
+		return cr_errf(L->err, CR_EINPUT, "%s: metadata 'general.architecture' is missing",
+			       L->g->path);
+	if (!strcmp(arch, "llama"))
+		c->arch = DEC_ARCH_LLAMA;
+	else if (!strcmp(arch, "qwen2"))
+		c->arch = DEC_ARCH_QWEN2;
+	else if (!strcmp(arch, "qwen3"))
+		c->arch = DEC_ARCH_QWEN3;
+	else
+		st = cr_errf(L->err, CR_EINPUT,
+			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3)",
+			     L->g->path, arch);
+	snprintf(c->arch_name, sizeof c->arch_name, "%s", arch);
+	free(arch);
+	if (st)
+		return st;
+	if ((st = get_int_key(L, "embedding_length", 1, 0, &c->dim)) ||
+	    (st = get_int_key(L, "block_count", 1, 0, &c->n_layers)) ||
+	    (st = get_int_key(L, "feed_forward_length", 1, 0, &c->hidden_dim)) ||
+	    (st = get_int_key(L, "attention.head_count", 1, 0, &c->n_heads)) ||
+	    (st = get_int_key(L, "context_length", 0, 4096, &c->ctx_len)))
+		return st;
+	if ((st = get_int_key(L, "attention.head_count_kv", 0, c->n_heads, &c->n_kv_heads)))
+		return st;
+	if (c->n_heads <= 0 || c->dim <= 0 || c->n_layers <= 0 || c->hidden_dim <= 0 ||
+	    c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
+		return cr_errf(L->err, CR_EINPUT,
+			       "%s: bad shape: dim %d, layers %d, heads %d, kv heads %d, ffn %d",
+			       L->g->path, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim);
+	if ((st = get_int_key(L, "attention.key_length", 0, c->dim / c->n_heads, &c->head_dim)) ||
+	    (st = get_int_key(L, "rope.dimension_count", 0, c->head_dim, &c->rope_dim)))
+		return st;
+	if (c->head_dim <= 0 || c->head_dim % 2 || c->rope_dim % 2 || c->rope_dim > c->head_dim)
+		return cr_errf(L->err, CR_EINPUT, "%s: bad head size %d / rope dims %d",
+			       L->g->path, c->head_dim, c->rope_dim);
+	c->rope_base = get_float_key(L, "rope.freq_base", 10000.0);
+	c->eps = get_float_key(L, "attention.layer_norm_rms_epsilon", 1e-5);
+	c->rope_neox = c->arch != DEC_ARCH_LLAMA;
+	if (c->ctx_len <= 0)
+		c->ctx_len = 4096;
+	te = dec_gguf_tensor(L->g, "token_embd.weight");
+	if (!te || te->n_dims != 2 || te->ne[0] != (uint64_t)c->dim || te->ne[1] > (1u << 24))
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor 'token_embd.weight' is %s", L->g->path,
+			       te ? "not [dim, n_vocab]" : "missing");
+	c->n_vocab = (int)te->ne[1];
+	return CR_OK;
+}
+
+static enum cr_status get_mat(struct loader *L, const char *name, int64_t rows, int64_t cols,
+			      int optional, struct dec_mat *out)
+{
+	const struct dec_gguf_tensor *t = dec_gguf_tensor(L->g, name);
+
+	memset(out, 0, sizeof *out);
+	if (!t)
+		return optional ? CR_OK : cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' is missing",
+						  L->g->path, name);
+	if (t->n_dims != 2 || (int64_t)t->ne[0] != cols || (int64_t)t->ne[1] != rows)
+		return cr_errf(L->err, CR_EINPUT,
+			       "%s: tensor '%s' has shape [%llu, %llu], expected [%lld, %lld]",
+			       L->g->path, name, (unsigned long long)t->ne[0],
+			       (unsigned long long)t->ne[1], (long long)cols, (long long)rows);
+	if (!dec_type_supported(t->type))
+		return cr_errf(L->err, CR_EINPUT,
+			       "%s: tensor '%s' has type %s, which the decoder does not support "
+			       "(F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)",
+			       L->g->path, name, dec_type_name(t->type));
+	out->data = t->data;
+	out->type = t->type;
+	out->rows = rows;
+	out->cols = cols;
+	out->row_bytes = dec_row_size(t->type, cols);
+	return CR_OK;
+}
+
+static enum cr_status get_vec(struct loader *L, const char *name, int64_t n, int optional,
+			      const float **out)
+{
+	const struct dec_gguf_tensor *t = dec_gguf_tensor(L->g, name);
+
+	*out = NULL;
+	if (!t)
+		return optional ? CR_OK : cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' is missing",
+						  L->g->path, name);
+	if (t->ne[0] != (uint64_t)n || t->ne[1] * t->ne[2] * t->ne[3] != 1)
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has %llu elements, expected %lld",
+			       L->g->path, name, (unsigned long long)t->ne[0], (long long)n);
+	if (!dec_type_supported(t->type))
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has unsupported type %s",
+			       L->g->path, name, dec_type_name(t->type));
+	dec_dequant_row(t->type, t->data, L->vec_next, n);
+	*out = L->vec_next;
+	L->vec_next += n;
+	return CR_OK;
+}
+
+static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
+{
+	const struct dec_config *c = &L->m->cfg;
+	int64_t qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
+	int qwen2 = c->arch == DEC_ARCH_QWEN2, qwen3 = c->arch == DEC_ARCH_QWEN3;
+	char n[10][64];
+	enum cr_status st;
+	static const char *const names[10] = {
+		"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+		"ffn_norm", "ffn_gate", "ffn_up", "ffn_down", "",
+	};
+	char b[6][64];
+
+	for (int k = 0; k < 9; k++)
+		snprintf(n[k], sizeof n[k], "blk.%d.%s.weight", i, names[k]);
+	snprintf(b[0], sizeof b[0], "blk.%d.attn_q.bias", i);
+	snprintf(b[1], sizeof b[1], "blk.%d.attn_k.bias", i);
+	snprintf(b[2], sizeof b[2], "blk.%d.attn_v.bias", i);
+	snprintf(b[3], sizeof b[3], "blk.%d.attn_q_norm.weight", i);
+	snprintf(b[4], sizeof b[4], "blk.%d.attn_k_norm.weight", i);
+	if ((st = get_vec(L, n[0], c->dim, 0, &l->attn_norm)) ||
+	    (st = get_mat(L, n[1], qd, c->dim, 0, &l->wq)) ||
+	    (st = get_mat(L, n[2], kvd, c->dim, 0, &l->wk)) ||
+	    (st = get_mat(L, n[3], kvd, c->dim, 0, &l->wv)) ||
+	    (st = get_mat(L, n[4], c->dim, qd, 0, &l->wo)) ||
+	    (st = get_vec(L, n[5], c->dim, 0, &l->ffn_norm)) ||
+	    (st = get_mat(L, n[6], c->hidden_dim, c->dim, 0, &l->w_gate)) ||
+	    (st = get_mat(L, n[7], c->hidden_dim, c->dim, 0, &l->w_up)) ||
+	    (st = get_mat(L, n[8], c->dim, c->hidden_dim, 0, &l->w_down)))
+		return st;
+	/* biases: required for qwen2, accepted on any arch when present */
+	if ((st = get_vec(L, b[0], qd, !qwen2, &l->bq)) ||
+	    (st = get_vec(L, b[1], kvd, !qwen2, &l->bk)) ||
+	    (st = get_vec(L, b[2], kvd, !qwen2, &l->bv)) ||
+	    (st = get_vec(L, b[3], c->head_dim, !qwen3, &l->q_norm)) ||
+	    (st = get_vec(L, b[4], c->head_dim, !qwen3, &l->k_norm)))
+		return st;
+	return CR_OK;
+}
+
+enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct cr_err *err)
+{
+	struct dec_model *m = calloc(1, sizeof *m);
+	struct loader L = { g, m, err, NULL };
+	enum cr_status st = CR_OK;
+	size_t nvec;
+	struct dec_config *c;
+
+	*out = NULL;
+	if (!m) {
+		st = cr_errf(err, CR_ENOMEM, "%s: out of memory", g->path);
+		goto out;
+	}
+	m->gguf = g;
+	c = &m->cfg;
+	if ((st = read_config(&L)))
+		goto out;
+	nvec = (size_t)c->n_layers * (2 * (size_t)c->dim + (size_t)c->n_heads * c->head_dim +
+				      2 * (size_t)c->n_kv_heads * c->head_dim + 2 * (size_t)c->head_dim) +
+	       (size_t)c->dim + (size_t)c->head_dim;
+	m->w.vecs = malloc(nvec * sizeof(float));
+	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
+	if (!m->w.vecs || !m->w.layers) {
+		st = cr_errf(err, CR_ENOMEM, "%s: out of memory", g->path);
+		goto out;
+	}
+	L.vec_next = m->w.vecs;
+	if ((st = get_mat(&L, "token_embd.weight", c->n_vocab, c->dim, 0, &m->w.tok_embd)))
+		goto out;
+	for (int i = 0; i < c->n_layers; i++)
+		if ((st = load_layer(&L, i, &m->w.layers[i])))
+			goto out;
+	if ((st = get_vec(&L, "output_norm.weight", c->dim, 0, &m->w.out_norm)) ||
+	    (st = get_mat(&L, "output.weight", c->n_vocab, c->dim, 1, &m->w.output)) ||
+	    (st = get_vec(&L, "rope_freqs.weight", c->rope_dim / 2, 1, &m->w.rope_freqs)))
+		goto out;
+	if (!m->w.output.data)
+		m->w.output = m->w.tok_embd; /* tied embeddings */
+	*out = m;
+	m = NULL;
+out:
+	if (m)
+		dec_model_free(m);
+	else if (st)
+		dec_gguf_free(g);
+	return st;
+}
+
+enum cr_status dec_model_open(const char *path, struct dec_model **out, struct cr_err *err)
+{
+	struct dec_gguf *g;
+	enum cr_status st = dec_gguf_open(path, &g, err);
+
+	*out = NULL;
+	if (st)
+		return st;
+	return dec_model_load(g, out, err);
+}
+
+void dec_model_free(struct dec_model *m)
+{
+	if (!m)
+		return;
+	free(m->w.layers);
+	free(m->w.vecs);
+	dec_gguf_free(m->gguf);
+	free(m);
+}
+
+static int64_t mat_n(const struct dec_mat *w)
+{
+	return w->rows * w->cols;
+}
+
+int64_t dec_model_n_params(const struct dec_model *m)
+{
+	int64_t n = mat_n(&m->w.tok_embd);
+
+	for (int i = 0; i < m->cfg.n_layers; i++) {
+		const struct dec_layer *l = &m->w.layers[i];
+
+		n += mat_n(&l->wq) + mat_n(&l->wk) + mat_n(&l->wv) + mat_n(&l->wo) +
+		     mat_n(&l->w_gate) + mat_n(&l->w_up) + mat_n(&l->w_down);
+	}
+	if (m->w.output.data != m->w.tok_embd.data)
+		n += mat_n(&m->w.output);
+	return n;
+}
+
+size_t dec_model_weight_bytes(const struct dec_model *m)
+{
+	size_t n = (size_t)m->w.output.rows * m->w.output.row_bytes;
+
+	for (int i = 0; i < m->cfg.n_layers; i++) {
+		const struct dec_layer *l = &m->w.layers[i];
+		const struct dec_mat *ms[7] = { &l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down };
+
+		for (int k = 0; k < 7; k++)
+			n += (size_t)ms[k]->rows * ms[k]->row_bytes;
+	}
+	return n;
+}

@@ -1,0 +1,121 @@
+/* dec_model.h — transformer models from GGUF files (llama, qwen2, qwen3):
+ * config, weights (pointers into the mapping), run state, the optimised CPU
+ * forward with a KV cache and the plain reference forward it is tested
+ * against.
+ *
+ * Conventions (GGUF / ggml): a weight matrix has ne[0] = in-features
+ * (contiguous) and ne[1] = out-features, so row r of W is output r. llama.cpp's
+ * converter permutes llama's q/k weights so RoPE rotates adjacent pairs
+ * (2i, 2i+1) ("normal"); qwen2/qwen3 rotate (i, i + d/2) ("NEOX"). */
+#ifndef DEC_MODEL_H
+#define DEC_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "harness/cr_status.h"
+#include "decode/gguf.h"
+
+enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3 };
+
+struct dec_config {
+	enum dec_arch arch;
+	char arch_name[16];
+	int n_vocab;     /* rows of token_embd */
+	int dim;         /* embedding length */
+	int n_layers;
+	int n_heads;
+	int n_kv_heads;  /* grouped-query attention: n_heads % n_kv_heads == 0 */
+	int head_dim;    /* attention.key_length, else dim / n_heads */
+	int hidden_dim;  /* feed_forward_length */
+	int ctx_len;     /* context_length */
+	int rope_neox;   /* 0: pairs (2i, 2i+1); 1: pairs (i, i + head_dim/2) */
+	int rope_dim;    /* rotated dims per head (rope.dimension_count, else head_dim) */
+	float rope_base; /* rope.freq_base */
+	float eps;       /* attention.layer_norm_rms_epsilon */
+};
+
+/* A 2-D weight: rows × cols elements of a ggml type, row-major. */
+struct dec_mat {
+	const void *data;
+	uint32_t type;
+	int64_t rows, cols;
+	size_t row_bytes;
+};
+
+struct dec_layer {
+	const float *attn_norm; /* [dim] */
+	struct dec_mat wq;      /* [n_heads*head_dim, dim] */
+	struct dec_mat wk;      /* [n_kv_heads*head_dim, dim] */
+	struct dec_mat wv;      /* [n_kv_heads*head_dim, dim] */
+	struct dec_mat wo;      /* [dim, n_heads*head_dim] */
+	const float *bq, *bk, *bv;   /* qwen2 biases [q_dim], [kv_dim], [kv_dim]; else NULL */
+	const float *q_norm, *k_norm; /* qwen3 per-head RMS norm [head_dim]; else NULL */
+	const float *ffn_norm;  /* [dim] */
+	struct dec_mat w_gate;  /* [hidden_dim, dim] */
+	struct dec_mat w_up;    /* [hidden_dim, dim] */
+	struct dec_mat w_down;  /* [dim, hidden_dim] */
+};
+
+struct dec_weights {
+	struct dec_mat tok_embd;   /* [n_vocab, dim] */
+	struct dec_layer *layers;  /* [n_layers] */
+	const float *out_norm;     /* [dim] */
+	struct dec_mat output;     /* [n_vocab, dim]; == tok_embd when tied */
+	const float *rope_freqs;   /* [rope_dim/2] llama3 frequency factors, or NULL */
+	float *vecs;               /* one allocation: all 1-D weights as f32 */
+};
+
+struct dec_model {
+	struct dec_config cfg;
+	struct dec_weights w;
+	struct dec_gguf *gguf; /* owned */
+};
+
+/* Takes ownership of g (freed on error too). Errors name the file and the
+ * missing / malformed key or tensor. */
+enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct cr_err *err);
+enum cr_status dec_model_open(const char *path, struct dec_model **out, struct cr_err *err);
+void dec_model_free(struct dec_model *m);
+int64_t dec_model_n_params(const struct dec_model *m);
+size_t dec_model_weight_bytes(const struct dec_model *m); /* bytes read per decoded token */
+
+struct dec_pool;
+
+/* Run state of the optimised forward: KV cache and scratch, for up to
+ * max_ctx positions, prefilled max_block tokens at a time. */
+struct dec_state {
+	const struct dec_model *m;
+	int max_ctx, max_block, n_threads;
+	int pos;              /* tokens already in the cache */
+	float *x;             /* [max_block, dim] residual stream */
+	float *xb;            /* [max_block, max(dim, q_dim)] normed input / attention output */
+	float *q;             /* [max_block, q_dim] */
+	float *k, *v;         /* [max_block, kv_dim] */
+	float *hb, *hb2;      /* [max_block, hidden_dim] */
+	float *att;           /* [n_threads, max_ctx] attention scores */
+	float *logits;        /* [n_vocab] of the last token */
+	void *act;            /* [max_block, row bytes of max(dim, hidden_dim, q_dim)] encoded activations */
+	size_t act_stride;
+	float *kc, *vc;       /* [n_layers, max_ctx, kv_dim] */
+	float *rope_inv;      /* [rope_dim/2] inverse frequencies */
+	struct dec_pool *pool;
+	void *mem;            /* the one allocation the fields above are carved from */
+};
+
+/* n_threads <= 0: online CPUs (at most 16). */
+enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_block,
+			     int n_threads, struct dec_state **out, struct cr_err *err);
+void dec_state_free(struct dec_state *s);
+void dec_state_reset(struct dec_state *s); /* forget the cache */
+/* Appends tokens[0..n) at positions pos.. (n <= max_ctx - pos); leaves the
+ * last token's logits in s->logits; when all_logits is not NULL, writes
+ * [n, n_vocab] there. */
+enum cr_status dec_forward(struct dec_state *s, const int32_t *tokens, int n,
+			   float *all_logits, struct cr_err *err);
+
+/* Reference forward: no cache, every weight dequantized row by row, sums in
+ * double. Writes logits [n, n_vocab] for tokens[0..n) from position 0. */
+enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens, int n,
+			       float *logits, struct cr_err *err);
+
+#endif

@@ -1,0 +1,194 @@
+/* dec_ref.c — the reference forward pass, written to be obviously right
+ * rather than fast: the whole sequence at once, layer by layer, every weight
+ * row dequantized to f32 and every dot product summed in double, attention
+ * recomputed from scratch (no cache). Also the shared RMS norm and RoPE. */
+#include "decode/dec_impl.h"
+#include "decode/dec_quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
+{
+	double ss = 0;
+	float scale;
+
+	for (int i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	scale = (float)(1.0 / sqrt(ss / n + eps));
+	for (int i = 0; i < n; i++)
+		y[i] = x[i] * scale * w[i];
+}
+
+void dec_rope_freqs(const struct dec_model *m, float *inv_freq)
+{
+	const struct dec_config *c = &m->cfg;
+
+	for (int i = 0; i < c->rope_dim / 2; i++) {
+		double f = pow((double)c->rope_base, -2.0 * i / c->rope_dim);
+
+		if (m->w.rope_freqs)
+			f /= m->w.rope_freqs[i];
+		inv_freq[i] = (float)f;
+	}
+}
+
+void dec_rope(float *v, const struct dec_config *c, const float *inv_freq, int pos)
+{
+	int half = c->rope_dim / 2;
+
+	for (int i = 0; i < half; i++) {
+		float th = (float)pos * inv_freq[i], cs = cosf(th), sn = sinf(th);
+		int a = c->rope_neox ? i : 2 * i, b = c->rope_neox ? i + half : 2 * i + 1;
+		float x0 = v[a], x1 = v[b];
+
+		v[a] = x0 * cs - x1 * sn;
+		v[b] = x0 * sn + x1 * cs;
+	}
+}
+
+/* out[t][r] = W[r] · in[t] for t < n (in has stride cols, out stride rows). */
+static void matmul_ref(const struct dec_mat *w, const float *in, int n, float *out, float *row)
+{
+	for (int64_t r = 0; r < w->rows; r++) {
+		dec_dequant_row(w->type, (const uint8_t *)w->data + r * w->row_bytes, row, w->cols);
+		for (int t = 0; t < n; t++) {
+			double s = 0;
+
+			for (int64_t j = 0; j < w->cols; j++)
+				s += (double)row[j] * in[t * w->cols + j];
+			out[t * w->rows + r] = (float)s;
+		}
+	}
+}
+
+static void add_bias(float *x, const float *b, int n, int d)
+{
+	if (b)
+		for (int t = 0; t < n; t++)
+			for (int i = 0; i < d; i++)
+				x[t * d + i] += b[i];
+}
+
+static void attention_ref(const struct dec_config *c, const float *q, const float *k,
+			  const float *v, int n, float *out, double *sc)
+{
+	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+	int grp = c->n_heads / c->n_kv_heads;
+
+	for (int t = 0; t < n; t++)
+		for (int h = 0; h < c->n_heads; h++) {
+			const float *qh = q + t * qd + h * hd;
+			int kh = h / grp;
+			double mx = -INFINITY, sum = 0;
+
+			for (int s = 0; s <= t; s++) {
+				double d = 0;
+
+				for (int i = 0; i < hd; i++)
+					d += (double)qh[i] * k[s * kvd + kh * hd + i];
+				sc[s] = d / sqrt((double)hd);
+				mx = sc[s] > mx ? sc[s] : mx;
+			}
+			for (int s = 0; s <= t; s++) {
+				sc[s] = exp(sc[s] - mx);
+				sum += sc[s];
+			}
+			for (int i = 0; i < hd; i++) {
+				double o = 0;
+
+				for (int s = 0; s <= t; s++)
+					o += sc[s] * v[s * kvd + kh * hd + i];
+				out[t * qd + h * hd + i] = (float)(o / sum);
+			}
+		}
+}
+
+enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens, int n,
+			       float *logits, struct cr_err *err)
+{
+	const struct dec_config *c = &m->cfg;
+	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+	int wide = c->dim > qd ? c->dim : qd;
+	size_t nf = (size_t)n * (2 * (size_t)c->dim + 2 * (size_t)wide + 2 * (size_t)kvd +
+				 2 * (size_t)c->hidden_dim) +
+		    (size_t)(c->hidden_dim > wide ? c->hidden_dim : wide) + (size_t)c->n_vocab + (size_t)c->rope_dim;
+	float *mem = malloc(nf * sizeof(float)), *x, *xb, *q, *k, *v, *att, *g, *u, *row, *inv, *tmp;
+	double *sc = malloc((size_t)n * sizeof(double));
+	enum cr_status st = CR_OK;
+
+	if (!mem || !sc) {
+		st = cr_errf(err, CR_ENOMEM, "reference forward: out of memory");
+		goto out;
+	}
+	x = mem;
+	tmp = x + (size_t)n * c->dim;
+	xb = tmp + (size_t)n * c->dim;
+	q = xb + (size_t)n * wide;
+	k = q + (size_t)n * wide;
+	v = k + (size_t)n * kvd;
+	g = v + (size_t)n * kvd;
+	u = g + (size_t)n * c->hidden_dim;
+	row = u + (size_t)n * c->hidden_dim;
+	inv = row + (c->hidden_dim > wide ? c->hidden_dim : wide) + c->n_vocab;
+	att = xb; /* attention output reuses xb */
+	dec_rope_freqs(m, inv);
+	for (int t = 0; t < n; t++) {
+		if (tokens[t] < 0 || tokens[t] >= c->n_vocab) {
+			st = cr_errf(err, CR_EINPUT, "token id %d out of range [0, %d)", tokens[t], c->n_vocab);
+			goto out;
+		}
+		dec_dequant_row(m->w.tok_embd.type,
+				(const uint8_t *)m->w.tok_embd.data + tokens[t] * m->w.tok_embd.row_bytes,
+				x + (size_t)t * c->dim, c->dim);
+	}
+	for (int L = 0; L < c->n_layers; L++) {
+		const struct dec_layer *l = &m->w.layers[L];
+
+		for (int t = 0; t < n; t++)
+			dec_rmsnorm(xb + t * c->dim, x + t * c->dim, l->attn_norm, c->dim, c->eps);
+		matmul_ref(&l->wq, xb, n, q, row);
+		matmul_ref(&l->wk, xb, n, k, row);
+		matmul_ref(&l->wv, xb, n, v, row);
+		add_bias(q, l->bq, n, qd);
+		add_bias(k, l->bk, n, kvd);
+		add_bias(v, l->bv, n, kvd);
+		for (int t = 0; t < n; t++) {
+			for (int h = 0; h < c->n_heads; h++) {
+				float *qh = q + t * qd + h * hd;
+
+				if (l->q_norm)
+					dec_rmsnorm(qh, qh, l->q_norm, hd, c->eps);
+				dec_rope(qh, c, inv, t);
+			}
+			for (int h = 0; h < c->n_kv_heads; h++) {
+				float *kh = k + t * kvd + h * hd;
+
+				if (l->k_norm)
+					dec_rmsnorm(kh, kh, l->k_norm, hd, c->eps);
+				dec_rope(kh, c, inv, t);
+			}
+		}
+		attention_ref(c, q, k, v, n, att, sc);
+		matmul_ref(&l->wo, att, n, tmp, row);
+		for (size_t i = 0; i < (size_t)n * c->dim; i++)
+			x[i] += tmp[i];
+		for (int t = 0; t < n; t++)
+			dec_rmsnorm(xb + t * c->dim, x + t * c->dim, l->ffn_norm, c->dim, c->eps);
+		matmul_ref(&l->w_gate, xb, n, g, row);
+		matmul_ref(&l->w_up, xb, n, u, row);
+		for (size_t i = 0; i < (size_t)n * c->hidden_dim; i++)
+			g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+		matmul_ref(&l->w_down, g, n, tmp, row);
+		for (size_t i = 0; i < (size_t)n * c->dim; i++)
+			x[i] += tmp[i];
+	}
+	for (int t = 0; t < n; t++)
+		dec_rmsnorm(xb + t * c->dim, x + t * c->dim, m->w.out_norm, c->dim, c->eps);
+	matmul_ref(&m->w.output, xb, n, logits, row);
+out:
+	free(mem);
+	free(sc);
+	return st;
+}

@@ -1,0 +1,75 @@
+/* dec_run.h — what the two commands share: the tokenizer built from a GGUF
+ * file, the generation loop (prefill, sample, stop), command-line options
+ * for sampling, and small text helpers (UTF-8 repair for JSON, reasoning and
+ * code-block extraction). */
+#ifndef DEC_RUN_H
+#define DEC_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "harness/cr_status.h"
+#include "decode/dec_model.h"
+#include "decode/dec_sample.h"
+#include "decode/gguf.h"
+#include "decode/tok/dec_tok.h"
+
+/* The tokenizer described by g's tokenizer.* metadata. */
+enum cr_status dec_vocab_tokenizer(const struct dec_gguf *g, struct dec_tok **out,
+				   struct cr_err *err);
+
+struct dec_gen_params {
+	int max_tokens;
+	struct dec_sampling samp;
+	uint64_t seed;
+	const char *task;           /* RNG stream key (may be NULL) */
+	uint64_t sample;            /* RNG stream index */
+	const char *const *stops;   /* stop strings: generation ends when the text contains one */
+	int n_stops;
+	int top_logprobs;           /* K per step, 0 for none */
+	/* called after each generated token (may be NULL) */
+	void (*on_token)(void *ctx, int n_generated);
+	void *ctx;
+};
+
+struct dec_gen_out {
+	int32_t *tokens;     /* [n_tokens] generated ids, the final end-of-generation token included */
+	int n_tokens;
+	int32_t *top_ids;    /* [n_tokens * top_logprobs] */
+	float *top_lp;       /* [n_tokens * top_logprobs] */
+	char *text;          /* generated text (specials rendered), cut before a stop string */
+	size_t text_len;
+	const char *finish;  /* "eog", "stop", "length" or "context" */
+	double prefill_s, decode_s;
+};
+
+/* Generates after prompt[0..n_prompt). When prompt_logits is NULL the cache
+ * is reset and the prompt prefilled; otherwise the cache must already hold
+ * this prompt and prompt_logits are its last logits (samples share a
+ * prefill). */
+enum cr_status dec_generate(struct dec_state *s, const struct dec_tok *tok,
+			    const int32_t *prompt, int n_prompt, const float *prompt_logits,
+			    const struct dec_gen_params *p, struct dec_gen_out *out,
+			    struct cr_err *err);
+void dec_gen_out_release(struct dec_gen_out *o);
+
+/* Options both commands take. */
+struct dec_opts {
+	const char *model;
+	int max_tokens;
+	struct dec_sampling samp;
+	uint64_t seed;
+	int threads;
+	int ctx;            /* 0: prompt + max tokens, capped at the model's */
+	const char *stops[16];
+	int n_stops;
+};
+
+/* Parses argv[*i] (and its value) if it is a shared option: returns 1 and
+ * advances *i, 0 if not one of ours, -1 on a bad value (message in err). */
+int dec_opts_parse(struct dec_opts *o, int argc, char **argv, int *i, struct cr_err *err);
+extern const char dec_opts_help[]; /* the shared options' --help lines */
+
+/* Copy of s[0..n) with invalid UTF-8 replaced by U+FFFD (malloc'd, NUL-terminated). */
+char *dec_utf8_repair(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,237 @@
+/* dec_sample.c — the sampler pipeline documented in dec_sample.h, the
+ * xoshiro256** stream and top-k log-probabilities. Sorting the whole vocab
+ * every step would dominate decode time, so top-p first sorts only the tokens
+ * within a factor 1e-6 of the best and falls back to a full sort when their
+ * mass does not reach p (exact either way). */
+#include "decode/dec_sample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void dec_rng_seed(struct dec_rng *r, uint64_t seed, const char *task, uint64_t sample)
+{
+	uint64_t h = 0xcbf29ce484222325ull, x; /* FNV-1a of the task name */
+
+	for (const unsigned char *p = (const unsigned char *)(task ? task : ""); *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	x = seed;
+	x = splitmix64(&x) ^ h;
+	x = splitmix64(&x) ^ (sample * 0xd1342543de82ef95ull + 1);
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t dec_rng_next(struct dec_rng *r)
+{
+	uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return res;
+}
+
+double dec_rng_uniform(struct dec_rng *r)
+{
+	return (double)(dec_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+enum cr_status dec_sampler_init(struct dec_sampler *s, const struct dec_sampling *cfg,
+				int n_vocab, struct cr_err *err)
+{
+	s->cfg = *cfg;
+	s->n_vocab = n_vocab;
+	s->cand = malloc((size_t)(n_vocab > 0 ? n_vocab : 1) * sizeof *s->cand);
+	if (!s->cand)
+		return cr_errf(err, CR_ENOMEM, "sampler: out of memory");
+	return CR_OK;
+}
+
+void dec_sampler_release(struct dec_sampler *s)
+{
+	free(s->cand);
+	s->cand = NULL;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	const struct dec_cand *x = a, *y = b;
+
+	if (x->p != y->p)
+		return x->p < y->p ? 1 : -1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int argmax(const float *v, int n)
+{
+	int best = 0;
+
+	for (int i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+/* Keeps the k best of c[0..n) (unordered beyond that): a heap would do too;
+ * partial quickselect keeps it O(n). Returns k. */
+static int select_top(struct dec_cand *c, int n, int k)
+{
+	int lo = 0, hi = n - 1;
+
+	if (k >= n)
+		return n;
+	while (lo < hi) {
+		struct dec_cand piv = c[(lo + hi) / 2], t;
+		int i = lo, j = hi;
+
+		while (i <= j) {
+			while (cmp_desc(&c[i], &piv) < 0)
+				i++;
+			while (cmp_desc(&c[j], &piv) > 0)
+				j--;
+			if (i <= j) {
+				t = c[i];
+				c[i] = c[j];
+				c[j] = t;
+				i++;
+				j--;
+			}
+		}
+		if (k - 1 <= j)
+			hi = j;
+		else if (k - 1 >= i)
+			lo = i;
+		else
+			break;
+	}
+	return k;
+}
+
+int dec_sampler_dist(struct dec_sampler *s, const float *logits)
+{
+	const struct dec_sampling *cfg = &s->cfg;
+	struct dec_cand *c = s->cand;
+	int n = s->n_vocab;
+	float mx, pmax;
+	double sum = 0;
+
+	if (cfg->temperature <= 0) {
+		c[0].id = argmax(logits, n);
+		c[0].p = 1;
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		c[i].id = i;
+		c[i].p = logits[i] / cfg->temperature;
+	}
+	if (cfg->top_k > 0)
+		n = select_top(c, n, cfg->top_k);
+	mx = c[0].p;
+	for (int i = 1; i < n; i++)
+		mx = c[i].p > mx ? c[i].p : mx;
+	for (int i = 0; i < n; i++) {
+		c[i].p = expf(c[i].p - mx);
+		sum += c[i].p;
+	}
+	for (int i = 0; i < n; i++)
+		c[i].p = (float)(c[i].p / sum);
+	pmax = (float)(1.0 / sum);
+	if (cfg->top_p < 1) {
+		/* move the plausible head to the front, sort it, and see if it suffices */
+		int m = 0, cut = -1;
+		double cum = 0;
+
+		for (int i = 0; i < n; i++)
+			if (c[i].p >= pmax * 1e-6f) {
+				struct dec_cand t = c[m];
+
+				c[m++] = c[i];
+				c[i] = t;
+			}
+		qsort(c, (size_t)m, sizeof *c, cmp_desc);
+		for (int i = 0; i < m && cut < 0; i++)
+			if ((cum += c[i].p) >= cfg->top_p)
+				cut = i + 1;
+		if (cut < 0) {
+			qsort(c, (size_t)n, sizeof *c, cmp_desc);
+			cum = 0;
+			for (int i = 0; i < n && cut < 0; i++)
+				if ((cum += c[i].p) >= cfg->top_p)
+					cut = i + 1;
+		}
+		n = cut < 0 ? n : cut;
+	} else {
+		qsort(c, (size_t)n, sizeof *c, cmp_desc); /* after top-k n is small; else full */
+	}
+	if (cfg->min_p > 0) {
+		int keep = 1;
+
+		while (keep < n && c[keep].p >= cfg->min_p * c[0].p)
+			keep++;
+		n = keep;
+	}
+	sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += c[i].p;
+	for (int i = 0; i < n; i++)
+		c[i].p = (float)(c[i].p / sum);
+	return n;
+}
+
+int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *rng)
+{
+	int n = dec_sampler_dist(s, logits);
+	double u, cum = 0;
+
+	if (n == 1)
+		return s->cand[0].id;
+	u = dec_rng_uniform(rng);
+	for (int i = 0; i < n; i++)
+		if (u < (cum += s->cand[i].p))
+			return s->cand[i].id;
+	return s->cand[n - 1].id; /* rounding left u above the total */
+}
+
+void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs)
+{
+	float mx = logits[argmax(logits, n)];
+	double sum = 0;
+	float lse;
+
+	for (int i = 0; i < n; i++)
+		sum += exp((double)logits[i] - mx);
+	lse = mx + (float)log(sum);
+	/* k is small: insertion into a sorted list */
+	for (int j = 0; j < k; j++)
+		ids[j] = -1;
+	for (int i = 0; i < n; i++) {
+		int j = k;
+
+		while (j > 0 && (ids[j - 1] < 0 || logits[i] > logits[ids[j - 1]]))
+			j--;
+		if (j >= k)
+			continue;
+		memmove(ids + j + 1, ids + j, (size_t)(k - j - 1) * sizeof *ids);
+		ids[j] = i;
+	}
+	for (int j = 0; j < k; j++)
+		logprobs[j] = ids[j] >= 0 ? logits[ids[j]] - lse : -INFINITY;
+}

@@ -1,0 +1,295 @@
+/* dec_simd.c — AVX2/FMA/F16C dot products (x86-64 only, compiled with
+ * function target attributes so the rest of the build stays portable) and
+ * the run-time choice between them and the portable kernels.
+ *
+ * Integer kernels use the maddubs trick: _mm256_maddubs_epi16 multiplies
+ * unsigned by signed bytes, so signed×signed goes through |x| and sign(y,x);
+ * unsigned quants (Q4_K nibbles, Q6_K 6-bit values before the -32 offset)
+ * go in directly and the offset is removed with the activation block sums. */
+#include "decode/dec_simd.h"
+#include "decode/dec_quant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct dec_simd generic = {
+	"generic", dec_dot_f32_generic, dec_dot_f16_generic, dec_dot_q8_0_generic,
+	dec_dot_q4_0_generic, dec_dot_q5_0_generic,
+	dec_dot_q4_k_generic, dec_dot_q6_k_generic,
+};
+
+const struct dec_simd *dec_simd_generic(void)
+{
+	return &generic;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static float hsum8(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+AVX2 static int32_t hsum8i(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	return _mm_cvtsi128_si32(s);
+}
+
+AVX2 static float dot_f32(const void *vx, const void *vy, int64_t n)
+{
+	const float *x = vx, *y = vy;
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	int64_t i = 0;
+	float s;
+
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+	}
+	s = hsum8(_mm256_add_ps(a0, a1));
+	for (; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+AVX2 static float dot_f16(const void *vx, const void *vy, int64_t n)
+{
+	const uint16_t *x = vx, *y = vy;
+	__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	int64_t i = 0;
+	float s;
+
+	for (; i + 32 <= n; i += 32)
+		for (int k = 0; k < 4; k++) {
+			__m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i + 8 * k)));
+			__m256 yv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i + 8 * k)));
+
+			a[k] = _mm256_fmadd_ps(xv, yv, a[k]);
+		}
+	s = hsum8(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+	for (; i < n; i++)
+		s += dec_f16_to_f32(x[i]) * dec_f16_to_f32(y[i]);
+	return s;
+}
+
+/* Sum of 32 signed×signed byte products as 8 int32 lanes. */
+AVX2 static __m256i mul_s8(__m256i x, __m256i y)
+{
+	__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+
+	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+AVX2 static float dot_q8_0(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q8_0 *x = vx, *y = vy;
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int64_t nb = n / DEC_QK, i = 0;
+
+	/* two blocks per iteration into two accumulators: independent chains */
+	for (; i + 1 < nb; i += 2) {
+		__m256i p0 = mul_s8(_mm256_loadu_si256((const __m256i *)x[i].qs),
+				    _mm256_loadu_si256((const __m256i *)y[i].qs));
+		__m256i p1 = mul_s8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
+				    _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+
+		acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d)),
+				       _mm256_cvtepi32_ps(p0), acc0);
+		acc1 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[i + 1].d) * _cvtsh_ss(y[i + 1].d)),
+				       _mm256_cvtepi32_ps(p1), acc1);
+	}
+	for (; i < nb; i++) {
+		__m256i p = mul_s8(_mm256_loadu_si256((const __m256i *)x[i].qs),
+				   _mm256_loadu_si256((const __m256i *)y[i].qs));
+
+		acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d)),
+				       _mm256_cvtepi32_ps(p), acc0);
+	}
+	return hsum8(_mm256_add_ps(acc0, acc1));
+}
+
+/* 16 packed nibbles -> 32 bytes: low nibbles first (x[0..16)), then high. */
+AVX2 static __m256i nibbles(const uint8_t *q)
+{
+	__m128i b = _mm_loadu_si128((const __m128i *)q), m = _mm_set1_epi8(0xF);
+
+	return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+AVX2 static float dot_q4_0(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q4_0 *x = vx;
+	const struct dec_block_q8_0 *y = vy;
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i q = _mm256_sub_epi8(nibbles(x[i].qs), _mm256_set1_epi8(8));
+		__m256i p = mul_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d)),
+				      _mm256_cvtepi32_ps(p), acc);
+	}
+	return hsum8(acc);
+}
+
+/* Byte j of the result is 0xFF when bit j of the 32-bit word is set: byte
+ * j/8 of the word is broadcast to byte j, OR'd with a mask that has every bit
+ * but bit j%8 set, and compared with all-ones. */
+AVX2 static __m256i bits_to_bytes(const uint8_t *p)
+{
+	uint32_t w;
+	__m256i v, sel = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+					   0x0101010101010101ll, 0);
+
+	memcpy(&w, p, 4);
+	v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), sel);
+	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
+	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+AVX2 static float dot_q5_0(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q5_0 *x = vx;
+	const struct dec_block_q8_0 *y = vy;
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i hi = _mm256_and_si256(bits_to_bytes(x[i].qh), _mm256_set1_epi8(0x10));
+		__m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles(x[i].qs), hi), _mm256_set1_epi8(16));
+		__m256i p = mul_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d)),
+				      _mm256_cvtepi32_ps(p), acc);
+	}
+	return hsum8(acc);
+}
+
+static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+	if (j < 4) {
+		*d = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+	}
+}
+
+AVX2 static float dot_q4_k(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q4_K *x = vx;
+	const struct dec_block_q8_K *y = vy;
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	float sum = 0;
+
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i acc = _mm256_setzero_si256();
+		int32_t summ = 0;
+
+		for (int j = 0; j < 4; j++) {
+			uint8_t sc0, m0, sc1, m1;
+			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
+			__m256i lo = _mm256_and_si256(q, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j)));
+			__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j + 32)));
+
+			scale_min_k4(2 * j, x[i].scales, &sc0, &m0);
+			scale_min_k4(2 * j + 1, x[i].scales, &sc1, &m1);
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc0)));
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc1)));
+			summ += m0 * (y[i].bsums[4 * j] + y[i].bsums[4 * j + 1]) +
+				m1 * (y[i].bsums[4 * j + 2] + y[i].bsums[4 * j + 3]);
+		}
+		sum += y[i].d * (_cvtsh_ss(x[i].d) * (float)hsum8i(acc) - _cvtsh_ss(x[i].dmin) * (float)summ);
+	}
+	return sum;
+}
+
+AVX2 static float dot_q6_k(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q6_K *x = vx;
+	const struct dec_block_q8_K *y = vy;
+	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
+	float sum = 0;
+
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i acc = _mm256_setzero_si256();
+		const int8_t *sc = x[i].scales;
+		int32_t bias = 0;
+
+		for (int g = 0; g < 16; g++)
+			bias += sc[g] * y[i].bsums[g];
+		for (int h = 0; h < 2; h++) {
+			const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
+			const int8_t *q8 = y[i].qs + 128 * h;
+			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+			__m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+			__m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+			__m256i u[4];
+
+			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+			u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+			u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+			u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+			for (int k = 0; k < 4; k++) {
+				__m256i p = _mm256_maddubs_epi16(u[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)));
+				int g = 8 * h + 2 * k;
+				__m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+
+				acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+			}
+		}
+		sum += _cvtsh_ss(x[i].d) * y[i].d * (float)(hsum8i(acc) - 32 * bias);
+	}
+	return sum;
+}
+
+static const struct dec_simd avx2 = {
+	"avx2", dot_f32, dot_f16, dot_q8_0, dot_q4_0, dot_q5_0, dot_q4_k, dot_q6_k,
+};
+
+const struct dec_simd *dec_simd_avx2(void)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	    __builtin_cpu_supports("f16c"))
+		return &avx2;
+	return NULL;
+}
+#else
+const struct dec_simd *dec_simd_avx2(void)
+{
+	return NULL;
+}
+#endif
+
+const struct dec_simd *dec_simd_get(void)
+{
+	static const struct dec_simd *chosen; /* a cache of a pure function of the CPU */
+	const struct dec_simd *s = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+	const char *env;
+
+	if (s)
+		return s;
+	env = getenv("CRUCIBLE_DEC_SIMD");
+	s = env && !strcmp(env, "generic") ? NULL : dec_simd_avx2();
+	if (!s)
+		s = &generic;
+	__atomic_store_n(&chosen, s, __ATOMIC_RELEASE);
+	return s;
+}

@@ -1,0 +1,37 @@
+/* dec_simd.h — the table of hot dot-product kernels (ggml-style: a table of
+ * function pointers). The portable versions live in dec_quant.c; dec_simd.c
+ * adds AVX2/FMA/F16C versions compiled with target attributes, chosen at run
+ * time, so one binary runs on any x86-64 (and builds on other CPUs). */
+#ifndef DEC_SIMD_H
+#define DEC_SIMD_H
+
+#include <stdint.h>
+
+typedef float (*dec_dot_fn)(const void *row, const void *act, int64_t n);
+
+struct dec_simd {
+	const char *name;
+	dec_dot_fn dot_f32;  /* f32 · f32 */
+	dec_dot_fn dot_f16;  /* f16 · f16 */
+	dec_dot_fn dot_q8_0; /* q8_0 · q8_0 */
+	dec_dot_fn dot_q4_0; /* q4_0 · q8_0 */
+	dec_dot_fn dot_q5_0; /* q5_0 · q8_0 */
+	dec_dot_fn dot_q4_k; /* q4_K · q8_K */
+	dec_dot_fn dot_q6_k; /* q6_K · q8_K */
+};
+
+/* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
+ * portable one). */
+const struct dec_simd *dec_simd_get(void);
+const struct dec_simd *dec_simd_generic(void);
+const struct dec_simd *dec_simd_avx2(void); /* NULL when the CPU lacks it */
+
+float dec_dot_f32_generic(const void *x, const void *y, int64_t n);
+float dec_dot_f16_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q8_0_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q4_0_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q5_0_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q4_k_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q6_k_generic(const void *x, const void *y, int64_t n);
+
+#endif

@@ -1,2 +1,0 @@
-/* placeholder */
-#include "decode/tok/dec_tok.h"

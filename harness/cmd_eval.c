@@ -1,0 +1,603 @@
+/* cmd_eval.c — `crucible eval` and `crucible check`: find candidates,
+ * verify and time each, write results.csv rows as they finish. */
+#include "harness/cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cr_config.h"
+#include "harness/cand.h"
+#include "harness/results.h"
+#include "harness/sha256.h"
+#include "harness/verify.h"
+#include "reports/report.h"
+#include "tasks/task_registry.h"
+
+struct cands {
+	char **paths;
+	int n, cap;
+};
+
+static int add_path(struct cands *c, const char *p)
+{
+	if (c->n == c->cap) {
+		int nc = c->cap ? c->cap * 2 : 64;
+		char **np = realloc(c->paths, sizeof *np * (size_t)nc);
+		if (!np)
+			return -1;
+		c->paths = np;
+		c->cap = nc;
+	}
+	if (!(c->paths[c->n] = strdup(p)))
+		return -1;
+	c->n++;
+	return 0;
+}
+
+static bool has_ext(const char *p, const char *ext)
+{
+	size_t l = strlen(p), e = strlen(ext);
+	return l > e && !strcmp(p + l - e, ext);
+}
+
+/* Collects .c and .cu files under path (recursively, sorted). */
+static enum cr_status collect(struct cands *c, const char *path, int depth, struct cr_err *err)
+{
+	struct stat sb;
+	struct dirent **ents = NULL;
+	int n;
+
+	if (stat(path, &sb))
+		return cr_errf(err, CR_EINPUT, "%s: %s", path, strerror(errno));
+	if (S_ISREG(sb.st_mode)) {
+		if (!has_ext(path, ".c") && !has_ext(path, ".cu"))
+			return depth ? CR_OK : cr_errf(err, CR_EINPUT, "%s: not a candidate (.c or .cu)", path);
+		return add_path(c, path) ? cr_errf(err, CR_ENOMEM, "out of memory") : CR_OK;
+	}
+	if (!S_ISDIR(sb.st_mode) || depth > 16)
+		return CR_OK;
+	n = scandir(path, &ents, NULL, alphasort);
+	if (n < 0)
+		return cr_errf(err, CR_EINPUT, "%s: %s", path, strerror(errno));
+	for (int i = 0; i < n; i++) {
+		char sub[1024];
+		if (ents[i]->d_name[0] != '.' && !err->status) {
+			snprintf(sub, sizeof sub, "%s/%s", path, ents[i]->d_name);
+			collect(c, sub, depth + 1, err);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return err->status;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long sz;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 || sz > (8 << 20) || fseek(f, 0, SEEK_SET))
+		goto out;
+	buf = malloc((size_t)sz + 1);
+	if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf) {
+		buf[sz] = '\0';
+		*len = (size_t)sz;
+	}
+out:
+	fclose(f);
+	return buf;
+}
+
+/* Reads just the @task name (for grouping and filtering before parsing). */
+static void peek_task(const char *src, size_t len, char *task, size_t cap)
+{
+	struct cr_cand c;
+	struct cr_err e;
+	task[0] = '\0';
+	cr_err_init(&e);
+	memset(&c, 0, sizeof c);
+	if (!cr_cand_parse(&c, "", src, len, &e))
+		snprintf(task, cap, "%s", c.task);
+	cr_cand_release(&c);
+}
+
+struct eval_opts {
+	const char *tasks, *out, *backend;
+	uint64_t seed;
+	bool resume, no_timing, quick, check_expect, verbose, compile_only;
+	double timeout, time_cap;
+};
+
+static void cpu_model(char *buf, size_t cap)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+	snprintf(buf, cap, "cpu");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "model name", 10)) {
+			char *c = strchr(line, ':');
+			if (c) {
+				c += 2;
+				c[strcspn(c, "\n")] = '\0';
+				snprintf(buf, cap, "%s", c);
+			}
+			break;
+		}
+	fclose(f);
+}
+
+static void write_run_json(const char *dir, const char *run_id, const struct eval_opts *o,
+			   const char *device, int n_tasks, const char *taskhash)
+{
+	char path[1024];
+	struct utsname u;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/run.json", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	uname(&u);
+	fprintf(f, "{\n  \"tool\": \"crucible\",\n  \"version\": \"%s\",\n  \"run_id\": \"%s\",\n",
+		CRUCIBLE_VERSION, run_id);
+	fprintf(f, "  \"backend\": \"cpu\",\n  \"device\": \"%s\",\n  \"cores\": %ld,\n", device,
+		sysconf(_SC_NPROCESSORS_ONLN));
+	fprintf(f, "  \"kernel\": \"%s %s\",\n  \"task_set\": \"%s\",\n  \"tasks\": %d,\n", u.sysname,
+		u.release, o->tasks ? o->tasks : "", n_tasks);
+	fprintf(f, "  \"task_set_sha256\": \"%s\",\n", taskhash);
+	if (cr_seed_is_secret())
+		fprintf(f, "  \"seed\": \"secret\",\n");
+	else
+		fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)o->seed);
+	fprintf(f, "  \"timing\": %s,\n  \"quick\": %s\n}\n", o->no_timing ? "false" : "true",
+		o->quick ? "true" : "false");
+	fclose(f);
+}
+
+static void print_usage_eval(FILE *f)
+{
+	fprintf(f,
+		"usage: crucible eval [PATH...] [options]\n"
+		"Verifies and times every candidate (.c, .cu) under PATH; with no PATH, the\n"
+		"bundled sample candidates (data/candidates/smoke) with their expected statuses.\n"
+		"Writes DIR/results.csv (a row per candidate, flushed as it finishes) and run.json.\n\n"
+		"  --tasks SET[,SET]   only candidates for these sets or tasks (smoke, L1/softmax)\n"
+		"  --backend B         auto (default), cpu, or cuda\n"
+		"  --out DIR           output directory (default crucible-out)\n"
+		"  --resume            skip candidates already in DIR/results.csv (same file hash)\n"
+		"  --seed N            seed of every random choice (mixed with $CRUCIBLE_SEED)\n"
+		"  --no-timing         correctness only\n"
+		"  --quick             three init profiles instead of six\n"
+		"  --timeout S         wall-clock budget of one call (default 5)\n"
+		"  --time-cap S        timing budget per candidate (default 1)\n"
+		"  --check-expect      exit 1 when a status differs from its sidecar's \"expect\"\n"
+		"                      (on by default when no PATH is given)\n"
+		"  -h, --help          this help\n");
+}
+
+static void print_usage_check(FILE *f)
+{
+	fprintf(f,
+		"usage: crucible check FILE [--task T] [--seed N] [--no-timing] [--timeout S]\n"
+		"Verifies one candidate and prints the full verdict with diagnostics.\n"
+		"Exit 0 when it is ok, 1 when it is not.\n");
+}
+
+/* Backend choice: the cpu backend runs here; cuda needs a GPU and driver. */
+static int pick_backend(const char *b)
+{
+	if (!b || !strcmp(b, "auto")) {
+		fprintf(stderr, "crucible: backend auto: using cpu (the cuda backend is not built into this binary yet)\n");
+		return 0;
+	}
+	if (!strcmp(b, "cpu"))
+		return 0;
+	if (!strcmp(b, "cuda")) {
+		fprintf(stderr, "crucible: --backend cuda: not available (no CUDA launch support in this build; "
+				"libcuda is not loaded)\n");
+		return 3;
+	}
+	fprintf(stderr, "crucible: --backend %s: expected auto, cpu or cuda\n", b);
+	return 2;
+}
+
+static enum cr_status verify_one(const char *path, const char *task_override,
+				 struct task **tasks, int *n_tasks, const struct eval_opts *o,
+				 const char *workroot, struct cr_result *r, char *task_name,
+				 size_t tcap, struct cr_err *err)
+{
+	struct cr_verify_opts vo = { .seed = o->seed, .call_timeout_s = o->timeout,
+				     .compile_timeout_s = 60, .time_cap_s = o->time_cap,
+				     .rel_target = 0.02, .min_samples = 10, .no_timing = o->no_timing,
+				     .quick = o->quick, .workroot = workroot };
+	size_t len = 0;
+	char *src = slurp(path, &len);
+	struct task *t = NULL;
+	enum cr_status st = CR_OK;
+
+	cr_result_init(r);
+	task_name[0] = '\0';
+	if (!src) {
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s: cannot read (or larger than 8 MiB)", path);
+		return CR_OK;
+	}
+	cr_sha256_hex(src, len, r->sha256);
+	if (task_override)
+		snprintf(task_name, tcap, "%s", task_override);
+	else
+		peek_task(src, len, task_name, tcap);
+	if (!task_name[0]) {
+		/* let the parser produce the precise format error */
+		struct cr_cand c;
+		struct cr_err e;
+		memset(&c, 0, sizeof c);
+		cr_err_init(&e);
+		cr_cand_parse(&c, path, src, len, &e);
+		cr_cand_release(&c);
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s", e.msg[0] ? e.msg : "no @task line");
+		goto out;
+	}
+	for (int i = 0; i < *n_tasks; i++)
+		if (!strcmp((*tasks)[i].name, task_name))
+			t = &(*tasks)[i];
+	if (!t) {
+		struct task *nt = realloc(*tasks, sizeof **tasks * (size_t)(*n_tasks + 1));
+		struct cr_err e;
+		if (!nt) {
+			st = cr_errf(err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		*tasks = nt;
+		cr_err_init(&e);
+		if (task_registry_find(task_name, &nt[*n_tasks], &e)) {
+			r->status = CHECK_FORMAT_ERROR;
+			snprintf(r->detail, sizeof r->detail, "%s: @task: %s", path, e.msg);
+			goto out;
+		}
+		t = &nt[(*n_tasks)++];
+	}
+	st = cr_verify(t, path, src, len, &vo, r, err);
+out:
+	free(src);
+	return st;
+}
+
+static const char *fmt_speed(const struct cr_result *r, char *b, size_t cap)
+{
+	if (!r->timed)
+		snprintf(b, cap, "-");
+	else
+		snprintf(b, cap, "%.2fx [%.2f,%.2f]", r->speedup, r->speedup_lo, r->speedup_hi);
+	return b;
+}
+
+static int parse_common(int argc, char **argv, struct eval_opts *o, const char **task,
+			bool check)
+{
+	static const struct option lo[] = {
+		{ "tasks", required_argument, 0, 't' }, { "task", required_argument, 0, 'T' },
+		{ "backend", required_argument, 0, 'b' }, { "out", required_argument, 0, 'o' },
+		{ "resume", no_argument, 0, 'r' }, { "seed", required_argument, 0, 's' },
+		{ "no-timing", no_argument, 0, 'n' }, { "quick", no_argument, 0, 'q' },
+		{ "timeout", required_argument, 0, 'x' }, { "time-cap", required_argument, 0, 'c' },
+		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 }
+	};
+	int c;
+	char *end;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't': o->tasks = optarg; break;
+		case 'T': *task = optarg; break;
+		case 'b': o->backend = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'r': o->resume = true; break;
+		case 's':
+			errno = 0;
+			o->seed = strtoull(optarg, &end, 10);
+			if (errno || *end || !optarg[0]) {
+				fprintf(stderr, "crucible %s: --seed: '%s' is not a non-negative integer\n", argv[0], optarg);
+				return 2;
+			}
+			break;
+		case 'n': o->no_timing = true; break;
+		case 'q': o->quick = true; break;
+		case 'x': case 'c': {
+			double d = strtod(optarg, &end);
+			if (*end || !(d > 0) || d > 3600) {
+				fprintf(stderr, "crucible %s: --%s: '%s' is not a number of seconds in (0, 3600]\n",
+					argv[0], c == 'x' ? "timeout" : "time-cap", optarg);
+				return 2;
+			}
+			if (c == 'x') o->timeout = d; else o->time_cap = d;
+			break;
+		}
+		case 'e': o->check_expect = true; break;
+		case 'h':
+			if (check) print_usage_check(stdout); else print_usage_eval(stdout);
+			return -1;
+		default:
+			fprintf(stderr, "crucible %s: unknown or incomplete option '%s' (see --help)\n", argv[0],
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static char *make_workroot(void)
+{
+	char tmpl[] = "/tmp/crucible-XXXXXX";
+	char *d = mkdtemp(tmpl);
+	if (!d)
+		return NULL;
+	chmod(d, 0755);
+	return strdup(d);
+}
+
+int cr_cmd_eval(int argc, char **argv)
+{
+	struct eval_opts o = { .out = "crucible-out", .timeout = 5, .time_cap = 1 };
+	struct cands cs = { 0 };
+	struct task *tasks = NULL, *filter = NULL;
+	int n_tasks = 0, n_filter = 0, rc = 0, unexpected = 0, skipped = 0, done = 0;
+	char **keys = NULL, path[1024], run_id[64], device[256], *workroot = NULL;
+	int n_keys = 0;
+	const char *dummy = NULL;
+	struct cr_err err;
+	FILE *res = NULL;
+	bool defaulted = false;
+	int prc = parse_common(argc, argv, &o, &dummy, false);
+
+	if (prc)
+		return prc < 0 ? 0 : prc;
+	if (dummy) {
+		fprintf(stderr, "crucible eval: --task is for `crucible check`; use --tasks\n");
+		return 2;
+	}
+	if ((rc = pick_backend(o.backend)))
+		return rc;
+	o.seed = cr_seed(o.seed);
+	cr_err_init(&err);
+	if (optind >= argc) {
+		snprintf(path, sizeof path, "%s/candidates/smoke", task_datadir());
+		defaulted = true;
+		o.check_expect = true;
+		if (collect(&cs, path, 0, &err))
+			goto fail;
+	}
+	for (int i = optind; i < argc; i++)
+		if (collect(&cs, argv[i], 0, &err))
+			goto fail;
+	if (o.tasks && task_registry_load(o.tasks, &filter, &n_filter, &err))
+		goto fail;
+	if (mkdir(o.out, 0755) && errno != EEXIST) {
+		cr_errf(&err, CR_EIO, "cannot create %s: %s", o.out, strerror(errno));
+		goto fail;
+	}
+	snprintf(path, sizeof path, "%s/results.csv", o.out);
+	if (o.resume) {
+		/* drop a row cut short by a kill, then collect finished keys */
+		int fd = open(path, O_RDWR);
+		if (fd >= 0) {
+			off_t sz = lseek(fd, 0, SEEK_END), keep = 0;
+			char ch;
+			for (off_t p = sz - 1; p >= 0; p--)
+				if (pread(fd, &ch, 1, p) == 1 && ch == '\n') {
+					keep = p + 1;
+					break;
+				}
+			if (keep < sz && ftruncate(fd, keep)) { /* best effort */ }
+			close(fd);
+		}
+		if (cr_results_done_keys(path, &keys, &n_keys, &err))
+			goto fail;
+	} else {
+		struct stat sb;
+		if (!stat(path, &sb)) {
+			char old[1100];
+			snprintf(old, sizeof old, "%s.prev", path);
+			rename(path, old);
+			fprintf(stderr, "crucible eval: previous %s kept as %s\n", path, old);
+		}
+	}
+	if (cr_results_open(path, &res, &err))
+		goto fail;
+	workroot = make_workroot();
+	if (!workroot) {
+		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
+		goto fail;
+	}
+	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
+	cpu_model(device, sizeof device);
+	{
+		char hash_src[8192] = "", h[65];
+		for (int i = 0; i < n_filter; i++)
+			strncat(hash_src, filter[i].name, sizeof hash_src - strlen(hash_src) - 1);
+		cr_sha256_hex(hash_src, strlen(hash_src), h);
+		write_run_json(o.out, run_id, &o, device, n_filter, h);
+	}
+	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
+	       "speedup [95% CI]", "detail");
+	for (int i = 0; i < cs.n; i++) {
+		struct cr_result r;
+		struct cr_meta m;
+		char tname[256], sp[64], key[1200];
+		const char *cand = cs.paths[i];
+		struct cr_row row;
+		bool skip = false;
+
+		if (has_ext(cand, ".cu")) {
+			skipped++;
+			continue;
+		}
+		if (cr_meta_read(cand, &m, &err)) {
+			fprintf(stderr, "crucible eval: %s\n", err.msg);
+			cr_err_init(&err);
+			memset(&m, 0, sizeof m);
+		}
+		if (o.tasks) {
+			size_t len = 0;
+			char *src = slurp(cand, &len);
+			bool in = false;
+			tname[0] = '\0';
+			if (src)
+				peek_task(src, len, tname, sizeof tname);
+			free(src);
+			for (int k = 0; k < n_filter; k++)
+				in |= !strcmp(filter[k].name, tname);
+			if (!in)
+				continue;
+		}
+		if (o.resume && n_keys) {
+			size_t len = 0;
+			char *src = slurp(cand, &len), h[65];
+			if (src) {
+				cr_sha256_hex(src, len, h);
+				snprintf(key, sizeof key, "%s\t%s", cand, h);
+				for (int k = 0; k < n_keys; k++)
+					skip |= !strcmp(keys[k], key);
+			}
+			free(src);
+			if (skip) {
+				fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
+					i + 1, cs.n, cand);
+				continue;
+			}
+		}
+		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, cs.n, cand);
+		if (verify_one(cand, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err))
+			goto fail;
+		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
+				       .backend = "cpu", .device = device, .r = &r, .m = &m };
+		if (cr_results_write(res, &row, &err))
+			goto fail;
+		done++;
+		bool bad = o.check_expect && m.expect[0] && strcmp(m.expect, check_verdict_name(r.status));
+		unexpected += bad;
+		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname, strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand,
+		       check_verdict_name(r.status), r.backward, fmt_speed(&r, sp, sizeof sp), 70,
+		       r.detail, bad ? "  <-- UNEXPECTED" : "");
+		if (bad)
+			printf("%-22s   expected status %s\n", "", m.expect);
+		fflush(stdout);
+	}
+	if (skipped)
+		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates\n",
+			skipped);
+	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
+	fclose(res);
+	res = NULL;
+	if (done > 0 || n_keys > 0) {
+		printf("\n");
+		fflush(stdout);
+		report_print_summary(path, stdout);
+	}
+	if (o.check_expect && unexpected) {
+		fprintf(stderr, "crucible eval: %d candidate(s) did not get their expected status\n", unexpected);
+		rc = 1;
+	}
+	if (defaulted && !unexpected)
+		fprintf(stderr, "crucible eval: every bundled sample got its expected status\n");
+	goto out;
+fail:
+	fprintf(stderr, "crucible eval: %s\n", err.msg);
+	rc = cr_status_exit_code(err.status);
+out:
+	if (res)
+		fclose(res);
+	if (workroot) {
+		rmdir(workroot);
+		free(workroot);
+	}
+	for (int i = 0; i < cs.n; i++)
+		free(cs.paths[i]);
+	free(cs.paths);
+	for (int i = 0; i < n_keys; i++)
+		free(keys[i]);
+	free(keys);
+	free(tasks);
+	free(filter);
+	return rc;
+}
+
+int cr_cmd_check(int argc, char **argv)
+{
+	struct eval_opts o = { .timeout = 5, .time_cap = 1 };
+	const char *task = NULL;
+	struct task *tasks = NULL;
+	int n_tasks = 0, rc;
+	struct cr_result r;
+	struct cr_err err;
+	char tname[256], *workroot;
+	int prc = parse_common(argc, argv, &o, &task, true);
+
+	if (prc)
+		return prc < 0 ? 0 : prc;
+	if (optind != argc - 1) {
+		print_usage_check(stderr);
+		return 2;
+	}
+	if ((rc = pick_backend(o.backend)))
+		return rc;
+	if (has_ext(argv[optind], ".cu")) {
+		fprintf(stderr, "crucible check: %s is a CUDA candidate; the cpu backend runs .c candidates\n",
+			argv[optind]);
+		return 3;
+	}
+	if (access(argv[optind], R_OK)) {
+		fprintf(stderr, "crucible check: %s: %s\n", argv[optind], strerror(errno));
+		return 2;
+	}
+	o.seed = cr_seed(o.seed);
+	cr_err_init(&err);
+	workroot = make_workroot();
+	if (!workroot) {
+		fprintf(stderr, "crucible check: cannot create a temporary directory\n");
+		return 3;
+	}
+	if (verify_one(argv[optind], task, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err)) {
+		fprintf(stderr, "crucible check: %s\n", err.msg);
+		rmdir(workroot);
+		free(workroot);
+		free(tasks);
+		return cr_status_exit_code(err.status);
+	}
+	rmdir(workroot);
+	free(workroot);
+	printf("candidate   %s\ntask        %s\nstatus      %s\nbackward    %s\n", argv[optind],
+	       tname[0] ? tname : "?", check_verdict_name(r.status), r.backward);
+	if (r.detail[0])
+		printf("detail      %s\n", r.detail);
+	if (!isnan(r.max_abs_err))
+		printf("max error   abs %.3g, rel %.3g (%.2fx the f32 baseline's)\n", r.max_abs_err,
+		       r.max_rel_err, r.err_vs_baseline);
+	if (r.timed)
+		printf("time        %.2f us [%.2f, %.2f] at %s, %d samples%s\nbaseline    %.2f us\nspeedup     %.3fx [%.3f, %.3f]\n",
+		       r.time_us, r.time_lo_us, r.time_hi_us, r.dims, r.samples, r.noisy ? " (noisy)" : "",
+		       r.baseline_us, r.speedup, r.speedup_lo, r.speedup_hi);
+	printf("sha256      %s\n", r.sha256);
+	free(tasks);
+	return r.status == CHECK_OK ? 0 : 1;
+}

@@ -1,0 +1,443 @@
+/* cmd_tasks.c — `crucible list`, `crucible dump` and `crucible lint`: the
+ * commands that look at the task registry itself. */
+#include "harness/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/expr.h"
+#include "tasks/task_exec.h"
+#include "tasks/task_gen.h"
+#include "tasks/task_registry.h"
+#include "tasks/task_rng.h"
+
+static int dim_lookup(void *ctx, const char *name, size_t len)
+{
+	return task_find_dim(ctx, name, len);
+}
+
+/* Evaluates a flops/bytes expression at the bench shape ("" when absent). */
+static void eval_metric(const struct task *t, const char *text, char *out, size_t cap)
+{
+	struct cr_expr e;
+	struct cr_err err;
+	int64_t v;
+	out[0] = '\0';
+	if (!text[0])
+		return;
+	cr_err_init(&err);
+	if (cr_expr_compile(&e, text, strlen(text), dim_lookup, (void *)t, &err)) {
+		snprintf(out, cap, "?");
+		return;
+	}
+	if (!cr_expr_eval(&e, t->bench.v, &v, &err))
+		snprintf(out, cap, "%.3g", (double)v);
+	else
+		snprintf(out, cap, "?");
+	cr_expr_release(&e);
+}
+
+int cr_cmd_list(int argc, char **argv)
+{
+	struct task *ts = NULL;
+	int n = 0, rc = 0;
+	struct cr_err err;
+	char *spec = NULL;
+	size_t sl = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: crucible list [SET|TASK...]\n"
+			       "Lists tasks: name, primitives, bench dims, backward, flops and bytes at the\n"
+			       "bench shape, and the KernelBench source each mirrors. No argument: every set.\n");
+			return 0;
+		}
+		if (argv[i][0] == '-') {
+			fprintf(stderr, "crucible list: unknown option '%s' (see --help)\n", argv[i]);
+			return 2;
+		}
+		spec = realloc(spec, sl + strlen(argv[i]) + 2);
+		if (!spec)
+			return 2;
+		sprintf(spec + sl, "%s%s", sl ? "," : "", argv[i]);
+		sl = strlen(spec);
+	}
+	cr_err_init(&err);
+	if (task_registry_load(spec, &ts, &n, &err)) {
+		fprintf(stderr, "crucible list: %s\n", err.msg);
+		free(spec);
+		return cr_status_exit_code(err.status);
+	}
+	printf("%-24s %-28s %-30s %-8s %-9s %-9s %s\n", "task", "primitives", "dims", "backward",
+	       "flops", "bytes", "source");
+	for (int i = 0; i < n; i++) {
+		char prims[256] = "", dims[256], fl[32], by[32];
+		for (int k = 0; k < ts[i].n_nodes; k++) {
+			if (k)
+				strncat(prims, ",", sizeof prims - strlen(prims) - 1);
+			strncat(prims, ts[i].nodes[k].op, sizeof prims - strlen(prims) - 1);
+		}
+		task_dims_str(&ts[i], &ts[i].bench, dims, sizeof dims);
+		eval_metric(&ts[i], ts[i].flops, fl, sizeof fl);
+		eval_metric(&ts[i], ts[i].bytes, by, sizeof by);
+		printf("%-24s %-28s %-30s %-8s %-9s %-9s %s\n", ts[i].name, prims, dims,
+		       ts[i].backward ? "yes" : "no", fl, by, ts[i].source[0] ? ts[i].source : "-");
+	}
+	printf("%d task(s)\n", n);
+	free(ts);
+	free(spec);
+	return rc;
+}
+
+/* ---- dump ---- */
+
+static int write_npy(const char *path, const char *descr, const int64_t *shape, int rank,
+		     const void *data, size_t bytes)
+{
+	char hdr[256];
+	int len;
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+	for (int i = 0; i < rank; i++)
+		len += snprintf(hdr + len, sizeof hdr - (size_t)len, "%lld,%s", (long long)shape[i],
+				i + 1 < rank ? " " : "");
+	len += snprintf(hdr + len, sizeof hdr - (size_t)len, "), }");
+	/* magic(6) + version(2) + header length(2) + header, padded to 64 */
+	int total = 10 + len + 1;
+	int pad = (64 - total % 64) % 64;
+	fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+	uint16_t hl = (uint16_t)(len + pad + 1);
+	unsigned char hlb[2] = { (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8) };
+	fwrite(hlb, 1, 2, f);
+	fwrite(hdr, 1, (size_t)len, f);
+	for (int i = 0; i < pad; i++)
+		fputc(' ', f);
+	fputc('\n', f);
+	fwrite(data, 1, bytes, f);
+	return fclose(f);
+}
+
+static const char *npy_descr(enum task_dtype dt)
+{
+	switch (dt) {
+	case TASK_F32: return "<f4";
+	case TASK_F16: return "<f2";
+	case TASK_I32: return "<i4";
+	case TASK_I64: return "<i8";
+	default: return "<u2";
+	}
+}
+
+static int parse_dims_arg(const struct task *t, const char *s, struct task_dimset *d)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int rc = 0;
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		int k;
+		long long v;
+		if (!eq) { rc = -1; break; }
+		*eq = '\0';
+		k = task_find_dim(t, tok, strlen(tok));
+		v = strtoll(eq + 1, &end, 10);
+		if (k < 0 || *end || v < 1) { rc = -1; break; }
+		d->v[k] = v;
+	}
+	free(copy);
+	return rc;
+}
+
+int cr_cmd_dump(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "dims", required_argument, 0, 'd' }, { "profile", required_argument, 0, 'p' },
+		{ "seed", required_argument, 0, 's' }, { "out", required_argument, 0, 'o' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+	};
+	const char *dims = NULL, *out = NULL, *profile = "own";
+	uint64_t seed = 0;
+	struct task t;
+	struct task_dimset d;
+	struct task_exec x;
+	struct cr_err err;
+	FILE *man;
+	char path[1200];
+	int c, prof;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': dims = optarg; break;
+		case 'p': profile = optarg; break;
+		case 's': seed = strtoull(optarg, NULL, 10); break;
+		case 'o': out = optarg; break;
+		case 'h':
+			printf("usage: crucible dump TASK [--dims K=V,...] [--profile P] [--seed N] --out DIR\n"
+			       "Writes one case's inputs, params, reference outputs (float64, the truth)\n"
+			       "and, for tasks with a backward, the upstream gradients d<out> and the\n"
+			       "reference gradients d<in>, as .npy files with a manifest.json.\n"
+			       "Default dims: the first check shape. Profiles: own large small offset sparse mixed.\n");
+			return 0;
+		default:
+			fprintf(stderr, "crucible dump: unknown or incomplete option '%s' (see --help)\n",
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || !out) {
+		fprintf(stderr, "usage: crucible dump TASK [--dims K=V,...] [--profile P] [--seed N] --out DIR\n");
+		return 2;
+	}
+	cr_err_init(&err);
+	if (task_registry_find(argv[optind], &t, &err)) {
+		fprintf(stderr, "crucible dump: %s\n", err.msg);
+		return 2;
+	}
+	d = t.checks[0];
+	if (dims && parse_dims_arg(&t, dims, &d)) {
+		fprintf(stderr, "crucible dump: --dims '%s': expected NAME=POSITIVE,... over the dims of %s\n",
+			dims, t.name);
+		return 2;
+	}
+	if ((prof = task_profile_parse(profile)) < 0) {
+		fprintf(stderr, "crucible dump: unknown profile '%s'\n", profile);
+		return 2;
+	}
+	if (mkdir(out, 0755) && errno != EEXIST) {
+		fprintf(stderr, "crucible dump: cannot create %s: %s\n", out, strerror(errno));
+		return 2;
+	}
+	if (task_exec_init(&x, &t, &d, true, t.backward, &err)) {
+		fprintf(stderr, "crucible dump: %s\n", err.msg);
+		return 2;
+	}
+	for (int i = 0; i < t.n_tensors; i++)
+		if (t.tensors[i].role != TASK_OUTPUT)
+			task_gen_tensor(&t, i, &d, (enum task_profile)prof, seed, x.v[i].d);
+	task_exec_forward(&x);
+	snprintf(path, sizeof path, "%s/manifest.json", out);
+	man = fopen(path, "w");
+	if (!man) {
+		fprintf(stderr, "crucible dump: cannot write %s\n", path);
+		task_exec_release(&x);
+		return 2;
+	}
+	{
+		char ds[256];
+		task_dims_str(&t, &d, ds, sizeof ds);
+		fprintf(man, "{\n  \"task\": \"%s\",\n  \"source\": \"%s\",\n  \"dims\": \"%s\",\n"
+			     "  \"profile\": \"%s\",\n  \"seed\": %llu,\n  \"atol\": %g,\n  \"rtol\": %g,\n  \"arrays\": [\n",
+			t.name, t.source, ds, profile, (unsigned long long)seed, t.atol, t.rtol);
+	}
+	int first = 1;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			if (!t.backward)
+				break;
+			struct task_rng r;
+			task_rng_seed(&r, task_mix(seed, 0xd0u));
+			for (int i = 0; i < t.n_tensors; i++)
+				if (t.tensors[i].role == TASK_OUTPUT) {
+					task_gen_round(t.tensors[i].dtype, x.v[i].d, x.v[i].n);
+					for (int64_t k = 0; k < x.v[i].n; k++)
+						((double *)x.g[i].d)[k] = (float)task_rng_normal(&r);
+				}
+			task_exec_backward(&x);
+		}
+		for (int i = 0; i < t.n_tensors; i++) {
+			const struct task_tensor *tt = &t.tensors[i];
+			bool isout = tt->role == TASK_OUTPUT;
+			const struct task_val *val;
+			char file[256], kind[32];
+			void *buf;
+			size_t bytes;
+			if (pass == 0) {
+				val = &x.v[i];
+				snprintf(file, sizeof file, "%s.npy", tt->name);
+				snprintf(kind, sizeof kind, "%s", isout ? "reference_output" : task_role_name(tt->role));
+			} else {
+				if (!isout && !tt->grad)
+					continue;
+				val = &x.g[i];
+				snprintf(file, sizeof file, "d%s.npy", tt->name);
+				snprintf(kind, sizeof kind, "%s", isout ? "upstream_grad" : "reference_grad");
+			}
+			bool ref = isout != (pass == 1); /* reference values: float64 */
+			if (pass == 1 && !isout)
+				ref = true;
+			bytes = (size_t)val->n * (ref ? 8 : task_dtype_size(tt->dtype));
+			buf = malloc(bytes ? bytes : 1);
+			if (!buf)
+				continue;
+			if (ref)
+				memcpy(buf, val->d, bytes);
+			else
+				task_gen_store(tt->dtype, val->d, buf, val->n);
+			snprintf(path, sizeof path, "%s/%s", out, file);
+			write_npy(path, ref ? "<f8" : npy_descr(tt->dtype), val->shape, val->rank, buf, bytes);
+			free(buf);
+			fprintf(man, "%s    {\"file\": \"%s\", \"tensor\": \"%s\", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
+				first ? "" : ",\n", file, tt->name, kind, ref ? "f64" : task_dtype_name(tt->dtype));
+			for (int k = 0; k < val->rank; k++)
+				fprintf(man, "%s%lld", k ? ", " : "", (long long)val->shape[k]);
+			fprintf(man, "]}");
+			first = 0;
+		}
+	}
+	fprintf(man, "\n  ]\n}\n");
+	fclose(man);
+	task_exec_release(&x);
+	printf("wrote %s/manifest.json\n", out);
+	return 0;
+}
+
+/* ---- lint ---- */
+
+/* Checks one output of one case; writes a reason and returns false when
+ * the task would accept a degenerate kernel. */
+static bool lint_output(const double *a, const double *b, const struct task_val *v,
+			const struct task *t, bool own, char *why, size_t cap)
+{
+	int64_t same = 0;
+	double lo = INFINITY, hi = -INFINITY, rms = 0, amax = 0, tol;
+	for (int64_t i = 0; i < v->n; i++) {
+		lo = fmin(lo, a[i]);
+		hi = fmax(hi, a[i]);
+		rms += a[i] * a[i];
+		amax = fmax(amax, fabs(a[i]));
+		if (a[i] == b[i])
+			same++;
+	}
+	rms = sqrt(rms / (double)(v->n ? v->n : 1));
+	/* the verifier's tolerance at this scale: if one constant lies within it
+	 * of every element, a constant kernel would pass the comparison */
+	tol = t->atol * fmax(1.0, rms) + t->rtol * amax;
+	if (own && v->n > 1 && (hi - lo) / 2 <= tol) {
+		snprintf(why, cap, "reference spread %.3g is within the tolerance %.3g: a constant output would pass",
+			 (hi - lo) / 2, tol);
+		return false;
+	}
+	if (same == v->n) {
+		snprintf(why, cap, "reference does not change when the inputs change");
+		return false;
+	}
+	/* per-element variation is judged on the task's own init: sparse and
+	 * large profiles legitimately produce many exact zeros */
+	if (own && v->n > 1 && same * 2 > v->n) {
+		snprintf(why, cap, "%lld of %lld reference elements equal across seeds", (long long)same,
+			 (long long)v->n);
+		return false;
+	}
+	for (int ax = 0; ax < v->rank; ax++) {
+		int64_t stride = 1, len = v->shape[ax];
+		bool varies = false;
+		if (len < 2)
+			continue;
+		for (int k = ax + 1; k < v->rank; k++)
+			stride *= v->shape[k];
+		for (int64_t i = 0; i < v->n && !varies; i++)
+			if ((i / stride) % len + 1 < len && a[i] != a[i + stride])
+				varies = true;
+		if (!varies) {
+			snprintf(why, cap, "reference is constant along axis %d", ax);
+			return false;
+		}
+	}
+	return true;
+}
+
+int cr_cmd_lint(int argc, char **argv)
+{
+	struct task *ts = NULL;
+	int n = 0, bad = 0, checked = 0;
+	struct cr_err err;
+	const char *spec = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: crucible lint [SET]\n"
+			       "Checks the registry: on every shape and init profile each task's reference\n"
+			       "output spreads beyond the task's tolerance under its own init (so a constant cannot pass; this\n"
+			       "replaces robust-kbench's fixed +-0.01), changes with the inputs, varies across seeds per\n"
+			       "element and along every axis. Shapes where an input has fewer than 16\n"
+			       "elements are edge cases for the verifier and are not judged here.\n"
+			       "Exit 1 when a task fails.\n");
+			return 0;
+		}
+		if (argv[i][0] == '-' || spec) {
+			fprintf(stderr, "crucible lint: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+		spec = argv[i];
+	}
+	cr_err_init(&err);
+	if (task_registry_load(spec, &ts, &n, &err)) {
+		fprintf(stderr, "crucible lint: %s\n", err.msg);
+		return cr_status_exit_code(err.status);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct task *t = &ts[i];
+		bool ok = true;
+		for (int s = 0; s <= t->n_checks && ok; s++) {
+			const struct task_dimset *d = s < t->n_checks ? &t->checks[s] : &t->cpu;
+			bool tiny = false;
+			/* edge shapes (a handful of elements) are for the verifier, not
+			 * for judging whether the task is degenerate */
+			for (int k = 0; k < t->n_tensors; k++)
+				if (t->tensors[k].role != TASK_OUTPUT &&
+				    task_dtype_is_float(t->tensors[k].dtype) &&
+				    task_tensor_numel(t, k, d) < 16)
+					tiny = true;
+			if (tiny && s < t->n_checks)
+				continue;
+			for (int p = 0; p < TASK_PROF_COUNT && ok; p++) {
+				struct task_exec xa, xb;
+				char why[200], ds[128];
+				if (task_exec_init(&xa, t, d, true, false, &err) ||
+				    task_exec_init(&xb, t, d, true, false, &err)) {
+					fprintf(stderr, "crucible lint: %s\n", err.msg);
+					free(ts);
+					return 2;
+				}
+				for (int k = 0; k < t->n_tensors; k++)
+					if (t->tensors[k].role != TASK_OUTPUT) {
+						task_gen_tensor(t, k, d, (enum task_profile)p, 11, xa.v[k].d);
+						task_gen_tensor(t, k, d, (enum task_profile)p, 12, xb.v[k].d);
+					}
+				task_exec_forward(&xa);
+				task_exec_forward(&xb);
+				for (int k = 0; k < t->n_tensors && ok; k++) {
+					if (t->tensors[k].role != TASK_OUTPUT)
+						continue;
+					if (!lint_output(xa.v[k].d, xb.v[k].d, &xa.v[k], t,
+							 p == TASK_PROF_OWN, why, sizeof why)) {
+						task_dims_str(t, d, ds, sizeof ds);
+						printf("FAIL %-24s {%s} %-7s %s: %s\n", t->name, ds,
+						       task_profile_name((enum task_profile)p), t->tensors[k].name, why);
+						ok = false;
+					}
+				}
+				task_exec_release(&xa);
+				task_exec_release(&xb);
+			}
+		}
+		checked++;
+		if (ok)
+			printf("ok   %s\n", t->name);
+		else
+			bad++;
+	}
+	printf("%d task(s) checked, %d failed\n", checked, bad);
+	free(ts);
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,238 @@
+/* results.c — results.csv rows, resume keys, sidecar metadata. */
+#include "harness/results.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const cr_results_columns[] = {
+	"run_id", "task", "candidate", "sample", "backend", "device", "status", "backward",
+	"detail", "max_abs_err", "max_rel_err", "time_us", "time_lo_us", "time_hi_us",
+	"baseline_us", "speedup", "speedup_lo", "speedup_hi", "samples", "reasoning_tokens",
+	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
+	"source_sha256", "err_vs_baseline", "shape", "strategy", NULL
+};
+
+static void put(FILE *f, const char *s, int first)
+{
+	if (!first)
+		fputc(',', f);
+	csv_fwrite(f, s, strlen(s));
+}
+
+static void num(char *buf, size_t cap, double v, const char *fmt)
+{
+	if (isnan(v))
+		buf[0] = '\0';
+	else
+		snprintf(buf, cap, fmt, v);
+}
+
+enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
+{
+	struct stat sb;
+	bool fresh = stat(path, &sb) || sb.st_size == 0;
+
+	*f = fopen(path, "a");
+	if (!*f)
+		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (fresh) {
+		for (int i = 0; cr_results_columns[i]; i++)
+			put(*f, cr_results_columns[i], i == 0);
+		fputc('\n', *f);
+		fflush(*f);
+	}
+	return CR_OK;
+}
+
+enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err *err)
+{
+	const struct cr_result *r = row->r;
+	const struct cr_meta *m = row->m;
+	char b[20][64], detail[sizeof r->detail];
+	const char *cols[32];
+	int i = 0;
+
+	snprintf(detail, sizeof detail, "%s", r->detail);
+	for (char *p = detail; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+
+	num(b[0], 64, r->max_abs_err, "%.6g");
+	num(b[1], 64, r->max_rel_err, "%.6g");
+	num(b[2], 64, r->time_us, "%.3f");
+	num(b[3], 64, r->time_lo_us, "%.3f");
+	num(b[4], 64, r->time_hi_us, "%.3f");
+	num(b[5], 64, r->baseline_us, "%.3f");
+	num(b[6], 64, r->speedup, "%.4f");
+	num(b[7], 64, r->speedup_lo, "%.4f");
+	num(b[8], 64, r->speedup_hi, "%.4f");
+	if (r->samples > 0)
+		snprintf(b[9], 64, "%d", r->samples);
+	else
+		b[9][0] = '\0';
+	num(b[10], 64, r->err_vs_baseline, "%.4g");
+	cols[i++] = row->run_id;
+	cols[i++] = row->task;
+	cols[i++] = row->candidate;
+	cols[i++] = m->sample;
+	cols[i++] = row->backend;
+	cols[i++] = row->device;
+	cols[i++] = check_verdict_name(r->status);
+	cols[i++] = r->backward;
+	cols[i++] = detail;
+	cols[i++] = b[0];
+	cols[i++] = b[1];
+	cols[i++] = b[2];
+	cols[i++] = b[3];
+	cols[i++] = b[4];
+	cols[i++] = b[5];
+	cols[i++] = b[6];
+	cols[i++] = b[7];
+	cols[i++] = b[8];
+	cols[i++] = b[9];
+	cols[i++] = m->reasoning_tokens;
+	cols[i++] = m->completion_tokens;
+	cols[i++] = m->model;
+	cols[i++] = m->temperature;
+	cols[i++] = m->top_p;
+	cols[i++] = m->top_k;
+	cols[i++] = m->seed;
+	cols[i++] = m->turn;
+	cols[i++] = r->sha256;
+	cols[i++] = b[10];
+	cols[i++] = r->dims;
+	cols[i++] = m->strategy;
+	for (int k = 0; k < i; k++)
+		put(f, cols[k], k == 0);
+	fputc('\n', f);
+	if (fflush(f) || fsync(fileno(f)))
+		return cr_errf(err, CR_EIO, "cannot write results: %s", strerror(errno));
+	return CR_OK;
+}
+
+/* ---- resume ---- */
+
+struct rd {
+	int col, row;
+	char cand[1024], sha[80];
+	int ncols;
+	char **keys;
+	int n;
+	bool oom;
+};
+
+static void rd_field(void *s, size_t len, void *data)
+{
+	struct rd *d = data;
+	if (d->row > 0) {
+		if (d->col == 2)
+			snprintf(d->cand, sizeof d->cand, "%.*s", (int)len, (const char *)s);
+		if (d->col == 27)
+			snprintf(d->sha, sizeof d->sha, "%.*s", (int)len, (const char *)s);
+	}
+	d->col++;
+}
+
+static void rd_row(int c, void *data)
+{
+	struct rd *d = data;
+	(void)c;
+	if (d->row > 0 && d->col >= 28 && d->sha[0]) {
+		char **nk = realloc(d->keys, sizeof *nk * (size_t)(d->n + 1));
+		char key[1200];
+		if (!nk) {
+			d->oom = true;
+		} else {
+			d->keys = nk;
+			snprintf(key, sizeof key, "%s\t%s", d->cand, d->sha);
+			if ((d->keys[d->n] = strdup(key)))
+				d->n++;
+		}
+	}
+	d->row++;
+	d->col = 0;
+	d->cand[0] = d->sha[0] = '\0';
+}
+
+enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, struct cr_err *err)
+{
+	struct csv_parser p;
+	struct rd d;
+	char buf[65536];
+	size_t got;
+	FILE *f = fopen(path, "rb");
+
+	*keys = NULL;
+	*n = 0;
+	if (!f)
+		return CR_OK;
+	memset(&d, 0, sizeof d);
+	csv_init(&p, CSV_APPEND_NULL);
+	while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+		if (csv_parse(&p, buf, got, rd_field, rd_row, &d) != got)
+			break;
+	/* an unterminated last line (killed mid-write) is not finished: drop it */
+	csv_free(&p);
+	fclose(f);
+	*keys = d.keys;
+	*n = d.n;
+	if (d.oom)
+		return cr_errf(err, CR_ENOMEM, "out of memory reading %s", path);
+	return CR_OK;
+}
+
+/* ---- sidecars ---- */
+
+static void get_str(json_t *o, const char *key, char *dst, size_t cap)
+{
+	json_t *v = json_object_get(o, key);
+	if (json_is_string(v))
+		snprintf(dst, cap, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(dst, cap, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(dst, cap, "%g", json_real_value(v));
+}
+
+enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err)
+{
+	char path[1024];
+	const char *dot = strrchr(cand_path, '.');
+	json_error_t je;
+	json_t *o;
+	struct stat sb;
+
+	memset(m, 0, sizeof m[0]);
+	snprintf(path, sizeof path, "%.*s.json",
+		 (int)(dot ? (size_t)(dot - cand_path) : strlen(cand_path)), cand_path);
+	if (stat(path, &sb))
+		return CR_OK;
+	o = json_load_file(path, 0, &je);
+	if (!o)
+		return cr_errf(err, CR_EINPUT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return cr_errf(err, CR_EINPUT, "%s: expected a JSON object", path);
+	}
+	get_str(o, "model", m->model, sizeof m->model);
+	get_str(o, "sample", m->sample, sizeof m->sample);
+	get_str(o, "seed", m->seed, sizeof m->seed);
+	get_str(o, "temperature", m->temperature, sizeof m->temperature);
+	get_str(o, "top_p", m->top_p, sizeof m->top_p);
+	get_str(o, "top_k", m->top_k, sizeof m->top_k);
+	get_str(o, "min_p", m->min_p, sizeof m->min_p);
+	get_str(o, "turn", m->turn, sizeof m->turn);
+	get_str(o, "prompt_tokens", m->prompt_tokens, sizeof m->prompt_tokens);
+	get_str(o, "reasoning_tokens", m->reasoning_tokens, sizeof m->reasoning_tokens);
+	get_str(o, "completion_tokens", m->completion_tokens, sizeof m->completion_tokens);
+	get_str(o, "strategy", m->strategy, sizeof m->strategy);
+	get_str(o, "expect", m->expect, sizeof m->expect);
+	json_decref(o);
+	return CR_OK;
+}

@@ -1,0 +1,37 @@
+/* results.h — results.csv (SPEC §6) through libcsv, one row per candidate,
+ * written and flushed (fsync) as soon as the candidate is done, so a killed
+ * run loses nothing finished; and run.json. */
+#ifndef CR_RESULTS_H
+#define CR_RESULTS_H
+
+#include <stdio.h>
+#include "harness/cr_status.h"
+#include "harness/verify.h"
+
+/* Generation metadata from a candidate's sidecar <stem>.json (SPEC §3). */
+struct cr_meta {
+	char model[128];
+	char sample[16], seed[32], temperature[32], top_p[32], top_k[32], min_p[32], turn[16];
+	char reasoning_tokens[32], completion_tokens[32], prompt_tokens[32], strategy[64];
+	char expect[32];         /* crucible's own sample metadata: the expected status */
+};
+
+struct cr_row {
+	const char *run_id, *task, *candidate, *backend, *device;
+	const struct cr_result *r;
+	const struct cr_meta *m;
+};
+
+extern const char *const cr_results_columns[];
+
+/* Opens DIR/results.csv for appending (header written when new). */
+enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err);
+enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err *err);
+/* Reads the candidate (column 3) and source_sha256 of every complete row of
+ * an existing results.csv, for --resume. keys[i] = "candidate\tsha". */
+enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, struct cr_err *err);
+
+/* Reads a sidecar (missing file: empty meta, CR_OK; malformed: CR_EINPUT). */
+enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err);
+
+#endif

@@ -1,0 +1,43 @@
+/* shm.h — the header at the start of a worker's shared memory, and the
+ * command/reply records on its pipes. The orchestrator writes the header
+ * before every call and never reads it back: a candidate may scribble on it
+ * and only hurts itself. Tensor buffers follow the header, each between
+ * guard zones; a "set" is one copy of every slot (input rotation). */
+#ifndef CR_SHM_H
+#define CR_SHM_H
+
+#include <stdint.h>
+#include "harness/plan.h"
+
+#define CR_SHM_MAGIC 0x6372756369626c65ull /* "crucible" */
+#define CR_MAX_SETS 4
+#define CR_GUARD 4096       /* bytes of guard pattern before and after a buffer */
+#define CR_SHM_HDR 262144   /* header bytes (page aligned) */
+
+struct cr_shm_hdr {
+	uint64_t magic;
+	uint32_t stage;          /* enum cr_stage */
+	uint32_t n_slots;
+	uint32_t n_launch;
+	uint32_t n_sets;
+	int64_t dims[TASK_MAX_DIMS];
+	uint64_t off[CR_MAX_SETS][CR_MAX_SLOTS];   /* buffer offsets from the base */
+	int64_t argv[CR_MAX_LAUNCH][CR_MAX_ARGS];  /* integer args, evaluated */
+	char so_path[1024];      /* candidate mode: the compiled candidate */
+	char task_path[1024];    /* baseline mode: the task file */
+	char task_name[128];
+};
+
+enum cr_cmd_op { CR_CMD_RUN = 1, CR_CMD_NOP = 2, CR_CMD_QUIT = 3 };
+struct cr_cmd {
+	uint32_t op, set, seq, pad;
+};
+
+enum cr_reply_kind { CR_REP_DONE = 1, CR_REP_READY = 2, CR_REP_SYSCALL = 3, CR_REP_FAIL = 4 };
+struct cr_reply {
+	uint32_t kind, seq;
+	int32_t code;            /* SYSCALL: the syscall number; FAIL: an errno-ish code */
+	char msg[116];           /* FAIL: what went wrong (setup only) */
+};
+
+#endif

@@ -1,0 +1,45 @@
+/* verify.h — one candidate, start to verdict: parse, bind, compile, the
+ * forward and backward correctness stages in fresh workers, then timing
+ * against the baseline. Fills one results row. */
+#ifndef CR_VERIFY_H
+#define CR_VERIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "checks/check.h"
+#include "tasks/task.h"
+
+struct cr_verify_opts {
+	uint64_t seed;           /* mixed from --seed and CRUCIBLE_SEED; never sent to a worker */
+	double call_timeout_s;   /* wall-clock budget of one call */
+	double compile_timeout_s;
+	double time_cap_s;       /* timing cap per candidate */
+	double rel_target;       /* timing: relative CI half-width target */
+	int min_samples;
+	bool no_timing;
+	bool quick;              /* fewer init profiles (own, large, offset) */
+	const char *workroot;    /* private temp dir for this run */
+};
+
+struct cr_result {
+	enum check_verdict status;
+	char detail[768];
+	char backward[8];        /* pass, fail, absent, none */
+	double max_abs_err, max_rel_err;
+	double err_vs_baseline;  /* candidate's worst abs error / baseline's, on the worst case */
+	double time_us, time_lo_us, time_hi_us, baseline_us;
+	double speedup, speedup_lo, speedup_hi;
+	int samples;
+	bool noisy;
+	bool timed;
+	char sha256[65];
+	char dims[128];          /* the timed shape */
+};
+
+void cr_result_init(struct cr_result *r);
+/* Never fails for a bad candidate (that is a verdict in r); fails only when
+ * the environment cannot do the work (CR_EENV) or memory runs out. */
+enum cr_status cr_verify(const struct task *t, const char *path, const char *src, size_t len,
+			 const struct cr_verify_opts *o, struct cr_result *r, struct cr_err *err);
+
+#endif

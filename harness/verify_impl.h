@@ -1,0 +1,64 @@
+/* verify_impl.h — private to verify.c and verify_time.c. */
+#ifndef CR_VERIFY_IMPL_H
+#define CR_VERIFY_IMPL_H
+
+#include <stdarg.h>
+#include "harness/plan.h"
+#include "harness/proc.h"
+#include "harness/shm.h"
+#include "harness/verify.h"
+#include "tasks/task_exec.h"
+#include "tasks/task_gen.h"
+
+/* One candidate's verification in progress. */
+struct vr {
+	const struct task *t;
+	const struct cr_verify_opts *o;
+	struct cr_plan plan;
+	char workdir[600];
+	enum check_verdict status;   /* the earliest failing stage so far */
+	char detail[768];
+	double worst_abs, worst_rel, err_vs_base;
+};
+
+/* One case: a stage under one dim set and init profile. Double copies of
+ * inputs (as stored), reference outputs, baseline outputs and what the
+ * candidate wrote, per slot. */
+struct vr_case {
+	enum cr_stage stage;
+	struct task_dimset dims;
+	enum task_profile prof;
+	uint64_t seed;
+	bool ready;
+	int n_slots;
+	int64_t vals[CR_MAX_EXPRS];
+	int64_t numel[CR_MAX_SLOTS];
+	size_t bytes[CR_MAX_SLOTS];
+	size_t off[CR_MAX_SETS][CR_MAX_SLOTS];
+	double *in[CR_MAX_SLOTS], *ref[CR_MAX_SLOTS], *base[CR_MAX_SLOTS];
+	double *got[CR_MAX_SLOTS], *got2[CR_MAX_SLOTS];
+	void *mem;
+};
+
+void vr_fail(struct vr *v, enum check_verdict s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+size_t vr_layout(struct vr_case *c, int n_sets);
+void vr_guard_fill(struct vr_case *c, char *shm, int n_sets, size_t total, uint64_t key);
+bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, int n_sets,
+		    size_t total, uint64_t key, char *why, size_t cap);
+enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
+			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
+			    struct cr_err *err);
+void vr_case_release(struct vr_case *c);
+void vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets);
+void vr_fill_buffers(struct vr *v, struct vr_case *c, char *shm, int set, int poison,
+		     uint64_t key);
+void vr_read_outputs(struct vr *v, struct vr_case *c, const char *shm, int set, double **dst);
+bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set, char *why,
+		      size_t cap);
+/* Correctness of one stage (verify_stage.c). */
+enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err);
+/* Timing of the forward plan against the baseline (verify_time.c). */
+enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err);
+
+#endif

@@ -1,0 +1,205 @@
+/* verify_time.c — timing a verified candidate against the baseline.
+ *
+ * Candidate and baseline run in two separate workers (the baseline is our
+ * code, but sharing a process would let a candidate slow it down), called
+ * alternately on the cpu bench shape. Every sample gets fresh input contents
+ * (new random values, written outside the timed window, alternating between
+ * two buffer sets) and a cache flush; a random fifth of the candidate's
+ * timed outputs (and the first two) are re-checked against a reference for
+ * their own inputs, so caching, replay and skipped work are caught
+ * (stale_result). Time is the orchestrator's wall clock around the call,
+ * less the median round trip of an empty call. */
+#include "harness/verify_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/task_rng.h"
+#include "timing/timing.h"
+
+#define N_SETS 2
+#define MAX_SAMPLES 400
+
+/* New random inputs for every input slot of c. */
+static void fresh_inputs(struct vr *v, struct vr_case *c, uint64_t seed)
+{
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN)
+			task_gen_tensor(v->t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN, seed, c->in[k]);
+}
+
+/* Reference outputs for c->in into c->ref. */
+static enum cr_status reference(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	struct task_exec x;
+	enum cr_status s = task_exec_init(&x, v->t, &c->dims, true, false, err);
+	if (s)
+		return s;
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN)
+			memcpy(x.v[st->slots[k].tensor].d, c->in[k], sizeof(double) * (size_t)c->numel[k]);
+	task_exec_forward(&x);
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT)
+			memcpy(c->ref[k], x.v[st->slots[k].tensor].d, sizeof(double) * (size_t)c->numel[k]);
+	task_exec_release(&x);
+	return CR_OK;
+}
+
+static double overhead_ns(struct cr_proc *w, double timeout)
+{
+	double x[31];
+	char d[200];
+	for (int i = 0; i < 31; i++) {
+		int64_t ns = 0;
+		if (cr_proc_call(w, CR_CMD_NOP, 0, timeout, &ns, d, sizeof d) != CR_RUN_OK)
+			return 0;
+		x[i] = (double)ns;
+	}
+	return timing_median(x, 31);
+}
+
+enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	struct cr_proc wc, wb;
+	struct vr_case c;
+	enum cr_status s = CR_OK;
+	double *tc = NULL, *tb = NULL, oc, ob;
+	char detail[300];
+	size_t total;
+	int n = 0;
+	struct task_rng rng;
+	struct timing_rule rule = { .min_samples = v->o->min_samples, .max_samples = MAX_SAMPLES,
+				    .rel_target = v->o->rel_target, .max_seconds = v->o->time_cap_s };
+	int64_t t0;
+	bool noisy = false;
+	enum cr_run res;
+
+	memset(&wc, 0, sizeof wc);
+	memset(&wb, 0, sizeof wb);
+	wc.pid = wb.pid = -1;
+	wc.shm_fd = wb.shm_fd = wc.cmd_fd = wb.cmd_fd = wc.rep_fd = wb.rep_fd = wc.log_fd = wb.log_fd = -1;
+	if ((s = vr_case_init(v, &c, CR_FWD, &t->cpu, TASK_PROF_OWN, 0x7111e, err)))
+		return s;
+	if (!c.ready)
+		return CR_OK;
+	total = vr_layout(&c, N_SETS);
+	tc = malloc(sizeof *tc * MAX_SAMPLES);
+	tb = malloc(sizeof *tb * MAX_SAMPLES);
+	if (!tc || !tb) {
+		s = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((s = cr_proc_init(&wc, total, err)) || (s = cr_proc_init(&wb, total, err)))
+		goto out;
+	vr_write_header(v, &c, wc.shm, N_SETS);
+	vr_write_header(v, &c, wb.shm, N_SETS);
+	res = cr_proc_start(&wc, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
+	if (res != CR_RUN_OK) {
+		vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
+			"timing: %s", detail);
+		goto out;
+	}
+	res = cr_proc_start(&wb, "base", v->workdir, 60, detail, sizeof detail);
+	if (res != CR_RUN_OK) {
+		s = cr_errf(err, CR_EENV, "%s: the baseline worker failed: %s", t->name, detail);
+		goto out;
+	}
+	oc = overhead_ns(&wc, v->o->call_timeout_s);
+	ob = overhead_ns(&wb, 60);
+	task_rng_seed(&rng, task_mix(v->o->seed, 0x71e5));
+	t0 = cr_now_ns();
+	for (;;) {
+		int set = n % N_SETS;
+		uint64_t key = task_rng_next(&rng);
+		bool recheck = n < 2 || task_rng_uniform(&rng) < 0.2;
+		int64_t nsc = 0, nsb = 0;
+		struct cr_err e2;
+
+		fresh_inputs(v, &c, key);
+		vr_fill_buffers(v, &c, wc.shm, set, n & 1, key);
+		vr_fill_buffers(v, &c, wb.shm, set, n & 1, key);
+		for (int side = 0; side < 2; side++) {
+			/* alternate which side goes first */
+			bool cand = (side == 0) == (n % 2 == 0);
+			timing_flush_cpu_cache();
+			if (cand) {
+				res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s,
+						   &nsc, detail, sizeof detail);
+				if (res != CR_RUN_OK) {
+					vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
+						"timed call %d: %s", n, detail);
+					goto out;
+				}
+			} else {
+				int64_t idle0 = cr_proc_cpu_ns(&wc);
+				res = cr_proc_call(&wb, CR_CMD_RUN, (uint32_t)set, 60, &nsb, detail,
+						   sizeof detail);
+				int64_t idle1 = cr_proc_cpu_ns(&wc);
+				if (res != CR_RUN_OK) {
+					s = cr_errf(err, CR_EENV, "%s: baseline call failed: %s", t->name, detail);
+					goto out;
+				}
+				/* the candidate's worker must be idle while the baseline runs */
+				if (idle0 >= 0 && idle1 >= 0 && idle1 - idle0 > 500000 + nsb / 4)
+					vr_fail(v, CHECK_STALE_RESULT,
+						"timing: candidate worker used %.2f ms of CPU while the baseline ran (%.2f ms)",
+						(double)(idle1 - idle0) / 1e6, (double)nsb / 1e6);
+			}
+		}
+		tc[n] = fmax((double)nsc - oc, 1.0) / 1e3;
+		tb[n] = fmax((double)nsb - ob, 1.0) / 1e3;
+		if (recheck) {
+			cr_err_init(&e2);
+			vr_read_outputs(v, &c, wc.shm, set, c.got);
+			vr_read_outputs(v, &c, wb.shm, set, c.base);
+			if ((s = reference(v, &c, err)))
+				goto out;
+			for (int k = 0; k < c.n_slots; k++) {
+				struct check_cmp base, cmp;
+				if (st->slots[k].role != CR_SLOT_OUT)
+					continue;
+				check_compare(c.base[k], c.ref[k], c.numel[k], t->atol, t->rtol, 0, &base);
+				check_compare(c.got[k], c.ref[k], c.numel[k], t->atol, t->rtol,
+					      2 * base.max_abs, &cmp);
+				if (!cmp.pass)
+					vr_fail(v, CHECK_STALE_RESULT,
+						"timed call %d: '%s' element %lld: got %.9g, expected %.9g for this call's inputs",
+						n, st->slots[k].name, (long long)cmp.worst, cmp.got, cmp.exp);
+			}
+		}
+		n++;
+		if (v->status != CHECK_OK)
+			goto out;
+		if (timing_should_stop(&rule, tc, n, tb, n, (double)(cr_now_ns() - t0) / 1e9, &noisy))
+			break;
+	}
+	{
+		struct timing_stats sc, sb;
+		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sc);
+		timing_summarize(tb, n, task_mix(v->o->seed, 2), &sb);
+		r->time_us = sc.median;
+		r->time_lo_us = sc.lo;
+		r->time_hi_us = sc.hi;
+		r->baseline_us = sb.median;
+		timing_speedup(tb, n, tc, n, task_mix(v->o->seed, 3), &r->speedup, &r->speedup_lo,
+			       &r->speedup_hi);
+		r->samples = n;
+		r->noisy = noisy;
+		r->timed = true;
+		task_dims_str(t, &t->cpu, r->dims, sizeof r->dims);
+	}
+out:
+	cr_proc_release(&wc);
+	cr_proc_release(&wb);
+	vr_case_release(&c);
+	free(tc);
+	free(tb);
+	return s;
+}

@@ -1,0 +1,11 @@
+/* worker.h — the isolated worker process (`crucible __worker MODE`).
+ * MODE "cand": loads the compiled candidate, sandboxes itself, runs launches
+ * on request. MODE "base": runs the task's baseline (our own code) the same
+ * way, in a separate process so a candidate can never touch it.
+ * fds: 3 command pipe (read), 4 reply pipe (write), 5 shared memory. */
+#ifndef CR_WORKER_H
+#define CR_WORKER_H
+
+int cr_worker_main(int argc, char **argv);
+
+#endif

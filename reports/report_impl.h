@@ -1,0 +1,218 @@
+/* report_impl.h — private types of reports/: the parsed results.csv rows
+ * (struct report_run), the numbers computed from them (struct report_summary),
+ * the statistics helpers and the printers. Shared by the files of reports/
+ * and by tests/reports; not part of the public interface (see report.h). */
+#ifndef REPORT_IMPL_H
+#define REPORT_IMPL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "harness/cr_status.h"
+
+/* SPEC §4 verdicts, in the order of the pipeline; RS_OK last. */
+enum report_rs {
+	RS_FORMAT_ERROR, RS_COMPILE_ERROR, RS_RUNTIME_ERROR, RS_TIMEOUT,
+	RS_OUT_OF_BOUNDS, RS_INPUT_MUTATED, RS_DEGENERATE, RS_MISMATCH,
+	RS_NONDETERMINISTIC, RS_STALE_RESULT, RS_OK, RS_COUNT
+};
+enum report_bw { RB_PASS, RB_FAIL, RB_ABSENT, RB_NONE, RB_COUNT };
+
+extern const char *const report_status_names[RS_COUNT];
+extern const char *const report_bw_names[RB_COUNT];
+
+/* One results.csv row. Unknown (empty) numbers are NAN. */
+struct report_row {
+	char *task;          /* owned */
+	char *candidate;     /* owned */
+	char *model;         /* owned, "" when empty */
+	char *strategy;      /* owned, "" when the optional column is absent */
+	long line;           /* physical line where the record starts (1-based) */
+	long sample;         /* sample index, 0 when empty */
+	long turn;           /* refinement turn, -1 when empty */
+	enum report_rs status;
+	enum report_bw backward;
+	double speedup, speedup_lo, speedup_hi; /* baseline / candidate time */
+	double time_us, baseline_us;
+	double reasoning_tokens, completion_tokens;
+	double temperature, top_p, top_k;
+};
+
+/* One results.csv file. */
+struct report_run {
+	char *path;                /* owned */
+	struct report_row *rows;   /* [n_rows], owned */
+	size_t n_rows, cap;
+};
+
+/* Options of the tables (p and k grids, task set, correctness rule). */
+struct report_opts {
+	double p[32];   /* Fast_p thresholds, strict speedup > p */
+	size_t np;
+	int k[32];      /* pass@k grid */
+	size_t nk;
+	int strict_backward;   /* backward "absent" counts as incorrect */
+	char **task_list;      /* the task set (borrowed), or NULL: tasks of the files */
+	size_t n_task_list;
+	int task_union;       /* task_list is the union of the tasks of several files */
+};
+
+void report_opts_default(struct report_opts *o);
+
+/* A row is correct when status is ok and its backward did not fail (nor is
+ * absent under --strict-backward). */
+int report_row_correct(const struct report_row *r, const struct report_opts *o);
+
+/* report_csv.c: load one results.csv. On error the message names the file,
+ * line and problem, and the status is CR_EINPUT (bad content) or CR_EIO. */
+enum cr_status report_run_load(const char *path, struct report_run *run, struct cr_err *e);
+void report_run_release(struct report_run *run);
+/* Reads a task list file (one task name per line, '#' comments, blank lines
+ * ignored) into a heap array of heap strings. */
+enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
+				     struct cr_err *e);
+void report_task_list_free(char **names, size_t n);
+
+/* report_stats.c */
+/* Unbiased pass@k = 1 - C(n-c,k)/C(n,k) in the product form
+ * 1 - prod_{i=n-c+1..n} (1 - k/i). NAN when k > n or k < 1. */
+double report_pass_at_k(int n, int c, int k);
+double report_median(double *v, size_t n);           /* sorts v; NAN when n == 0 */
+double report_quantile(const double *sorted, size_t n, double q); /* type 7 */
+/* Pearson r of (x, y); NAN when n < 2 or a variance is zero. */
+double report_pearson(const double *x, const double *y, size_t n);
+/* Two-sided Student t quantile: t with P(T <= t) = prob, df >= 1. */
+double report_t_quantile(double prob, double df);
+/* Geometric mean of v[n] (all > 0) and its 95% t-interval on log values;
+ * lo = hi = NAN when n < 2. */
+void report_geomean(const double *v, size_t n, double *gm, double *lo, double *hi);
+
+/* Difficulty bucket of an average reasoning length: 0 Easy (< 4000),
+ * 1 Medium (4000 <= arl <= 8500), 2 Hard (> 8500). */
+int report_bucket(double arl);
+extern const char *const report_bucket_names[3];
+
+/* Per-task numbers of one run. */
+struct report_task {
+	const char *name;      /* borrowed from the rows or the task list */
+	int n, c;              /* candidates, correct candidates */
+	int *c_fast;           /* [np] correct with speedup > p (into summary storage) */
+	double best_speedup;   /* best speedup of a correct candidate, NAN if none */
+	double median_speedup; /* over correct candidates with a speedup */
+	double arl;            /* mean reasoning_tokens, NAN when none known */
+	int n_tok;             /* rows with reasoning_tokens */
+};
+
+/* A group of candidates (bucket or quartile) in the reasoning tables. */
+struct report_group {
+	int n_tasks;       /* buckets only */
+	int n, n_correct;  /* candidates with reasoning_tokens, correct ones */
+	int n_speed;       /* correct with a speedup */
+	double median_speedup;
+	double lo, hi;     /* reasoning-length range of the group */
+};
+
+struct report_summary {
+	const char *path;
+	char label[160];           /* from metadata: model, T, n, strategy, turns */
+	char model[64], strategy[64];
+	double temperature;        /* NAN when mixed or unknown */
+	int max_turn;              /* -1 when unknown */
+	struct report_opts opts;
+	size_t n_rows;
+	int tasks_from_list;       /* 0: tasks of the file, 1: --task-list, 2: union of files */
+	size_t n_tasks;            /* N */
+	size_t n_ignored_rows;     /* rows whose task is not in the task list */
+	struct report_task *tasks; /* [n_tasks], sorted by name */
+	int *c_fast_store;         /* [n_tasks * np] */
+	int n_min, n_max;          /* candidates per task, over tasks that have any */
+	/* Fast_p */
+	double fast_best[32];      /* best-of-n, [np] */
+	long *sample_ids;          /* [n_samples] distinct sample indices, sorted */
+	size_t n_samples;
+	double *fast_sample;       /* [n_samples * np] */
+	double fast_sample_mean[32];
+	int n_correct_nospeed;     /* correct rows with an empty speedup */
+	/* pass@k */
+	double pass_k[32];         /* [nk], NAN when every task has n < k */
+	double fastp_k[32 * 32];   /* [nk * np] */
+	int k_short[32];           /* tasks with 0 < n < k, left out of the mean */
+	/* counts */
+	int status_counts[RS_COUNT];
+	int bw_counts[RB_COUNT];
+	int n_correct;
+	/* geometric mean over correct candidates with a speedup */
+	int gm_n;
+	double gm, gm_lo, gm_hi;
+	double *speedups;          /* [gm_n] those speedups */
+	/* reasoning length */
+	int rl_n, rl_missing;      /* rows with / without reasoning_tokens */
+	struct report_group bucket[3], quart[4];
+	double q1, q2, q3;
+	double r_speed, r_correct; /* Pearson r */
+	int r_speed_n, r_correct_n;
+	double *scatter;           /* [2 * r_speed_n] (tokens, speedup) pairs */
+};
+
+/* report_tables.c: compute a summary of a run; tasks borrowed from run. */
+enum cr_status report_summary_compute(const struct report_run *run,
+				      const struct report_opts *o,
+				      struct report_summary *s, struct cr_err *e);
+void report_summary_release(struct report_summary *s);
+/* Fast_p best-of-n at any p (for plots). */
+double report_summary_fast_at(const struct report_summary *s, double p);
+/* pass@k averaged over tasks like pass_k, for any k (for plots). */
+double report_summary_pass_at(const struct report_summary *s, int k);
+
+/* Printers: only print. */
+enum report_fmt { RF_MD, RF_HTML, RF_JSON, RF_CSV };
+void report_print_md(FILE *f, const struct report_summary *s, size_t n);
+void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n);
+int report_print_json(FILE *f, const struct report_summary *s, size_t n);
+void report_print_csv(FILE *f, const struct report_summary *s, size_t n);
+void report_print_html(FILE *f, const struct report_summary *s, size_t n);
+/* report_svg.c: one self-contained <svg> per call, a line/series per run. */
+void report_svg_pass_at_k(FILE *f, const struct report_summary *s, size_t n);
+void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n);
+void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n);
+void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n);
+/* Writes one CSV field, quoted through libcsv when it needs quoting. */
+void report_csv_field(FILE *f, const char *s, int last);
+
+/* report_gate.c */
+struct report_gate_opts {
+	double threshold;  /* relative slowdown tolerated, default 0.05 */
+	double min_fast1;  /* NAN: no floor */
+	int strict_backward;
+};
+enum report_verdict { RV_UNCHANGED, RV_IMPROVED, RV_REGRESSED, RV_NEW };
+struct report_gate_task {
+	const char *name;
+	int in_base, in_cur;
+	int base_ok, cur_ok;
+	double base_sp, base_lo, base_hi;
+	double cur_sp, cur_lo, cur_hi;
+	enum report_verdict verdict;
+	char reason[160];
+};
+struct report_gate {
+	struct report_gate_task *tasks; /* [n], sorted by name, names borrowed */
+	size_t n;
+	int n_regressed, n_improved, n_unchanged, n_new;
+	double fast1;       /* current best-of-n fast_1 over base ∪ current tasks */
+	double base_fast1;
+	int floor_failed;
+	int failed;         /* any regression or the floor */
+};
+enum cr_status report_gate_compute(const struct report_run *base, const struct report_run *cur,
+				   const struct report_gate_opts *o, struct report_gate *g,
+				   struct cr_err *e);
+void report_gate_release(struct report_gate *g);
+void report_gate_print_text(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
+void report_gate_print_junit(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
+void report_gate_print_md(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
+
+/* Formatting helper: "%.*f" or "—"-free "n/a" for NAN, into buf. */
+const char *report_fmt_num(char *buf, size_t len, double v, int prec);
+
+#endif

@@ -1,0 +1,252 @@
+/* report_md.c — the markdown printer of `crucible report`: the ablation table
+ * (a column per run) and, per run, Fast_p, pass@k / fast_p@k, geometric-mean
+ * speedup, status counts, the per-task table and the reasoning-length tables.
+ * Prints only; every number comes from struct report_summary. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reports/report_impl.h"
+
+/* Function calls are sequenced, so several NUM() in one printf get distinct buffers. */
+static const char *fmtn(char (*nb)[32], unsigned *i, double v, int prec)
+{
+	return report_fmt_num(nb[(*i)++ % 8], 32, v, prec);
+}
+#define NUM(v, prec) fmtn(nb, &nbi, (v), (prec))
+
+static void print_fast(FILE *f, const struct report_summary *s)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+	const struct report_opts *o = &s->opts;
+
+	fprintf(f, "### Fast_p\n\nfast_p = (1/N) Σ_tasks 1[correct ∧ speedup > p], N = %zu; "
+		"a task with no candidate counts as failed.\n\n| | ", s->n_tasks);
+	for (size_t j = 0; j < o->np; j++)
+		fprintf(f, "fast_%g | ", o->p[j]);
+	fprintf(f, "\n|---|");
+	for (size_t j = 0; j < o->np; j++)
+		fprintf(f, "---:|");
+	fprintf(f, "\n| best-of-n | ");
+	for (size_t j = 0; j < o->np; j++)
+		fprintf(f, "%s | ", NUM(s->fast_best[j], 4));
+	fprintf(f, "\n| mean over sample indices | ");
+	for (size_t j = 0; j < o->np; j++)
+		fprintf(f, "%s | ", NUM(s->fast_sample_mean[j], 4));
+	fprintf(f, "\n");
+	for (size_t si = 0; si < s->n_samples; si++) {
+		fprintf(f, "| sample %ld | ", s->sample_ids[si]);
+		for (size_t j = 0; j < o->np; j++)
+			fprintf(f, "%s | ", NUM(s->fast_sample[si * o->np + j], 4));
+		fprintf(f, "\n");
+	}
+	fprintf(f, "\n");
+	if (s->n_correct_nospeed)
+		fprintf(f, "%d correct candidate(s) have no speedup: they count as correct "
+			"but never as faster than p.\n\n", s->n_correct_nospeed);
+}
+
+static void print_passk(FILE *f, const struct report_summary *s)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+	const struct report_opts *o = &s->opts;
+
+	fprintf(f, "### pass@k and fast_p@k\n\nUnbiased estimator 1 − C(n−c,k)/C(n,k) = "
+		"1 − Π_{i=n−c+1..n} (1 − k/i), averaged over tasks (n candidates, c correct, "
+		"or correct and faster than p for fast_p@k). Defined for k ≤ n; tasks with "
+		"n < k are left out of that k's mean and counted below.\n\n| k | pass@k | ");
+	for (size_t j = 0; j < o->np; j++)
+		fprintf(f, "fast_%g@k | ", o->p[j]);
+	fprintf(f, "tasks with n < k |\n|---:|---:|");
+	for (size_t j = 0; j < o->np; j++)
+		fprintf(f, "---:|");
+	fprintf(f, "---:|\n");
+	for (size_t ki = 0; ki < o->nk; ki++) {
+		fprintf(f, "| %d | %s | ", o->k[ki], NUM(s->pass_k[ki], 4));
+		for (size_t j = 0; j < o->np; j++)
+			fprintf(f, "%s | ", NUM(s->fastp_k[ki * 32 + j], 4));
+		fprintf(f, "%d%s |\n", s->k_short[ki],
+			isnan(s->pass_k[ki]) ? " (n < k for every task: undefined)" : "");
+	}
+	fprintf(f, "\n");
+}
+
+static void print_counts(FILE *f, const struct report_summary *s)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+	size_t tot = s->n_rows - s->n_ignored_rows;
+
+	fprintf(f, "### Geometric-mean speedup\n\n");
+	if (s->gm_n == 0)
+		fprintf(f, "No correct candidate with a speedup.\n\n");
+	else
+		fprintf(f, "%s over %d correct candidates with a speedup; 95%% interval %s – %s "
+			"(Student t-interval on log speedups, exponentiated).\n\n",
+			NUM(s->gm, 3), s->gm_n, NUM(s->gm_lo, 3), NUM(s->gm_hi, 3));
+	fprintf(f, "### Status counts\n\n| status | candidates | share |\n|---|---:|---:|\n");
+	for (int i = 0; i < RS_COUNT; i++)
+		fprintf(f, "| %s | %d | %s |\n", report_status_names[i], s->status_counts[i],
+			NUM(tot ? (double)s->status_counts[i] / (double)tot : NAN, 4));
+	fprintf(f, "| **total** | %zu | |\n\n| backward | candidates |\n|---|---:|\n", tot);
+	for (int i = 0; i < RB_COUNT; i++)
+		fprintf(f, "| %s | %d |\n", report_bw_names[i], s->bw_counts[i]);
+	fprintf(f, "\nCorrect (status ok, backward not fail%s): %d of %zu.\n\n",
+		s->opts.strict_backward ? " nor absent" : "; absent counts as correct",
+		s->n_correct, tot);
+}
+
+static void print_tasks(FILE *f, const struct report_summary *s)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+	const struct report_opts *o = &s->opts;
+
+	fprintf(f, "### Per task\n\npass@k per task is \"n < k\" where the task has fewer "
+		"than k candidates; a task with no candidate counts as 0.\n\n| task | n | correct |");
+	for (size_t ki = 0; ki < o->nk; ki++)
+		fprintf(f, " pass@%d |", o->k[ki]);
+	fprintf(f, " best speedup | median speedup | ARL | bucket |\n|---|---:|---:|");
+	for (size_t ki = 0; ki < o->nk; ki++)
+		fprintf(f, "---:|");
+	fprintf(f, "---:|---:|---:|---|\n");
+	for (size_t t = 0; t < s->n_tasks; t++) {
+		const struct report_task *T = &s->tasks[t];
+		fprintf(f, "| %s | %d | %d |", T->name, T->n, T->c);
+		for (size_t ki = 0; ki < o->nk; ki++)
+			fprintf(f, " %s |", T->n == 0 ? "0" : T->n < o->k[ki] ? "n < k" :
+				NUM(report_pass_at_k(T->n, T->c, o->k[ki]), 4));
+		fprintf(f, " %s | %s | %s | %s |\n", NUM(T->best_speedup, 3),
+			NUM(T->median_speedup, 3), NUM(T->arl, 0),
+			T->n_tok ? report_bucket_names[report_bucket(T->arl)] : "n/a");
+	}
+	fprintf(f, "\n");
+}
+
+static void print_group(FILE *f, const char *name, const char *rule,
+			const struct report_group *g, int with_tasks)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+
+	fprintf(f, "| %s | %s | ", name, rule);
+	if (with_tasks)
+		fprintf(f, "%d | ", g->n_tasks);
+	fprintf(f, "%d | %d | %s | %s (%d) |\n", g->n, g->n_correct,
+		NUM(g->n ? (double)g->n_correct / g->n : NAN, 4), NUM(g->median_speedup, 3),
+		g->n_speed);
+}
+
+static void print_reasoning(FILE *f, const struct report_summary *s)
+{
+	char nb[8][32], rule[96];
+	unsigned nbi = 0;
+	static const char *const rules[3] = { "ARL < 4000", "4000 ≤ ARL ≤ 8500", "ARL > 8500" };
+
+	fprintf(f, "### Reasoning length\n\n%d candidate(s) with reasoning_tokens; %d left out "
+		"(no reasoning_tokens).\n\n", s->rl_n, s->rl_missing);
+	if (s->rl_n == 0)
+		return;
+	fprintf(f, "Difficulty bucket of a task by its average reasoning length (ARL); "
+		"correctness and median speedup over its candidates with reasoning_tokens "
+		"(median over correct ones with a speedup, their count in parentheses).\n\n"
+		"| bucket | rule | tasks | candidates | correct | correctness | median speedup (n) |\n"
+		"|---|---|---:|---:|---:|---:|---:|\n");
+	for (int b = 0; b < 3; b++)
+		print_group(f, report_bucket_names[b], rules[b], &s->bucket[b], 1);
+	fprintf(f, "\nQuartiles of the candidates' own reasoning length (type-7 quantiles "
+		"Q1 = %s, Q2 = %s, Q3 = %s; a length equal to a boundary goes to the lower "
+		"quartile).\n\n| quartile | tokens | candidates | correct | correctness | "
+		"median speedup (n) |\n|---|---|---:|---:|---:|---:|\n",
+		NUM(s->q1, 1), NUM(s->q2, 1), NUM(s->q3, 1));
+	for (int q = 0; q < 4; q++) {
+		char name[8];
+		snprintf(name, sizeof name, "Q%d", q + 1);
+		if (s->quart[q].n)
+			snprintf(rule, sizeof rule, "%.0f – %.0f", s->quart[q].lo, s->quart[q].hi);
+		else
+			snprintf(rule, sizeof rule, "(empty)");
+		print_group(f, name, rule, &s->quart[q], 0);
+	}
+	fprintf(f, "\nPearson r, reasoning length vs speedup (correct candidates with a "
+		"speedup): %s (n = %d).  \nPearson r, reasoning length vs correctness (0/1, all "
+		"candidates with reasoning_tokens): %s (n = %d).\n\n",
+		NUM(s->r_speed, 4), s->r_speed_n, NUM(s->r_correct, 4), s->r_correct_n);
+}
+
+void report_print_md(FILE *f, const struct report_summary *s, size_t n)
+{
+	if (n > 1)
+		report_print_ablation_md(f, s, n);
+	for (size_t i = 0; i < n; i++) {
+		char per[32];
+		if (s[i].n_min == s[i].n_max)
+			snprintf(per, sizeof per, "%d", s[i].n_max);
+		else
+			snprintf(per, sizeof per, "%d–%d", s[i].n_min, s[i].n_max);
+		fprintf(f, "## Run: %s\n\nFile `%s`: %zu rows, N = %zu tasks (%s), %s candidates "
+			"per task.\n\n", s[i].label, s[i].path, s[i].n_rows, s[i].n_tasks,
+			s[i].tasks_from_list == 1 ? "the --task-list set" :
+			s[i].tasks_from_list == 2 ? "every task found in the files given; "
+			"give --task-list for the full set" :
+			"the distinct tasks of the file; give --task-list for the full set", per);
+		if (s[i].n_ignored_rows)
+			fprintf(f, "%zu row(s) name tasks outside the task list and are left out.\n\n",
+				s[i].n_ignored_rows);
+		print_fast(f, &s[i]);
+		print_passk(f, &s[i]);
+		print_counts(f, &s[i]);
+		print_tasks(f, &s[i]);
+		print_reasoning(f, &s[i]);
+	}
+}
+
+void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+	const struct report_opts *o = &s[0].opts;
+
+	fprintf(f, "## Ablation\n\n| metric |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s |", s[i].label);
+	fprintf(f, "\n|---|");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "---:|");
+	fprintf(f, "\n| file |");
+	for (size_t i = 0; i < n; i++) {
+		const char *b = strrchr(s[i].path, '/');
+		fprintf(f, " %s |", b ? b + 1 : s[i].path);
+	}
+	fprintf(f, "\n| tasks N |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %zu |", s[i].n_tasks);
+	fprintf(f, "\n| candidates |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %zu |", s[i].n_rows - s[i].n_ignored_rows);
+	for (size_t j = 0; j < o->np; j++) {
+		fprintf(f, "\n| fast_%g best-of-n |", o->p[j]);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, " %s |", NUM(s[i].fast_best[j], 4));
+	}
+	for (size_t j = 0; j < o->np; j++) {
+		fprintf(f, "\n| fast_%g mean per sample |", o->p[j]);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, " %s |", NUM(s[i].fast_sample_mean[j], 4));
+	}
+	for (size_t ki = 0; ki < o->nk; ki++) {
+		fprintf(f, "\n| pass@%d |", o->k[ki]);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, " %s |", NUM(s[i].pass_k[ki], 4));
+	}
+	fprintf(f, "\n| geomean speedup [95%%] |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s [%s, %s] |", NUM(s[i].gm, 3), NUM(s[i].gm_lo, 3),
+			NUM(s[i].gm_hi, 3));
+	fprintf(f, "\n| r(length, speedup) (n) |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s (%d) |", NUM(s[i].r_speed, 3), s[i].r_speed_n);
+	fprintf(f, "\n\n");
+}

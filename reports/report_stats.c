@@ -1,0 +1,178 @@
+/* report_stats.c — the statistics behind the tables: unbiased pass@k in the
+ * stable product form, median and type-7 quantiles, Pearson r, the Student t
+ * quantile (regularized incomplete beta + bisection) and the geometric mean
+ * with its 95% t-interval on log values, and the reasoning-length buckets. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "reports/report_impl.h"
+
+const char *const report_bucket_names[3] = { "Easy", "Medium", "Hard" };
+
+double report_pass_at_k(int n, int c, int k)
+{
+	double prod = 1.0;
+
+	if (k < 1 || k > n || c < 0 || c > n)
+		return NAN;
+	/* C(n-c,k)/C(n,k) = prod_{i=n-c+1..n} (1 - k/i); zero when n - c < k. */
+	if (n - c < k)
+		return 1.0;
+	for (int i = n - c + 1; i <= n; i++)
+		prod *= 1.0 - (double)k / (double)i;
+	return 1.0 - prod;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double report_quantile(const double *sorted, size_t n, double q)
+{
+	double h, lo;
+	size_t i;
+
+	if (n == 0)
+		return NAN;
+	h = (double)(n - 1) * q;
+	lo = floor(h);
+	i = (size_t)lo;
+	if (i + 1 >= n)
+		return sorted[n - 1];
+	return sorted[i] + (h - lo) * (sorted[i + 1] - sorted[i]);
+}
+
+double report_median(double *v, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof *v, cmp_double);
+	return report_quantile(v, n, 0.5);
+}
+
+double report_pearson(const double *x, const double *y, size_t n)
+{
+	double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
+
+	if (n < 2)
+		return NAN;
+	for (size_t i = 0; i < n; i++) {
+		mx += x[i];
+		my += y[i];
+	}
+	mx /= (double)n;
+	my /= (double)n;
+	for (size_t i = 0; i < n; i++) {
+		double dx = x[i] - mx, dy = y[i] - my;
+		sxx += dx * dx;
+		syy += dy * dy;
+		sxy += dx * dy;
+	}
+	if (sxx <= 0 || syy <= 0)
+		return NAN;
+	return sxy / sqrt(sxx * syy);
+}
+
+/* Continued fraction of the incomplete beta (modified Lentz). */
+static double betacf(double a, double b, double x)
+{
+	const double tiny = 1e-300;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
+
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1 / d;
+	h = d;
+	for (int m = 1; m <= 300; m++) {
+		double m2 = 2.0 * m, aa, del;
+		aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		h *= d * c;
+		aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-15)
+			break;
+	}
+	return h;
+}
+
+/* Regularized incomplete beta I_x(a, b). */
+static double ibeta(double a, double b, double x)
+{
+	double bt;
+
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	if (x < (a + 1) / (a + b + 2))
+		return bt * betacf(a, b, x) / a;
+	return 1 - bt * betacf(b, a, 1 - x) / b;
+}
+
+static double t_cdf(double t, double df)
+{
+	double tail = 0.5 * ibeta(df / 2, 0.5, df / (df + t * t));
+	return t >= 0 ? 1 - tail : tail;
+}
+
+double report_t_quantile(double prob, double df)
+{
+	double lo = 0, hi = 1e6;
+
+	if (!(prob > 0 && prob < 1) || !(df > 0))
+		return NAN;
+	if (prob < 0.5)
+		return -report_t_quantile(1 - prob, df);
+	for (int i = 0; i < 200; i++) {
+		double mid = 0.5 * (lo + hi);
+		if (t_cdf(mid, df) < prob)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+void report_geomean(const double *v, size_t n, double *gm, double *lo, double *hi)
+{
+	double m = 0, ss = 0, half;
+
+	*gm = *lo = *hi = NAN;
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		m += log(v[i]);
+	m /= (double)n;
+	*gm = exp(m);
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++)
+		ss += (log(v[i]) - m) * (log(v[i]) - m);
+	half = report_t_quantile(0.975, (double)(n - 1)) * sqrt(ss / (double)(n - 1)) /
+	       sqrt((double)n);
+	*lo = exp(m - half);
+	*hi = exp(m + half);
+}
+
+int report_bucket(double arl)
+{
+	if (arl < 4000)
+		return 0;
+	if (arl <= 8500)
+		return 1;
+	return 2;
+}

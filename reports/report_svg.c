@@ -1,0 +1,372 @@
+/* report_svg.c — inline SVG plots for the html report, drawn by hand: a
+ * small plot frame (linear or log2 axes with "nice" ticks, grid, axis
+ * labels, a legend below the axes so long run labels never overlap the data)
+ * and the four plots: pass@k vs k, Fast_p vs p, the speedup distribution
+ * (histogram on log2 bins) and reasoning length vs speedup (scatter). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report_impl.h"
+
+static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+				       "#9467bd", "#8c564b", "#e377c2", "#17becf" };
+#define COLOR(i) palette[(i) % 8]
+
+struct plot {
+	FILE *f;
+	double w, h;              /* plot area in px */
+	double ml, mt;            /* left and top margins in px */
+	double x0, x1, y0, y1;    /* data range (log2 values on a log axis) */
+	int xlog, ylog;
+	int xint, yint;            /* integer data: ticks at least 1 apart */
+};
+
+static void esc(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", f);
+		else if (*s == '>')
+			fputs("&gt;", f);
+		else if (*s == '&')
+			fputs("&amp;", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static double px(const struct plot *p, double x)
+{
+	if (p->xlog)
+		x = log2(x);
+	return p->ml + (x - p->x0) / (p->x1 - p->x0) * p->w;
+}
+
+static double py(const struct plot *p, double y)
+{
+	if (p->ylog)
+		y = log2(y);
+	return p->mt + p->h - (y - p->y0) / (p->y1 - p->y0) * p->h;
+}
+
+/* Tick step of 1, 2 or 5 × 10^k giving about `want` ticks. */
+static double nice_step(double range, int want)
+{
+	double raw = range / want, mag = pow(10, floor(log10(raw))), r = raw / mag;
+	return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
+}
+
+static void tick_label(char *b, size_t n, double v, int islog)
+{
+	if (islog) {
+		double x = exp2(v);
+		snprintf(b, n, x >= 1 ? "%.0f×" : "%g×", x);
+	} else if (fabs(v) >= 1000) {
+		snprintf(b, n, "%.0f", v);
+	} else {
+		snprintf(b, n, "%g", fabs(v) < 1e-12 ? 0.0 : v);
+	}
+}
+
+/* Opens the svg: title, frame, ticks, grid, axis labels. Legend rows below. */
+static void plot_begin(struct plot *p, FILE *f, const char *title, const char *xlabel,
+		       const char *ylabel, int n_legend)
+{
+	double step, W, H;
+	char b[32];
+
+	p->f = f;
+	p->w = 460;
+	p->h = 260;
+	p->ml = 64;
+	p->mt = 34;
+	W = p->ml + p->w + 24;
+	H = p->mt + p->h + 56 + 18 * n_legend;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		"<text x=\"%.0f\" y=\"20\" font-size=\"14\" font-weight=\"bold\" "
+		"text-anchor=\"middle\">", W, H, W, H, p->ml + p->w / 2);
+	esc(f, title);
+	fprintf(f, "</text>\n");
+	/* x ticks */
+	if (p->xlog) {
+		int k0 = (int)ceil(p->x0 - 1e-9), k1 = (int)floor(p->x1 + 1e-9);
+		int every = (k1 - k0) / 8 + 1;
+		for (int k = k0; k <= k1; k++) {
+			double x = p->ml + (k - p->x0) / (p->x1 - p->x0) * p->w;
+			if ((k - k0) % every)
+				continue;
+			tick_label(b, sizeof b, k, 1);
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
+				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+				x, p->mt, x, p->mt + p->h, x, p->mt + p->h + 15, b);
+		}
+	} else {
+		step = nice_step(p->x1 - p->x0, 6);
+		if (p->xint)
+			step = fmax(1, round(step));
+		for (double v = ceil(p->x0 / step - 1e-9) * step; v <= p->x1 + step * 1e-9; v += step) {
+			double x = px(p, v);
+			tick_label(b, sizeof b, v, 0);
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
+				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+				x, p->mt, x, p->mt + p->h, x, p->mt + p->h + 15, b);
+		}
+	}
+	/* y ticks */
+	if (p->ylog) {
+		int k0 = (int)ceil(p->y0 - 1e-9), k1 = (int)floor(p->y1 + 1e-9);
+		int every = (k1 - k0) / 7 + 1;
+		for (int k = k0; k <= k1; k++) {
+			double y = p->mt + p->h - (k - p->y0) / (p->y1 - p->y0) * p->h;
+			if ((k - k0) % every)
+				continue;
+			tick_label(b, sizeof b, k, 1);
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
+				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+				p->ml, y, p->ml + p->w, y, p->ml - 6, y + 4, b);
+		}
+	} else {
+		step = nice_step(p->y1 - p->y0, 5);
+		if (p->yint)
+			step = fmax(1, round(step));
+		for (double v = ceil(p->y0 / step - 1e-9) * step; v <= p->y1 + step * 1e-9; v += step) {
+			double y = py(p, v);
+			tick_label(b, sizeof b, v, 0);
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
+				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+				p->ml, y, p->ml + p->w, y, p->ml - 6, y + 4, b);
+		}
+	}
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+		"stroke=\"#333\"/>\n", p->ml, p->mt, p->w, p->h);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\">",
+		p->ml + p->w / 2, p->mt + p->h + 34);
+	esc(f, xlabel);
+	fprintf(f, "</text>\n<text transform=\"translate(16 %.1f) rotate(-90)\" "
+		"text-anchor=\"middle\" font-size=\"12\">", p->mt + p->h / 2);
+	esc(f, ylabel);
+	fprintf(f, "</text>\n");
+}
+
+static void legend(const struct plot *p, const struct report_summary *s, size_t n,
+		   int points)
+{
+	for (size_t i = 0; i < n; i++) {
+		double y = p->mt + p->h + 54 + 18 * (double)i;
+		if (points)
+			fprintf(p->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
+				"fill-opacity=\"0.6\"/>", p->ml + 10, y - 4, COLOR(i));
+		else
+			fprintf(p->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"20\" height=\"4\" "
+				"fill=\"%s\"/>", p->ml, y - 6, COLOR(i));
+		fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\">", p->ml + 28, y);
+		esc(p->f, s[i].label);
+		fprintf(p->f, "</text>\n");
+	}
+}
+
+static void no_data(const struct plot *p, const char *what)
+{
+	fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#888\">%s</text>\n",
+		p->ml + p->w / 2, p->mt + p->h / 2, what);
+}
+
+static void vline(const struct plot *p, double x, const char *label)
+{
+	double X = px(p, x);
+	fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
+		"stroke-dasharray=\"4 3\"/>\n", X, p->mt, X, p->mt + p->h);
+	if (label)
+		fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">%s</text>\n", X + 3,
+			p->mt + 12, label);
+}
+
+void report_svg_pass_at_k(FILE *f, const struct report_summary *s, size_t n)
+{
+	struct plot p = { 0 };
+	int kmax = 1;
+
+	/* k up to the smallest n of a run, so every point averages the same tasks. */
+	for (size_t i = 0; i < n; i++)
+		kmax = s[i].n_min > kmax ? s[i].n_min : kmax;
+	p.xint = 1;
+	p.x0 = 1;
+	p.x1 = kmax > 1 ? kmax : 2;
+	p.y0 = 0;
+	p.y1 = 1;
+	plot_begin(&p, f, "pass@k vs k", "k (samples per task, up to the smallest n)", "pass@k", (int)n);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", COLOR(i));
+		for (int k = 1; k <= s[i].n_min; k++) {
+			double v = report_summary_pass_at(&s[i], k);
+			if (!isnan(v))
+				fprintf(f, "%.1f,%.1f ", px(&p, k), py(&p, v));
+		}
+		fprintf(f, "\"/>\n");
+		for (int k = 1; k <= s[i].n_min && s[i].n_min <= 40; k++) {
+			double v = report_summary_pass_at(&s[i], k);
+			if (!isnan(v))
+				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>",
+					px(&p, k), py(&p, v), COLOR(i));
+		}
+		fprintf(f, "\n");
+	}
+	legend(&p, s, n, 0);
+	fprintf(f, "</svg>\n");
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
+{
+	struct plot p = { 0 };
+	double pmax = 2;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t t = 0; t < s[i].n_tasks; t++)
+			if (s[i].tasks[t].best_speedup * 1.1 > pmax)
+				pmax = s[i].tasks[t].best_speedup * 1.1;
+	p.x0 = 0;
+	p.x1 = pmax > 16 ? 16 : pmax;
+	p.y0 = 0;
+	p.y1 = 1;
+	plot_begin(&p, f, "Fast_p vs p (best-of-n)", "p (speedup threshold, strict >)",
+		   "fast_p", (int)n);
+	vline(&p, 1, NULL);
+	for (size_t i = 0; i < n; i++) {
+		double *b = malloc((s[i].n_tasks + 1) * sizeof *b), y;
+		size_t m = 0;
+		if (!b)
+			continue;
+		for (size_t t = 0; t < s[i].n_tasks; t++)
+			if (!isnan(s[i].tasks[t].best_speedup))
+				b[m++] = s[i].tasks[t].best_speedup;
+		qsort(b, m, sizeof *b, cmp_dbl);
+		/* Exact step function: fast_p drops right after each best speedup. */
+		y = report_summary_fast_at(&s[i], 0);
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%.1f,%.1f ",
+			COLOR(i), px(&p, 0), py(&p, y));
+		for (size_t j = 0; j < m && b[j] <= p.x1; j++) {
+			if (b[j] <= 0 || (j && b[j] == b[j - 1]))
+				continue;
+			fprintf(f, "%.1f,%.1f ", px(&p, b[j]), py(&p, y));
+			y = report_summary_fast_at(&s[i], b[j]);
+			fprintf(f, "%.1f,%.1f ", px(&p, b[j]), py(&p, y));
+		}
+		fprintf(f, "%.1f,%.1f\"/>\n", px(&p, p.x1), py(&p, y));
+		free(b);
+	}
+	legend(&p, s, n, 0);
+	fprintf(f, "</svg>\n");
+}
+
+void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n)
+{
+	struct plot p = { 0 };
+	double lo = 0, hi = 0, binw = 0.25;
+	int any = 0, nb, ymax = 1;
+	int *counts;
+
+	for (size_t i = 0; i < n; i++)
+		for (int j = 0; j < s[i].gm_n; j++) {
+			double v = log2(s[i].speedups[j]);
+			lo = any ? fmin(lo, v) : v;
+			hi = any ? fmax(hi, v) : v;
+			any = 1;
+		}
+	lo = fmax(floor(fmin(lo, -1)), -10);
+	hi = fmin(ceil(fmax(hi, 1) + 1e-9), 10);
+	nb = (int)lround((hi - lo) / binw);
+	counts = calloc((size_t)nb * n + 1, sizeof *counts);
+	if (!counts)
+		return;
+	for (size_t i = 0; i < n; i++)
+		for (int j = 0; j < s[i].gm_n; j++) {
+			int b = (int)floor((log2(s[i].speedups[j]) - lo) / binw);
+			b = b < 0 ? 0 : b >= nb ? nb - 1 : b;
+			if (++counts[i * (size_t)nb + (size_t)b] > ymax)
+				ymax = counts[i * (size_t)nb + (size_t)b];
+		}
+	p.xlog = 1;
+	p.yint = 1;
+	p.x0 = lo;
+	p.x1 = hi;
+	p.y0 = 0;
+	p.y1 = ymax < 5 ? ymax + 1 : ymax * 1.1;
+	plot_begin(&p, f, "Speedup distribution (correct candidates)",
+		   "speedup over the baseline (log scale, bins of 2^0.25)", "candidates", (int)n);
+	if (!any)
+		no_data(&p, "no correct candidate with a speedup");
+	for (size_t i = 0; i < n; i++) {
+		for (int b = 0; b < nb; b++) {
+			int c = counts[i * (size_t)nb + (size_t)b];
+			double x0 = p.ml + (b * binw) / (hi - lo) * p.w, x1 = p.ml + ((b + 1) * binw) / (hi - lo) * p.w;
+			if (!c)
+				continue;
+			fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+				"fill-opacity=\"%.2f\" stroke=\"%s\"/>\n", x0 + 0.5, py(&p, c),
+				x1 - x0 - 1, py(&p, 0) - py(&p, c), COLOR(i), n > 1 ? 0.35 : 0.6, COLOR(i));
+		}
+	}
+	vline(&p, 1, NULL);
+	legend(&p, s, n, 0);
+	fprintf(f, "</svg>\n");
+	free(counts);
+}
+
+void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
+{
+	struct plot p = { 0 };
+	double xmax = 0, ylo = 0, yhi = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (int j = 0; j < s[i].r_speed_n; j++) {
+			double x = s[i].scatter[2 * j], y = log2(s[i].scatter[2 * j + 1]);
+			xmax = fmax(xmax, x);
+			ylo = any ? fmin(ylo, y) : y;
+			yhi = any ? fmax(yhi, y) : y;
+			any = 1;
+		}
+	p.x0 = 0;
+	p.x1 = fmax(xmax * 1.05, 10000);
+	p.ylog = 1;
+	p.y0 = fmax(floor(fmin(ylo, -1)), -10);
+	p.y1 = fmin(ceil(fmax(yhi, 1) + 1e-9), 10);
+	plot_begin(&p, f, "Reasoning length vs speedup (correct candidates)",
+		   "reasoning tokens", "speedup (log scale)", (int)n);
+	vline(&p, 4000, NULL);
+	vline(&p, 8500, NULL);
+	/* Bucket names centred in their band, where the band is wide enough. */
+	{
+		double edges[4] = { 0, 4000, 8500, p.x1 };
+		for (int b = 0; b < 3; b++) {
+			double a = px(&p, edges[b]), z = px(&p, fmin(edges[b + 1], p.x1));
+			if (z - a > 50)
+				fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555\">"
+					"%s</text>\n", (a + z) / 2, p.mt + 12, report_bucket_names[b]);
+		}
+	}
+	if (!any)
+		no_data(&p, "no correct candidate with reasoning_tokens and a speedup");
+	for (size_t i = 0; i < n; i++) {
+		for (int j = 0; j < s[i].r_speed_n; j++) {
+			double y = s[i].scatter[2 * j + 1];
+			y = fmin(fmax(y, exp2(p.y0)), exp2(p.y1));
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
+				"fill-opacity=\"0.6\"/>", px(&p, s[i].scatter[2 * j]), py(&p, y),
+				COLOR(i));
+		}
+		fprintf(f, "\n");
+	}
+	legend(&p, s, n, 1);
+	fprintf(f, "</svg>\n");
+}

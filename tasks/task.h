@@ -1,0 +1,126 @@
+/* task.h — a task of the registry: dims, tensors, graph, tolerances.
+ *
+ * A task is a JSON file under data/tasks/<set>/<stem>.json (SPEC §2). The
+ * loader validates it completely (every error names the file and the key)
+ * and resolves the graph: every op input names a tensor or an earlier op's
+ * output; shapes of intermediates are inferred by the ops (task_ref.c). */
+#ifndef TASK_H
+#define TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "harness/cr_status.h"
+
+#define TASK_MAX_DIMS 16
+#define TASK_MAX_TENSORS 24
+#define TASK_MAX_RANK 6
+#define TASK_MAX_CHECKS 12
+#define TASK_MAX_NODES 32
+#define TASK_MAX_VALUES (TASK_MAX_TENSORS + 2 * TASK_MAX_NODES)
+#define TASK_MAX_ATTRS 8
+#define TASK_NAME_MAX 64
+
+enum task_dtype { TASK_F32, TASK_F16, TASK_BF16, TASK_I32, TASK_I64 };
+enum task_role { TASK_INPUT, TASK_PARAM, TASK_OUTPUT };
+
+/* Distribution families. The profile (checks/) scales/offsets/sparsifies
+ * the float families; domain-constrained families keep their domain. */
+enum task_init_kind {
+	TASK_INIT_NORMAL,    /* N(mean, std) */
+	TASK_INIT_UNIFORM,   /* U[lo, hi) */
+	TASK_INIT_POSITIVE,  /* |N(0,std)| + lo, strictly positive */
+	TASK_INIT_PROBS,     /* rows (last axis) sum to 1 */
+	TASK_INIT_INDICES,   /* integers in [0, dim) */
+	TASK_INIT_KAIMING,   /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = product of all but the first axis */
+	TASK_INIT_ONES,
+	TASK_INIT_ZEROS
+};
+
+struct task_init {
+	enum task_init_kind kind;
+	double a, b;          /* normal: mean,std; uniform: lo,hi; positive: lo,std */
+	int bound_dim;        /* indices: the dim giving the upper bound */
+};
+
+struct task_tensor {
+	char name[TASK_NAME_MAX];
+	enum task_role role;
+	enum task_dtype dtype;
+	int rank;
+	int dim[TASK_MAX_RANK];    /* dim index, or -1 for a literal */
+	int64_t lit[TASK_MAX_RANK];/* literal extent where dim[i] == -1 */
+	struct task_init init;
+	bool grad;                 /* differentiable (inputs/params) */
+};
+
+enum task_attr_kind { TASK_ATTR_INT, TASK_ATTR_FLOAT, TASK_ATTR_STR };
+struct task_attr {
+	char key[32];
+	enum task_attr_kind kind;
+	int64_t i;
+	double f;
+	char s[32];
+};
+
+/* One op of the graph. Values are indexed in one table: tensors first
+ * (0 .. n_tensors-1), then intermediates in the order ops create them. */
+struct task_node {
+	char op[32];
+	const struct task_opdef *def;
+	int n_in, n_out;
+	int in[4], out[4];
+	int n_attrs;
+	struct task_attr attrs[TASK_MAX_ATTRS];
+};
+
+struct task_dimset {
+	int64_t v[TASK_MAX_DIMS];
+};
+
+struct task {
+	char name[128];       /* "<set>/<stem>" */
+	char path[512];       /* the JSON file */
+	char source[256];     /* the KernelBench file it mirrors, or "" */
+	char description[512];
+	int n_dims;
+	char dim_names[TASK_MAX_DIMS][TASK_NAME_MAX];
+	struct task_dimset bench;   /* GPU bench shape */
+	struct task_dimset cpu;     /* cpu backend bench shape */
+	int n_checks;
+	struct task_dimset checks[TASK_MAX_CHECKS];
+	int n_tensors;
+	struct task_tensor tensors[TASK_MAX_TENSORS];
+	int n_nodes;
+	struct task_node nodes[TASK_MAX_NODES];
+	int n_values;               /* tensors + intermediates */
+	char value_names[TASK_MAX_VALUES][TASK_NAME_MAX];
+	double atol, rtol;
+	bool backward;
+	char flops[256], bytes[256]; /* expressions over dims ("" if absent) */
+};
+
+/* Loads and validates one task file. name is "<set>/<stem>". */
+enum cr_status task_load(struct task *t, const char *path, const char *name,
+			 struct cr_err *err);
+
+int task_find_dim(const struct task *t, const char *name, size_t len);
+int task_find_tensor(const struct task *t, const char *name);
+/* Extent of tensor i under a dim set, and its element count. */
+void task_tensor_shape(const struct task *t, int i, const struct task_dimset *d,
+		       int64_t shape[TASK_MAX_RANK]);
+int64_t task_tensor_numel(const struct task *t, int i, const struct task_dimset *d);
+size_t task_dtype_size(enum task_dtype dt);
+const char *task_dtype_name(enum task_dtype dt);
+const char *task_dtype_ctype(enum task_dtype dt); /* "float", "int64_t", ... */
+bool task_dtype_is_float(enum task_dtype dt);
+const char *task_role_name(enum task_role r);
+/* Writes a one-line "B=4,D=33" rendering of a dim set. */
+void task_dims_str(const struct task *t, const struct task_dimset *d, char *buf, size_t cap);
+
+/* Attribute access for ops. */
+const struct task_attr *task_node_attr(const struct task_node *n, const char *key);
+int64_t task_node_int(const struct task_node *n, const char *key, int64_t dflt);
+double task_node_float(const struct task_node *n, const char *key, double dflt);
+
+#endif

@@ -1,0 +1,134 @@
+/* task_exec.c — the graph executor behind references and baselines. */
+#include "tasks/task_exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
+			      const struct task_dimset *d, bool dbl, bool grads,
+			      struct cr_err *err)
+{
+	size_t es = dbl ? sizeof(double) : sizeof(float), total = 0, off = 0;
+	char *p;
+
+	memset(x, 0, sizeof *x);
+	x->t = t;
+	x->dims = *d;
+	x->dbl = dbl;
+	for (int i = 0; i < t->n_tensors; i++) {
+		x->v[i].rank = t->tensors[i].rank;
+		task_tensor_shape(t, i, d, x->v[i].shape);
+		x->v[i].n = task_tensor_numel(t, i, d);
+	}
+	for (int n = 0; n < t->n_nodes; n++) {
+		const struct task_node *nd = &t->nodes[n];
+		struct task_val in[4], out[4];
+		for (int k = 0; k < nd->n_in; k++)
+			in[k] = x->v[nd->in[k]];
+		memset(out, 0, sizeof out);
+		if (nd->def->infer(nd, in, nd->n_in, out, err))
+			return CR_EINPUT;
+		for (int k = 0; k < nd->n_out; k++)
+			if (nd->out[k] >= t->n_tensors)
+				x->v[nd->out[k]] = out[k];
+	}
+	for (int i = 0; i < t->n_values; i++) {
+		bool g = grads && (i >= t->n_tensors || t->tensors[i].role == TASK_OUTPUT ||
+				   t->tensors[i].grad);
+		x->g[i] = x->v[i];
+		x->g[i].d = NULL;
+		total += (((size_t)x->v[i].n * es + 63) & ~(size_t)63) * (g ? 2 : 1);
+	}
+	x->mem = calloc(1, total);
+	if (!x->mem)
+		return cr_errf(err, CR_ENOMEM, "%s: cannot allocate %zu bytes for the executor",
+			       t->name, total);
+	p = x->mem;
+	for (int i = 0; i < t->n_values; i++) {
+		bool g = grads && (i >= t->n_tensors || t->tensors[i].role == TASK_OUTPUT ||
+				   t->tensors[i].grad);
+		x->v[i].d = p + off;
+		off += ((size_t)x->v[i].n * es + 63) & ~(size_t)63;
+		if (g) {
+			x->g[i].d = p + off;
+			off += ((size_t)x->v[i].n * es + 63) & ~(size_t)63;
+		}
+	}
+	return CR_OK;
+}
+
+void task_exec_release(struct task_exec *x)
+{
+	free(x->mem);
+	x->mem = NULL;
+}
+
+void task_exec_bind(struct task_exec *x, int i, void *ptr)
+{
+	if (!x->dbl && x->t->tensors[i].dtype != TASK_F32) {
+		x->src[i] = ptr;
+		x->src_dt[i] = x->t->tensors[i].dtype;
+	} else {
+		x->v[i].d = ptr;
+	}
+}
+
+void task_exec_bind_grad(struct task_exec *x, int i, void *ptr)
+{
+	x->g[i].d = ptr;
+}
+
+static void convert_sources(struct task_exec *x)
+{
+	for (int i = 0; i < x->t->n_tensors; i++) {
+		float *dst = x->v[i].d;
+		if (!x->src[i])
+			continue;
+		if (x->src_dt[i] == TASK_I64)
+			for (int64_t k = 0; k < x->v[i].n; k++)
+				dst[k] = (float)((const int64_t *)x->src[i])[k];
+		else if (x->src_dt[i] == TASK_I32)
+			for (int64_t k = 0; k < x->v[i].n; k++)
+				dst[k] = (float)((const int32_t *)x->src[i])[k];
+	}
+}
+
+void task_exec_forward(struct task_exec *x)
+{
+	convert_sources(x);
+	for (int n = 0; n < x->t->n_nodes; n++) {
+		const struct task_node *nd = &x->t->nodes[n];
+		struct task_val in[4], out[4];
+		for (int k = 0; k < nd->n_in; k++)
+			in[k] = x->v[nd->in[k]];
+		for (int k = 0; k < nd->n_out; k++)
+			out[k] = x->v[nd->out[k]];
+		(x->dbl ? nd->def->fwd_d : nd->def->fwd_f)(nd, in, out);
+	}
+}
+
+void task_exec_backward(struct task_exec *x)
+{
+	const struct task *t = x->t;
+	size_t es = x->dbl ? sizeof(double) : sizeof(float);
+
+	convert_sources(x);
+	for (int i = 0; i < t->n_values; i++)
+		if (x->g[i].d && !(i < t->n_tensors && t->tensors[i].role == TASK_OUTPUT))
+			memset(x->g[i].d, 0, (size_t)x->g[i].n * es);
+	for (int n = t->n_nodes - 1; n >= 0; n--) {
+		const struct task_node *nd = &t->nodes[n];
+		struct task_val in[4], out[4], dout[4], din[4];
+		for (int k = 0; k < nd->n_in; k++) {
+			in[k] = x->v[nd->in[k]];
+			din[k] = x->g[nd->in[k]];
+			if (!(nd->def->grad_mask & (1u << k)))
+				din[k].d = NULL;
+		}
+		for (int k = 0; k < nd->n_out; k++) {
+			out[k] = x->v[nd->out[k]];
+			dout[k] = x->g[nd->out[k]];
+		}
+		(x->dbl ? nd->def->bwd_d : nd->def->bwd_f)(nd, in, out, dout, din);
+	}
+}

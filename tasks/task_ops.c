@@ -1,0 +1,151 @@
+/* task_ops.c — the op table: shape inference per op, and the double and
+ * float instantiations of the op bodies in task_ops_impl.h. */
+#include "tasks/task_ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#define T double
+#define ACC double
+#define FN(x) x##_d
+#define GEMM cblas_dgemm
+#include "tasks/task_ops_impl.h"
+#undef T
+#undef ACC
+#undef FN
+#undef GEMM
+
+#define T float
+#define ACC float
+#define FN(x) x##_f
+#define GEMM cblas_sgemm
+#include "tasks/task_ops_impl.h"
+#undef T
+#undef ACC
+#undef FN
+#undef GEMM
+
+int task_axis(int64_t axis, int rank)
+{
+	if (axis < 0)
+		axis += rank;
+	return axis >= 0 && axis < rank ? (int)axis : -1;
+}
+
+static void same_shape(const struct task_val *src, struct task_val *dst)
+{
+	dst->rank = src->rank;
+	memcpy(dst->shape, src->shape, sizeof dst->shape);
+	dst->n = src->n;
+}
+
+static enum cr_status infer_same(const struct task_node *nd, const struct task_val *in,
+				 int n_in, struct task_val *out, struct cr_err *err)
+{
+	(void)nd; (void)n_in; (void)err;
+	same_shape(&in[0], &out[0]);
+	return CR_OK;
+}
+
+static enum cr_status infer_axis_same(const struct task_node *nd, const struct task_val *in,
+				      int n_in, struct task_val *out, struct cr_err *err)
+{
+	(void)n_in;
+	if (task_axis(task_node_int(nd, "dim", -1), in[0].rank) < 0)
+		return cr_errf(err, CR_EINPUT, "op %s: dim %lld out of range for rank %d",
+			       nd->op, (long long)task_node_int(nd, "dim", -1), in[0].rank);
+	same_shape(&in[0], &out[0]);
+	return CR_OK;
+}
+
+static enum cr_status infer_sum(const struct task_node *nd, const struct task_val *in,
+				int n_in, struct task_val *out, struct cr_err *err)
+{
+	int axis = task_axis(task_node_int(nd, "dim", -1), in[0].rank), r = 0;
+	(void)n_in;
+	if (axis < 0)
+		return cr_errf(err, CR_EINPUT, "op sum: dim out of range for rank %d",
+			       in[0].rank);
+	out->n = 1;
+	for (int i = 0; i < in[0].rank; i++) {
+		if (i == axis)
+			continue;
+		out->shape[r++] = in[0].shape[i];
+		out->n *= in[0].shape[i];
+	}
+	if (r == 0)
+		out->shape[r++] = 1;
+	out->rank = r;
+	return CR_OK;
+}
+
+static enum cr_status infer_layernorm(const struct task_node *nd, const struct task_val *in,
+				      int n_in, struct task_val *out, struct cr_err *err)
+{
+	int64_t d = in[0].shape[in[0].rank - 1];
+	(void)nd; (void)n_in;
+	if (in[1].n != d || in[2].n != d)
+		return cr_errf(err, CR_EINPUT,
+			       "op layernorm: weight/bias need %lld elements (last axis of x), got %lld/%lld",
+			       (long long)d, (long long)in[1].n, (long long)in[2].n);
+	same_shape(&in[0], &out[0]);
+	return CR_OK;
+}
+
+static enum cr_status infer_matmul(const struct task_node *nd, const struct task_val *in,
+				   int n_in, struct task_val *out, struct cr_err *err)
+{
+	(void)nd; (void)n_in;
+	if (in[0].rank != 2 || in[1].rank != 2 || in[0].shape[1] != in[1].shape[0])
+		return cr_errf(err, CR_EINPUT, "op matmul: needs a[M,K], b[K,N] (got rank %d and %d, K %lld vs %lld)",
+			       in[0].rank, in[1].rank, (long long)in[0].shape[in[0].rank - 1],
+			       (long long)in[1].shape[0]);
+	if (in[0].shape[0] > INT32_MAX || in[0].shape[1] > INT32_MAX || in[1].shape[1] > INT32_MAX)
+		return cr_errf(err, CR_EINPUT, "op matmul: extent exceeds BLAS int range");
+	out->rank = 2;
+	out->shape[0] = in[0].shape[0];
+	out->shape[1] = in[1].shape[1];
+	out->n = out->shape[0] * out->shape[1];
+	return CR_OK;
+}
+
+static enum cr_status infer_xent(const struct task_node *nd, const struct task_val *in,
+				 int n_in, struct task_val *out, struct cr_err *err)
+{
+	(void)nd; (void)n_in;
+	if (in[0].rank != 2 || in[1].rank != 1 || in[1].shape[0] != in[0].shape[0])
+		return cr_errf(err, CR_EINPUT, "op cross_entropy: needs logits[B,C] and target[B]");
+	out->rank = 1;
+	out->shape[0] = 1;
+	out->n = 1;
+	return CR_OK;
+}
+
+#define OP(nm, lo, hi, mask, inf, base) \
+	{ nm, lo, hi, 1, mask, inf, base##_fwd_d, base##_fwd_f, base##_bwd_d, base##_bwd_f }
+
+static const struct task_opdef ops[] = {
+	OP("relu", 1, 1, 1u, infer_same, relu),
+	OP("gelu", 1, 1, 1u, infer_same, gelu),
+	OP("sum", 1, 1, 1u, infer_sum, sum),
+	OP("softmax", 1, 1, 1u, infer_axis_same, softmax),
+	OP("layernorm", 3, 3, 7u, infer_layernorm, layernorm),
+	OP("matmul", 2, 2, 3u, infer_matmul, matmul),
+	OP("cross_entropy", 2, 2, 1u, infer_xent, xent),
+};
+
+const struct task_opdef *task_op_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+		if (!strcmp(ops[i].name, name))
+			return &ops[i];
+	return NULL;
+}
+
+const struct task_opdef *task_op_at(int i)
+{
+	if (i < 0 || (size_t)i >= sizeof ops / sizeof ops[0])
+		return NULL;
+	return &ops[i];
+}

@@ -1,0 +1,46 @@
+/* task_ops.h — the primitive-op table behind every task graph.
+ *
+ * Each op is written once (task_ops_impl.h, a template included twice) and
+ * instantiated for double (the reference: inputs are the exact f32 values,
+ * all arithmetic and accumulation in double) and for float (the cpu
+ * backend's plain-C baseline, -O2, OpenBLAS sgemm for matrix products).
+ * Backward ops ACCUMULATE into din (the executor zeroes grads first), so an
+ * input used twice gets the sum; din[i].d == NULL means "not needed". */
+#ifndef TASK_OPS_H
+#define TASK_OPS_H
+
+#include "tasks/task.h"
+
+struct task_val {
+	void *d;                      /* double* or float*, row-major */
+	int rank;
+	int64_t shape[TASK_MAX_RANK];
+	int64_t n;                    /* element count */
+};
+
+typedef void (*task_fwd_fn)(const struct task_node *nd, const struct task_val *in,
+			    struct task_val *out);
+typedef void (*task_bwd_fn)(const struct task_node *nd, const struct task_val *in,
+			    const struct task_val *out, const struct task_val *dout,
+			    struct task_val *din);
+
+struct task_opdef {
+	const char *name;
+	int min_in, max_in, n_out;
+	/* which inputs are differentiable (bit i); integer inputs are not */
+	unsigned grad_mask;
+	/* Validates attrs and input shapes, fills out[].rank/shape/n. */
+	enum cr_status (*infer)(const struct task_node *nd, const struct task_val *in,
+				int n_in, struct task_val *out, struct cr_err *err);
+	task_fwd_fn fwd_d, fwd_f;
+	task_bwd_fn bwd_d, bwd_f;     /* NULL: not differentiable */
+};
+
+const struct task_opdef *task_op_find(const char *name);
+/* For `crucible list` and docs: the i-th op, NULL past the end. */
+const struct task_opdef *task_op_at(int i);
+
+/* Normalises a possibly negative axis; -1 if out of range. */
+int task_axis(int64_t axis, int rank);
+
+#endif

@@ -1,0 +1,264 @@
+/* test_forward.c — models and the forward pass: for every architecture
+ * (llama, qwen2, qwen3) and weight type (F32, F16, BF16, Q8_0, Q4_0, Q5_0,
+ * Q4_K, Q6_K), the optimised forward (blocks, threads, encoded activations)
+ * against the double-precision reference; incremental decode with the KV
+ * cache against a full prefill; tied embeddings; loader errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/dec_model.h"
+#include "decode/dec_quant.h"
+#include "dec_testutil.h"
+
+static const uint32_t types[] = {
+	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K,
+};
+static const char *const archs[] = { "llama", "qwen2", "qwen3" };
+#define N_TOK 11
+
+static struct dec_model *load(const struct tiny_spec *s, uint8_t **img)
+{
+	size_t n;
+	struct dec_gguf *g;
+	struct dec_model *m;
+	struct cr_err e;
+
+	*img = tiny_model(s, &n);
+	cr_err_init(&e);
+	if (dec_gguf_from_buffer(*img, n, "tiny.gguf", &g, &e) || dec_model_load(g, &m, &e))
+		fail_msg("%s", e.msg);
+	return m;
+}
+
+static void tokens(int32_t *t, int n, int n_vocab)
+{
+	for (int i = 0; i < n; i++)
+		t[i] = (int32_t)((i * 37 + 11) % n_vocab);
+}
+
+/* max |a-b| relative to the spread of b */
+static double rel_err(const float *a, const float *b, size_t n)
+{
+	double d = 0, m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)a[i] - b[i]));
+		m = fmax(m, fabs((double)b[i]));
+	}
+	return d / (m > 0 ? m : 1);
+}
+
+static double tolerance(uint32_t t)
+{
+	/* F32/F16/BF16 activations are rounded like llama.cpp does (F16/BF16);
+	 * the quantized types see Q8 activations */
+	switch (t) {
+	case DEC_T_F32: return 1e-4;
+	case DEC_T_F16: return 5e-3;
+	case DEC_T_BF16: return 3e-2;
+	default: return 4e-2;
+	}
+}
+
+static void check_arch_type(const char *arch, uint32_t type, uint32_t vtype)
+{
+	struct tiny_spec s;
+	uint8_t *img;
+	struct dec_model *m;
+	struct dec_state *st;
+	struct cr_err e;
+	int32_t tok[N_TOK];
+	int nv;
+	float *ref, *opt;
+	double err;
+
+	tiny_spec_default(&s, arch, type);
+	s.vtype = vtype;
+	m = load(&s, &img);
+	nv = m->cfg.n_vocab;
+	tokens(tok, N_TOK, nv);
+	ref = malloc(sizeof(float) * N_TOK * (size_t)nv);
+	opt = malloc(sizeof(float) * N_TOK * (size_t)nv);
+	cr_err_init(&e);
+	assert_int_equal(dec_forward_ref(m, tok, N_TOK, ref, &e), CR_OK);
+	/* block 4 with 2 threads: three blocks, the last one partial */
+	assert_int_equal(dec_state_new(m, 64, 4, 2, &st, &e), CR_OK);
+	assert_int_equal(dec_forward(st, tok, N_TOK, opt, &e), CR_OK);
+	err = rel_err(opt, ref, (size_t)N_TOK * nv);
+	if (getenv("DEC_TEST_VERBOSE"))
+		print_message("%s/%s: optimised vs reference %.3g\n", arch, dec_type_name(type), err);
+	if (err > tolerance(type))
+		fail_msg("%s/%s: optimised vs reference error %g", arch, dec_type_name(type), err);
+	assert_memory_equal(st->logits, opt + (size_t)(N_TOK - 1) * nv, sizeof(float) * (size_t)nv);
+	/* logits must not be degenerate: the model says something input-dependent */
+	assert_true(rel_err(ref, ref + nv, (size_t)nv) > 0.05);
+	dec_state_free(st);
+	free(ref);
+	free(opt);
+	dec_model_free(m);
+	free(img);
+}
+
+static void test_all(void **state)
+{
+	(void)state;
+	for (size_t a = 0; a < 3; a++)
+		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+			check_arch_type(archs[a], types[t], 0);
+	/* mixed files: Q8_0- and Q8_K-encoded inputs in one fused product */
+	check_arch_type("llama", DEC_T_Q4_0, DEC_T_Q6_K);
+	check_arch_type("qwen2", DEC_T_Q4_K, DEC_T_Q8_0);
+}
+
+/* Token by token through the cache == one prefill; and reset works. */
+static void test_kv_cache(void **state)
+{
+	for (size_t a = 0; a < 3; a++) {
+		struct tiny_spec s;
+		uint8_t *img;
+		struct dec_model *m;
+		struct dec_state *st;
+		struct cr_err e;
+		int32_t tok[N_TOK];
+		float *all;
+		int nv;
+
+		(void)state;
+		tiny_spec_default(&s, archs[a], DEC_T_Q8_0);
+		m = load(&s, &img);
+		nv = m->cfg.n_vocab;
+		tokens(tok, N_TOK, nv);
+		all = malloc(sizeof(float) * N_TOK * (size_t)nv);
+		cr_err_init(&e);
+		assert_int_equal(dec_state_new(m, N_TOK, 32, 1, &st, &e), CR_OK);
+		assert_int_equal(dec_forward(st, tok, N_TOK, all, &e), CR_OK);
+		dec_state_reset(st);
+		for (int i = 0; i < N_TOK; i++) {
+			assert_int_equal(dec_forward(st, tok + i, 1, NULL, &e), CR_OK);
+			if (rel_err(st->logits, all + (size_t)i * nv, (size_t)nv) > 1e-5)
+				fail_msg("%s: step %d differs from prefill", archs[a], i);
+		}
+		/* context is full now */
+		assert_int_equal(dec_forward(st, tok, 1, NULL, &e), CR_EUSAGE);
+		dec_state_free(st);
+		free(all);
+		dec_model_free(m);
+		free(img);
+	}
+}
+
+static void test_tied_and_rope_freqs(void **state)
+{
+	struct tiny_spec s;
+	uint8_t *img;
+	struct dec_model *m;
+	struct dec_state *st;
+	struct cr_err e;
+	int32_t tok[5] = { 1, 2, 3, 4, 5 };
+	float *ref;
+
+	(void)state;
+	tiny_spec_default(&s, "llama", DEC_T_F32);
+	s.tied = 1;
+	s.rope_freqs = 1;
+	m = load(&s, &img);
+	assert_ptr_equal(m->w.output.data, m->w.tok_embd.data);
+	assert_non_null(m->w.rope_freqs);
+	ref = malloc(sizeof(float) * 5 * (size_t)m->cfg.n_vocab);
+	cr_err_init(&e);
+	assert_int_equal(dec_forward_ref(m, tok, 5, ref, &e), CR_OK);
+	assert_int_equal(dec_state_new(m, 8, 2, 2, &st, &e), CR_OK);
+	assert_int_equal(dec_forward(st, tok, 5, NULL, &e), CR_OK);
+	assert_true(rel_err(st->logits, ref + 4 * (size_t)m->cfg.n_vocab, (size_t)m->cfg.n_vocab) < 1e-4);
+	assert_int_equal(dec_forward(st, (int32_t[]){ 99999 }, 1, NULL, &e), CR_EINPUT);
+	dec_state_free(st);
+	free(ref);
+	dec_model_free(m);
+	free(img);
+}
+
+static void test_config(void **state)
+{
+	struct tiny_spec s;
+	uint8_t *img;
+	struct dec_model *m;
+
+	(void)state;
+	tiny_spec_default(&s, "qwen3", DEC_T_F16);
+	m = load(&s, &img);
+	assert_int_equal(m->cfg.arch, DEC_ARCH_QWEN3);
+	assert_int_equal(m->cfg.head_dim, 64);
+	assert_int_equal(m->cfg.n_heads, 8);
+	assert_int_equal(m->cfg.n_kv_heads, 2);
+	assert_true(m->cfg.rope_neox);
+	assert_true(m->cfg.rope_base == 1e6f);
+	assert_non_null(m->w.layers[1].q_norm);
+	assert_null(m->w.layers[1].bq);
+	assert_true(dec_model_n_params(m) > 0);
+	dec_model_free(m);
+	free(img);
+	tiny_spec_default(&s, "llama", DEC_T_F16);
+	m = load(&s, &img);
+	assert_false(m->cfg.rope_neox);
+	assert_int_equal(m->cfg.head_dim, 64);
+	dec_model_free(m);
+	free(img);
+}
+
+static void test_load_errors(void **state)
+{
+	struct gw *w = gw_new();
+	size_t n;
+	uint8_t *p;
+	struct dec_gguf *g;
+	struct dec_model *m;
+	struct cr_err e;
+	float d[32] = { 0 };
+	uint64_t ne[2] = { 32, 4 };
+
+	(void)state;
+	gw_kv_str(w, "general.architecture", "gpt-neox");
+	p = gw_finish(w, &n);
+	cr_err_init(&e);
+	assert_int_equal(dec_gguf_from_buffer(p, n, "neox.gguf", &g, &e), CR_OK);
+	assert_int_equal(dec_model_load(g, &m, &e), CR_EINPUT);
+	assert_non_null(strstr(e.msg, "gpt-neox"));
+	free(p);
+	gw_free(w);
+	w = gw_new();
+	gw_kv_str(w, "general.architecture", "llama");
+	gw_kv_u32(w, "llama.embedding_length", 32);
+	gw_kv_u32(w, "llama.block_count", 1);
+	gw_kv_u32(w, "llama.feed_forward_length", 64);
+	gw_kv_u32(w, "llama.attention.head_count", 2);
+	gw_tensor(w, "token_embd.weight", 2, ne, DEC_T_F32, (float[128]){ 0 }, 512);
+	gw_tensor(w, "blk.0.attn_norm.weight", 1, ne, DEC_T_F32, d, sizeof d);
+	p = gw_finish(w, &n);
+	cr_err_init(&e);
+	assert_int_equal(dec_gguf_from_buffer(p, n, "partial.gguf", &g, &e), CR_OK);
+	assert_int_equal(dec_model_load(g, &m, &e), CR_EINPUT);
+	assert_non_null(strstr(e.msg, "blk.0.attn_q.weight"));
+	assert_non_null(strstr(e.msg, "partial.gguf"));
+	free(p);
+	gw_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_tied_and_rope_freqs),
+		cmocka_unit_test(test_kv_cache),
+		cmocka_unit_test(test_all),
+	};
+
+	return cmocka_run_group_tests_name("decode_forward", tests, NULL, NULL);
+}

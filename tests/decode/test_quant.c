@@ -1,0 +1,266 @@
+/* test_quant.c — tensor types: fp16/bf16 conversion, dequantization of
+ * hand-built blocks, quantize→dequantize error bounds, and every dot product
+ * (portable and AVX2) against dequantize + double dot. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/dec_quant.h"
+#include "decode/dec_simd.h"
+
+static const uint32_t weight_types[] = {
+	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K,
+};
+#define N_TYPES (sizeof weight_types / sizeof weight_types[0])
+
+static void fill(float *x, int n, uint32_t seed)
+{
+	for (int i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		x[i] = ((float)(seed >> 8) / (float)(1 << 24) * 2 - 1) * (1 + (float)(i % 7));
+	}
+}
+
+static void test_f16(void **st)
+{
+	(void)st;
+	assert_int_equal(dec_f32_to_f16(1.0f), 0x3c00);
+	assert_int_equal(dec_f32_to_f16(-2.0f), 0xc000);
+	assert_int_equal(dec_f32_to_f16(65504.f), 0x7bff);
+	assert_int_equal(dec_f32_to_f16(1e6f), 0x7c00);
+	assert_int_equal(dec_f32_to_f16(0.0f), 0);
+	assert_true(dec_f16_to_f32(0x0001) == ldexpf(1, -24)); /* smallest subnormal */
+	assert_true(dec_f16_to_f32(0x3555) > 0.333f && dec_f16_to_f32(0x3555) < 0.3334f);
+	/* every finite half round-trips */
+	for (uint32_t h = 0; h < 0x10000; h++)
+		if ((h & 0x7c00) != 0x7c00)
+			assert_int_equal(dec_f32_to_f16(dec_f16_to_f32((uint16_t)h)), h);
+	assert_int_equal(dec_f32_to_bf16(1.0f), 0x3f80);
+	assert_true(dec_bf16_to_f32(0x4040) == 3.0f);
+	/* round to nearest even: 1 + 2^-11 ties to 1, 1 + 3*2^-11 to 1 + 2^-9 */
+	assert_int_equal(dec_f32_to_f16(1.0f + ldexpf(1, -11)), 0x3c00);
+	assert_int_equal(dec_f32_to_f16(1.0f + 3 * ldexpf(1, -11)), 0x3c02);
+}
+
+static void test_hand_q8_0(void **st)
+{
+	struct dec_block_q8_0 b;
+	float y[32];
+
+	(void)st;
+	b.d = dec_f32_to_f16(0.5f);
+	for (int i = 0; i < 32; i++)
+		b.qs[i] = (int8_t)(i - 16);
+	dec_dequant_row(DEC_T_Q8_0, &b, y, 32);
+	for (int i = 0; i < 32; i++)
+		assert_true(y[i] == 0.5f * (i - 16));
+}
+
+static void test_hand_q4_0(void **st)
+{
+	struct dec_block_q4_0 b;
+	float y[32];
+
+	(void)st;
+	b.d = dec_f32_to_f16(2.0f);
+	for (int i = 0; i < 16; i++)
+		b.qs[i] = (uint8_t)(i | ((15 - i) << 4));
+	dec_dequant_row(DEC_T_Q4_0, &b, y, 32);
+	for (int i = 0; i < 16; i++) {
+		assert_true(y[i] == 2.0f * (i - 8));
+		assert_true(y[i + 16] == 2.0f * (15 - i - 8));
+	}
+}
+
+static void test_hand_q5_0(void **st)
+{
+	struct dec_block_q5_0 b;
+	float y[32];
+	uint32_t qh = 0x80000001u; /* 5th bit set for x[0] and x[31] */
+
+	(void)st;
+	b.d = dec_f32_to_f16(1.0f);
+	memcpy(b.qh, &qh, 4);
+	for (int i = 0; i < 16; i++)
+		b.qs[i] = (uint8_t)(3 | (5 << 4));
+	dec_dequant_row(DEC_T_Q5_0, &b, y, 32);
+	assert_true(y[0] == 16 + 3 - 16);
+	assert_true(y[1] == 3 - 16);
+	assert_true(y[16] == 5 - 16);
+	assert_true(y[31] == 16 + 5 - 16);
+}
+
+static void test_hand_q4_k(void **st)
+{
+	struct dec_block_q4_K b;
+	float y[256];
+
+	(void)st;
+	memset(&b, 0, sizeof b);
+	b.d = dec_f32_to_f16(1.0f);
+	b.dmin = dec_f32_to_f16(0.5f);
+	/* sub-block 0: scale 2, min 4; sub-block 5: scale 33 (needs the high bits), min 17 */
+	b.scales[0] = 2;
+	b.scales[4] = 4;
+	b.scales[1] = (uint8_t)((33 >> 4) << 6);      /* high bits of scale 5 ride on scales[1] */
+	b.scales[5] = (uint8_t)((17 >> 4) << 6);      /* high bits of min 5 ride on scales[5] */
+	b.scales[9] = (uint8_t)((33 & 0xF) | ((17 & 0xF) << 4));
+	for (int l = 0; l < 32; l++) {
+		b.qs[l] = (uint8_t)(l % 16);              /* sub-block 0 = lo nibbles of chunk 0 */
+		b.qs[64 + l] = (uint8_t)((l % 16) << 4);  /* sub-block 5 = hi nibbles of chunk 2 */
+	}
+	dec_dequant_row(DEC_T_Q4_K, &b, y, 256);
+	for (int l = 0; l < 32; l++) {
+		assert_true(fabsf(y[l] - (2.0f * (l % 16) - 0.5f * 4)) < 1e-6f);
+		assert_true(fabsf(y[160 + l] - (33.0f * (l % 16) - 0.5f * 17)) < 1e-6f);
+		assert_true(y[32 + l] == 0.0f); /* sub-block 1: scale 0, min 0 */
+	}
+}
+
+static void test_hand_q6_k(void **st)
+{
+	struct dec_block_q6_K b;
+	float y[256];
+
+	(void)st;
+	memset(&b, 0, sizeof b);
+	b.d = dec_f32_to_f16(0.25f);
+	for (int g = 0; g < 16; g++)
+		b.scales[g] = (int8_t)(g - 8);
+	/* y[0]: ql[0] lo=5, qh[0] bits0-1=2 -> 5+32-32 = 5; y[64]: ql[0] hi=1, qh bits4-5=3 -> 49-32 = 17
+	 * y[160] (second half, l=0, +32): ql[96] lo=0, qh[32] bits2-3=1 -> 16-32 = -16 */
+	b.ql[0] = 5 | (1 << 4);
+	b.qh[0] = 2 | (3 << 4);
+	b.qh[32] = 1 << 2;
+	dec_dequant_row(DEC_T_Q6_K, &b, y, 256);
+	assert_true(y[0] == 0.25f * -8 * 5);
+	assert_true(y[64] == 0.25f * (4 - 8) * 17);
+	assert_true(y[160] == 0.25f * (10 - 8) * -16);
+	assert_true(y[1] == 0.25f * -8 * -32); /* all-zero bits decode to -32 */
+}
+
+static void test_roundtrip(void **st)
+{
+	enum { N = 512 };
+	float x[N], y[N];
+	uint8_t q[N * 4];
+
+	(void)st;
+	fill(x, N, 7);
+	for (size_t t = 0; t < N_TYPES; t++) {
+		double err = 0, ref = 0, tol;
+
+		assert_true(dec_quantize_row(weight_types[t], x, q, N));
+		dec_dequant_row(weight_types[t], q, y, N);
+		for (int i = 0; i < N; i++) {
+			err += (x[i] - y[i]) * (x[i] - y[i]);
+			ref += x[i] * x[i];
+		}
+		err = sqrt(err / ref);
+		switch (weight_types[t]) {
+		case DEC_T_F32: tol = 0; break;
+		case DEC_T_F16: tol = 1e-3; break;
+		case DEC_T_BF16: tol = 5e-3; break;
+		case DEC_T_Q8_0: tol = 0.01; break;
+		case DEC_T_Q6_K: tol = 0.05; break;
+		case DEC_T_Q5_0: tol = 0.06; break;
+		default: tol = 0.15; break;
+		}
+		if (err > tol)
+			fail_msg("%s: relative rms error %g > %g", dec_type_name(weight_types[t]), err, tol);
+	}
+}
+
+/* dot(row, encode(x)) must match dequant(row)·dequant(encode(x)) closely and
+ * dequant(row)·x within the activation quantization error. */
+static void check_dot(const struct dec_simd *s)
+{
+	enum { NMAX = 1056 };
+	float x[NMAX], w[NMAX], xd[NMAX];
+	uint8_t q[NMAX * 4], a[NMAX * 4 + 64];
+
+	for (size_t t = 0; t < N_TYPES; t++) {
+		uint32_t ty = weight_types[t], vt = dec_vec_type(ty);
+		/* 33 blocks for the _0 types: odd, so unrolled loops run their tails */
+		int N = ty == DEC_T_Q4_K || ty == DEC_T_Q6_K ? 1024 : 1056;
+		double exact, with_act = 0, mag = 0;
+		float got;
+
+		fill(w, N, 11 + (uint32_t)t);
+		fill(x, N, 99);
+		dec_quantize_row(ty, w, q, N);
+		dec_quantize_row(vt, x, a, N);
+		dec_dequant_row(vt, a, xd, N);
+		exact = dec_vec_dot_ref(ty, q, x, N);
+		dec_dequant_row(ty, q, w, N);
+		for (int i = 0; i < N; i++) {
+			with_act += (double)w[i] * xd[i];
+			mag += fabs((double)w[i] * x[i]);
+		}
+		switch (ty) {
+		case DEC_T_F32: got = s->dot_f32(q, a, N); break;
+		case DEC_T_F16: got = s->dot_f16(q, a, N); break;
+		case DEC_T_Q8_0: got = s->dot_q8_0(q, a, N); break;
+		case DEC_T_Q4_0: got = s->dot_q4_0(q, a, N); break;
+		case DEC_T_Q5_0: got = s->dot_q5_0(q, a, N); break;
+		case DEC_T_Q4_K: got = s->dot_q4_k(q, a, N); break;
+		case DEC_T_Q6_K: got = s->dot_q6_k(q, a, N); break;
+		default: got = dec_vec_dot(ty, q, a, N); break;
+		}
+		if (fabs(got - with_act) > 1e-5 * mag + 1e-4)
+			fail_msg("%s %s: dot %g vs dequantized %g", s->name, dec_type_name(ty), got, with_act);
+		if (fabs(got - exact) > 0.01 * mag)
+			fail_msg("%s %s: dot %g vs f32 activations %g", s->name, dec_type_name(ty), got, exact);
+	}
+}
+
+static void test_dot_generic(void **st)
+{
+	(void)st;
+	check_dot(dec_simd_generic());
+}
+
+static void test_dot_avx2(void **st)
+{
+	(void)st;
+	if (!dec_simd_avx2())
+		skip();
+	check_dot(dec_simd_avx2());
+}
+
+static void test_type_table(void **st)
+{
+	size_t b, s;
+
+	(void)st;
+	assert_true(dec_type_info(DEC_T_Q4_K, &b, &s) && b == 256 && s == sizeof(struct dec_block_q4_K));
+	assert_true(dec_type_info(DEC_T_Q6_K, &b, &s) && b == 256 && s == sizeof(struct dec_block_q6_K));
+	assert_true(dec_type_info(DEC_T_Q5_0, &b, &s) && b == 32 && s == sizeof(struct dec_block_q5_0));
+	assert_true(dec_type_info(DEC_T_Q8_K, &b, &s) && s == sizeof(struct dec_block_q8_K));
+	assert_false(dec_type_info(4, &b, &s)); /* removed Q4_2 */
+	assert_false(dec_type_supported(DEC_T_Q4_1));
+	assert_int_equal(dec_row_size(DEC_T_Q8_0, 64), 68);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_f16),
+		cmocka_unit_test(test_type_table),
+		cmocka_unit_test(test_hand_q8_0),
+		cmocka_unit_test(test_hand_q4_0),
+		cmocka_unit_test(test_hand_q5_0),
+		cmocka_unit_test(test_hand_q4_k),
+		cmocka_unit_test(test_hand_q6_k),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_dot_generic),
+		cmocka_unit_test(test_dot_avx2),
+	};
+
+	return cmocka_run_group_tests_name("decode_quant", tests, NULL, NULL);
+}

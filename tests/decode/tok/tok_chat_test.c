@@ -1,0 +1,247 @@
+/* tok_chat_test.c — chat templates rendered byte for byte: ChatML (Qwen2.5
+ * with its default system message, Qwen3 without), Llama 3.0 and 3.1 (BOS
+ * from the vocabulary, trimmed content, the dated system turn), DeepSeek-R1
+ * (with and without the opening <think>); detection from template markers,
+ * then arch, then vocabulary; encoding a rendered prompt gives one BOS. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tok_fixture.h"
+
+#define DS_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"
+#define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+
+/* Excerpts of the real templates: what detection and the defaults read. */
+static const char qwen25_tpl[] =
+	"{%- if messages[0]['role'] == 'system' %}\n"
+	"    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+	"{%- else %}\n"
+	"    {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}\n"
+	"{%- endif %}\n"
+	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}\n";
+static const char qwen3_tpl[] =
+	"{%- if messages[0].role == 'system' %}\n"
+	"    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}\n"
+	"{%- endif %}\n"
+	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}\n";
+static const char llama30_tpl[] =
+	"{% set loop_messages = messages %}{% for message in loop_messages %}"
+	"{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
+	"+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+	"{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}";
+static const char llama31_tpl[] =
+	"{%- if not date_string is defined %}\n"
+	"    {%- set date_string = \"26 Jul 2024\" %}\n"
+	"{%- endif %}\n"
+	"{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}\n"
+	"{{- \"Cutting Knowledge Date: December 2023\\n\" }}\n"
+	"{{- \"Today Date: \" + date_string + \"\\n\\n\" }}\n";
+static const char ds_tpl[] =
+	"{{bos_token}}{{ns.system_prompt}}{%- for message in messages %}"
+	"{%- if message['role'] == 'user' %}{{'" DS_USER "' + message['content']}}{%- endif %}"
+	"{%- endfor %}{% if add_generation_prompt %}{{'" DS_ASSISTANT "<think>\\n'}}{% endif %}";
+static const char ds_old_tpl[] =
+	"{{bos_token}}{{ns.system_prompt}}{%- for message in messages %}"
+	"{%- if message['role'] == 'user' %}{{'" DS_USER "' + message['content']}}{%- endif %}"
+	"{%- endfor %}{% if add_generation_prompt %}{{'" DS_ASSISTANT "'}}{% endif %}";
+
+enum { IM_START = 256, IM_END, BOT, SHI, EHI, EOT, DSBOS, DSU, DSA, THINK };
+
+static struct dec_tok *make(struct vb *b, const char *tpl, const char *arch, int32_t bos, int chat_tokens)
+{
+	vb_init(b, "gpt2", "llama-bpe");
+	vb_bytes(b);
+	if (chat_tokens) {
+		vb_tok(b, "<|im_start|>", 3, 0);
+		vb_tok(b, "<|im_end|>", 3, 0);
+		vb_tok(b, "<|begin_of_text|>", 3, 0);
+		vb_tok(b, "<|start_header_id|>", 3, 0);
+		vb_tok(b, "<|end_header_id|>", 3, 0);
+		vb_tok(b, "<|eot_id|>", 3, 0);
+		vb_tok(b, DS_BOS, 3, 0);
+		vb_tok(b, DS_USER, 4, 0);
+		vb_tok(b, DS_ASSISTANT, 4, 0);
+		vb_tok(b, "<think>", 4, 0);
+	}
+	vb_merge(b, "a", "b");
+	b->v.chat_template = tpl;
+	b->v.arch = arch;
+	b->v.bos_id = bos;
+	return vb_build(b);
+}
+
+static void expect_chat(const struct dec_tok *t, const char *sys, const char *user, const char *want)
+{
+	char *out = NULL;
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (dec_chat_format(t, sys, user, &out, &e) != CR_OK)
+		fail_msg("dec_chat_format: %s", e.msg);
+	if (strcmp(out, want) != 0) {
+		fprintf(stderr, "got:\n%s\nwant:\n%s\n", out, want);
+		free(out);
+		fail_msg("chat prompt differs (%s)", dec_chat_template_name(t));
+	}
+	free(out);
+}
+
+static void tok_chat_chatml(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, qwen25_tpl, "qwen2", -1, 1);
+
+	(void)state;
+	assert_string_equal(dec_chat_template_name(t), "chatml");
+	expect_chat(t, NULL, "Write a kernel.",
+		    "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+		    "<|im_start|>user\nWrite a kernel.<|im_end|>\n<|im_start|>assistant\n");
+	expect_chat(t, "Be terse.", " Write\na kernel. ",
+		    "<|im_start|>system\nBe terse.<|im_end|>\n"
+		    "<|im_start|>user\n Write\na kernel. <|im_end|>\n<|im_start|>assistant\n");
+	dec_tok_free(t);
+	vb_release(&b);
+
+	t = make(&b, qwen3_tpl, "qwen3", -1, 1);
+	assert_string_equal(dec_chat_template_name(t), "chatml");
+	expect_chat(t, NULL, "Hi", "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+	{
+		char *p = NULL;
+		int32_t *ids = NULL;
+		size_t n = 0;
+		struct cr_err e;
+		cr_err_init(&e);
+		assert_int_equal(dec_chat_format(t, NULL, "Hi", &p, &e), CR_OK);
+		assert_int_equal(dec_tok_encode(t, p, strlen(p), 1, 0, &ids, &n, &e), CR_OK);
+		assert_true(n > 4);
+		assert_int_equal(ids[0], IM_START);
+		assert_int_equal(ids[n - 11], IM_START); /* then "assistant\n" in bytes */
+		assert_int_equal(ids[n - 1], '\n');
+		free(ids);
+		free(p);
+	}
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+static void tok_chat_llama3(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, llama30_tpl, "llama", BOT, 1);
+	char *p = NULL;
+	int32_t *ids = NULL;
+	size_t n = 0, bos_count = 0;
+	struct cr_err e;
+
+	(void)state;
+	assert_string_equal(dec_chat_template_name(t), "llama3");
+	expect_chat(t, "  Be terse.\n", "Hi\n",
+		    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe terse.<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	expect_chat(t, NULL, "Hi",
+		    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	/* the template holds BOS: encode with parse_special=1, add_bos=0 */
+	cr_err_init(&e);
+	assert_int_equal(dec_chat_format(t, NULL, "Hi", &p, &e), CR_OK);
+	assert_int_equal(dec_tok_encode(t, p, strlen(p), 1, 0, &ids, &n, &e), CR_OK);
+	for (size_t i = 0; i < n; i++)
+		bos_count += ids[i] == BOT;
+	assert_int_equal(bos_count, 1);
+	assert_int_equal(ids[0], BOT);
+	assert_int_equal(ids[1], SHI);
+	assert_int_equal(ids[n - 3], EHI); /* ...<|end_header_id|> \n\n */
+	free(ids);
+	free(p);
+	dec_tok_free(t);
+	vb_release(&b);
+
+	t = make(&b, llama31_tpl, "llama", BOT, 1);
+	expect_chat(t, NULL, "Hi",
+		    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+		    "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	expect_chat(t, "Be terse.", "Hi",
+		    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+		    "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe terse.<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+static void tok_chat_deepseek(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, ds_tpl, "qwen2", DSBOS, 1);
+
+	(void)state;
+	assert_string_equal(dec_chat_template_name(t), "deepseek-r1");
+	expect_chat(t, "Be terse.", "Write a kernel.",
+		    DS_BOS "Be terse." DS_USER "Write a kernel." DS_ASSISTANT "<think>\n");
+	expect_chat(t, NULL, "Hi", DS_BOS DS_USER "Hi" DS_ASSISTANT "<think>\n");
+	dec_tok_free(t);
+	vb_release(&b);
+
+	t = make(&b, ds_old_tpl, "llama", -1, 1); /* no BOS id: the usual spelling */
+	assert_string_equal(dec_chat_template_name(t), "deepseek-r1");
+	expect_chat(t, NULL, "Hi", DS_BOS DS_USER "Hi" DS_ASSISTANT);
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+static void tok_chat_detect(void **state)
+{
+	struct vb b;
+	struct dec_tok *t;
+	char *out = (char *)1;
+	struct cr_err e;
+	static const struct {
+		const char *tpl, *arch;
+		int chat_tokens;
+		const char *want;
+	} cases[] = {
+		{ NULL, "qwen2", 0, "chatml" }, { NULL, "qwen3", 0, "chatml" },
+		{ NULL, "llama", 0, "llama3" }, { NULL, NULL, 1, "chatml" },
+		{ NULL, "gemma", 0, "none" }, { qwen3_tpl, "llama", 1, "chatml" },
+		{ llama30_tpl, "qwen2", 1, "llama3" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		t = make(&b, cases[i].tpl, cases[i].arch, -1, cases[i].chat_tokens);
+		assert_string_equal(dec_chat_template_name(t), cases[i].want);
+		dec_tok_free(t);
+		vb_release(&b);
+	}
+	t = make(&b, NULL, "gemma", -1, 0);
+	cr_err_init(&e);
+	assert_int_equal(dec_chat_format(t, NULL, "Hi", &out, &e), CR_EINPUT);
+	assert_null(out);
+	assert_non_null(strstr(e.msg, "chat template"));
+	cr_err_init(&e);
+	assert_int_equal(dec_chat_format(t, NULL, NULL, &out, &e), CR_EUSAGE);
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(tok_chat_chatml),
+		cmocka_unit_test(tok_chat_llama3),
+		cmocka_unit_test(tok_chat_deepseek),
+		cmocka_unit_test(tok_chat_detect),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

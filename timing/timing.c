@@ -1,0 +1,127 @@
+/* timing.c — medians, bootstrap intervals, the stopping rule, cache flush. */
+#include "timing/timing.h"
+#include "tasks/task_rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BOOT 400
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median_inplace(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double timing_median(const double *x, int n)
+{
+	double *v, m;
+	if (n <= 0 || !(v = malloc(sizeof *v * (size_t)n)))
+		return 0;
+	memcpy(v, x, sizeof *v * (size_t)n);
+	m = median_inplace(v, n);
+	free(v);
+	return m;
+}
+
+/* B bootstrap medians of x into out[B]. */
+static int boot_medians(const double *x, int n, struct task_rng *r, double *out)
+{
+	double *v = malloc(sizeof *v * (size_t)n);
+	if (!v)
+		return -1;
+	for (int b = 0; b < BOOT; b++) {
+		for (int i = 0; i < n; i++)
+			v[i] = x[task_rng_next(r) % (uint64_t)n];
+		out[b] = median_inplace(v, n);
+	}
+	free(v);
+	return 0;
+}
+
+void timing_summarize(const double *x, int n, uint64_t seed, struct timing_stats *out)
+{
+	double meds[BOOT];
+	struct task_rng r;
+
+	memset(out, 0, sizeof *out);
+	out->n = n;
+	if (n <= 0)
+		return;
+	out->median = out->lo = out->hi = timing_median(x, n);
+	task_rng_seed(&r, seed);
+	if (n >= 2 && !boot_medians(x, n, &r, meds)) {
+		qsort(meds, BOOT, sizeof *meds, cmp_d);
+		out->lo = meds[(int)(0.025 * BOOT)];
+		out->hi = meds[(int)(0.975 * BOOT) - 1];
+	}
+	out->rel_halfwidth = out->median > 0 ? (out->hi - out->lo) / 2 / out->median : 0;
+}
+
+void timing_speedup(const double *base, int nb, const double *cand, int nc, uint64_t seed,
+		    double *med, double *lo, double *hi)
+{
+	double mb[BOOT], mc[BOOT], ratio[BOOT];
+	struct task_rng r;
+	double cm = timing_median(cand, nc);
+
+	*med = cm > 0 ? timing_median(base, nb) / cm : 0;
+	*lo = *hi = *med;
+	if (nb < 2 || nc < 2)
+		return;
+	task_rng_seed(&r, seed);
+	if (boot_medians(base, nb, &r, mb) || boot_medians(cand, nc, &r, mc))
+		return;
+	for (int b = 0; b < BOOT; b++)
+		ratio[b] = mc[b] > 0 ? mb[b] / mc[b] : 0;
+	qsort(ratio, BOOT, sizeof *ratio, cmp_d);
+	*lo = ratio[(int)(0.025 * BOOT)];
+	*hi = ratio[(int)(0.975 * BOOT) - 1];
+}
+
+bool timing_should_stop(const struct timing_rule *r, const double *a, int na, const double *b,
+			int nb, double elapsed_s, bool *noisy)
+{
+	struct timing_stats sa, sb;
+	*noisy = false;
+	if (na >= r->max_samples || nb >= r->max_samples)
+		goto capped;
+	if (na < r->min_samples || nb < r->min_samples) {
+		if (elapsed_s > r->max_seconds * 2)
+			goto capped; /* hard cap even below the minimum */
+		return false;
+	}
+	timing_summarize(a, na, 1, &sa);
+	timing_summarize(b, nb, 2, &sb);
+	if (sa.rel_halfwidth <= r->rel_target && sb.rel_halfwidth <= r->rel_target)
+		return true;
+	if (elapsed_s < r->max_seconds)
+		return false;
+capped:
+	if (na >= 2 && nb >= 2) {
+		timing_summarize(a, na, 1, &sa);
+		timing_summarize(b, nb, 2, &sb);
+		*noisy = sa.rel_halfwidth > r->rel_target || sb.rel_halfwidth > r->rel_target;
+	}
+	return true;
+}
+
+void timing_flush_cpu_cache(void)
+{
+	static volatile unsigned char *buf;
+	static const size_t n = 64u << 20;
+	unsigned sum = 0;
+	if (!buf && !(buf = malloc(n)))
+		return;
+	for (size_t i = 0; i < n; i += 64)
+		buf[i] = (unsigned char)(buf[i] + 1);
+	for (size_t i = 0; i < n; i += 64)
+		sum += buf[i];
+	(void)sum;
+}

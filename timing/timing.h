@@ -1,0 +1,37 @@
+/* timing.h — measurement statistics and the stopping rule (nvbench's
+ * split: measuring is the caller's, statistics and stopping are here).
+ * Times are in microseconds. */
+#ifndef TIMING_H
+#define TIMING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct timing_rule {
+	int min_samples;      /* at least this many samples of each side */
+	int max_samples;
+	double rel_target;    /* stop when the 95% CI half-width of the median is under this fraction */
+	double max_seconds;   /* time cap for the whole measurement */
+};
+
+struct timing_stats {
+	int n;
+	double median, lo, hi;   /* median with a bootstrap 95% interval */
+	double rel_halfwidth;    /* (hi - lo) / 2 / median */
+};
+
+/* Median of x[0..n) (x is not modified). */
+double timing_median(const double *x, int n);
+/* Bootstrap (B resamples, fixed seed) 95% interval of the median. */
+void timing_summarize(const double *x, int n, uint64_t seed, struct timing_stats *out);
+/* Speedup base/cand as the ratio of medians with a bootstrap interval. */
+void timing_speedup(const double *base, int nb, const double *cand, int nc, uint64_t seed,
+		    double *med, double *lo, double *hi);
+/* Whether to stop, given both sides' samples so far and elapsed seconds. */
+bool timing_should_stop(const struct timing_rule *r, const double *a, int na, const double *b,
+			int nb, double elapsed_s, bool *noisy);
+/* Evicts the CPU caches by writing and reading a buffer larger than the
+ * last-level cache (64 MiB, allocated once). */
+void timing_flush_cpu_cache(void);
+
+#endif
