@@ -66,86 +66,11 @@ static enum cr_status write_file(const char *path, const char *data, size_t n, s
 	return CR_OK;
 }
 
-/* The body of the last fenced code block (``` lines), or the text after the
- * last </think> when there is none. Returns [*b, *e) within text. */
-static void extract_code(const char *text, size_t n, size_t *b, size_t *e)
-{
-	const char *open = NULL, *close = NULL, *p = text, *end = text + n, *think;
-	const char *last_open = NULL, *last_close = NULL;
-	int inside = 0;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
-
-		while (q < le && (*q == ' ' || *q == '\t'))
-			q++;
-		if (le - q >= 3 && !memcmp(q, "```", 3)) {
-			if (!inside) {
-				open = nl ? nl + 1 : end;
-				close = NULL;
-			} else {
-				close = p;
-				last_open = open;
-				last_close = close;
-			}
-			inside = !inside;
-		}
-		p = nl ? nl + 1 : end;
-	}
-	if (inside && open) { /* unterminated last block: take it to the end */
-		last_open = open;
-		last_close = end;
-	}
-	if (last_open) {
-		*b = (size_t)(last_open - text);
-		*e = (size_t)(last_close - text);
-		return;
-	}
-	think = NULL;
-	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "</think>", 8)); s += 8)
-		think = s + 8;
-	*b = think ? (size_t)(think - text) : 0;
-	*e = n;
-}
-
-static int has_task_line(const char *s, size_t n)
-{
-	for (const char *p = s; p && p < s + n;) {
-		const char *q = p;
-
-		while (q < s + n && (*q == ' ' || *q == '\t'))
-			q++;
-		if (s + n - q >= 8 && !memcmp(q, "//", 2)) {
-			q += 2;
-			while (q < s + n && *q == ' ')
-				q++;
-			if (s + n - q >= 5 && !memcmp(q, "@task", 5))
-				return 1;
-		}
-		p = memchr(p, '\n', (size_t)(s + n - p));
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
-}
-
-/* Index of the token whose text covers byte offset off (n_tok if past the end). */
-static int tok_at(const size_t *ends, int n_tok, size_t off)
-{
-	int i = 0;
-
-	while (i < n_tok && ends[i] <= off)
-		i++;
-	return i;
-}
-
-/* Reasoning tokens: inside <think>…</think>; without think markers, those
- * before the first code fence (all of them when there is no fence). */
+/* Reasoning tokens of one completion (see dec_reasoning_tokens). */
 static int reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)
 {
 	size_t *ends = malloc((size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *ends), len = 0;
-	char *text;
 	int r;
-	const char *open, *close, *fence;
 
 	if (!ends)
 		return 0;
@@ -153,19 +78,9 @@ static int reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out 
 		len += dec_tok_is_eog(tok, o->tokens[i]) ? 0 : dec_tok_piece(tok, o->tokens[i], NULL, 0);
 		ends[i] = len;
 	}
-	text = o->text ? o->text : "";
-	open = strstr(text, "<think>");
-	close = strstr(text, "</think>");
-	fence = strstr(text, "```");
-	if (close)
-		r = tok_at(ends, o->n_tokens, (size_t)(close - text)) -
-		    (open && open < close ? tok_at(ends, o->n_tokens, (size_t)(open - text) + 6) + 1 : 0);
-	else if (open)
-		r = o->n_tokens - (tok_at(ends, o->n_tokens, (size_t)(open - text) + 6) + 1);
-	else
-		r = fence ? tok_at(ends, o->n_tokens, (size_t)(fence - text)) : o->n_tokens;
+	r = dec_reasoning_tokens(o->text ? o->text : "", ends, o->n_tokens);
 	free(ends);
-	return r < 0 ? 0 : r;
+	return r;
 }
 
 static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok *tok,
@@ -184,8 +99,8 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 	snprintf(path, plen, "%s/%s_s%d.txt", g->out, task, i);
 	if ((st = make_parents(path, err)) || (st = write_file(path, o->text, o->text_len, err)))
 		goto out;
-	extract_code(o->text, o->text_len, &b, &e);
-	has = has_task_line(o->text + b, e - b);
+	dec_extract_code(o->text, o->text_len, &b, &e);
+	has = dec_has_task_line(o->text + b, e - b);
 	code = malloc(e - b + strlen(task) + 32);
 	if (!code) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");

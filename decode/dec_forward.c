@@ -108,14 +108,14 @@ static void att_worker(void *arg, int ith, int nth)
 	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
 	int grp = c->n_heads / c->n_kv_heads, n_tasks = j->nb * c->n_heads;
 	float *sc = s->att + (size_t)ith * s->max_ctx, scale = 1.0f / sqrtf((float)hd);
-	const float *kc = s->kc + (size_t)j->layer * s->max_ctx * kvd;
-	const float *vc = s->vc + (size_t)j->layer * s->max_ctx * kvd;
+	const uint16_t *kc = s->kc + (size_t)j->layer * s->max_ctx * kvd;
+	const uint16_t *vc = s->vc + (size_t)j->layer * s->max_ctx * kvd;
+	uint16_t *q16 = (uint16_t *)(s->q16 + (size_t)ith * hd);
 	const struct dec_simd *simd = dec_simd_get();
 
 	(void)nth;
 	for (;;) {
 		int task = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), b, h, kh, n_pos;
-		const float *qh;
 		float *o, mx = -INFINITY, sum = 0;
 
 		if (task >= n_tasks)
@@ -124,10 +124,11 @@ static void att_worker(void *arg, int ith, int nth)
 		h = task % c->n_heads;
 		kh = h / grp;
 		n_pos = j->pos0 + b + 1;
-		qh = s->q + (size_t)b * qd + h * hd;
+		/* q meets the f16 keys as f16, as in llama.cpp */
+		dec_quantize_row(DEC_T_F16, s->q + (size_t)b * qd + h * hd, q16, hd);
 		o = s->xb + (size_t)b * qd + h * hd;
 		for (int p = 0; p < n_pos; p++) {
-			sc[p] = simd->dot_f32(qh, kc + (size_t)p * kvd + kh * hd, hd) * scale;
+			sc[p] = simd->dot_f16(q16, kc + (size_t)p * kvd + kh * hd, hd) * scale;
 			mx = sc[p] > mx ? sc[p] : mx;
 		}
 		for (int p = 0; p < n_pos; p++) {
@@ -135,13 +136,8 @@ static void att_worker(void *arg, int ith, int nth)
 			sum += sc[p];
 		}
 		memset(o, 0, (size_t)hd * sizeof *o);
-		for (int p = 0; p < n_pos; p++) {
-			const float *vp = vc + (size_t)p * kvd + kh * hd;
-			float a = sc[p] / sum;
-
-			for (int i = 0; i < hd; i++)
-				o[i] += a * vp[i];
-		}
+		for (int p = 0; p < n_pos; p++)
+			simd->axpy_f16(sc[p] / sum, vc + (size_t)p * kvd + kh * hd, o, hd);
 	}
 }
 
@@ -184,8 +180,8 @@ static void forward_layer(struct dec_state *s, int L, int nb)
 				dec_rmsnorm(kh, kh, l->k_norm, hd, c->eps);
 			dec_rope(kh, c, s->rope_inv, s->pos + b);
 		}
-		memcpy(s->kc + at, s->k + (size_t)b * kvd, (size_t)kvd * sizeof(float));
-		memcpy(s->vc + at, s->v + (size_t)b * kvd, (size_t)kvd * sizeof(float));
+		dec_quantize_row(DEC_T_F16, s->k + (size_t)b * kvd, s->kc + at, kvd);
+		dec_quantize_row(DEC_T_F16, s->v + (size_t)b * kvd, s->vc + at, kvd);
 	}
 	dec_pool_run(s->pool, att_worker, &aj);
 	matmul(s, &l->wo, s->xb, qd, nb, s->hb, D);
@@ -279,8 +275,8 @@ enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_blo
 	s->act_stride = (max3(c->dim, qd, c->hidden_dim) * 4 + 63) / 64 * 64;
 	act = s->act_stride * (size_t)max_block;
 	nf = (size_t)max_block * (2 * wide + qd + 2 * kvd + 2 * hid + c->dim) +
-	     (size_t)s->n_threads * max_ctx + (size_t)c->n_vocab +
-	     2 * (size_t)c->n_layers * max_ctx * kvd + (size_t)c->rope_dim;
+	     (size_t)s->n_threads * (max_ctx + (size_t)c->head_dim) + (size_t)c->n_vocab +
+	     (size_t)c->n_layers * max_ctx * kvd /* two f16 caches */ + (size_t)c->rope_dim;
 	s->mem = aligned_alloc(64, (nf * sizeof(float) + act + 63) / 64 * 64);
 	if (!s->mem) {
 		st = cr_errf(err, CR_ENOMEM, "decoder state: out of memory (%zu MiB for context %d)",
@@ -299,9 +295,10 @@ enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_blo
 	p += (size_t)max_block * wide; /* spare: keeps nf honest if a buffer grows */
 	s->att = p; p += (size_t)s->n_threads * max_ctx;
 	s->logits = p; p += c->n_vocab;
-	s->kc = p; p += (size_t)c->n_layers * max_ctx * kvd;
-	s->vc = p; p += (size_t)c->n_layers * max_ctx * kvd;
-	s->rope_inv = p;
+	s->q16 = p; p += (size_t)s->n_threads * c->head_dim;
+	s->rope_inv = p; p += c->rope_dim;
+	s->kc = (uint16_t *)p;
+	s->vc = s->kc + (size_t)c->n_layers * max_ctx * kvd;
 	dec_rope_freqs(m, s->rope_inv);
 	*out = s;
 	s = NULL;

@@ -96,7 +96,8 @@ struct dec_state {
 	float *logits;        /* [n_vocab] of the last token */
 	void *act;            /* [max_block, row bytes of max(dim, hidden_dim, q_dim)] encoded activations */
 	size_t act_stride;
-	float *kc, *vc;       /* [n_layers, max_ctx, kv_dim] */
+	uint16_t *kc, *vc;    /* [n_layers, max_ctx, kv_dim] f16, like llama.cpp's default cache */
+	float *q16;           /* [n_threads, head_dim] scratch for a query head in f16 */
 	float *rope_inv;      /* [rope_dim/2] inverse frequencies */
 	struct dec_pool *pool;
 	void *mem;            /* the one allocation the fields above are carved from */

@@ -634,6 +634,12 @@ float dec_dot_f16_generic(const void *vx, const void *vy, int64_t n)
 	return sum;
 }
 
+void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		o[i] += a * dec_f16_to_f32(v[i]);
+}
+
 float dec_dot_f32_generic(const void *vx, const void *vy, int64_t n)
 {
 	const float *x = vx, *y = vy;

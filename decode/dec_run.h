@@ -69,6 +69,19 @@ struct dec_opts {
 int dec_opts_parse(struct dec_opts *o, int argc, char **argv, int *i, struct cr_err *err);
 extern const char dec_opts_help[]; /* the shared options' --help lines */
 
+/* [*b, *e) = the body of the last fenced (```) code block of text[0..n);
+ * an unterminated last block runs to the end; without any block, the text
+ * after the last </think> (or all of it). */
+void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e);
+/* Whether s[0..n) has a `// @task` line. */
+int dec_has_task_line(const char *s, size_t n);
+/* Reasoning tokens of a completion whose token i ends at byte ends[i] of
+ * text: the tokens inside <think>…</think> (from the start when only
+ * </think> appears: the template opened the block), to the end when the
+ * block never closes; without think markers, the tokens before the first
+ * code fence, or all of them when there is none. */
+int dec_reasoning_tokens(const char *text, const size_t *ends, int n_tok);
+
 /* Copy of s[0..n) with invalid UTF-8 replaced by U+FFFD (malloc'd, NUL-terminated). */
 char *dec_utf8_repair(const char *s, size_t n);
 

@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Without top-p, a distribution over more tokens than this stays in id order:
+ * sorting a 150k vocabulary every step would cost more than the forward. */
+#define SORT_MAX 4096
+
 static uint64_t splitmix64(uint64_t *x)
 {
 	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -178,14 +182,16 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 					cut = i + 1;
 		}
 		n = cut < 0 ? n : cut;
-	} else {
-		qsort(c, (size_t)n, sizeof *c, cmp_desc); /* after top-k n is small; else full */
+	} else if (n <= SORT_MAX) {
+		qsort(c, (size_t)n, sizeof *c, cmp_desc);
 	}
 	if (cfg->min_p > 0) {
-		int keep = 1;
+		/* pmax is still the best survivor: top-k and top-p keep the head */
+		int keep = 0;
 
-		while (keep < n && c[keep].p >= cfg->min_p * c[0].p)
-			keep++;
+		for (int i = 0; i < n; i++)
+			if (c[i].p >= cfg->min_p * pmax)
+				c[keep++] = c[i];
 		n = keep;
 	}
 	sum = 0;

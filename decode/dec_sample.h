@@ -50,7 +50,9 @@ enum cr_status dec_sampler_init(struct dec_sampler *s, const struct dec_sampling
 void dec_sampler_release(struct dec_sampler *s);
 
 /* The filtered, normalised distribution of one step (steps 1-6): writes the
- * survivors to s->cand sorted by descending probability, returns their count.
+ * survivors to s->cand, returns their count. They are sorted by descending
+ * probability when top-p is on or at most 4096 survive top-k; otherwise
+ * (a plain temperature over a large vocab) they stay in id order.
  * Greedy yields one candidate with p = 1. */
 int dec_sampler_dist(struct dec_sampler *s, const float *logits);
 int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *rng);

@@ -14,8 +14,8 @@
 
 static const struct dec_simd generic = {
 	"generic", dec_dot_f32_generic, dec_dot_f16_generic, dec_dot_q8_0_generic,
-	dec_dot_q4_0_generic, dec_dot_q5_0_generic,
-	dec_dot_q4_k_generic, dec_dot_q6_k_generic,
+	dec_dot_q4_0_generic, dec_dot_q5_0_generic, dec_dot_q4_k_generic, dec_dot_q6_k_generic,
+	dec_axpy_f16_generic,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -259,8 +259,20 @@ AVX2 static float dot_q6_k(const void *vx, const void *vy, int64_t n)
 	return sum;
 }
 
+AVX2 static void axpy_f16(float a, const uint16_t *v, float *o, int64_t n)
+{
+	__m256 av = _mm256_set1_ps(a);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(o + i, _mm256_fmadd_ps(av, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i))),
+							_mm256_loadu_ps(o + i)));
+	for (; i < n; i++)
+		o[i] += a * dec_f16_to_f32(v[i]);
+}
+
 static const struct dec_simd avx2 = {
-	"avx2", dot_f32, dot_f16, dot_q8_0, dot_q4_0, dot_q5_0, dot_q4_k, dot_q6_k,
+	"avx2", dot_f32, dot_f16, dot_q8_0, dot_q4_0, dot_q5_0, dot_q4_k, dot_q6_k, axpy_f16,
 };
 
 const struct dec_simd *dec_simd_avx2(void)

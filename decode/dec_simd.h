@@ -18,6 +18,8 @@ struct dec_simd {
 	dec_dot_fn dot_q5_0; /* q5_0 · q8_0 */
 	dec_dot_fn dot_q4_k; /* q4_K · q8_K */
 	dec_dot_fn dot_q6_k; /* q6_K · q8_K */
+	/* o[i] += a * v[i], v in f16 (attention over the f16 value cache) */
+	void (*axpy_f16)(float a, const uint16_t *v, float *o, int64_t n);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -33,5 +35,6 @@ float dec_dot_q4_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q5_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q4_k_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q6_k_generic(const void *x, const void *y, int64_t n);
+void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
 
 #endif

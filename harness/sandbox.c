@@ -120,6 +120,9 @@ enum cr_status cr_sandbox_stage2(int reply_fd, struct cr_err *err)
 		   SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
 	rc |= RULE(ctx, SCMP_ACT_ERRNO(ENOSYS), clone3, 0);
 	rc |= RULE(ctx, SCMP_ACT_ALLOW, tgkill, 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	/* thread start-up sets signal actions; SIGSYS stays ours so a forbidden
+	 * call is always reported */
+	rc |= RULE(ctx, SCMP_ACT_ALLOW, rt_sigaction, 1, SCMP_A0(SCMP_CMP_NE, SIGSYS));
 	/* writes: stdout, stderr (a capped file) and the reply pipe only */
 	rc |= RULE(ctx, SCMP_ACT_ALLOW, write, 1, SCMP_A0(SCMP_CMP_EQ, 1));
 	rc |= RULE(ctx, SCMP_ACT_ALLOW, write, 1, SCMP_A0(SCMP_CMP_EQ, 2));

@@ -383,7 +383,11 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 			start = log;
 		if ((nl = strchr(start, '\n')))
 			*nl = '\0';
-		vr_fail(&v, CHECK_COMPILE_ERROR, "%s", start);
+		{
+			/* name the candidate, not the private copy compiled */
+			char *c = strstr(start, "/cand.c:");
+			vr_fail(&v, CHECK_COMPILE_ERROR, "%s%s", c ? path : "", c ? c + 7 : start);
+		}
 		goto done;
 	}
 	}

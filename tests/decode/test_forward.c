@@ -57,10 +57,11 @@ static double rel_err(const float *a, const float *b, size_t n)
 
 static double tolerance(uint32_t t)
 {
-	/* F32/F16/BF16 activations are rounded like llama.cpp does (F16/BF16);
+	/* q, k, v meet in f16 (the KV cache); F16/BF16 weights see F16/BF16
+	 * activations, as in llama.cpp;
 	 * the quantized types see Q8 activations */
 	switch (t) {
-	case DEC_T_F32: return 1e-4;
+	case DEC_T_F32: return 2e-3; /* the f16 KV cache */
 	case DEC_T_F16: return 5e-3;
 	case DEC_T_BF16: return 3e-2;
 	default: return 4e-2;
@@ -176,7 +177,7 @@ static void test_tied_and_rope_freqs(void **state)
 	assert_int_equal(dec_forward_ref(m, tok, 5, ref, &e), CR_OK);
 	assert_int_equal(dec_state_new(m, 8, 2, 2, &st, &e), CR_OK);
 	assert_int_equal(dec_forward(st, tok, 5, NULL, &e), CR_OK);
-	assert_true(rel_err(st->logits, ref + 4 * (size_t)m->cfg.n_vocab, (size_t)m->cfg.n_vocab) < 1e-4);
+	assert_true(rel_err(st->logits, ref + 4 * (size_t)m->cfg.n_vocab, (size_t)m->cfg.n_vocab) < 2e-3);
 	assert_int_equal(dec_forward(st, (int32_t[]){ 99999 }, 1, NULL, &e), CR_EINPUT);
 	dec_state_free(st);
 	free(ref);

@@ -233,6 +233,33 @@ static void test_dot_avx2(void **st)
 	check_dot(dec_simd_avx2());
 }
 
+static void test_axpy_f16(void **st)
+{
+	enum { N = 77 };
+	float v[N], o1[N], o2[N];
+	uint16_t h[N];
+	const struct dec_simd *simd[2] = { dec_simd_generic(), dec_simd_avx2() };
+
+	(void)st;
+	fill(v, N, 5);
+	dec_quantize_row(DEC_T_F16, v, h, N);
+	for (int k = 0; k < 2; k++) {
+		float *o = k ? o2 : o1;
+
+		if (!simd[k]) {
+			memcpy(o2, o1, sizeof o1);
+			continue;
+		}
+		for (int i = 0; i < N; i++)
+			o[i] = (float)i;
+		simd[k]->axpy_f16(0.5f, h, o, N);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_true(fabsf(o1[i] - (i + 0.5f * dec_f16_to_f32(h[i]))) < 1e-6f);
+		assert_true(fabsf(o1[i] - o2[i]) < 1e-5f);
+	}
+}
+
 static void test_type_table(void **st)
 {
 	size_t b, s;
@@ -260,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_dot_generic),
 		cmocka_unit_test(test_dot_avx2),
+		cmocka_unit_test(test_axpy_f16),
 	};
 
 	return cmocka_run_group_tests_name("decode_quant", tests, NULL, NULL);

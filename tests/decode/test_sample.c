@@ -213,6 +213,20 @@ static void test_large_vocab(void **st)
 	assert_int_equal(dec_sampler_dist(&s, l), 40);
 	for (int i = 1; i < 40; i++)
 		assert_true(s.cand[i].p <= s.cand[i - 1].p);
+	/* temperature + min-p over the whole vocab: the unsorted path */
+	s.cfg.top_k = 0;
+	s.cfg.min_p = 0.05f;
+	n = dec_sampler_dist(&s, l);
+	mass = 0;
+	pmax = 0;
+	for (int i = 0; i < n; i++) {
+		mass += s.cand[i].p;
+		pmax = fmax(pmax, s.cand[i].p);
+	}
+	assert_true(n > 1 && n < N);
+	assert_true(fabs(mass - 1) < 1e-4);
+	for (int i = 0; i < n; i++)
+		assert_true(s.cand[i].p >= 0.05 * pmax * 0.999);
 	dec_sampler_release(&s);
 	free(l);
 }

@@ -1,0 +1,152 @@
+/* dec_text.c — text helpers of the commands, kept apart so they can be
+ * tested without a model: code-block extraction and the `@task` check for
+ * candidates, reasoning-length counting, UTF-8 repair for JSON output. */
+#include "decode/dec_run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The body of the last fenced code block (``` lines), or the text after the
+ * last </think> when there is none. Returns [*b, *e) within text. */
+void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e)
+{
+	const char *open = NULL, *close = NULL, *p = text, *end = text + n, *think;
+	const char *last_open = NULL, *last_close = NULL;
+	int inside = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
+
+		while (q < le && (*q == ' ' || *q == '\t'))
+			q++;
+		if (le - q >= 3 && !memcmp(q, "```", 3)) {
+			if (!inside) {
+				open = nl ? nl + 1 : end;
+				close = NULL;
+			} else {
+				close = p;
+				last_open = open;
+				last_close = close;
+			}
+			inside = !inside;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (inside && open) { /* unterminated last block: take it to the end */
+		last_open = open;
+		last_close = end;
+	}
+	if (last_open) {
+		*b = (size_t)(last_open - text);
+		*e = (size_t)(last_close - text);
+		return;
+	}
+	think = NULL;
+	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "</think>", 8)); s += 8)
+		think = s + 8;
+	*b = think ? (size_t)(think - text) : 0;
+	*e = n;
+}
+
+int dec_has_task_line(const char *s, size_t n)
+{
+	for (const char *p = s; p && p < s + n;) {
+		const char *q = p;
+
+		while (q < s + n && (*q == ' ' || *q == '\t'))
+			q++;
+		if (s + n - q >= 8 && !memcmp(q, "//", 2)) {
+			q += 2;
+			while (q < s + n && *q == ' ')
+				q++;
+			if (s + n - q >= 5 && !memcmp(q, "@task", 5))
+				return 1;
+		}
+		p = memchr(p, '\n', (size_t)(s + n - p));
+		p = p ? p + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Index of the token whose text covers byte offset off (n_tok if past the end). */
+static int tok_at(const size_t *ends, int n_tok, size_t off)
+{
+	int i = 0;
+
+	while (i < n_tok && ends[i] <= off)
+		i++;
+	return i;
+}
+
+int dec_reasoning_tokens(const char *text, const size_t *ends, int n_tok)
+{
+	const char *open = strstr(text, "<think>"), *close = strstr(text, "</think>");
+	const char *fence = strstr(text, "```");
+	int r, start = 0;
+
+	/* the thinking starts after the token that completes "<think>" (or at
+	 * the start when the chat template opened it in the prompt) */
+	if (open && (!close || open < close))
+		start = tok_at(ends, n_tok, (size_t)(open - text) + 6) + 1;
+	if (close)
+		r = tok_at(ends, n_tok, (size_t)(close - text)) - start;
+	else if (open)
+		r = n_tok - start;
+	else
+		r = fence ? tok_at(ends, n_tok, (size_t)(fence - text)) : n_tok;
+	return r < 0 ? 0 : r;
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		len = 2, cp = s[0] & 0x1F;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		len = 3, cp = s[0] & 0x0F;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+		return 0;
+	return len;
+}
+
+char *dec_utf8_repair(const char *s, size_t n)
+{
+	char *out = malloc(3 * n + 1), *o = out;
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t l = u[i] ? utf8_ok(u + i, n - i) : 0;
+
+		if (l) {
+			memcpy(o, s + i, l);
+			o += l;
+			i += l;
+		} else {
+			/* NUL and invalid bytes become U+FFFD */
+			memcpy(o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			i++;
+		}
+	}
+	*o = 0;
+	return out;
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's main command: set up, build, evaluate the bundled samples.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+[ -d build ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+exec ./build/harness/crucible eval "$@"
