@@ -39,6 +39,7 @@ static void mm_worker(void *arg, int ith, int nth)
 	for (;;) {
 		int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), r0, r1;
 		const struct dec_mat *w;
+		dec_vec_dot_t dot;
 		int k = 0;
 
 		while (k < j->nw && c >= j->chunk_end[k])
@@ -46,6 +47,7 @@ static void mm_worker(void *arg, int ith, int nth)
 		if (k == j->nw)
 			break;
 		w = j->w[k];
+		dot = dec_vec_dot_fn(w->type);
 		r0 = (c - (k ? j->chunk_end[k - 1] : 0)) * ROW_CHUNK;
 		r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
 		for (int64_t r = r0; r < r1; r++) {
@@ -53,7 +55,7 @@ static void mm_worker(void *arg, int ith, int nth)
 
 			for (int b = 0; b < j->nb; b++)
 				j->out[k][b * j->out_stride[k] + r] =
-					dec_vec_dot(w->type, row, j->act + b * j->act_stride, w->cols);
+					dot(row, j->act + b * j->act_stride, w->cols);
 		}
 	}
 }

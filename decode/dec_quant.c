@@ -653,8 +653,9 @@ float dec_dot_f32_generic(const void *vx, const void *vy, int64_t n)
 	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-static float dot_bf16(const uint16_t *x, const uint16_t *y, int64_t n)
+static float dot_bf16(const void *vx, const void *vy, int64_t n)
 {
+	const uint16_t *x = vx, *y = vy;
 	float sum = 0;
 
 	for (int64_t i = 0; i < n; i++)
@@ -662,21 +663,34 @@ static float dot_bf16(const uint16_t *x, const uint16_t *y, int64_t n)
 	return sum;
 }
 
-float dec_vec_dot(uint32_t t, const void *row, const void *act, int64_t n)
+static float dot_none(const void *x, const void *y, int64_t n)
+{
+	(void)x;
+	(void)y;
+	(void)n;
+	return 0;
+}
+
+dec_vec_dot_t dec_vec_dot_fn(uint32_t t)
 {
 	const struct dec_simd *s = dec_simd_get();
 
 	switch (t) {
-	case DEC_T_F32: return s->dot_f32(row, act, n);
-	case DEC_T_F16: return s->dot_f16(row, act, n);
-	case DEC_T_BF16: return dot_bf16(row, act, n);
-	case DEC_T_Q8_0: return s->dot_q8_0(row, act, n);
-	case DEC_T_Q4_0: return s->dot_q4_0(row, act, n);
-	case DEC_T_Q5_0: return s->dot_q5_0(row, act, n);
-	case DEC_T_Q4_K: return s->dot_q4_k(row, act, n);
-	case DEC_T_Q6_K: return s->dot_q6_k(row, act, n);
+	case DEC_T_F32: return s->dot_f32;
+	case DEC_T_F16: return s->dot_f16;
+	case DEC_T_BF16: return dot_bf16;
+	case DEC_T_Q8_0: return s->dot_q8_0;
+	case DEC_T_Q4_0: return s->dot_q4_0;
+	case DEC_T_Q5_0: return s->dot_q5_0;
+	case DEC_T_Q4_K: return s->dot_q4_k;
+	case DEC_T_Q6_K: return s->dot_q6_k;
 	}
-	return 0;
+	return dot_none;
+}
+
+float dec_vec_dot(uint32_t t, const void *row, const void *act, int64_t n)
+{
+	return dec_vec_dot_fn(t)(row, act, n);
 }
 
 double dec_vec_dot_ref(uint32_t t, const void *row, const float *x, int64_t n)

@@ -67,6 +67,9 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n);
 uint32_t dec_vec_type(uint32_t t);
 /* row (type t, n values) · act (dec_vec_type(t), n values). */
 float dec_vec_dot(uint32_t t, const void *row, const void *act, int64_t n);
+/* The kernel dec_vec_dot uses for t (the best for this CPU), for hot loops. */
+typedef float (*dec_vec_dot_t)(const void *row, const void *act, int64_t n);
+dec_vec_dot_t dec_vec_dot_fn(uint32_t t);
 /* Reference: dequantize both and accumulate in double (tests). */
 double dec_vec_dot_ref(uint32_t t, const void *row, const float *x, int64_t n);
 

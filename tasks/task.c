@@ -123,6 +123,30 @@ double task_node_float(const struct task_node *n, const char *key, double dflt)
 	return a->kind == TASK_ATTR_FLOAT ? a->f : a->kind == TASK_ATTR_INT ? (double)a->i : dflt;
 }
 
+int task_node_ints(const struct task_node *n, const char *key, int64_t *out, int max)
+{
+	const struct task_attr *a = task_node_attr(n, key);
+	int k = 0;
+	if (!a)
+		return 0;
+	if (a->kind == TASK_ATTR_INT) {
+		if (max > 0)
+			out[0] = a->i;
+		return 1;
+	}
+	if (a->kind != TASK_ATTR_INTS)
+		return 0;
+	for (; k < a->n_ints && k < max; k++)
+		out[k] = a->ints[k];
+	return k;
+}
+
+const char *task_node_str(const struct task_node *n, const char *key, const char *dflt)
+{
+	const struct task_attr *a = task_node_attr(n, key);
+	return a && a->kind == TASK_ATTR_STR ? a->s : dflt;
+}
+
 /* A dim set: an object mapping every declared dim to a positive integer. */
 static enum cr_status parse_dimset(struct task *t, json_t *o, const char *key,
 				   struct task_dimset *d, bool declare, struct cr_err *err)
@@ -376,8 +400,19 @@ static enum cr_status parse_node(struct task *t, int ni, json_t *o, struct cr_er
 		} else if (json_is_string(v) && strlen(json_string_value(v)) < sizeof a->s) {
 			a->kind = TASK_ATTR_STR;
 			snprintf(a->s, sizeof a->s, "%s", json_string_value(v));
+		} else if (json_is_array(v) && json_array_size(v) <= TASK_ATTR_MAX_INTS) {
+			size_t q;
+			json_t *e;
+			a->kind = TASK_ATTR_INTS;
+			json_array_foreach(v, q, e) {
+				if (!json_is_integer(e))
+					FAIL("%s: graph[%d].%s[%zu]: expected an integer", t->path, ni, k, q);
+				a->ints[q] = json_integer_value(e);
+			}
+			a->n_ints = (int)json_array_size(v);
 		} else {
-			FAIL("%s: graph[%d].%s: expected an integer, number or short string", t->path, ni, k);
+			FAIL("%s: graph[%d].%s: expected an integer, number, short string or a list of up to %d integers",
+			     t->path, ni, k, TASK_ATTR_MAX_INTS);
 		}
 	}
 out:
@@ -446,7 +481,7 @@ enum cr_status task_load(struct task *t, const char *path, const char *name,
 	json_object_foreach(root, k, v) {
 		static const char *known[] = { "description", "source", "dims", "cpu_dims",
 			"check_dims", "tensors", "graph", "tolerance", "backward", "flops",
-			"bytes", "notes", NULL };
+			"bytes", "notes", "repair", NULL };
 		bool ok = false;
 		for (int q = 0; known[q]; q++)
 			ok |= !strcmp(k, known[q]);
@@ -455,6 +490,8 @@ enum cr_status task_load(struct task *t, const char *path, const char *name,
 	}
 	if ((v = json_object_get(root, "description")) && json_is_string(v))
 		snprintf(t->description, sizeof t->description, "%s", json_string_value(v));
+	if ((v = json_object_get(root, "repair")) && json_is_string(v))
+		snprintf(t->repair, sizeof t->repair, "%s", json_string_value(v));
 	if ((v = json_object_get(root, "source")) && json_is_string(v))
 		snprintf(t->source, sizeof t->source, "%s", json_string_value(v));
 	if ((st = parse_dimset(t, json_object_get(root, "dims"), "dims", &t->bench, true, err)))

@@ -54,13 +54,16 @@ struct task_tensor {
 	bool grad;                 /* differentiable (inputs/params) */
 };
 
-enum task_attr_kind { TASK_ATTR_INT, TASK_ATTR_FLOAT, TASK_ATTR_STR };
+enum task_attr_kind { TASK_ATTR_INT, TASK_ATTR_FLOAT, TASK_ATTR_STR, TASK_ATTR_INTS };
+#define TASK_ATTR_MAX_INTS 6
 struct task_attr {
 	char key[32];
 	enum task_attr_kind kind;
 	int64_t i;
 	double f;
 	char s[32];
+	int n_ints;                       /* TASK_ATTR_INTS: a JSON array of integers */
+	int64_t ints[TASK_ATTR_MAX_INTS];
 };
 
 /* One op of the graph. Values are indexed in one table: tensors first
@@ -83,6 +86,7 @@ struct task {
 	char path[512];       /* the JSON file */
 	char source[256];     /* the KernelBench file it mirrors, or "" */
 	char description[512];
+	char repair[512];     /* how a degenerate KernelBench problem was repaired, or "" */
 	int n_dims;
 	char dim_names[TASK_MAX_DIMS][TASK_NAME_MAX];
 	struct task_dimset bench;   /* GPU bench shape */
@@ -122,5 +126,10 @@ void task_dims_str(const struct task *t, const struct task_dimset *d, char *buf,
 const struct task_attr *task_node_attr(const struct task_node *n, const char *key);
 int64_t task_node_int(const struct task_node *n, const char *key, int64_t dflt);
 double task_node_float(const struct task_node *n, const char *key, double dflt);
+/* Integer list attribute: copies up to max values into out and returns the
+ * count; a scalar integer attribute counts as a list of one; absent: 0. */
+int task_node_ints(const struct task_node *n, const char *key, int64_t *out, int max);
+/* String attribute, or dflt. */
+const char *task_node_str(const struct task_node *n, const char *key, const char *dflt);
 
 #endif

@@ -135,17 +135,36 @@ static const struct task_opdef ops[] = {
 	OP("cross_entropy", 2, 2, 1u, infer_xent, xent),
 };
 
-const struct task_opdef *task_op_find(const char *name)
+/* Op families live in their own files (tasks/ops_*.c), each a table
+ * ended by an entry with a NULL name. */
+static const struct task_opdef *const tables[] = {
+	task_ops_ew, task_ops_reduce, task_ops_linalg,
+};
+
+static int core_n(void)
 {
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-		if (!strcmp(ops[i].name, name))
-			return &ops[i];
-	return NULL;
+	return (int)(sizeof ops / sizeof ops[0]);
 }
 
 const struct task_opdef *task_op_at(int i)
 {
-	if (i < 0 || (size_t)i >= sizeof ops / sizeof ops[0])
+	if (i < 0)
 		return NULL;
-	return &ops[i];
+	if (i < core_n())
+		return &ops[i];
+	i -= core_n();
+	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+		for (const struct task_opdef *d = tables[t]; d->name; d++)
+			if (i-- == 0)
+				return d;
+	return NULL;
+}
+
+const struct task_opdef *task_op_find(const char *name)
+{
+	const struct task_opdef *d;
+	for (int i = 0; (d = task_op_at(i)); i++)
+		if (!strcmp(d->name, name))
+			return d;
+	return NULL;
 }

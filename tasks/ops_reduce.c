@@ -1,0 +1,6 @@
+/* ops_reduce.c — op family table (see task_ops.h). */
+#include "tasks/task_ops.h"
+
+const struct task_opdef task_ops_reduce[] = {
+	{ .name = NULL },
+};
