@@ -22,7 +22,7 @@ int dec_cpu_count(void);
 void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
 /* Rotates one head vector in place at position pos (see dec_config.rope_neox). */
 void dec_rope(float *v, const struct dec_config *c, const float *inv_freq, int pos);
-/* inv_freq[i] = base^(-2i/rope_dim) / factor[i], i < rope_dim/2. */
+/* inv_freq[i] = base^(-2i/rope_dim) / factor[i] * rope_scale, i < rope_dim/2. */
 void dec_rope_freqs(const struct dec_model *m, float *inv_freq);
 
 #endif

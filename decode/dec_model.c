@@ -89,6 +89,20 @@ static enum cr_status read_config(struct loader *L)
 			       L->g->path, c->head_dim, c->rope_dim);
 	c->rope_base = get_float_key(L, "rope.freq_base", 10000.0);
 	c->eps = get_float_key(L, "attention.layer_norm_rms_epsilon", 1e-5);
+	c->rope_scale = 1;
+	{
+		char key[96], *type;
+		float f = get_float_key(L, "rope.scaling.factor", 0);
+
+		snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch_name);
+		type = dec_gguf_get_strdup(L->g, key);
+		if (type && !strcmp(type, "linear") && f > 0)
+			c->rope_scale = 1 / f;
+		free(type);
+		f = get_float_key(L, "rope.scale_linear", 0); /* the older key */
+		if (f > 0)
+			c->rope_scale = 1 / f;
+	}
 	c->rope_neox = c->arch != DEC_ARCH_LLAMA;
 	if (c->ctx_len <= 0)
 		c->ctx_len = 4096;

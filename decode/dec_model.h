@@ -31,6 +31,7 @@ struct dec_config {
 	int rope_neox;   /* 0: pairs (2i, 2i+1); 1: pairs (i, i + head_dim/2) */
 	int rope_dim;    /* rotated dims per head (rope.dimension_count, else head_dim) */
 	float rope_base; /* rope.freq_base */
+	float rope_scale; /* position scale: 1 / rope.scaling.factor for "linear" scaling, else 1 */
 	float eps;       /* attention.layer_norm_rms_epsilon */
 };
 

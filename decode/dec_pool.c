@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define SPIN 20000 /* polls before sleeping (~tens of microseconds) */
+#define SPIN 2000 /* polls before sleeping (pause: ~10-150 cycles each) */
 
 struct worker {
 	struct dec_pool *p;

@@ -30,6 +30,7 @@ void dec_rope_freqs(const struct dec_model *m, float *inv_freq)
 
 		if (m->w.rope_freqs)
 			f /= m->w.rope_freqs[i];
+		f *= c->rope_scale ? c->rope_scale : 1;
 		inv_freq[i] = (float)f;
 	}
 }

@@ -311,6 +311,10 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		gw_kv_u32(w, K("attention.key_length"), (uint32_t)s->head_dim);
 	gw_kv_f32(w, K("rope.freq_base"), strcmp(s->arch, "llama") ? 1000000.f : 10000.f);
 	gw_kv_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-6f);
+	if (s->rope_linear > 0) {
+		gw_kv_str(w, K("rope.scaling.type"), "linear");
+		gw_kv_f32(w, K("rope.scaling.factor"), s->rope_linear);
+	}
 #undef K
 	add_vocab(w);
 	add_mat(w, &st, "token_embd.weight", s->wtype, nv, s->dim, 1.0);

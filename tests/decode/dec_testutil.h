@@ -34,6 +34,7 @@ struct tiny_spec {
 	int tied;            /* omit output.weight */
 	int rope_freqs;      /* llama: add rope_freqs.weight */
 	uint32_t vtype;      /* if nonzero: type of attn_v and ffn_up (mixed files, like Q4_K_M) */
+	float rope_linear;   /* if > 0: rope.scaling.type "linear" with this factor */
 	uint64_t seed;
 };
 

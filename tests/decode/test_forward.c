@@ -206,8 +206,10 @@ static void test_config(void **state)
 	dec_model_free(m);
 	free(img);
 	tiny_spec_default(&s, "llama", DEC_T_F16);
+	s.rope_linear = 4;
 	m = load(&s, &img);
 	assert_false(m->cfg.rope_neox);
+	assert_true(m->cfg.rope_scale == 0.25f);
 	assert_int_equal(m->cfg.head_dim, 64);
 	dec_model_free(m);
 	free(img);

@@ -1,0 +1,279 @@
+/* test_tasks.c — the task registry: loader errors on bad files, reference
+ * ops against closed forms, and every registered task's backward against
+ * central finite differences in double. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tasks/task_exec.h"
+#include "tasks/task_gen.h"
+#include "tasks/task_registry.h"
+#include "tasks/task_rng.h"
+
+static const char *good =
+	"{\"dims\": {\"B\": 4, \"D\": 8}, \"cpu_dims\": {\"B\": 4, \"D\": 8},"
+	" \"check_dims\": [{\"B\": 1, \"D\": 1}, {\"B\": 3, \"D\": 7}, {\"B\": 7, \"D\": 33}],"
+	" \"tensors\": {\"x\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [\"B\", \"D\"], \"init\": \"normal\"},"
+	" \"y\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [\"B\", \"D\"]}},"
+	" \"graph\": [{\"op\": \"softmax\", \"in\": [\"x\"], \"out\": [\"y\"], \"dim\": -1}]}";
+
+/* Writes text to a temp file, loads it, returns the status and message. */
+static enum cr_status load_text(const char *text, char *msg, size_t cap)
+{
+	char path[] = "/tmp/crucible-task-XXXXXX";
+	int fd = mkstemp(path);
+	struct task t;
+	struct cr_err e;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	cr_err_init(&e);
+	enum cr_status st = task_load(&t, path, "test/t", &e);
+	snprintf(msg, cap, "%s", e.msg);
+	unlink(path);
+	return st;
+}
+
+/* Replaces the first occurrence of from in good by to. */
+static void variant(char *out, size_t cap, const char *from, const char *to)
+{
+	const char *p = strstr(good, from);
+	assert_non_null(p);
+	snprintf(out, cap, "%.*s%s%s", (int)(p - good), good, to, p + strlen(from));
+}
+
+static void expect_error(const char *from, const char *to, const char *needle)
+{
+	char text[4096], msg[1024];
+	variant(text, sizeof text, from, to);
+	assert_int_equal(load_text(text, msg, sizeof msg), CR_EINPUT);
+	if (!strstr(msg, needle))
+		fail_msg("message '%s' lacks '%s'", msg, needle);
+}
+
+static void test_loader_good(void **s)
+{
+	char msg[1024];
+	(void)s;
+	assert_int_equal(load_text(good, msg, sizeof msg), CR_OK);
+}
+
+static void test_loader_errors(void **s)
+{
+	char msg[1024];
+	(void)s;
+	assert_int_equal(load_text("{\"dims\": {\n\"B\": }", msg, sizeof msg), CR_EINPUT);
+	assert_non_null(strstr(msg, ":2:")); /* the JSON line */
+	expect_error("\"graph\"", "\"grpah\"", "unknown key \"grpah\"");
+	expect_error("\"op\": \"softmax\"", "\"op\": \"sofmax\"", "unknown op \"sofmax\"");
+	expect_error("\"in\": [\"x\"]", "\"in\": [\"z\"]", "'z' is neither a tensor");
+	expect_error("\"dtype\": \"f32\"", "\"dtype\": \"f33\"", "tensors.x.dtype");
+	expect_error("\"init\": \"normal\"", "\"init\": \"gaussian\"", "unknown init \"gaussian\"");
+	expect_error("{\"B\": 7, \"D\": 33}]", "{\"B\": 7}]", "check_dims[2]: has 1 dims");
+	expect_error(", {\"B\": 7, \"D\": 33}]", "]", "check_dims: expected an array of 3");
+	expect_error("\"shape\": [\"B\", \"D\"]}}", "\"shape\": [\"B\"]}}", "produces a different shape");
+	expect_error("\"D\": 8}, \"cpu", "\"D\": 0}, \"cpu", "dims.D: expected a positive integer");
+	expect_error("\"shape\": [\"B\", \"D\"], \"init\"", "\"shape\": [\"B\", \"Q\"], \"init\"", "unknown dim 'Q'");
+	expect_error("\"dim\": -1}", "\"dim\": 5}", "out of range");
+	expect_error("\"out\": [\"y\"]", "\"out\": [\"w\"]", "output is not written");
+	expect_error("\"role\": \"input\"", "\"role\": \"inptu\"", "not input, param or output");
+}
+
+/* Runs a one-op graph on given inputs in double. */
+static void run1(const char *path_json, const double *const *in, double *out)
+{
+	char path[] = "/tmp/crucible-task-XXXXXX";
+	int fd = mkstemp(path);
+	struct task t;
+	struct task_exec x;
+	struct cr_err e;
+	assert_int_equal(write(fd, path_json, strlen(path_json)), (ssize_t)strlen(path_json));
+	close(fd);
+	cr_err_init(&e);
+	if (task_load(&t, path, "test/t", &e))
+		fail_msg("%s", e.msg);
+	unlink(path);
+	assert_int_equal(task_exec_init(&x, &t, &t.checks[0], true, false, &e), CR_OK);
+	int k = 0;
+	for (int i = 0; i < t.n_tensors; i++)
+		if (t.tensors[i].role != TASK_OUTPUT)
+			memcpy(x.v[i].d, in[k++], sizeof(double) * (size_t)x.v[i].n);
+	task_exec_forward(&x);
+	for (int i = 0; i < t.n_tensors; i++)
+		if (t.tensors[i].role == TASK_OUTPUT)
+			memcpy(out, x.v[i].d, sizeof(double) * (size_t)x.v[i].n);
+	task_exec_release(&x);
+}
+
+static void test_closed_forms(void **s)
+{
+	char msg[1024], buf[4096];
+	double y[8];
+	(void)s;
+	(void)msg;
+	/* softmax([0, ln 2]) = [1/3, 2/3] */
+	{
+		double x[2] = { 0, log(2.0) };
+		const double *in[] = { x };
+		variant(buf, sizeof buf, "{\"B\": 1, \"D\": 1}, {\"B\": 3", "{\"B\": 1, \"D\": 2}, {\"B\": 3");
+		run1(buf, in, y);
+		assert_true(fabs(y[0] - 1.0 / 3) < 1e-15 && fabs(y[1] - 2.0 / 3) < 1e-15);
+	}
+	/* gelu(1) = 0.5 (1 + erf(1/sqrt 2)) = 0.8413447460685429 */
+	{
+		double x[2] = { 1, -1 };
+		const double *in[] = { x };
+		char b2[4096];
+		variant(b2, sizeof b2, "{\"B\": 1, \"D\": 1}, {\"B\": 3", "{\"B\": 1, \"D\": 2}, {\"B\": 3");
+		char *p = strstr(b2, "\"op\": \"softmax\"");
+		memcpy(p, "\"op\": \"gelu\",   ", 16);
+		run1(b2, in, y);
+		assert_true(fabs(y[0] - 0.8413447460685429) < 1e-15);
+		assert_true(fabs(y[1] + 0.15865525393145707) < 1e-15);
+	}
+	/* layer norm of [1, 3], w = 1, b = 0: [-1, 1] / sqrt(1 + 1e-5) */
+	{
+		const char *ln =
+			"{\"dims\": {\"D\": 2}, \"cpu_dims\": {\"D\": 2}, \"check_dims\": [{\"D\": 2}, {\"D\": 3}, {\"D\": 4}],"
+			" \"tensors\": {\"x\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [1, \"D\"], \"init\": \"normal\"},"
+			" \"w\": {\"role\": \"param\", \"dtype\": \"f32\", \"shape\": [\"D\"], \"init\": \"ones\"},"
+			" \"b\": {\"role\": \"param\", \"dtype\": \"f32\", \"shape\": [\"D\"], \"init\": \"zeros\"},"
+			" \"y\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [1, \"D\"]}},"
+			" \"graph\": [{\"op\": \"layernorm\", \"in\": [\"x\", \"w\", \"b\"], \"out\": [\"y\"], \"eps\": 1e-5}]}";
+		double x[2] = { 1, 3 }, w[2] = { 1, 1 }, b[2] = { 0, 0 };
+		const double *in[] = { x, w, b };
+		run1(ln, in, y);
+		assert_true(fabs(y[0] + 1 / sqrt(1 + 1e-5)) < 1e-15 && fabs(y[1] - 1 / sqrt(1 + 1e-5)) < 1e-15);
+	}
+	/* cross entropy of uniform logits over C classes is log C */
+	{
+		const char *ce =
+			"{\"dims\": {\"B\": 2, \"C\": 4}, \"cpu_dims\": {\"B\": 2, \"C\": 4}, \"check_dims\": [{\"B\": 2, \"C\": 4}, {\"B\": 1, \"C\": 4}, {\"B\": 3, \"C\": 4}],"
+			" \"tensors\": {\"l\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [\"B\", \"C\"], \"init\": \"normal\"},"
+			" \"t\": {\"role\": \"input\", \"dtype\": \"i64\", \"shape\": [\"B\"], \"init\": \"indices[0,C)\"},"
+			" \"loss\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [1]}},"
+			" \"graph\": [{\"op\": \"cross_entropy\", \"in\": [\"l\", \"t\"], \"out\": [\"loss\"]}]}";
+		double l[8] = { 0.5, 0.5, 0.5, 0.5, -2, -2, -2, -2 }, tg[2] = { 3, 0 };
+		const double *in[] = { l, tg };
+		run1(ce, in, y);
+		assert_true(fabs(y[0] - log(4.0)) < 1e-15);
+	}
+	/* matmul [[1,2],[3,4]] . [[5,6],[7,8]] = [[19,22],[43,50]] */
+	{
+		const char *mm =
+			"{\"dims\": {\"M\": 2}, \"cpu_dims\": {\"M\": 2}, \"check_dims\": [{\"M\": 2}, {\"M\": 3}, {\"M\": 5}],"
+			" \"tensors\": {\"a\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [\"M\", 2], \"init\": \"normal\"},"
+			" \"b\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [2, 2], \"init\": \"normal\"},"
+			" \"c\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [\"M\", 2]}},"
+			" \"graph\": [{\"op\": \"matmul\", \"in\": [\"a\", \"b\"], \"out\": [\"c\"]}]}";
+		double a[4] = { 1, 2, 3, 4 }, b[4] = { 5, 6, 7, 8 };
+		const double *in[] = { a, b };
+		run1(mm, in, y);
+		assert_true(y[0] == 19 && y[1] == 22 && y[2] == 43 && y[3] == 50);
+	}
+}
+
+/* L = sum(dout * out); checks dL/dinput from backward against central
+ * differences on up to 64 random elements of every differentiable input. */
+static int fd_task(const struct task *t)
+{
+	const struct task_dimset *d = &t->checks[0];
+	struct task_exec x;
+	struct cr_err e;
+	struct task_rng r;
+	int bad = 0;
+
+	/* the largest check shape with at most 4096 elements per input */
+	for (int s = 0; s < t->n_checks; s++) {
+		bool fits = true;
+		for (int i = 0; i < t->n_tensors; i++)
+			if (task_tensor_numel(t, i, &t->checks[s]) > 4096)
+				fits = false;
+		if (fits)
+			d = &t->checks[s];
+	}
+	cr_err_init(&e);
+	if (task_exec_init(&x, t, d, true, true, &e)) {
+		print_error("%s: %s\n", t->name, e.msg);
+		return 1;
+	}
+	for (int i = 0; i < t->n_tensors; i++)
+		if (t->tensors[i].role != TASK_OUTPUT)
+			task_gen_tensor(t, i, d, TASK_PROF_OWN, 7, x.v[i].d);
+	task_rng_seed(&r, 99);
+	task_exec_forward(&x);
+	for (int i = 0; i < t->n_tensors; i++)
+		if (t->tensors[i].role == TASK_OUTPUT)
+			for (int64_t k = 0; k < x.v[i].n; k++)
+				((double *)x.g[i].d)[k] = task_rng_normal(&r);
+	task_exec_backward(&x);
+	for (int i = 0; i < t->n_tensors && !bad; i++) {
+		double *v = x.v[i].d, *g = x.g[i].d;
+		if (t->tensors[i].role == TASK_OUTPUT || !t->tensors[i].grad)
+			continue;
+		for (int q = 0; q < 64 && q < x.v[i].n; q++) {
+			int64_t k = x.v[i].n <= 64 ? q : (int64_t)(task_rng_next(&r) % (uint64_t)x.v[i].n);
+			double keep = v[k], h = 1e-6 * fmax(1.0, fabs(keep)), lp = 0, lm = 0;
+			for (int side = 0; side < 2; side++) {
+				double acc = 0;
+				v[k] = keep + (side ? -h : h);
+				task_exec_forward(&x);
+				for (int o = 0; o < t->n_tensors; o++)
+					if (t->tensors[o].role == TASK_OUTPUT)
+						for (int64_t m = 0; m < x.v[o].n; m++)
+							acc += ((double *)x.g[o].d)[m] * ((double *)x.v[o].d)[m];
+				if (side)
+					lm = acc;
+				else
+					lp = acc;
+			}
+			v[k] = keep;
+			double fd = (lp - lm) / (2 * h);
+			if (fabs(fd - g[k]) > 1e-5 * fmax(1.0, fabs(fd))) {
+				print_error("%s: d%s[%lld]: backward %.12g, finite difference %.12g\n",
+					    t->name, t->tensors[i].name, (long long)k, g[k], fd);
+				bad = 1;
+				break;
+			}
+		}
+	}
+	task_exec_release(&x);
+	return bad;
+}
+
+static void test_backward_fd(void **s)
+{
+	struct task *ts = NULL;
+	int n = 0, bad = 0, checked = 0;
+	struct cr_err e;
+	(void)s;
+	cr_err_init(&e);
+	if (task_registry_load(NULL, &ts, &n, &e))
+		fail_msg("%s", e.msg);
+	assert_true(n >= 7);
+	for (int i = 0; i < n; i++)
+		if (ts[i].backward) {
+			bad += fd_task(&ts[i]);
+			checked++;
+		}
+	print_message("finite differences: %d tasks with a backward checked, %d failed\n", checked, bad);
+	free(ts);
+	assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_loader_good),
+		cmocka_unit_test(test_loader_errors),
+		cmocka_unit_test(test_closed_forms),
+		cmocka_unit_test(test_backward_fd),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
