@@ -49,9 +49,7 @@ void check_compare(const double *got, const double *exp, int64_t n, double atol,
 		double d = fabs(got[i] - exp[i]);
 		double tol = atol * scale + rtol * fabs(exp[i]);
 		double excess;
-		bool bad = !(d <= tol || d <= allow); /* NaN compares false: bad */
-		if (isnan(got[i]) && isnan(exp[i]))
-			bad = false;
+		bool bad = !(d <= tol || d <= allow); /* NaN compares false: NaN matches nothing */
 		if (!isnan(d)) {
 			if (d > out->max_abs)
 				out->max_abs = d;

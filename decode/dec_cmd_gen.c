@@ -184,8 +184,9 @@ static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, str
 		st = err->status ? err->status : CR_EINPUT;
 		goto out;
 	}
+	/* the templates write BOS as text where the family has one: add_bos 0 */
 	if ((st = dec_chat_format(tok, g->system, user, &chat, err)) ||
-	    (st = dec_tok_encode(tok, chat, strlen(chat), 1, -1, &ids, &n_ids, err)))
+	    (st = dec_tok_encode(tok, chat, strlen(chat), 1, 0, &ids, &n_ids, err)))
 		goto out;
 	ctx = g->o.ctx ? g->o.ctx : (int)n_ids + g->o.max_tokens;
 	if (ctx > m->cfg.ctx_len && !g->o.ctx)

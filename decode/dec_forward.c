@@ -129,17 +129,16 @@ static void att_worker(void *arg, int ith, int nth)
 		/* q meets the f16 keys as f16, as in llama.cpp */
 		dec_quantize_row(DEC_T_F16, s->q + (size_t)b * qd + h * hd, q16, hd);
 		o = s->xb + (size_t)b * qd + h * hd;
-		for (int p = 0; p < n_pos; p++) {
-			sc[p] = simd->dot_f16(q16, kc + (size_t)p * kvd + kh * hd, hd) * scale;
+		simd->att_scores(q16, kc + kh * hd, kvd, n_pos, hd, scale, sc);
+		for (int p = 0; p < n_pos; p++)
 			mx = sc[p] > mx ? sc[p] : mx;
-		}
 		for (int p = 0; p < n_pos; p++) {
 			sc[p] = expf(sc[p] - mx);
 			sum += sc[p];
 		}
-		memset(o, 0, (size_t)hd * sizeof *o);
 		for (int p = 0; p < n_pos; p++)
-			simd->axpy_f16(sc[p] / sum, vc + (size_t)p * kvd + kh * hd, o, hd);
+			sc[p] /= sum;
+		simd->att_values(sc, vc + kh * hd, kvd, n_pos, hd, o);
 	}
 }
 

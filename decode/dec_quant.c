@@ -709,3 +709,18 @@ double dec_vec_dot_ref(uint32_t t, const void *row, const float *x, int64_t n)
 	}
 	return s;
 }
+
+void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
+			    float scale, float *sc)
+{
+	for (int p = 0; p < n_pos; p++)
+		sc[p] = dec_dot_f16_generic(q, k + p * stride, hd) * scale;
+}
+
+void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
+			    float *o)
+{
+	memset(o, 0, (size_t)hd * sizeof *o);
+	for (int p = 0; p < n_pos; p++)
+		dec_axpy_f16_generic(a[p], v + p * stride, o, hd);
+}

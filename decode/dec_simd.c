@@ -15,7 +15,7 @@
 static const struct dec_simd generic = {
 	"generic", dec_dot_f32_generic, dec_dot_f16_generic, dec_dot_q8_0_generic,
 	dec_dot_q4_0_generic, dec_dot_q5_0_generic, dec_dot_q4_k_generic, dec_dot_q6_k_generic,
-	dec_axpy_f16_generic,
+	dec_axpy_f16_generic, dec_att_scores_generic, dec_att_values_generic,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -271,8 +271,58 @@ AVX2 static void axpy_f16(float a, const uint16_t *v, float *o, int64_t n)
 		o[i] += a * dec_f16_to_f32(v[i]);
 }
 
+/* hd a multiple of 8 (every model has hd % 32 == 0); else the portable path */
+AVX2 static void att_scores(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
+			    float scale, float *sc)
+{
+	__m256 qv[32];
+
+	if (hd % 8 || hd > 256) {
+		dec_att_scores_generic(q, k, stride, n_pos, hd, scale, sc);
+		return;
+	}
+	for (int i = 0; i < hd / 8; i++)
+		qv[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q + 8 * i)));
+	for (int p = 0; p < n_pos; p++) {
+		const uint16_t *kp = k + p * stride;
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+		int i = 0;
+
+		for (; i + 2 <= hd / 8; i += 2) {
+			a0 = _mm256_fmadd_ps(qv[i], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8 * i))), a0);
+			a1 = _mm256_fmadd_ps(qv[i + 1],
+					     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8 * i + 8))), a1);
+		}
+		if (i < hd / 8)
+			a0 = _mm256_fmadd_ps(qv[i], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8 * i))), a0);
+		sc[p] = hsum8(_mm256_add_ps(a0, a1)) * scale;
+	}
+}
+
+AVX2 static void att_values(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd, float *o)
+{
+	__m256 acc[32];
+
+	if (hd % 8 || hd > 256) {
+		dec_att_values_generic(a, v, stride, n_pos, hd, o);
+		return;
+	}
+	for (int i = 0; i < hd / 8; i++)
+		acc[i] = _mm256_setzero_ps();
+	for (int p = 0; p < n_pos; p++) {
+		const uint16_t *vp = v + p * stride;
+		__m256 ap = _mm256_set1_ps(a[p]);
+
+		for (int i = 0; i < hd / 8; i++)
+			acc[i] = _mm256_fmadd_ps(ap, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vp + 8 * i))), acc[i]);
+	}
+	for (int i = 0; i < hd / 8; i++)
+		_mm256_storeu_ps(o + 8 * i, acc[i]);
+}
+
 static const struct dec_simd avx2 = {
 	"avx2", dot_f32, dot_f16, dot_q8_0, dot_q4_0, dot_q5_0, dot_q4_k, dot_q6_k, axpy_f16,
+	att_scores, att_values,
 };
 
 const struct dec_simd *dec_simd_avx2(void)

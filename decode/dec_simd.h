@@ -20,6 +20,12 @@ struct dec_simd {
 	dec_dot_fn dot_q6_k; /* q6_K · q8_K */
 	/* o[i] += a * v[i], v in f16 (attention over the f16 value cache) */
 	void (*axpy_f16)(float a, const uint16_t *v, float *o, int64_t n);
+	/* Attention over an f16 cache whose rows are `stride` elements apart:
+	 * sc[p] = scale * (q · k[p]) for p < n_pos (q in f16, hd values), and
+	 * o = sum_p a[p] * v[p] (o overwritten). */
+	void (*att_scores)(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
+			   float scale, float *sc);
+	void (*att_values)(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd, float *o);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -36,5 +42,9 @@ float dec_dot_q5_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q4_k_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q6_k_generic(const void *x, const void *y, int64_t n);
 void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
+void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
+			    float scale, float *sc);
+void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
+			    float *o);
 
 #endif

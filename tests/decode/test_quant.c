@@ -260,6 +260,41 @@ static void test_axpy_f16(void **st)
 	}
 }
 
+static void test_attention_kernels(void **st)
+{
+	enum { HD = 64, NP = 37, STRIDE = 3 * HD };
+	float x[NP * STRIDE], q[HD], a[NP], s1[NP], s2[NP], o1[HD], o2[HD];
+	uint16_t k[NP * STRIDE], q16[HD];
+	const struct dec_simd *g = dec_simd_generic(), *v = dec_simd_avx2();
+
+	(void)st;
+	if (!v)
+		skip();
+	fill(x, NP * STRIDE, 3);
+	fill(q, HD, 4);
+	fill(a, NP, 6);
+	dec_quantize_row(DEC_T_F16, x, k, NP * STRIDE);
+	dec_quantize_row(DEC_T_F16, q, q16, HD);
+	g->att_scores(q16, k + HD, STRIDE, NP, HD, 0.125f, s1);
+	v->att_scores(q16, k + HD, STRIDE, NP, HD, 0.125f, s2);
+	for (int p = 0; p < NP; p++) {
+		double ref = 0;
+
+		for (int i = 0; i < HD; i++)
+			ref += (double)dec_f16_to_f32(q16[i]) * dec_f16_to_f32(k[p * STRIDE + HD + i]);
+		assert_true(fabs(s1[p] - 0.125 * ref) < 1e-4 && fabs(s2[p] - 0.125 * ref) < 1e-4);
+	}
+	g->att_values(a, k + HD, STRIDE, NP, HD, o1);
+	v->att_values(a, k + HD, STRIDE, NP, HD, o2);
+	for (int i = 0; i < HD; i++) {
+		double ref = 0;
+
+		for (int p = 0; p < NP; p++)
+			ref += (double)a[p] * dec_f16_to_f32(k[p * STRIDE + HD + i]);
+		assert_true(fabs(o1[i] - ref) < 1e-4 && fabs(o2[i] - ref) < 1e-4);
+	}
+}
+
 static void test_type_table(void **st)
 {
 	size_t b, s;
@@ -288,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_dot_generic),
 		cmocka_unit_test(test_dot_avx2),
 		cmocka_unit_test(test_axpy_f16),
+		cmocka_unit_test(test_attention_kernels),
 	};
 
 	return cmocka_run_group_tests_name("decode_quant", tests, NULL, NULL);
