@@ -247,6 +247,21 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 	return res;
 }
 
+void cr_proc_freeze(struct cr_proc *w)
+{
+	int status;
+	if (w->pid <= 0 || kill(w->pid, SIGSTOP))
+		return;
+	while (waitpid(w->pid, &status, WUNTRACED) < 0 && errno == EINTR)
+		;
+}
+
+void cr_proc_thaw(struct cr_proc *w)
+{
+	if (w->pid > 0)
+		kill(w->pid, SIGCONT);
+}
+
 int64_t cr_proc_cpu_ns(struct cr_proc *w)
 {
 	struct timespec ts;

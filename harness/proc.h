@@ -41,6 +41,11 @@ enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workd
  * the command to reading the reply. */
 enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 			 double timeout_s, int64_t *ns, char *detail, size_t cap);
+/* Stops the worker (SIGSTOP) and waits until it is stopped, so nothing it
+ * left running can write or compute while the orchestrator looks; its CPU
+ * clock is exact once stopped. Thaw resumes it. */
+void cr_proc_freeze(struct cr_proc *w);
+void cr_proc_thaw(struct cr_proc *w);
 /* Worker CPU time in ns (all threads), -1 if unavailable. */
 int64_t cr_proc_cpu_ns(struct cr_proc *w);
 /* Kills (if alive) and frees everything; safe to call twice. */

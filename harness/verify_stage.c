@@ -96,16 +96,18 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 		call_failed(v, w, res, what, detail);
 		return false;
 	}
-	/* the output as it stood when the call returned */
+	/* the output as it stood when the call returned: the worker is frozen
+	 * first, so a thread it left behind cannot finish the work meanwhile */
+	cr_proc_freeze(w);
 	vr_read_outputs(v, c, w->shm, 0, c->got);
-	/* a process's CPU clock is brought up to date when its threads block:
-	 * give the worker a moment to get back into read() */
-	sleep_ns(300000);
 	cpu0 = cr_proc_cpu_ns(w);
+	cr_proc_thaw(w);
 	settle = ns * 2 < 1000000 ? 1000000 : ns * 2 > 20000000 ? 20000000 : ns * 2;
 	sleep_ns(settle);
+	cr_proc_freeze(w);
 	cpu1 = cr_proc_cpu_ns(w);
 	vr_read_outputs(v, c, w->shm, 0, c->got2);
+	cr_proc_thaw(w);
 	for (int k = 0; k < c->n_slots; k++) {
 		if (st->slots[k].role != CR_SLOT_OUT)
 			continue;

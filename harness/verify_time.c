@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tasks/task_rng.h"
 #include "timing/timing.h"
@@ -50,6 +51,47 @@ static enum cr_status reference(struct vr *v, struct vr_case *c, struct cr_err *
 	return CR_OK;
 }
 
+/* Re-checks the candidate's outputs of a set against a fresh reference. */
+static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_proc *wc,
+				  struct cr_proc *wb, int set, int n, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	enum cr_status s;
+
+	vr_read_outputs(v, c, wc->shm, set, c->got);
+	vr_read_outputs(v, c, wb->shm, set, c->base);
+	if ((s = reference(v, c, err)))
+		return s;
+	for (int k = 0; k < c->n_slots; k++) {
+		struct check_cmp base, cmp;
+		if (st->slots[k].role != CR_SLOT_OUT)
+			continue;
+		check_compare(c->base[k], c->ref[k], c->numel[k], t->atol, t->rtol, 0, &base);
+		check_compare(c->got[k], c->ref[k], c->numel[k], t->atol, t->rtol, 2 * base.max_abs, &cmp);
+		if (!cmp.pass)
+			vr_fail(v, CHECK_STALE_RESULT,
+				"timed call %d: '%s' element %lld: got %.9g, expected %.9g for this call's inputs",
+				n, st->slots[k].name, (long long)cmp.worst, cmp.got, cmp.exp);
+	}
+	return CR_OK;
+}
+
+static enum cr_status final_recheck(struct vr *v, struct vr_case *c, struct cr_proc *wc,
+				    struct cr_proc *wb, int set, int n, struct cr_err *err)
+{
+	return recheck_set(v, c, wc, wb, set, n, err);
+}
+
+/* The worker's CPU clock once its threads are back asleep (a process CPU
+ * clock is brought up to date when its threads block). */
+static int64_t settled_cpu(struct cr_proc *w)
+{
+	struct timespec ts = { 0, 300000 };
+	nanosleep(&ts, NULL);
+	return cr_proc_cpu_ns(w);
+}
+
 static double overhead_ns(struct cr_proc *w, double timeout)
 {
 	double x[31];
@@ -77,8 +119,8 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	struct task_rng rng;
 	struct timing_rule rule = { .min_samples = v->o->min_samples, .max_samples = MAX_SAMPLES,
 				    .rel_target = v->o->rel_target, .max_seconds = v->o->time_cap_s };
-	int64_t t0;
-	bool noisy = false;
+	int64_t t0, after_cpu = -1, after_wall = 0, idle_cpu = 0, idle_wall = 0;
+	bool noisy = false, frozen = false;
 	enum cr_run res;
 
 	memset(&wc, 0, sizeof wc);
@@ -118,9 +160,8 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	for (;;) {
 		int set = n % N_SETS;
 		uint64_t key = task_rng_next(&rng);
-		bool recheck = n < 2 || task_rng_uniform(&rng) < 0.2;
+		bool recheck = n < 2 || task_rng_uniform(&rng) < 0.25;
 		int64_t nsc = 0, nsb = 0;
-		struct cr_err e2;
 
 		fresh_inputs(v, &c, key);
 		vr_fill_buffers(v, &c, wc.shm, set, n & 1, key);
@@ -130,6 +171,16 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 			bool cand = (side == 0) == (n % 2 == 0);
 			timing_flush_cpu_cache();
 			if (cand) {
+				int64_t before;
+				if (frozen) {
+					cr_proc_thaw(&wc);
+					frozen = false;
+				}
+				before = cr_proc_cpu_ns(&wc);
+				if (after_cpu >= 0 && before >= 0) {
+					idle_cpu += before - after_cpu;
+					idle_wall += cr_now_ns() - after_wall;
+				}
 				res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s,
 						   &nsc, detail, sizeof detail);
 				if (res != CR_RUN_OK) {
@@ -137,8 +188,18 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 						"timed call %d: %s", n, detail);
 					goto out;
 				}
+				/* frozen while its outputs are inspected and while the
+				 * baseline is prepared; its CPU clock is exact when stopped */
+				cr_proc_freeze(&wc);
+				after_cpu = cr_proc_cpu_ns(&wc);
+				after_wall = cr_now_ns();
+				frozen = true;
 			} else {
-				int64_t idle0 = cr_proc_cpu_ns(&wc);
+				if (frozen) {
+					cr_proc_thaw(&wc);
+					frozen = false;
+				}
+				int64_t idle0 = settled_cpu(&wc);
 				res = cr_proc_call(&wb, CR_CMD_RUN, (uint32_t)set, 60, &nsb, detail,
 						   sizeof detail);
 				int64_t idle1 = cr_proc_cpu_ns(&wc);
@@ -153,32 +214,48 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 						(double)(idle1 - idle0) / 1e6, (double)nsb / 1e6);
 			}
 		}
+		/* the candidate's worker must sleep between its calls */
+		if (idle_cpu > 2000000 + idle_wall / 20)
+			vr_fail(v, CHECK_STALE_RESULT,
+				"timing: candidate worker used %.2f ms of CPU between its calls (%.1f ms idle)",
+				(double)idle_cpu / 1e6, (double)idle_wall / 1e6);
+		/* every sample: an output still holding its poison was not written */
+		for (int k = 0; k < c.n_slots; k++) {
+			unsigned char probe[64];
+			size_t m = c.bytes[k] < sizeof probe ? c.bytes[k] : sizeof probe;
+			if (st->slots[k].role != CR_SLOT_OUT || !m)
+				continue;
+			check_poison(probe, m, n & 1, key + (uint64_t)k);
+			/* head of the buffer; and the tail for the NaN-word poison
+			 * (4-byte periodic, so any aligned tail matches the head) */
+			if (!memcmp(wc.shm + c.off[set][k], probe, m) ||
+			    (!(n & 1) && c.bytes[k] >= 2 * m &&
+			     !memcmp(wc.shm + c.off[set][k] + ((c.bytes[k] - m) & ~(size_t)3), probe, m)))
+				vr_fail(v, CHECK_STALE_RESULT,
+					"timed call %d: '%s' was not written (still holds its poison)", n,
+					st->slots[k].name);
+		}
 		tc[n] = fmax((double)nsc - oc, 1.0) / 1e3;
 		tb[n] = fmax((double)nsb - ob, 1.0) / 1e3;
-		if (recheck) {
-			cr_err_init(&e2);
-			vr_read_outputs(v, &c, wc.shm, set, c.got);
-			vr_read_outputs(v, &c, wb.shm, set, c.base);
-			if ((s = reference(v, &c, err)))
-				goto out;
-			for (int k = 0; k < c.n_slots; k++) {
-				struct check_cmp base, cmp;
-				if (st->slots[k].role != CR_SLOT_OUT)
-					continue;
-				check_compare(c.base[k], c.ref[k], c.numel[k], t->atol, t->rtol, 0, &base);
-				check_compare(c.got[k], c.ref[k], c.numel[k], t->atol, t->rtol,
-					      2 * base.max_abs, &cmp);
-				if (!cmp.pass)
-					vr_fail(v, CHECK_STALE_RESULT,
-						"timed call %d: '%s' element %lld: got %.9g, expected %.9g for this call's inputs",
-						n, st->slots[k].name, (long long)cmp.worst, cmp.got, cmp.exp);
-			}
+		if (recheck && (s = recheck_set(v, &c, &wc, &wb, set, n, err)))
+			goto out;
+		/* idle time (input generation, cache flush, the baseline's call)
+		 * runs with the candidate awake, so work it left behind shows */
+		if (frozen) {
+			cr_proc_thaw(&wc);
+			frozen = false;
 		}
 		n++;
 		if (v->status != CHECK_OK)
 			goto out;
-		if (timing_should_stop(&rule, tc, n, tb, n, (double)(cr_now_ns() - t0) / 1e9, &noisy))
+		if (timing_should_stop(&rule, tc, n, tb, n, (double)(cr_now_ns() - t0) / 1e9, &noisy)) {
+			/* the last timed output is always re-checked */
+			if (!recheck && (s = final_recheck(v, &c, &wc, &wb, set, n - 1, err)))
+				goto out;
+			if (v->status != CHECK_OK)
+				goto out;
 			break;
+		}
 	}
 	{
 		struct timing_stats sc, sb;

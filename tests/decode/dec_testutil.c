@@ -316,7 +316,8 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		gw_kv_f32(w, K("rope.scaling.factor"), s->rope_linear);
 	}
 #undef K
-	add_vocab(w);
+	if (!s->no_vocab)
+		add_vocab(w);
 	add_mat(w, &st, "token_embd.weight", s->wtype, nv, s->dim, 1.0);
 	for (int l = 0; l < s->n_layers; l++) {
 #define N(x) (snprintf(key, sizeof key, "blk.%d." x, l), key)

@@ -35,6 +35,7 @@ struct tiny_spec {
 	int rope_freqs;      /* llama: add rope_freqs.weight */
 	uint32_t vtype;      /* if nonzero: type of attn_v and ffn_up (mixed files, like Q4_K_M) */
 	float rope_linear;   /* if > 0: rope.scaling.type "linear" with this factor */
+	int no_vocab;         /* omit the tokenizer metadata */
 	uint64_t seed;
 };
 

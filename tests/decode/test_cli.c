@@ -161,6 +161,70 @@ static void test_decode_sampling_reproducible(void **state)
 	json_decref(b);
 }
 
+/* A stop string taken from a first greedy run cuts the second one there. */
+static void test_decode_stop(void **state)
+{
+	static char *prompts[] = { "40,50,60", "1,2,3", "100,7", "33,34,35,36", "200,201" };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof prompts / sizeof prompts[0]; k++) {
+		char *argv[] = { "decode", "--model", model_path, "--tokens", prompts[k], "--max-tokens",
+				 "16", "--json", "--stop", NULL };
+		json_t *a = decode_json(argv, 8), *b;
+		const char *text = json_string_value(json_object_get(a, "text")), *at;
+		char stop[2] = { 0 };
+
+		/* an ASCII byte after the first one: bytes are kept as they are by
+		 * the JSON UTF-8 repair, so offsets compare */
+		for (at = text + 1; *text && *at && (unsigned char)*at >= 0x80; at++)
+			;
+		if (!*text || !*at) {
+			json_decref(a);
+			continue;
+		}
+		stop[0] = *at;
+		argv[9] = stop;
+		b = decode_json(argv, 10);
+		assert_string_equal(json_string_value(json_object_get(b, "finish_reason")), "stop");
+		assert_int_equal(strlen(json_string_value(json_object_get(b, "text"))),
+				 (size_t)(strstr(text, stop) - text));
+		assert_true(json_array_size(json_object_get(b, "tokens")) <=
+			    json_array_size(json_object_get(a, "tokens")));
+		json_decref(a);
+		json_decref(b);
+		return;
+	}
+	fail_msg("no prompt gave ASCII text to stop on");
+}
+
+/* A model without tokenizer metadata: ids still run (text empty), text cannot. */
+static void test_decode_no_tokenizer(void **state)
+{
+	struct tiny_spec s;
+	char path[256], *out;
+
+	(void)state;
+	tiny_spec_default(&s, "llama", DEC_T_F16);
+	s.no_vocab = 1;
+	tiny_tmpname(path, sizeof path, ".gguf");
+	assert_int_equal(tiny_model_write(&s, path), 0);
+	{
+		char *argv[] = { "decode", "--model", path, "--tokens", "5 6 7", "--max-tokens", "3", "--json" };
+		json_t *j = decode_json(argv, 8);
+
+		assert_int_equal(json_array_size(json_object_get(j, "tokens")), 3);
+		assert_string_equal(json_string_value(json_object_get(j, "text")), "");
+		json_decref(j);
+	}
+	{
+		char *argv[] = { "decode", "--model", path, "--prompt", "hi" };
+
+		assert_int_equal(capture(dec_decode_main, 5, argv, &out), 2);
+		free(out);
+	}
+	unlink(path);
+}
+
 static void test_decode_errors(void **state)
 {
 	char *out;
@@ -305,6 +369,8 @@ int main(void)
 		cmocka_unit_test(test_decode_json_tokens),
 		cmocka_unit_test(test_decode_prompt_tokenize_only),
 		cmocka_unit_test(test_decode_sampling_reproducible),
+		cmocka_unit_test(test_decode_stop),
+		cmocka_unit_test(test_decode_no_tokenizer),
 		cmocka_unit_test(test_decode_errors),
 		cmocka_unit_test(test_generate),
 		cmocka_unit_test(test_generate_usage),

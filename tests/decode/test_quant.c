@@ -295,6 +295,59 @@ static void test_attention_kernels(void **st)
 	}
 }
 
+static void test_exp_sum(void **st)
+{
+	enum { N = 203 };
+	float x[N], y[N];
+	const struct dec_simd *v = dec_simd_avx2();
+	double ref = 0;
+	float s;
+
+	(void)st;
+	if (!v)
+		skip();
+	for (int i = 0; i < N; i++)
+		x[i] = y[i] = -100.0f + (float)i * 0.5f; /* -100 .. 1, max 1 */
+	s = v->exp_sum(x, N, 1.0f);
+	for (int i = 0; i < N; i++) {
+		double e = exp((double)y[i] - 1.0);
+
+		ref += e;
+		if (y[i] > -80 && fabs(x[i] - e) > 1e-6 * e)
+			fail_msg("exp(%g) = %g, want %g", y[i] - 1.0, x[i], e);
+	}
+	assert_true(fabs(s - ref) < 1e-5 * ref);
+}
+
+/* The AVX2 activation quantizer writes the same bytes as the portable one,
+ * and silu_mul agrees with expf. */
+static void test_act_kernels(void **st)
+{
+	enum { N = 256 };
+	float x[N], g1[N], g2[N], u[N];
+	uint8_t a1[N * 2], a2[N * 2];
+	const struct dec_simd *v = dec_simd_avx2();
+
+	(void)st;
+	if (!v)
+		skip();
+	fill(x, N, 21);
+	x[5] = 0.5f * (127.f / 7.f); /* a half-way case after scaling is possible */
+	for (int i = 64; i < 96; i++)
+		x[i] = 0; /* an all-zero block */
+	dec_quant_q8_0_generic(x, a1, N);
+	v->quant_q8_0(x, a2, N);
+	assert_memory_equal(a1, a2, N / 32 * sizeof(struct dec_block_q8_0));
+	fill(u, N, 22);
+	for (int i = 0; i < N; i++) {
+		g1[i] = g2[i] = x[i] * 30; /* reaches both tails of the sigmoid */
+	}
+	dec_silu_mul_generic(g1, u, N);
+	v->silu_mul(g2, u, N);
+	for (int i = 0; i < N; i++)
+		assert_true(fabsf(g1[i] - g2[i]) <= 1e-6f * (1 + fabsf(g1[i])));
+}
+
 static void test_type_table(void **st)
 {
 	size_t b, s;
@@ -323,6 +376,8 @@ int main(void)
 		cmocka_unit_test(test_dot_generic),
 		cmocka_unit_test(test_dot_avx2),
 		cmocka_unit_test(test_axpy_f16),
+		cmocka_unit_test(test_act_kernels),
+		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),
 	};
 

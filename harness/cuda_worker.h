@@ -1,0 +1,98 @@
+/* cuda_worker.h — the device side of a CUDA candidate's worker: the launch
+ * table the orchestrator writes into the shared-memory header, and the
+ * worker's state (module, functions, one device mirror of the buffers).
+ *
+ * Layout: the same shared memory as the cpu worker (struct cr_shm_hdr, then
+ * every slot between guard zones, CR_SHM_HDR bytes in). The device holds a
+ * mirror of everything after the header: a call copies the whole region
+ * host -> device (inputs, the host's poison in outputs, garbage in scratch,
+ * guard patterns), launches the stage's kernels in order on one stream,
+ * synchronises, and copies the region back, so the cpu path's checks
+ * (guards, inputs intact, outputs, poison) run on the host unchanged.
+ *
+ * A candidate's fault is a verdict (runtime_error with the CUresult name,
+ * format_error for a parameter mismatch), never a crash. After a sticky
+ * error (illegal address, launch failure) the context is unusable: the
+ * orchestrator ends this worker and starts a fresh one.
+ *
+ * Compiled only when HAVE_CUDA. NOT RUN on a GPU yet (see docs/CUDA.md). */
+#ifndef CR_CUDA_WORKER_H
+#define CR_CUDA_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checks/check.h"
+#include "harness/cr_status.h"
+#include "harness/plan.h"
+#include "harness/shm.h"
+
+#define CR_CUDA_LTAB_OFF 65536          /* inside the CR_SHM_HDR bytes, after struct cr_shm_hdr */
+#define CR_CUDA_LTAB_MAGIC 0x6375646174616231ull
+
+enum cr_cuda_arg { CR_CUDA_ARG_PTR = 1, CR_CUDA_ARG_INT = 2, CR_CUDA_ARG_FLOAT = 3 };
+
+struct cr_cuda_larg {
+	uint32_t kind;                  /* enum cr_cuda_arg */
+	int32_t slot;                   /* PTR: the slot */
+	int64_t i;                      /* INT: the value (sized to the parameter at launch) */
+	double f;                       /* FLOAT: the value (float or double parameter) */
+};
+
+struct cr_cuda_lrec {
+	char fn[CR_CAND_NAME];
+	int line;                       /* the directive's line, for messages */
+	uint32_t grid[3], block[3];
+	uint32_t smem;                  /* dynamic shared memory, bytes */
+	uint32_t n_args;
+	struct cr_cuda_larg args[CR_MAX_ARGS];
+};
+
+/* The launch table of one stage under one dim set, at shm + CR_CUDA_LTAB_OFF. */
+struct cr_cuda_ltab {
+	uint64_t magic;
+	uint32_t n_launch;
+	uint32_t pad;
+	char cubin_path[1024];
+	struct cr_cuda_lrec l[CR_MAX_LAUNCH];
+};
+
+_Static_assert(CR_CUDA_LTAB_OFF >= sizeof(struct cr_shm_hdr), "launch table overlaps the header");
+_Static_assert(CR_CUDA_LTAB_OFF + sizeof(struct cr_cuda_ltab) <= CR_SHM_HDR,
+	       "launch table does not fit in the header bytes");
+
+/* Orchestrator side: fills t for stage s from the plan and the evaluated
+ * expressions (vals from cr_plan_eval). Launch sizes out of range (grid x
+ * over 2^31-1, y/z over 65535, a block over 1024 threads, anything below 1)
+ * are CR_EINPUT "PATH:LINE: ..." (a format_error). */
+enum cr_status cr_cuda_ltab_fill(struct cr_cuda_ltab *t, const struct cr_plan *p, enum cr_stage s,
+				 const int64_t *vals, const char *cubin_path, const char *path,
+				 struct cr_err *err);
+
+/* Worker side. The caller owns the struct (_init/_release). */
+struct cr_cuda_worker {
+	void *ctx, *mod, *stream;       /* CUcontext, CUmodule, CUstream (opaque here) */
+	void *fn[CR_MAX_LAUNCH];        /* CUfunction per launch */
+	int device;
+	bool have_ctx;
+	uint64_t dbase;                 /* CUdeviceptr of the mirror */
+	size_t dsize;                   /* bytes: shm size - CR_SHM_HDR */
+	int n_params[CR_MAX_LAUNCH];    /* -1: unknown (no cuFuncGetParamInfo and no cubin record) */
+	uint16_t param_size[CR_MAX_LAUNCH][CR_MAX_ARGS];
+	char jit_log[2048];             /* the module loader's error log */
+};
+
+/* Loads the cubin named in the launch table, finds every kernel, reads its
+ * parameter sizes and allocates the mirror. A candidate's fault (missing
+ * kernel, parameter mismatch, module rejected) is *verdict with the detail
+ * in err and CR_OK returned; CR_EENV when the device itself fails. */
+enum cr_status cr_cuda_worker_init(struct cr_cuda_worker *w, const char *shm, size_t shm_size,
+				   enum check_verdict *verdict, struct cr_err *err);
+/* One call on buffer set `set`: copy in, launch all, synchronise, copy out.
+ * *verdict is CHECK_OK, or RUNTIME_ERROR / FORMAT_ERROR with err's message. */
+enum cr_status cr_cuda_worker_run(struct cr_cuda_worker *w, char *shm, uint32_t set,
+				  enum check_verdict *verdict, struct cr_err *err);
+void cr_cuda_worker_release(struct cr_cuda_worker *w);
+
+#endif
