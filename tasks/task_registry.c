@@ -10,8 +10,13 @@
 
 const char *task_datadir(void)
 {
+	/* absolute, so workers started in their own directory find it too */
+	static char abs[4096];
 	const char *d = getenv("CRUCIBLE_DATADIR");
-	return d && d[0] ? d : CRUCIBLE_DATADIR;
+	d = d && d[0] ? d : CRUCIBLE_DATADIR;
+	if (!abs[0] && !realpath(d, abs))
+		snprintf(abs, sizeof abs, "%s", d);
+	return abs;
 }
 
 static int cmp_str(const void *a, const void *b)
