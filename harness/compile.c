@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-int cr_run_argv(char *const argv[], const char *log_path, double timeout_s)
+int cr_run_argv(char *const argv[], const char *log_path, double timeout_s, bool unprivileged)
 {
 	int64_t deadline = cr_now_ns() + (int64_t)(timeout_s * 1e9);
 	int status = 0, fd;
@@ -27,10 +29,19 @@ int cr_run_argv(char *const argv[], const char *log_path, double timeout_s)
 		return -2;
 	}
 	if (pid == 0) {
+		/* a clean environment, and never root: `#include "/root/..."` or
+		 * "/proc/<orchestrator>/..." in a candidate must not read anything
+		 * a compile error could then print into the results */
+		char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", NULL };
+		struct rlimit rl = { 1u << 30, 1u << 30 };
 		setpgid(0, 0);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execvp(argv[0], argv);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		if (unprivileged && (getuid() == 0 || geteuid() == 0) &&
+		    (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+			_exit(126);
+		execvpe(argv[0], argv, envp);
 		_exit(127);
 	}
 	close(fd);
@@ -123,7 +134,7 @@ enum cr_compile_result cr_compile_cpu(const struct cr_plan *p, const char *src, 
 			 "-Werror=incompatible-pointer-types", "-Werror=int-conversion",
 			 "-Werror=return-type", "-Werror=discarded-qualifiers",
 			 "-o", sopath, tpath, "-lm", NULL };
-	rc = cr_run_argv(argv, lpath, timeout_s);
+	rc = cr_run_argv(argv, lpath, timeout_s, true);
 	f = fopen(lpath, "rb");
 	if (f) {
 		size_t n;

@@ -16,8 +16,9 @@ enum cr_compile_result { CR_COMPILED, CR_COMPILE_FAILED, CR_COMPILE_TIMEOUT, CR_
 enum cr_compile_result cr_compile_cpu(const struct cr_plan *p, const char *src, size_t len,
 				      const char *workdir, double timeout_s, char *log,
 				      size_t cap);
-/* Runs argv with stdout+stderr into log_path, killing it after timeout_s.
+/* Runs argv with stdout+stderr into log_path, killing it after timeout_s,
+ * with a clean environment; unprivileged: as uid/gid nobody when root.
  * Returns the exit status (>= 0), -1 on timeout, -2 if it could not run. */
-int cr_run_argv(char *const argv[], const char *log_path, double timeout_s);
+int cr_run_argv(char *const argv[], const char *log_path, double timeout_s, bool unprivileged);
 
 #endif

@@ -102,6 +102,20 @@ enum cr_status cr_cuda_check_compile_opts(const struct task *t, const char *path
 					  size_t len, const struct cr_cuda_opts *o,
 					  struct cr_result *r, struct cr_err *err);
 
+/* The same for many candidates, compiled in parallel (max_par children, <= 0:
+ * the cores). Each job's r gets its verdict; an environment failure (NVRTC
+ * cannot run) is returned and the jobs it hit say "not compiled". */
+struct cr_cuda_check_job {
+	const struct task *t;
+	const char *path;
+	const char *src;
+	size_t len;
+	struct cr_result r;      /* out */
+};
+enum cr_status cr_cuda_check_compile_many(struct cr_cuda_check_job *jobs, int n,
+					  const struct cr_cuda_opts *o, int max_par,
+					  struct cr_err *err);
+
 /* "NVRTC 13.0" into buf; the supported archs as "sm_75 sm_80 ..." into archs. */
 void cr_cuda_nvrtc_version(char *buf, size_t cap, char *archs, size_t archs_cap);
 

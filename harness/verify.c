@@ -206,6 +206,11 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 		}
 		c->numel[k] = n;
 		c->bytes[k] = (size_t)n * es;
+		if (sl->role == CR_SLOT_SCRATCH && c->bytes[k] > (1ull << 30)) {
+			vr_fail(v, CHECK_FORMAT_ERROR, "@scratch %s: %zu bytes is more than the 1 GiB allowed",
+				sl->name, c->bytes[k]);
+			return CR_OK;
+		}
 		if (sl->role != CR_SLOT_SCRATCH)
 			total += (size_t)n * (sl->role == CR_SLOT_IN ? 1 : 4);
 	}
@@ -313,8 +318,10 @@ static enum cr_status make_workdir(struct vr *v, const char *root, struct cr_err
 	snprintf(v->workdir, sizeof v->workdir, "%s/cXXXXXX", root);
 	if (!mkdtemp(v->workdir))
 		return cr_errf(err, CR_EENV, "cannot create a work directory under %s", root);
-	/* the unprivileged worker must read the compiled candidate */
+	/* the unprivileged compiler writes here and the worker reads */
 	chmod(v->workdir, 0755);
+	if (geteuid() == 0 && chown(v->workdir, 65534, 65534))
+		return cr_errf(err, CR_EENV, "cannot hand %s to the unprivileged user", v->workdir);
 	return CR_OK;
 }
 

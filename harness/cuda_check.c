@@ -1,0 +1,261 @@
+/* cuda_check.c — compile-only verdicts of CUDA candidates: the detail of a
+ * failed compile, the launch checks against the cubin (missing kernels,
+ * parameter counts and sizes), and cr_cuda_check_compile(_many). */
+#include "harness/cuda_compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cand.h"
+#include "harness/sha256.h"
+
+#define PROG_NAME "cand.cu"        /* NVRTC's name for the source (cuda_compile.c) */
+
+void cr_cuda_compile_detail(const struct cr_cuda_build *b, const char *path, double timeout_s,
+			    char *out, size_t cap)
+{
+	const char *log = b->log ? b->log : "", *line = NULL, *p = log;
+	const char *name = path ? path : "<candidate>";
+	char first[600];
+
+	if (b->res == CR_COMPILE_TIMEOUT) {
+		snprintf(out, cap, "%s: NVRTC did not finish within %.0f s", name,
+			 timeout_s > 0 ? timeout_s : CR_CUDA_TIMEOUT_S);
+		return;
+	}
+	/* the first line that reports an error, skipping ptxas's info lines */
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t n = eol ? (size_t)(eol - p) : strlen(p);
+		snprintf(first, sizeof first, "%.*s", (int)(n < sizeof first ? n : sizeof first - 1), p);
+		/* "cand.cu(8): error: ...", "... catastrophic error: ...",
+		 * "ptxas error   : ...", "NVRTC: ... failed" */
+		if (strncmp(first, "ptxas info", 10) &&
+		    (strstr(first, "error:") || strstr(first, "error   :") || !strncmp(first, "NVRTC", 5))) {
+			line = p;
+			break;
+		}
+		if (!line && n && strncmp(first, "ptxas", 5))
+			line = p;    /* fallback: the first non-info line */
+		p = eol ? eol + 1 : p + n;
+	}
+	if (!line) {
+		snprintf(out, cap, "%s: NVRTC failed without a message", name);
+		return;
+	}
+	size_t n = strcspn(line, "\n");
+	snprintf(first, sizeof first, "%.*s", (int)(n < sizeof first ? n : sizeof first - 1), line);
+	/* "cand.cu(12): error: ..." -> "PATH:12: error: ..." */
+	int ln;
+	char rest[600];
+	if (sscanf(first, PROG_NAME "(%d): %599[^\n]", &ln, rest) == 2)
+		snprintf(out, cap, "%s:%d: %s", name, ln, rest);
+	else
+		snprintf(out, cap, "%s: %s", name, first);
+}
+
+static const char *arg_desc(const struct cr_plan *p, int stage, const struct cr_plaunch *l, int a,
+			    char *buf, size_t cap)
+{
+	const struct cr_parg *pa = &l->args[a];
+	if (pa->kind == CR_PARG_SLOT)
+		snprintf(buf, cap, "buffer '%s' (a pointer, 8 bytes)", p->st[stage].slots[pa->slot].name);
+	else if (pa->kind == CR_PARG_INT)
+		snprintf(buf, cap, "an integer");
+	else
+		snprintf(buf, cap, "a float literal");
+	return buf;
+}
+
+enum cr_status cr_cuda_check_launches(const struct cr_plan *p, const struct cr_cubin_info *info,
+				      const char *path, struct cr_err *err)
+{
+	const char *name = path ? path : "<candidate>";
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < p->st[s].n_launch; i++) {
+			const struct cr_plaunch *l = &p->st[s].launch[i];
+			const struct cr_cubin_kernel *k = cr_cubin_find(info, l->fn), *m;
+			char d[200];
+			if (!k) {
+				if ((m = cr_cubin_find_mangled(info, l->fn)))
+					return cr_errf(err, CR_EINPUT,
+						       "%s:%d: kernel '%s' is not extern \"C\" (the cubin has the C++ name %s): declare it extern \"C\" __global__",
+						       name, l->line, l->fn, m->name);
+				return cr_errf(err, CR_EINPUT,
+					       "%s:%d: no extern \"C\" __global__ kernel named '%s' in the compiled candidate",
+					       name, l->line, l->fn);
+			}
+			if (k->n_params < 0)
+				continue;   /* sizes not recorded: the driver checks at run time */
+			if (k->n_params != l->n_args)
+				return cr_errf(err, CR_EINPUT,
+					       "%s:%d: kernel '%s' takes %d parameter%s, the launch passes %d",
+					       name, l->line, l->fn, k->n_params, k->n_params == 1 ? "" : "s",
+					       l->n_args);
+			for (int a = 0; a < l->n_args; a++) {
+				int sz = k->param_size[a];
+				bool ok = l->args[a].kind == CR_PARG_SLOT ? sz == 8 : (sz == 4 || sz == 8);
+				if (!ok)
+					return cr_errf(err, CR_EINPUT,
+						       "%s:%d: argument %d of '%s' is %s but the kernel's parameter is %d bytes",
+						       name, l->line, a + 1, l->fn,
+						       arg_desc(p, s, l, a, d, sizeof d), sz);
+			}
+		}
+	return CR_OK;
+}
+
+static void ok_detail(const struct cr_plan *p, const struct cr_cuda_build *b, char *out, size_t cap)
+{
+	const char *seen[2 * CR_MAX_LAUNCH];
+	int n_seen = 0;
+	size_t used = (size_t)snprintf(out, cap, "compiled for %s: ", b->arch);
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < p->st[s].n_launch; i++) {
+			const char *fn = p->st[s].launch[i].fn;
+			const struct cr_cubin_kernel *k = cr_cubin_find(&b->info, fn);
+			bool dup = false;
+			char sp[64];
+			for (int q = 0; q < n_seen; q++)
+				dup |= !strcmp(seen[q], fn);
+			if (dup || !k || used >= cap)
+				continue;
+			seen[n_seen++] = fn;
+			if (k->spill_stores < 0)
+				snprintf(sp, sizeof sp, "spills unknown");
+			else if (k->spill_stores + k->spill_loads == 0)
+				snprintf(sp, sizeof sp, "0 spills");
+			else
+				snprintf(sp, sizeof sp, "spills %d B stored, %d B loaded", k->spill_stores,
+					 k->spill_loads);
+			used += (size_t)snprintf(out + used, cap - used, "%s %d regs, %s; ", fn, k->regs, sp);
+		}
+	if (used < cap)
+		snprintf(out + used, cap - used, "not run (compile only)");
+}
+
+/* Parses and binds; false with r filled (format_error) when the candidate
+ * cannot go on to the compiler. On true the plan is bound (release it). */
+static bool bind_cuda(const struct task *t, const char *path, const char *src, size_t len,
+		      struct cr_plan *plan, struct cr_result *r)
+{
+	struct cr_cand cand;
+	struct cr_err e2;
+	const char *name = path ? path : "<candidate>";
+
+	memset(&cand, 0, sizeof cand);
+	cr_result_init(r);
+	cr_sha256_hex(src, len, r->sha256);
+	cr_err_init(&e2);
+	r->status = CHECK_FORMAT_ERROR;
+	if (cr_cand_parse(&cand, path, src, len, &e2)) {
+		snprintf(r->detail, sizeof r->detail, "%s", e2.msg);
+		return false;
+	}
+	if (!cand.cuda) {
+		snprintf(r->detail, sizeof r->detail,
+			 "%s: CPU launch form on the cuda backend (a CUDA candidate launches kernel<<<grid, block>>>(args))",
+			 name);
+		cr_cand_release(&cand);
+		return false;
+	}
+	if (cr_plan_bind(plan, t, &cand, path, &e2)) {
+		snprintf(r->detail, sizeof r->detail, "%s", e2.msg);
+		cr_plan_release(plan);
+		return false;
+	}
+	return true;
+}
+
+/* The verdict of a bound candidate from its build. */
+static void conclude(const struct cr_plan *plan, const struct cr_cuda_build *b, const char *path,
+		     double timeout_s, struct cr_result *r)
+{
+	struct cr_err e2;
+	const char *name = path ? path : "<candidate>";
+
+	cr_err_init(&e2);
+	if (b->res != CR_COMPILED) {
+		r->status = CHECK_COMPILE_ERROR;
+		cr_cuda_compile_detail(b, name, timeout_s, r->detail, sizeof r->detail);
+		return;
+	}
+	if (cr_cuda_check_launches(plan, &b->info, path, &e2)) {
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s", e2.msg);
+		return;
+	}
+	r->status = CHECK_OK;
+	ok_detail(plan, b, r->detail, sizeof r->detail);
+	if (plan->bwd_absent)
+		snprintf(r->backward, sizeof r->backward, "absent");
+}
+
+enum cr_status cr_cuda_check_compile_opts(const struct task *t, const char *path, const char *src,
+					  size_t len, const struct cr_cuda_opts *o,
+					  struct cr_result *r, struct cr_err *err)
+{
+	struct cr_plan plan;
+	struct cr_cuda_build b;
+	enum cr_status st;
+
+	if (!bind_cuda(t, path, src, len, &plan, r))
+		return CR_OK;
+	if (!(st = cr_cuda_compile(src, len, o, &b, err)))
+		conclude(&plan, &b, path, o ? o->timeout_s : 0, r);
+	cr_plan_release(&plan);
+	cr_cuda_build_release(&b);
+	return st;
+}
+
+enum cr_status cr_cuda_check_compile(const struct task *t, const char *path, const char *src,
+				     size_t len, const char *arch, struct cr_result *r,
+				     struct cr_err *err)
+{
+	struct cr_cuda_opts o = { .arch = arch, .timeout_s = 0, .cache_dir = NULL };
+	return cr_cuda_check_compile_opts(t, path, src, len, &o, r, err);
+}
+
+enum cr_status cr_cuda_check_compile_many(struct cr_cuda_check_job *jobs, int n,
+					  const struct cr_cuda_opts *o, int max_par,
+					  struct cr_err *err)
+{
+	struct cr_cuda_job *cj = calloc((size_t)(n > 0 ? n : 1), sizeof *cj);
+	int *of = calloc((size_t)(n > 0 ? n : 1), sizeof *of);
+	struct cr_plan *plan = malloc(sizeof *plan);
+	int m = 0;
+	enum cr_status st = CR_OK;
+
+	if (!cj || !of || !plan) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory for %d compile jobs", n);
+		goto out;
+	}
+	/* plans are large: bind to find format errors, bind again to conclude */
+	for (int i = 0; i < n; i++)
+		if (bind_cuda(jobs[i].t, jobs[i].path, jobs[i].src, jobs[i].len, plan, &jobs[i].r)) {
+			cr_plan_release(plan);
+			cj[m].src = jobs[i].src;
+			cj[m].len = jobs[i].len;
+			of[m++] = i;
+		}
+	st = cr_cuda_compile_many(cj, m, o, max_par, err);
+	for (int k = 0; k < m; k++) {
+		struct cr_cuda_check_job *j = &jobs[of[k]];
+		if (cj[k].b.res == CR_COMPILE_ENV) {
+			j->r.status = CHECK_COMPILE_ERROR;
+			snprintf(j->r.detail, sizeof j->r.detail, "%s: not compiled: %s",
+				 j->path ? j->path : "<candidate>", cj[k].b.log ? cj[k].b.log : "");
+		} else if (bind_cuda(j->t, j->path, j->src, j->len, plan, &j->r)) {
+			conclude(plan, &cj[k].b, j->path, o ? o->timeout_s : 0, &j->r);
+			cr_plan_release(plan);
+		}
+		cr_cuda_build_release(&cj[k].b);
+	}
+out:
+	free(cj);
+	free(of);
+	free(plan);
+	return st;
+}
