@@ -17,6 +17,7 @@
 
 #include "cr_config.h"
 #include "harness/cand.h"
+#include "harness/compile.h"
 #include "harness/results.h"
 #include "harness/sha256.h"
 #include "harness/verify.h"
@@ -144,9 +145,37 @@ static void cpu_model(char *buf, size_t cap)
 	fclose(f);
 }
 
-static void write_run_json(const char *dir, const char *run_id, const struct eval_opts *o,
-			   const char *device, int n_tasks, const char *taskhash)
+/* First line of `cc --version`: the candidates' compiler, for run.json. */
+static void compiler_version(const char *workroot, char *buf, size_t cap)
 {
+	char log[700], *argv[] = { "cc", "--version", NULL };
+	FILE *f;
+	snprintf(buf, cap, "unknown");
+	snprintf(log, sizeof log, "%s/cc-version.log", workroot);
+	if (cr_run_argv(argv, log, 10, false) == 0 && (f = fopen(log, "r"))) {
+		if (fgets(buf, (int)cap, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	unlink(log);
+}
+
+static void json_str(FILE *f, const char *key, const char *val, bool comma)
+{
+	fprintf(f, "  \"%s\": \"", key);
+	for (const char *p = val; *p; p++)
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if ((unsigned char)*p >= 0x20)
+			fputc(*p, f);
+	fprintf(f, "\"%s\n", comma ? "," : "");
+}
+
+static void write_run_json(const char *dir, const char *run_id, const struct eval_opts *o,
+			   const char *device, int n_tasks, const char *taskhash,
+			   const char *workroot)
+{
+	char ccv[256];
 	char path[1024];
 	struct utsname u;
 	FILE *f;
@@ -155,10 +184,13 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	if (!f)
 		return;
 	uname(&u);
+	compiler_version(workroot, ccv, sizeof ccv);
 	fprintf(f, "{\n  \"tool\": \"crucible\",\n  \"version\": \"%s\",\n  \"run_id\": \"%s\",\n",
 		CRUCIBLE_VERSION, run_id);
-	fprintf(f, "  \"backend\": \"cpu\",\n  \"device\": \"%s\",\n  \"cores\": %ld,\n", device,
-		sysconf(_SC_NPROCESSORS_ONLN));
+	fprintf(f, "  \"backend\": \"cpu\",\n");
+	json_str(f, "device", device, true);
+	json_str(f, "compiler", ccv, true);
+	fprintf(f, "  \"cores\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(f, "  \"kernel\": \"%s %s\",\n  \"task_set\": \"%s\",\n  \"tasks\": %d,\n", u.sysname,
 		u.release, o->tasks ? o->tasks : "", n_tasks);
 	fprintf(f, "  \"task_set_sha256\": \"%s\",\n", taskhash);
@@ -169,6 +201,32 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	fprintf(f, "  \"timing\": %s,\n  \"quick\": %s\n}\n", o->no_timing ? "false" : "true",
 		o->quick ? "true" : "false");
 	fclose(f);
+}
+
+static int cmp_task_name(const void *a, const void *b)
+{
+	return strcmp(((const struct task *)a)->name, ((const struct task *)b)->name);
+}
+
+/* sha256 over "name\0file contents" of every task, sorted by name. */
+static void task_set_hash(struct task *ts, int n, char out[65])
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	qsort(ts, (size_t)n, sizeof *ts, cmp_task_name);
+	for (int i = 0; m && i < n; i++) {
+		size_t fl = 0;
+		char *src = slurp(ts[i].path, &fl);
+		fwrite(ts[i].name, 1, strlen(ts[i].name) + 1, m);
+		if (src)
+			fwrite(src, 1, fl, m);
+		free(src);
+	}
+	if (m)
+		fclose(m);
+	cr_sha256_hex(buf ? buf : "", buf ? len : 0, out);
+	free(buf);
 }
 
 static void print_usage_eval(FILE *f)
@@ -431,13 +489,7 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
 	cpu_model(device, sizeof device);
-	{
-		char hash_src[8192] = "", h[65];
-		for (int i = 0; i < n_filter; i++)
-			strncat(hash_src, filter[i].name, sizeof hash_src - strlen(hash_src) - 1);
-		cr_sha256_hex(hash_src, strlen(hash_src), h);
-		write_run_json(o.out, run_id, &o, device, n_filter, h);
-	}
+	write_run_json(o.out, run_id, &o, device, 0, "", workroot);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
 	for (int i = 0; i < cs.n; i++) {
@@ -509,6 +561,12 @@ int cr_cmd_eval(int argc, char **argv)
 	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
 	fclose(res);
 	res = NULL;
+	{
+		/* the task set actually used: a hash over the files, in name order */
+		char h[65];
+		task_set_hash(tasks, n_tasks, h);
+		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot);
+	}
 	if (done > 0 || n_keys > 0) {
 		printf("\n");
 		fflush(stdout);

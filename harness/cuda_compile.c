@@ -20,7 +20,6 @@
 
 #include <nvrtc.h>
 
-#include "harness/cand.h"
 #include "harness/proc.h"
 #include "harness/sha256.h"
 
@@ -32,15 +31,18 @@
 /* Child exit codes */
 enum { CHILD_OK = 0, CHILD_FAILED = 1, CHILD_NVRTC = 3, CHILD_IO = 4 };
 
-/* Every NVRTC call goes through here: on a result other than `allowed`
- * (NVRTC_SUCCESS, or NVRTC_ERROR_COMPILATION for the compile itself) the
- * call and NVRTC's message go to the log fd and the child exits. */
-#define NVRTC_CHECK(call, allowed) do { \
+/* Every NVRTC call goes through here: a result other than NVRTC_SUCCESS or
+ * `allowed` (NVRTC_ERROR_COMPILATION for the compile itself) runs `on_fail`
+ * with r_ naming the result; nv_res keeps the last result. In the child,
+ * on_fail writes the call and NVRTC's message to the log and exits. */
+#define NVRTC_CHECK(call, allowed, on_fail) do { \
 	nvrtcResult r_ = (call); \
-	if (r_ != NVRTC_SUCCESS && r_ != (allowed)) \
-		nvrtc_die(log_fd, #call, r_); \
+	if (r_ != NVRTC_SUCCESS && r_ != (allowed)) { \
+		on_fail; \
+	} \
 	nv_res = r_; } while (0)
-
+/* in the compile child: log the failing call and exit */
+#define NV_CHILD(call, allowed) NVRTC_CHECK(call, allowed, nvrtc_die(log_fd, #call, r_))
 static void nvrtc_die(int log_fd, const char *call, nvrtcResult r)
 {
 	dprintf(log_fd, "NVRTC: %s failed: %s\n", call, nvrtcGetErrorString(r));
@@ -76,21 +78,22 @@ const char *cr_cuda_cache_dir(char *buf, size_t cap)
 
 void cr_cuda_nvrtc_version(char *buf, size_t cap, char *archs, size_t archs_cap)
 {
-	int maj = 0, min = 0, n = 0;
-	if (nvrtcVersion(&maj, &min) != NVRTC_SUCCESS)
-		maj = min = 0;
+	nvrtcResult nv_res = NVRTC_SUCCESS;
+	int maj = 0, min = 0, n = 0, a[256];
+	size_t used = 0;
+
+	NVRTC_CHECK(nvrtcVersion(&maj, &min), NVRTC_SUCCESS, maj = min = 0);
 	snprintf(buf, cap, "NVRTC %d.%d", maj, min);
 	if (!archs || !archs_cap)
 		return;
 	archs[0] = '\0';
-	if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 && n < 256) {
-		int a[256];
-		size_t used = 0;
-		if (nvrtcGetSupportedArchs(a) != NVRTC_SUCCESS)
-			return;
-		for (int i = 0; i < n && used + 8 < archs_cap; i++)
-			used += (size_t)snprintf(archs + used, archs_cap - used, "%ssm_%d", i ? " " : "", a[i]);
-	}
+	NVRTC_CHECK(nvrtcGetNumSupportedArchs(&n), NVRTC_SUCCESS, return);
+	if (n <= 0 || n > 256)
+		return;
+	NVRTC_CHECK(nvrtcGetSupportedArchs(a), NVRTC_SUCCESS, return);
+	for (int i = 0; i < n && used + 8 < archs_cap; i++)
+		used += (size_t)snprintf(archs + used, archs_cap - used, "%ssm_%d", i ? " " : "", a[i]);
+	(void)nv_res;
 }
 
 /* The toolkit root whose include/ has cuda_fp16.h: $CUDA_HOME, $CUDA_PATH,
@@ -316,27 +319,27 @@ static void child_compile(const char *src, size_t len, char opts[MAX_OPTS][OPT_L
 	text[len] = '\0';
 	for (int i = 0; i < n_opts; i++)
 		ov[i] = opts[i];
-	NVRTC_CHECK(nvrtcCreateProgram(&prog, text, PROG_NAME, 0, NULL, NULL), NVRTC_SUCCESS);
-	NVRTC_CHECK(nvrtcCompileProgram(prog, n_opts, ov), NVRTC_ERROR_COMPILATION);
+	NV_CHILD(nvrtcCreateProgram(&prog, text, PROG_NAME, 0, NULL, NULL), NVRTC_SUCCESS);
+	NV_CHILD(nvrtcCompileProgram(prog, n_opts, ov), NVRTC_ERROR_COMPILATION);
 	bool compiled = nv_res == NVRTC_SUCCESS;
-	NVRTC_CHECK(nvrtcGetProgramLogSize(prog, &n), NVRTC_SUCCESS);
+	NV_CHILD(nvrtcGetProgramLogSize(prog, &n), NVRTC_SUCCESS);
 	if (!(buf = malloc(n + 1)))
 		_exit(CHILD_IO);
-	NVRTC_CHECK(nvrtcGetProgramLog(prog, buf), NVRTC_SUCCESS);
+	NV_CHILD(nvrtcGetProgramLog(prog, buf), NVRTC_SUCCESS);
 	buf[n] = '\0';
 	if (!write_all(log_fd, buf, strlen(buf)))
 		_exit(CHILD_IO);
 	free(buf);
 	if (!compiled)
 		_exit(CHILD_FAILED);
-	NVRTC_CHECK(nvrtcGetCUBINSize(prog, &n), NVRTC_SUCCESS);
+	NV_CHILD(nvrtcGetCUBINSize(prog, &n), NVRTC_SUCCESS);
 	if (!(buf = malloc(n ? n : 1)))
 		_exit(CHILD_IO);
-	NVRTC_CHECK(nvrtcGetCUBIN(prog, buf), NVRTC_SUCCESS);
+	NV_CHILD(nvrtcGetCUBIN(prog, buf), NVRTC_SUCCESS);
 	fd = open(cpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || !write_all(fd, buf, n) || close(fd))
 		_exit(CHILD_IO);
-	NVRTC_CHECK(nvrtcDestroyProgram(&prog), NVRTC_SUCCESS);
+	NV_CHILD(nvrtcDestroyProgram(&prog), NVRTC_SUCCESS);
 	(void)nv_res;
 	_exit(CHILD_OK);
 }
