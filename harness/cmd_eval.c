@@ -106,16 +106,20 @@ out:
 }
 
 /* Reads just the @task name (for grouping and filtering before parsing). */
-static void peek_task(const char *src, size_t len, char *task, size_t cap)
+static int peek_task(const char *src, size_t len, char *task, size_t cap)
 {
 	struct cr_cand c;
 	struct cr_err e;
+	int line = 0;
 	task[0] = '\0';
 	cr_err_init(&e);
 	memset(&c, 0, sizeof c);
-	if (!cr_cand_parse(&c, "", src, len, &e))
+	if (!cr_cand_parse(&c, "", src, len, &e)) {
 		snprintf(task, cap, "%s", c.task);
+		line = c.task_line;
+	}
 	cr_cand_release(&c);
+	return line;
 }
 
 struct eval_opts {
@@ -298,10 +302,11 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 		return CR_OK;
 	}
 	cr_sha256_hex(src, len, r->sha256);
+	int task_line = 0;
 	if (task_override)
 		snprintf(task_name, tcap, "%s", task_override);
 	else
-		peek_task(src, len, task_name, tcap);
+		task_line = peek_task(src, len, task_name, tcap);
 	if (!task_name[0]) {
 		/* let the parser produce the precise format error */
 		struct cr_cand c;
@@ -328,7 +333,7 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 		cr_err_init(&e);
 		if (task_registry_find(task_name, &nt[*n_tasks], &e)) {
 			r->status = CHECK_FORMAT_ERROR;
-			snprintf(r->detail, sizeof r->detail, "%s: @task: %s", path, e.msg);
+			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, task_line, e.msg);
 			goto out;
 		}
 		t = &nt[(*n_tasks)++];

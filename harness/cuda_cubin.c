@@ -121,6 +121,7 @@ static void kernel_init(struct cr_cubin_kernel *k, const char *name)
 	memset(k, 0, sizeof *k);
 	snprintf(k->name, sizeof k->name, "%s", name);
 	k->regs = k->frame = k->spill_stores = k->spill_loads = -1;
+	k->n_params = -1;          /* until its .nv.info.<name> section is read */
 	for (int i = 0; i < CR_CUBIN_MAX_PARAMS; i++)
 		k->param_size[i] = k->param_offset[i] = -1;
 }

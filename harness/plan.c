@@ -27,6 +27,7 @@ static int add_expr(struct cr_plan *p, const char *text, int line, const char *p
 		cr_errf(err, CR_EINPUT, "%s:%d: %s", path, line, e2.msg);
 		return -1;
 	}
+	p->expr_line[p->n_exprs] = line;
 	return p->n_exprs++;
 }
 
@@ -143,6 +144,7 @@ enum cr_status cr_plan_bind(struct cr_plan *p, const struct task *t, struct cr_c
 	enum cr_status st = CR_OK;
 
 	memset(p, 0, sizeof *p);
+	snprintf(p->path, sizeof p->path, "%s", path);
 	p->task = t;
 	p->cand = *cand;
 	memset(cand, 0, sizeof *cand);
@@ -206,7 +208,8 @@ enum cr_status cr_plan_eval(const struct cr_plan *p, const struct task_dimset *d
 		if (cr_expr_eval(&p->exprs[i], d->v, &vals[i], &e2)) {
 			char ds[256];
 			task_dims_str(p->task, d, ds, sizeof ds);
-			return cr_errf(err, CR_EINPUT, "at {%s}: %s", ds, e2.msg);
+			return cr_errf(err, CR_EINPUT, "%s:%d: at {%s}: %s", p->path, p->expr_line[i],
+				       ds, e2.msg);
 		}
 	}
 	return CR_OK;

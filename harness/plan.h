@@ -64,6 +64,8 @@ struct cr_plan {
 	int scratch_count[CR_CAND_MAX_SCRATCH];  /* expr indices */
 	int n_exprs;
 	struct cr_expr exprs[CR_MAX_EXPRS];
+	int expr_line[CR_MAX_EXPRS];  /* the directive line of each expression */
+	char path[512];               /* the candidate, for messages */
 };
 
 /* Binds a parsed candidate (ownership of *cand moves into the plan) to its

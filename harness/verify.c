@@ -360,8 +360,9 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		goto done;
 	}
 	if (cand.cuda) {
+		vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: CUDA launch form on the cpu backend (a .c candidate takes function(args))",
+			path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
 		cr_cand_release(&cand);
-		vr_fail(&v, CHECK_FORMAT_ERROR, "%s: CUDA launch form on the cpu backend", path);
 		goto done;
 	}
 	if (cr_plan_bind(&v.plan, t, &cand, path, &e2)) {
@@ -393,6 +394,8 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		{
 			/* name the candidate, not the private copy compiled */
 			char *c = strstr(start, "/cand.c:");
+			if (!c && !strncmp(start, "cand.c:", 7))
+				c = start - 1; /* from the trampoline's #line */
 			vr_fail(&v, CHECK_COMPILE_ERROR, "%s%s", c ? path : "", c ? c + 7 : start);
 		}
 		goto done;

@@ -198,6 +198,16 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 	for (int p = 0; p < TASK_PROF_COUNT; p++)
 		if (!v->o->quick || p == TASK_PROF_OWN || p == TASK_PROF_LARGE || p == TASK_PROF_OFFSET)
 			profs[n_profs++] = (enum task_profile)p;
+	/* every expression must evaluate on every shape before anything runs */
+	for (int i = 0; i < n_shapes; i++) {
+		int64_t vals[CR_MAX_EXPRS];
+		struct cr_err e2;
+		cr_err_init(&e2);
+		if (cr_plan_eval(&v->plan, &shapes[i], vals, &e2)) {
+			vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
+			return CR_OK;
+		}
+	}
 	if ((st = cr_proc_init(&w, stage_shm_size(v, s, shapes, n_shapes, 1), err)))
 		return st;
 	for (int i = 0; i < n_shapes && v->status > CHECK_TIMEOUT; i++) {

@@ -19,6 +19,7 @@
 
 #include "checks/check.h"
 #include "harness/cuda_compile.h"
+#include "harness/cuda_worker.h"
 
 #ifndef SRC_ROOT
 #error SRC_ROOT must name the source tree
@@ -133,6 +134,62 @@ static void samples_expected(void **state)
 	}
 	free(ents);
 	assert_true(checked >= 7 * 2 + 7);
+}
+
+/* The batch API on every sample (cache hits after samples_expected, plus a
+ * fresh arch so the pool compiles for real) agrees with the one-by-one API. */
+static void batch_matches(void **state)
+{
+	char dir[512];
+	struct dirent **ents;
+	int n, m = 0;
+	struct cr_cuda_check_job *jobs;
+	char **srcs;
+	struct task **tasks;
+	char (*paths)[600];
+	struct cr_err e;
+	(void)state;
+
+	snprintf(dir, sizeof dir, "%s/data/candidates/smoke-cuda", SRC_ROOT);
+	n = scandir(dir, &ents, NULL, alphasort);
+	assert_true(n > 0);
+	jobs = calloc((size_t)n, sizeof *jobs);
+	srcs = calloc((size_t)n, sizeof *srcs);
+	tasks = calloc((size_t)n, sizeof *tasks);
+	paths = calloc((size_t)n, sizeof *paths);
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(ents[i]->d_name), sl = 0;
+		if (len > 3 && !strcmp(ents[i]->d_name + len - 3, ".cu")) {
+			snprintf(paths[m], sizeof paths[m], "%s/%s", dir, ents[i]->d_name);
+			srcs[m] = slurp(paths[m], &sl);
+			tasks[m] = load_task_of(srcs[m]);
+			jobs[m] = (struct cr_cuda_check_job){ tasks[m], paths[m], srcs[m], sl, { 0 } };
+			m++;
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	for (int pass = 0; pass < 2; pass++) {
+		struct cr_cuda_opts o = { .arch = pass ? "sm_89" : "sm_90", .timeout_s = 120,
+					  .cache_dir = cache_dir };
+		cr_err_init(&e);
+		assert_int_equal(cr_cuda_check_compile_many(jobs, m, &o, 0, &e), CR_OK);
+		for (int i = 0; i < m; i++) {
+			struct cr_result one;
+			assert_int_equal(check_src(paths[i], srcs[i], jobs[i].len, &o, &one), CR_OK);
+			assert_int_equal(jobs[i].r.status, one.status);
+			assert_string_equal(jobs[i].r.detail, one.detail);
+			assert_string_equal(jobs[i].r.sha256, one.sha256);
+		}
+	}
+	for (int i = 0; i < m; i++) {
+		free(srcs[i]);
+		free(tasks[i]);
+	}
+	free(jobs);
+	free(srcs);
+	free(tasks);
+	free(paths);
 }
 
 static const char relu_src[] =
@@ -305,6 +362,66 @@ static void cubin_garbage(void **state)
 	cr_cuda_build_release(&b);
 }
 
+/* The launch table the orchestrator writes for the CUDA worker: sizes
+ * evaluated and range-checked, arguments resolved (no GPU needed). */
+static void launch_table(void **state)
+{
+	static const char src[] =
+		"// @task smoke/relu\n"
+		"// @forward k<<<(cdiv(N, 256), 2, 1), (128, 2), 4096>>>(x, y, N, 0.5)\n"
+		"// @forward k2<<<N, 1024>>>(y, x, N)\n"
+		"// @backward k3<<<70000 * N, 1>>>(x, dy, dx, N)\n";
+	static const char big[] = "// @task smoke/relu\n// @forward k<<<1, (64, 32)>>>(x, y, N)\n";
+	struct task *t = load_task_of(src);
+	struct cr_cand cand;
+	struct cr_plan *p = calloc(1, sizeof *p);
+	struct cr_cuda_ltab *lt = calloc(1, sizeof *lt);
+	struct task_dimset d = { { 1000 } };
+	int64_t vals[CR_MAX_EXPRS];
+	struct cr_err e;
+	(void)state;
+
+	cr_err_init(&e);
+	memset(&cand, 0, sizeof cand);
+	assert_int_equal(cr_cand_parse(&cand, "t.cu", src, strlen(src), &e), CR_OK);
+	assert_int_equal(cr_plan_bind(p, t, &cand, "t.cu", &e), CR_OK);
+	assert_int_equal(cr_plan_eval(p, &d, vals, &e), CR_OK);
+	assert_int_equal(cr_cuda_ltab_fill(lt, p, CR_FWD, vals, "/x/cand.cubin", "t.cu", &e), CR_OK);
+	assert_int_equal(lt->n_launch, 2);
+	assert_string_equal(lt->l[0].fn, "k");
+	assert_int_equal(lt->l[0].grid[0], 4);
+	assert_int_equal(lt->l[0].grid[1], 2);
+	assert_int_equal(lt->l[0].block[0], 128);
+	assert_int_equal(lt->l[0].block[1], 2);
+	assert_int_equal(lt->l[0].block[2], 1);
+	assert_int_equal(lt->l[0].smem, 4096);
+	assert_int_equal(lt->l[0].n_args, 4);
+	assert_int_equal(lt->l[0].args[0].kind, CR_CUDA_ARG_PTR);
+	assert_int_equal(lt->l[0].args[1].slot, 1);
+	assert_int_equal(lt->l[0].args[2].kind, CR_CUDA_ARG_INT);
+	assert_int_equal(lt->l[0].args[2].i, 1000);
+	assert_int_equal(lt->l[0].args[3].kind, CR_CUDA_ARG_FLOAT);
+	assert_true(lt->l[0].args[3].f == 0.5);
+	assert_int_equal(lt->l[1].smem, 0);
+	assert_int_equal(lt->l[1].block[0], 1024);
+	/* 70000 * N blocks is fine in x; the backward's table is separate */
+	assert_int_equal(cr_cuda_ltab_fill(lt, p, CR_BWD, vals, "/x/cand.cubin", "t.cu", &e), CR_OK);
+	assert_int_equal(lt->l[0].grid[0], 70000000u);
+	cr_plan_release(p);
+
+	/* a block of 64 x 32 = 2048 threads */
+	memset(&cand, 0, sizeof cand);
+	assert_int_equal(cr_cand_parse(&cand, "b.cu", big, strlen(big), &e), CR_OK);
+	assert_int_equal(cr_plan_bind(p, t, &cand, "b.cu", &e), CR_OK);
+	assert_int_equal(cr_plan_eval(p, &d, vals, &e), CR_OK);
+	assert_int_equal(cr_cuda_ltab_fill(lt, p, CR_FWD, vals, "c", "b.cu", &e), CR_EINPUT);
+	assert_string_equal(e.msg, "b.cu:2: a block of 2048 threads (at most 1024)");
+	cr_plan_release(p);
+	free(p);
+	free(lt);
+	free(t);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -336,11 +453,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(samples_expected),
+		cmocka_unit_test(batch_matches),
 		cmocka_unit_test(cache_hit),
 		cmocka_unit_test(timeout_killed),
 		cmocka_unit_test(missing_kernel),
 		cmocka_unit_test(parallel_pool),
 		cmocka_unit_test(cubin_garbage),
+		cmocka_unit_test(launch_table),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

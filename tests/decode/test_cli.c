@@ -343,6 +343,34 @@ static void test_generate(void **state)
 		snprintf(path, sizeof path, "rm -rf '%s'", dir2);
 		assert_int_equal(system(path), 0);
 	}
+	/* batching does not change any sample: n = 3 one at a time */
+	{
+		char dir3[256], p1[512], p3[512];
+		char *argv[] = { "generate", "--model", model_path, "--tasks", "smoke", "--n", "3",
+				 "--max-tokens", "12", "--seed", "5", "--out", dir3, "--batch", "1" };
+
+		tiny_tmpname(dir3, sizeof dir3, "_gen3");
+		argv[12] = dir3;
+		assert_int_equal(capture(gen_main, 15, argv, &out), 0);
+		free(out);
+		for (int t = 0; t < 2; t++)
+			for (int i = 0; i < 3; i++) {
+				const char *task = t ? "smoke/gelu" : "smoke/relu";
+				char *a, *b;
+
+				snprintf(p1, sizeof p1, "%s/%s_s%d.txt", dir, task, i);
+				snprintf(p3, sizeof p3, "%s/%s_s%d.txt", dir3, task, i);
+				a = tiny_slurp(p1, NULL);
+				b = tiny_slurp(p3, NULL);
+				assert_non_null(a);
+				assert_non_null(b);
+				assert_string_equal(a, b);
+				free(a);
+				free(b);
+			}
+		snprintf(p1, sizeof p1, "rm -rf '%s'", dir3);
+		assert_int_equal(system(p1), 0);
+	}
 	free(c1);
 	free(c2);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode/dec_impl.h"
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "dec_testutil.h"
@@ -121,7 +122,10 @@ static void test_all(void **state)
 /* Token by token through the cache == one prefill; and reset works. */
 static void test_kv_cache(void **state)
 {
-	for (size_t a = 0; a < 3; a++) {
+	/* every arch on Q8_0, then qwen2 on every other weight type */
+	for (size_t a = 0; a < 3 + sizeof types / sizeof types[0]; a++) {
+		const char *arch = a < 3 ? archs[a] : "qwen2";
+		uint32_t type = a < 3 ? DEC_T_Q8_0 : types[a - 3];
 		struct tiny_spec s;
 		uint8_t *img;
 		struct dec_model *m;
@@ -132,7 +136,7 @@ static void test_kv_cache(void **state)
 		int nv;
 
 		(void)state;
-		tiny_spec_default(&s, archs[a], DEC_T_Q8_0);
+		tiny_spec_default(&s, arch, type);
 		m = load(&s, &img);
 		nv = m->cfg.n_vocab;
 		tokens(tok, N_TOK, nv);
@@ -143,8 +147,10 @@ static void test_kv_cache(void **state)
 		dec_state_reset(st);
 		for (int i = 0; i < N_TOK; i++) {
 			assert_int_equal(dec_forward(st, tok + i, 1, NULL, &e), CR_OK);
-			if (rel_err(st->logits, all + (size_t)i * nv, (size_t)nv) > 1e-5)
-				fail_msg("%s: step %d differs from prefill", archs[a], i);
+			/* bit for bit: the block kernels round exactly like the one-token ones */
+			if (memcmp(st->logits, all + (size_t)i * nv, sizeof(float) * (size_t)nv))
+				fail_msg("%s/%s: step %d differs from prefill (max rel %g)", arch, dec_type_name(type), i,
+					 rel_err(st->logits, all + (size_t)i * nv, (size_t)nv));
 		}
 		/* context is full now */
 		assert_int_equal(dec_forward(st, tok, 1, NULL, &e), CR_EUSAGE);
@@ -153,6 +159,56 @@ static void test_kv_cache(void **state)
 		dec_model_free(m);
 		free(img);
 	}
+}
+
+/* Three sequences sharing a prompt, stepped in one batch, give bit for bit
+ * the logits each would get alone. */
+static void test_batch_seqs(void **state)
+{
+	struct tiny_spec s;
+	uint8_t *img;
+	struct dec_model *m;
+	struct dec_state *bs, *one;
+	struct cr_err e;
+	int32_t prompt[5] = { 3, 1, 4, 1, 5 }, step1[3] = { 9, 2, 6 }, step2[2] = { 5, 3 };
+	int seqs1[3] = { 0, 1, 2 }, pos1[3] = { 5, 5, 5 }, seqs2[2] = { 2, 0 }, pos2[2] = { 6, 6 };
+	float *lg;
+	int nv;
+
+	(void)state;
+	tiny_spec_default(&s, "qwen2", DEC_T_Q4_K);
+	m = load(&s, &img);
+	nv = m->cfg.n_vocab;
+	lg = malloc(sizeof(float) * 3 * (size_t)nv);
+	cr_err_init(&e);
+	assert_int_equal(dec_state_new_seqs(m, 16, 8, 3, 2, &bs, &e), CR_OK);
+	assert_int_equal(dec_state_new(m, 16, 8, 1, &one, &e), CR_OK);
+	assert_int_equal(dec_forward(bs, prompt, 5, NULL, &e), CR_OK);
+	dec_state_copy_seq(bs, 0, 1, 5);
+	dec_state_copy_seq(bs, 0, 2, 5);
+	assert_int_equal(dec_forward_batch(bs, step1, seqs1, pos1, 3, lg, &e), CR_OK);
+	for (int k = 0; k < 3; k++) {
+		dec_state_reset(one);
+		assert_int_equal(dec_forward(one, prompt, 5, NULL, &e), CR_OK);
+		assert_int_equal(dec_forward(one, &step1[k], 1, NULL, &e), CR_OK);
+		assert_memory_equal(one->logits, lg + (size_t)k * nv, sizeof(float) * (size_t)nv);
+		if (k == 2 || k == 0) {
+			int j = k == 2 ? 0 : 1; /* its place in the second batch */
+			float *l2 = malloc(sizeof(float) * 2 * (size_t)nv);
+
+			assert_int_equal(dec_forward_batch(bs, step2, seqs2, pos2, 2, l2, &e), CR_OK);
+			assert_int_equal(dec_forward(one, &step2[j], 1, NULL, &e), CR_OK);
+			assert_memory_equal(one->logits, l2 + (size_t)j * nv, sizeof(float) * (size_t)nv);
+			free(l2);
+		}
+	}
+	/* misuse is refused */
+	assert_int_equal(dec_forward_batch(bs, step1, (int[]){ 1, 1 }, pos1, 2, lg, &e), CR_EUSAGE);
+	dec_state_free(one);
+	dec_state_free(bs);
+	free(lg);
+	dec_model_free(m);
+	free(img);
 }
 
 static void test_tied_and_rope_freqs(void **state)
@@ -215,6 +271,42 @@ static void test_config(void **state)
 	free(img);
 }
 
+/* RoPE by hand: rope_dim 4, base 10000, so θ0 = pos and θ1 = pos / 100.
+ * Normal rotates (0,1) by θ0 and (2,3) by θ1; NEOX (0,2) by θ0, (1,3) by θ1.
+ * Frequency factors divide θ; linear scaling multiplies it. */
+static void test_rope(void **state)
+{
+	struct dec_model m;
+	float cs[4], v[4];
+	const float x[4] = { 1, 2, 3, 4 }, ff[2] = { 2, 4 };
+	double t0 = 3, t1 = 0.03;
+
+	(void)state;
+	memset(&m, 0, sizeof m);
+	m.cfg.rope_dim = 4;
+	m.cfg.head_dim = 4;
+	m.cfg.rope_base = 10000;
+	m.cfg.rope_scale = 1;
+	dec_rope_cs(&m, 3, cs);
+	memcpy(v, x, sizeof v);
+	dec_rope(v, &m.cfg, cs);
+	assert_true(fabs(v[0] - (1 * cos(t0) - 2 * sin(t0))) < 1e-5);
+	assert_true(fabs(v[1] - (1 * sin(t0) + 2 * cos(t0))) < 1e-5);
+	assert_true(fabs(v[2] - (3 * cos(t1) - 4 * sin(t1))) < 1e-5);
+	assert_true(fabs(v[3] - (3 * sin(t1) + 4 * cos(t1))) < 1e-5);
+	m.cfg.rope_neox = 1;
+	memcpy(v, x, sizeof v);
+	dec_rope(v, &m.cfg, cs);
+	assert_true(fabs(v[0] - (1 * cos(t0) - 3 * sin(t0))) < 1e-5);
+	assert_true(fabs(v[2] - (1 * sin(t0) + 3 * cos(t0))) < 1e-5);
+	assert_true(fabs(v[1] - (2 * cos(t1) - 4 * sin(t1))) < 1e-5);
+	assert_true(fabs(v[3] - (2 * sin(t1) + 4 * cos(t1))) < 1e-5);
+	m.w.rope_freqs = ff;
+	m.cfg.rope_scale = 0.5f;
+	dec_rope_cs(&m, 3, cs);
+	assert_true(fabs(cs[0] - cos(t0 / 2 * 0.5)) < 1e-6 && fabs(cs[3] - sin(t1 / 4 * 0.5)) < 1e-6);
+}
+
 static void test_load_errors(void **state)
 {
 	struct gw *w = gw_new();
@@ -257,9 +349,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_tied_and_rope_freqs),
 		cmocka_unit_test(test_kv_cache),
+		cmocka_unit_test(test_batch_seqs),
 		cmocka_unit_test(test_all),
 	};
 

@@ -433,6 +433,11 @@ static void test_infer_errors(void **s)
 	attr_int(&nd, "output_padding", 1);
 	cr_err_init(&err);
 	assert_int_not_equal(nd.def->infer(&nd, c.in, 2, &out, &err), CR_OK);
+	/* a misspelt attribute is an error, not a silent default */
+	node_init(&nd, "conv_transpose", 2);
+	attr_int(&nd, "dilations", 2);
+	cr_err_init(&err);
+	assert_int_not_equal(nd.def->infer(&nd, c.in, 2, &out, &err), CR_OK);
 	/* pool padding above half the kernel */
 	memset(&c, 0, sizeof c);
 	tin(&c, 3, SH(1, 1, 8), NULL);
