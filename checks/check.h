@@ -34,23 +34,27 @@ struct check_cmp {
 	double got, exp;        /* at worst */
 	double max_abs, max_rel;
 	int64_t n_bad;          /* elements outside tolerance */
+	double base_max_abs;    /* the baseline's worst finite error (0 without one) */
 	bool pass;
 };
 
 /* Element i passes when |got-exp| <= atol*scale + rtol*|exp|, or when
- * |got-exp| <= allow (twice the f32 baseline's own worst error on this
- * case: a kernel as accurate as the baseline always passes). NaN never
- * matches. scale = max(1, rms(exp)). */
-void check_compare(const double *got, const double *exp, int64_t n, double atol, double rtol,
-		   double allow, struct check_cmp *out);
+ * |got-exp| <= allow_factor × the f32 baseline's worst finite error on this
+ * case (a kernel as accurate as the baseline always passes), or when got
+ * equals exp, or when got equals a non-finite baseline value (a float
+ * computation that overflows where the baseline does too). NaN matches
+ * nothing else. scale = max(1, rms(exp)). base may be NULL. */
+void check_compare(const double *got, const double *exp, const double *base, int64_t n,
+		   double atol, double rtol, double allow_factor, struct check_cmp *out);
 double check_rms(const double *v, int64_t n);
 
 /* Degeneracy of one output against its reference: writes a reason and
  * returns true when degenerate (NaN/Inf where the reference is finite;
  * constant where the reference is not; all zero where the reference is
- * not). tol: the comparison tolerance at the reference's scale. */
-bool check_degenerate(const double *got, const double *ref, int64_t n, double tol,
-		      char *why, size_t cap);
+ * not). tol: the comparison tolerance at the reference's scale. A
+ * non-finite value where the f32 baseline has the same is not degenerate. */
+bool check_degenerate(const double *got, const double *ref, const double *base, int64_t n,
+		      double tol, char *why, size_t cap);
 /* true when got equals inp (same count) while ref differs from inp. */
 bool check_equals_input(const double *got, const double *inp, const double *ref, int64_t n,
 			double tol);

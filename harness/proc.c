@@ -160,8 +160,11 @@ static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, con
 	setrlimit(RLIMIT_FSIZE, &rl);
 	rl.rlim_cur = rl.rlim_max = 600;
 	setrlimit(RLIMIT_CPU, &rl);
+#ifndef __SANITIZE_ADDRESS__
+	/* (a sanitizer build reserves terabytes of shadow memory: no AS limit) */
 	rl.rlim_cur = rl.rlim_max = (rlim_t)w->shm_size + (4ull << 30);
 	setrlimit(RLIMIT_AS, &rl);
+#endif
 	rl.rlim_cur = rl.rlim_max = 64;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	rl.rlim_cur = rl.rlim_max = 512;

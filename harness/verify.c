@@ -164,6 +164,9 @@ static enum cr_status case_generate(struct vr *v, struct vr_case *c, struct cr_e
 			memcpy(c->in[k], src->d, sizeof(double) * (size_t)c->numel[k]);
 		} else {
 			memcpy(c->ref[k], src->d, sizeof(double) * (size_t)c->numel[k]);
+			/* what the output dtype can hold: beyond its range the
+			 * right answer is an infinity */
+			task_gen_round(sl->dtype, c->ref[k], c->numel[k]);
 			for (int64_t e = 0; e < c->numel[k]; e++)
 				c->base[k][e] = ((float *)fsrc->d)[e];
 		}

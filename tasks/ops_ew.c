@@ -4,7 +4,8 @@
  *
  * Attributes: hardtanh min/max (-1, 1); clamp min/max (absent: unbounded);
  * leaky_relu slope (0.01); elu/celu alpha (1); softplus beta (1) and
- * threshold (20); *_scalar value. */
+ * threshold (20); *_scalar value. Shape-only ops (unsqueeze, squeeze,
+ * flatten, identity, dropout as identity) copy their input. */
 #include "tasks/task_ops.h"
 
 #include <math.h>
@@ -36,6 +37,7 @@ static void bc_strides(const struct task_val *a, const struct task_val *o, int64
 #define TANH tanh
 #define SQRT sqrt
 #define FABS fabs
+#define ERF erf
 #include "tasks/ops_ew_impl.h"
 #undef T
 #undef ACC
@@ -46,6 +48,7 @@ static void bc_strides(const struct task_val *a, const struct task_val *o, int64
 #undef TANH
 #undef SQRT
 #undef FABS
+#undef ERF
 
 #define T float
 #define ACC float
@@ -56,6 +59,7 @@ static void bc_strides(const struct task_val *a, const struct task_val *o, int64
 #define TANH tanhf
 #define SQRT sqrtf
 #define FABS fabsf
+#define ERF erff
 #include "tasks/ops_ew_impl.h"
 #undef T
 #undef ACC
@@ -66,6 +70,7 @@ static void bc_strides(const struct task_val *a, const struct task_val *o, int64
 #undef TANH
 #undef SQRT
 #undef FABS
+#undef ERF
 
 static enum cr_status infer_same(const struct task_node *nd, const struct task_val *in,
 				 int n_in, struct task_val *out, struct cr_err *err)
@@ -142,6 +147,63 @@ static enum cr_status infer_bcast(const struct task_node *nd, const struct task_
 	return CR_OK;
 }
 
+/* unsqueeze: "dim" in [-(rank+1), rank], as torch.unsqueeze */
+static enum cr_status infer_unsqueeze(const struct task_node *nd, const struct task_val *in,
+				      int n_in, struct task_val *out, struct cr_err *err)
+{
+	const struct task_attr *a = task_node_attr(nd, "dim");
+	int r = in[0].rank, d;
+	(void)n_in;
+	d = a && a->kind == TASK_ATTR_INT ? task_axis(a->i, r + 1) : -1;
+	if (d < 0 || r == TASK_MAX_RANK)
+		return cr_errf(err, CR_EINPUT, "op unsqueeze: needs an integer \"dim\" in [%d, %d] (rank < %d)",
+			       -(r + 1), r, TASK_MAX_RANK);
+	out[0].rank = r + 1;
+	for (int i = 0, k = 0; i <= r; i++)
+		out[0].shape[i] = i == d ? 1 : in[0].shape[k++];
+	out[0].n = in[0].n;
+	return CR_OK;
+}
+
+/* squeeze: "dim" must have extent 1 (torch.squeeze(x, dim) would keep
+ * an axis of another extent; a task asking for that is an error here) */
+static enum cr_status infer_squeeze(const struct task_node *nd, const struct task_val *in,
+				    int n_in, struct task_val *out, struct cr_err *err)
+{
+	const struct task_attr *a = task_node_attr(nd, "dim");
+	int r = in[0].rank, d;
+	(void)n_in;
+	d = a && a->kind == TASK_ATTR_INT ? task_axis(a->i, r) : -1;
+	if (d < 0 || in[0].shape[d] != 1 || r == 1)
+		return cr_errf(err, CR_EINPUT, "op squeeze: needs an integer \"dim\" of extent 1 (rank %d > 1)", r);
+	out[0].rank = r - 1;
+	for (int i = 0, k = 0; i < r; i++)
+		if (i != d)
+			out[0].shape[k++] = in[0].shape[i];
+	out[0].n = in[0].n;
+	return CR_OK;
+}
+
+/* flatten(start_dim = 1, end_dim = -1), as torch.flatten */
+static enum cr_status infer_flatten(const struct task_node *nd, const struct task_val *in,
+				    int n_in, struct task_val *out, struct cr_err *err)
+{
+	int r = in[0].rank, lo = task_axis(task_node_int(nd, "start_dim", 1), r),
+	    hi = task_axis(task_node_int(nd, "end_dim", -1), r), k = 0;
+	(void)n_in;
+	if (lo < 0 || hi < lo)
+		return cr_errf(err, CR_EINPUT, "op flatten: start_dim/end_dim out of range for rank %d", r);
+	for (int i = 0; i < r; i++) {
+		if (i > lo && i <= hi)
+			out[0].shape[k - 1] *= in[0].shape[i];
+		else
+			out[0].shape[k++] = in[0].shape[i];
+	}
+	out[0].rank = k;
+	out[0].n = in[0].n;
+	return CR_OK;
+}
+
 #define UN(nm, inf) { #nm, 1, 1, 1, 1u, inf, nm##_fwd_d, nm##_fwd_f, nm##_bwd_d, nm##_bwd_f }
 #define BIN(nm) { #nm, 2, 2, 1, 3u, infer_bcast, nm##_fwd_d, nm##_fwd_f, nm##_bwd_d, nm##_bwd_f }
 
@@ -166,6 +228,10 @@ const struct task_opdef task_ops_ew[] = {
 	UN(exp, infer_same),
 	UN(log, infer_same),
 	UN(abs, infer_same),
+	UN(erf, infer_same),
+	UN(identity, infer_same),
+	{ "dropout", 1, 1, 1, 1u, infer_attr, identity_fwd_d, identity_fwd_f, identity_bwd_d,
+	  identity_bwd_f },
 	UN(sqrt, infer_same),
 	UN(square, infer_same),
 	UN(neg, infer_same),
@@ -178,6 +244,11 @@ const struct task_opdef task_ops_ew[] = {
 	UN(div_scalar, infer_scalar),
 	UN(max_scalar, infer_scalar),
 	UN(min_scalar, infer_scalar),
+	UN(unsqueeze, infer_unsqueeze),
+	{ "squeeze", 1, 1, 1, 1u, infer_squeeze, unsqueeze_fwd_d, unsqueeze_fwd_f, unsqueeze_bwd_d,
+	  unsqueeze_bwd_f },
+	{ "flatten", 1, 1, 1, 1u, infer_flatten, unsqueeze_fwd_d, unsqueeze_fwd_f, unsqueeze_bwd_d,
+	  unsqueeze_bwd_f },
 	BIN(add),
 	BIN(sub),
 	BIN(mul),

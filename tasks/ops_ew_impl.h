@@ -114,6 +114,10 @@ EW_UNARY(exp, NOPAR, EXP(v), EXP(v))
 EW_UNARY(log, NOPAR, LOG(v), K(1) / v)
 /* abs: derivative sgn(x), 0 at 0 (ATen) */
 EW_UNARY(abs, NOPAR, FABS(v), v > K(0) ? K(1) : v < K(0) ? K(-1) : K(0))
+EW_UNARY(erf, NOPAR, ERF(v), K(1.1283791670955126) * EXP(-v * v))
+/* identity; dropout is registered as identity too: training-mode dropout is
+ * stochastic, so the registry runs it with p = 0 (census §1) */
+EW_UNARY(identity, NOPAR, v, K(1))
 EW_UNARY(sqrt, NOPAR, SQRT(v), K(0.5) / SQRT(v))
 EW_UNARY(square, NOPAR, v * v, K(2) * v)
 EW_UNARY(neg, NOPAR, -v, K(-1))
@@ -207,6 +211,30 @@ EW_BINARY(maximum, p > q ? p : q, p > q ? K(1) : p == q ? K(0.5) : K(0),
 	  q > p ? K(1) : p == q ? K(0.5) : K(0))
 EW_BINARY(minimum, p < q ? p : q, p < q ? K(1) : p == q ? K(0.5) : K(0),
 	  q < p ? K(1) : p == q ? K(0.5) : K(0))
+
+/* unsqueeze/squeeze/flatten: the same elements under another shape */
+static void FN(unsqueeze_fwd)(const struct task_node *nd, const struct task_val *in,
+			      struct task_val *out)
+{
+	const T *x = in[0].d;
+	T *y = out[0].d;
+	(void)nd;
+	for (int64_t i = 0; i < in[0].n; i++)
+		y[i] = x[i];
+}
+
+static void FN(unsqueeze_bwd)(const struct task_node *nd, const struct task_val *in,
+			      const struct task_val *out, const struct task_val *dout,
+			      struct task_val *din)
+{
+	const T *dy = dout[0].d;
+	T *dx = din[0].d;
+	(void)nd; (void)out;
+	if (!dx)
+		return;
+	for (int64_t i = 0; i < in[0].n; i++)
+		dx[i] += dy[i];
+}
 
 #undef K
 #undef NOPAR

@@ -6,7 +6,6 @@
  *   bmm             the same over equal leading batch dims (rank ≥ 3)
  *   matmul_nd       a[..., K] · b[K, N] (torch.matmul of N-d by 2-D, einsum)
  *   linear          x[..., K] · w[N, K]^T (+ b[N])
- *   matmul_scalar   s · a, attr s
  *   diag_matmul     diag(a[N]) · b[N, M]
  *   triu_matmul     triu(triu(a) · triu(b)); tril_matmul likewise
  *   symmetrize      (a + a^T) / 2
@@ -25,6 +24,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- geometry, shared by both instantiations --------------------------- */
@@ -78,30 +78,42 @@ struct pgeom {
 	bool count_pad;
 };
 
-/* Reads an int-or-list spatial attribute into v[3] (right-aligned); 0 if
- * present with the wrong length or a value below lo. */
+/* Reads an int-or-list spatial attribute into v[3], right-aligned, the
+ * unused leading dims set to dflt (the neutral value: 1 for kernel, stride
+ * and dilation, 0 for paddings); 0 if present with the wrong length or a
+ * value below lo. */
 static int sp_attr(const struct task_node *nd, const char *key, int nsp, int64_t dflt,
 		   int64_t lo, int64_t v[3])
 {
 	int64_t buf[TASK_ATTR_MAX_INTS];
 	int cnt = task_node_ints(nd, key, buf, TASK_ATTR_MAX_INTS);
-	const struct task_attr *a = task_node_attr(nd, key);
-	if (a && cnt == 0)
+	if (task_node_attr(nd, key) && cnt == 0)
 		return 0;
 	if (cnt != 0 && cnt != 1 && cnt != nsp)
 		return 0;
 	for (int q = 0; q < 3; q++) {
 		int s = q - (3 - nsp);
-		if (s < 0) {
-			v[q] = (!strcmp(key, "stride") || !strcmp(key, "dilation") ||
-				!strcmp(key, "kernel_size")) ? 1 : 0;
-			continue;
-		}
-		v[q] = cnt == 0 ? dflt : cnt == 1 ? buf[0] : buf[s];
+		v[q] = s < 0 || cnt == 0 ? dflt : cnt == 1 ? buf[0] : buf[s];
 		if (v[q] < lo)
 			return 0;
 	}
 	return 1;
+}
+
+/* Rejects attributes the op does not know, so that a misspelt "dilation"
+ * fails at load time instead of silently meaning 1. */
+static enum cr_status known_attrs(const struct task_node *nd, const char *const *keys,
+				  struct cr_err *err)
+{
+	for (int i = 0; i < nd->n_attrs; i++) {
+		bool ok = false;
+		for (int k = 0; keys[k]; k++)
+			ok |= !strcmp(nd->attrs[i].key, keys[k]);
+		if (!ok)
+			return cr_errf(err, CR_EINPUT, "op %s: unknown attribute \"%s\"", nd->op,
+				       nd->attrs[i].key);
+	}
+	return CR_OK;
 }
 
 /* First and one-past-last output column whose tap column o·s + off lies in
@@ -115,6 +127,15 @@ static void tap_range(int64_t off, int64_t s, int64_t in, int64_t nout, int64_t 
 		b = nout;
 	*lo = a;
 	*hi = b > a ? b : a;
+}
+
+/* The kernel taps k in [lo, hi) whose position st + k·d lies in [0, in). */
+static void kernel_range(int64_t st, int64_t d, int64_t k, int64_t in, int64_t *lo, int64_t *hi)
+{
+	int64_t a = st >= 0 ? 0 : (-st + d - 1) / d;
+	int64_t b = in - st <= 0 ? 0 : (in - st + d - 1) / d;
+	*lo = a;
+	*hi = b < k ? (b > a ? b : a) : (k > a ? k : a);
 }
 
 static bool is_transposed(const struct task_node *nd)
@@ -289,7 +310,10 @@ static enum cr_status infer_mm(const struct task_node *nd, const struct task_val
 	bool bmm = !strcmp(nd->op, "bmm");
 	int64_t shape[TASK_MAX_RANK];
 	struct mm g;
+	static const char *const keys[] = { "trans_a", "trans_b", "alpha", NULL };
 	(void)n_in;
+	if (known_attrs(nd, keys, err))
+		return CR_EINPUT;
 	if (a->rank != b->rank || (bmm ? a->rank < 3 : a->rank != 2))
 		return cr_errf(err, CR_EINPUT, "op %s: needs two operands of rank %s (got %d and %d)",
 			       nd->op, bmm ? ">= 3" : "2", a->rank, b->rank);
@@ -311,9 +335,12 @@ static enum cr_status infer_mm(const struct task_node *nd, const struct task_val
 static enum cr_status infer_mm_nd(const struct task_node *nd, const struct task_val *in,
 				  int n_in, struct task_val *out, struct cr_err *err)
 {
+	static const char *const none[] = { NULL };
 	const struct task_val *a = &in[0], *b = &in[1];
 	int64_t shape[TASK_MAX_RANK];
 	(void)n_in;
+	if (known_attrs(nd, none, err))
+		return CR_EINPUT;
 	if (b->rank != 2 || a->shape[a->rank - 1] != b->shape[0])
 		return cr_errf(err, CR_EINPUT, "op %s: needs a[..., K] and b[K, N]", nd->op);
 	memcpy(shape, a->shape, sizeof shape);
@@ -325,8 +352,11 @@ static enum cr_status infer_mm_nd(const struct task_node *nd, const struct task_
 static enum cr_status infer_linear(const struct task_node *nd, const struct task_val *in,
 				   int n_in, struct task_val *out, struct cr_err *err)
 {
+	static const char *const none[] = { NULL };
 	const struct task_val *x = &in[0], *w = &in[1];
 	int64_t shape[TASK_MAX_RANK];
+	if (known_attrs(nd, none, err))
+		return CR_EINPUT;
 	if (w->rank != 2 || x->shape[x->rank - 1] != w->shape[1])
 		return cr_errf(err, CR_EINPUT, "op linear: needs x[..., K] and w[N, K]");
 	if (n_in > 2 && in[2].n != w->shape[0])
@@ -338,21 +368,13 @@ static enum cr_status infer_linear(const struct task_node *nd, const struct task
 	return blas_range(nd, x->n / w->shape[1], w->shape[0], w->shape[1], err);
 }
 
-static enum cr_status infer_scalar(const struct task_node *nd, const struct task_val *in,
-				   int n_in, struct task_val *out, struct cr_err *err)
-{
-	const struct task_attr *a = task_node_attr(nd, "s");
-	(void)n_in;
-	if (!a || (a->kind != TASK_ATTR_FLOAT && a->kind != TASK_ATTR_INT))
-		return cr_errf(err, CR_EINPUT, "op matmul_scalar: needs a number attribute \"s\"");
-	set_shape(out, in[0].rank, in[0].shape);
-	return CR_OK;
-}
-
 static enum cr_status infer_diag(const struct task_node *nd, const struct task_val *in,
 				 int n_in, struct task_val *out, struct cr_err *err)
 {
-	(void)nd; (void)n_in;
+	static const char *const none[] = { NULL };
+	(void)n_in;
+	if (known_attrs(nd, none, err))
+		return CR_EINPUT;
 	if (in[0].rank != 1 || in[1].rank != 2 || in[0].shape[0] != in[1].shape[0])
 		return cr_errf(err, CR_EINPUT, "op diag_matmul: needs a[N] and b[N, M]");
 	set_shape(out, 2, in[1].shape);
@@ -362,6 +384,9 @@ static enum cr_status infer_diag(const struct task_node *nd, const struct task_v
 static enum cr_status infer_square(const struct task_node *nd, const struct task_val *in,
 				   int n_in, struct task_val *out, struct cr_err *err)
 {
+	static const char *const none[] = { NULL };
+	if (known_attrs(nd, none, err))
+		return CR_EINPUT;
 	for (int i = 0; i < n_in; i++)
 		if (in[i].rank != 2 || in[i].shape[0] != in[i].shape[1] ||
 		    in[i].shape[0] != in[0].shape[0])
@@ -380,6 +405,11 @@ static enum cr_status infer_conv(const struct task_node *nd, const struct task_v
 	int64_t v[3], shape[TASK_MAX_RANK], groups;
 	struct cgeom g;
 	static const char *keys[] = { "stride", "padding", "dilation", "output_padding" };
+	static const char *const known[] = { "stride", "padding", "dilation", "output_padding",
+					     "groups", NULL };
+
+	if (known_attrs(nd, known, err))
+		return CR_EINPUT;
 
 	if (nsp < 1 || nsp > 3 || w->rank != x->rank)
 		return cr_errf(err, CR_EINPUT, "op %s: needs x [N, C, 1-3 spatial dims] and w of the same rank",
@@ -436,7 +466,11 @@ static enum cr_status infer_pool(const struct task_node *nd, const struct task_v
 	int nsp = x->rank - 2;
 	int64_t k[3], s[3], p[3], d[3], shape[TASK_MAX_RANK];
 	struct pgeom g;
+	static const char *const known[] = { "kernel_size", "stride", "padding", "dilation",
+					     "ceil_mode", "count_include_pad", NULL };
 	(void)n_in;
+	if (known_attrs(nd, known, err))
+		return CR_EINPUT;
 	if (nsp < 1 || nsp > 3)
 		return cr_errf(err, CR_EINPUT, "op %s: needs x [N, C, 1-3 spatial dims]", nd->op);
 	if (!task_node_attr(nd, "kernel_size") || !sp_attr(nd, "kernel_size", nsp, 1, 1, k) ||
@@ -473,7 +507,6 @@ const struct task_opdef task_ops_linalg[] = {
 	OP("bmm", 2, 2, 3u, infer_mm, mm),
 	OP("matmul_nd", 2, 2, 3u, infer_mm_nd, mm),
 	OP("linear", 2, 3, 7u, infer_linear, linear),
-	OP("matmul_scalar", 1, 1, 1u, infer_scalar, mscale),
 	OP("diag_matmul", 2, 2, 3u, infer_diag, diagmm),
 	OP("triu_matmul", 2, 2, 3u, infer_square, trimm),
 	OP("tril_matmul", 2, 2, 3u, infer_square, trimm),

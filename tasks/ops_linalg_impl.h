@@ -100,30 +100,6 @@ static void FN(linear_bwd)(const struct task_node *nd, const struct task_val *in
 		}
 }
 
-/* y = s · x, s a constant attribute (KernelBench passes a python float). */
-static void FN(mscale_fwd)(const struct task_node *nd, const struct task_val *in,
-			   struct task_val *out)
-{
-	T s = (T)task_node_float(nd, "s", 1.0);
-	const T *x = in[0].d;
-	T *y = out[0].d;
-	for (int64_t i = 0; i < in[0].n; i++)
-		y[i] = x[i] * s;
-}
-
-static void FN(mscale_bwd)(const struct task_node *nd, const struct task_val *in,
-			   const struct task_val *out, const struct task_val *dout,
-			   struct task_val *din)
-{
-	T s = (T)task_node_float(nd, "s", 1.0);
-	const T *dy = dout[0].d;
-	T *dx = din[0].d;
-	(void)out;
-	if (dx)
-		for (int64_t i = 0; i < in[0].n; i++)
-			dx[i] += dy[i] * s;
-}
-
 /* c[i,j] = a[i] · b[i,j]  (diag(a) · b, KernelBench's a.unsqueeze(1) * b). */
 static void FN(diagmm_fwd)(const struct task_node *nd, const struct task_val *in,
 			   struct task_val *out)
@@ -238,6 +214,23 @@ static void FN(sym_bwd)(const struct task_node *nd, const struct task_val *in,
 
 /* ---- convolution -------------------------------------------------------- */
 
+/* One output row of conv_nest at unit stride. */
+static void FN(nest_row)(int mode, T wv, T *restrict xr, T *restrict yr, int64_t lo, int64_t hi,
+			 ACC *acc)
+{
+	ACC a = 0;
+	if (mode == CONV_FWD)
+		for (int64_t ow = lo; ow < hi; ow++)
+			yr[ow] += xr[ow] * wv;
+	else if (mode == CONV_DGRAD)
+		for (int64_t ow = lo; ow < hi; ow++)
+			xr[ow] += wv * yr[ow];
+	else
+		for (int64_t ow = lo; ow < hi; ow++)
+			a += (ACC)xr[ow] * yr[ow];
+	*acc += a;
+}
+
 /* The one loop nest behind conv and conv_transpose, forward and backward,
  * over a convolution whose input is x [N, CI, in...], output y [N, CO,
  * out...] and weight w [CO, CI/G, k...] (3 spatial dims, unit-padded):
@@ -276,24 +269,128 @@ static void FN(conv_nest)(const struct cgeom *g, int mode, T *x, T *w, T *y)
 								continue;
 							xr = xc + (id * g->in[1] + ih) * g->in[2] + off;
 							yr = yc + (od * g->out[1] + oh) * g->out[2];
-							if (mode == CONV_FWD) {
-								T wv = *wp;
+							if (g->s[2] == 1) /* contiguous: vectorises */
+								FN(nest_row)(mode, *wp, xr, yr, lo, hi, &acc);
+							else if (mode == CONV_FWD)
 								for (int64_t ow = lo; ow < hi; ow++)
-									yr[ow] += xr[ow * g->s[2]] * wv;
-							} else if (mode == CONV_DGRAD) {
-								T wv = *wp;
+									yr[ow] += xr[ow * g->s[2]] * *wp;
+							else if (mode == CONV_DGRAD)
 								for (int64_t ow = lo; ow < hi; ow++)
-									xr[ow * g->s[2]] += wv * yr[ow];
-							} else {
+									xr[ow * g->s[2]] += *wp * yr[ow];
+							else
 								for (int64_t ow = lo; ow < hi; ow++)
 									acc += (ACC)xr[ow * g->s[2]] * yr[ow];
-							}
 						}
 					}
 					if (mode == CONV_WGRAD)
 						*wp += (T)acc;
 				}
 			}
+}
+
+/* im2col for one sample and group: col[(cl, kd, kh, kw), o] is the input
+ * tap of output o (0 in the padding); x points at the group's first
+ * channel. */
+static void FN(im2col)(const struct cgeom *g, const T *x, T *col)
+{
+	int64_t cig = g->ci / g->g, isz = g->in[0] * g->in[1] * g->in[2];
+	int64_t osz = g->out[0] * g->out[1] * g->out[2];
+	for (int64_t cl = 0; cl < cig; cl++)
+	for (int64_t kd = 0; kd < g->k[0]; kd++)
+	for (int64_t kh = 0; kh < g->k[1]; kh++)
+	for (int64_t kw = 0; kw < g->k[2]; kw++) {
+		T *row = col + (((cl * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * osz;
+		int64_t lo, hi, off = kw * g->d[2] - g->p[2];
+		tap_range(off, g->s[2], g->in[2], g->out[2], &lo, &hi);
+		for (int64_t od = 0; od < g->out[0]; od++) {
+			int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0];
+			for (int64_t oh = 0; oh < g->out[1]; oh++) {
+				int64_t ih = oh * g->s[1] - g->p[1] + kh * g->d[1];
+				T *r = row + (od * g->out[1] + oh) * g->out[2];
+				const T *xr;
+				if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+					memset(r, 0, sizeof(T) * (size_t)g->out[2]);
+					continue;
+				}
+				xr = x + cl * isz + (id * g->in[1] + ih) * g->in[2] + off;
+				for (int64_t ow = 0; ow < lo; ow++)
+					r[ow] = 0;
+				for (int64_t ow = lo; ow < hi; ow++)
+					r[ow] = xr[ow * g->s[2]];
+				for (int64_t ow = hi; ow < g->out[2]; ow++)
+					r[ow] = 0;
+			}
+		}
+	}
+}
+
+/* The adjoint of im2col: x[tap(o)] += col[(cl, k), o]. */
+static void FN(col2im)(const struct cgeom *g, const T *col, T *x)
+{
+	int64_t cig = g->ci / g->g, isz = g->in[0] * g->in[1] * g->in[2];
+	int64_t osz = g->out[0] * g->out[1] * g->out[2];
+	for (int64_t cl = 0; cl < cig; cl++)
+	for (int64_t kd = 0; kd < g->k[0]; kd++)
+	for (int64_t kh = 0; kh < g->k[1]; kh++)
+	for (int64_t kw = 0; kw < g->k[2]; kw++) {
+		const T *row = col + (((cl * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * osz;
+		int64_t lo, hi, off = kw * g->d[2] - g->p[2];
+		tap_range(off, g->s[2], g->in[2], g->out[2], &lo, &hi);
+		for (int64_t od = 0; od < g->out[0]; od++) {
+			int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0];
+			if (id < 0 || id >= g->in[0])
+				continue;
+			for (int64_t oh = 0; oh < g->out[1]; oh++) {
+				int64_t ih = oh * g->s[1] - g->p[1] + kh * g->d[1];
+				const T *r = row + (od * g->out[1] + oh) * g->out[2];
+				T *xr;
+				if (ih < 0 || ih >= g->in[1])
+					continue;
+				xr = x + cl * isz + (id * g->in[1] + ih) * g->in[2] + off;
+				for (int64_t ow = lo; ow < hi; ow++)
+					xr[ow * g->s[2]] += r[ow];
+			}
+		}
+	}
+}
+
+/* conv_nest's three modes through BLAS, per sample and group, with W_g the
+ * [cog, cig·ksz] weight block and col the im2col matrix [cig·ksz, osz]:
+ *   FWD: y_g += W_g · col;  DGRAD: x += col2im(W_g^T · dy_g);
+ *   WGRAD: dW_g += dy_g · col^T.
+ * Depthwise-like groups (one channel in, one out) and sizes past BLAS's int
+ * range or a failed allocation take the direct nest. */
+static void FN(conv_run)(const struct cgeom *g, int mode, T *x, T *w, T *y)
+{
+	int64_t cig = g->ci / g->g, cog = g->co / g->g;
+	int64_t isz = g->in[0] * g->in[1] * g->in[2], osz = g->out[0] * g->out[1] * g->out[2];
+	int64_t ksz = g->k[0] * g->k[1] * g->k[2], rows = cig * ksz;
+	T *col;
+
+	if ((cig == 1 && cog == 1) || rows * osz > ((int64_t)1 << 28) || osz > INT32_MAX ||
+	    rows > INT32_MAX || !(col = malloc(sizeof(T) * (size_t)(rows * osz)))) {
+		FN(conv_nest)(g, mode, x, w, y);
+		return;
+	}
+	for (int64_t n = 0; n < g->n; n++)
+		for (int64_t q = 0; q < g->g; q++) {
+			T *xg = x + (n * g->ci + q * cig) * isz, *yg = y + (n * g->co + q * cog) * osz;
+			T *wg = w + q * cog * rows;
+			if (mode == CONV_FWD) {
+				FN(im2col)(g, xg, col);
+				GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)cog, (int)osz,
+				     (int)rows, 1, wg, (int)rows, col, (int)osz, 1, yg, (int)osz);
+			} else if (mode == CONV_DGRAD) {
+				GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)osz,
+				     (int)cog, 1, wg, (int)rows, yg, (int)osz, 0, col, (int)osz);
+				FN(col2im)(g, col, xg);
+			} else {
+				FN(im2col)(g, xg, col);
+				GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)cog, (int)rows,
+				     (int)osz, 1, yg, (int)osz, col, (int)osz, 1, wg, (int)rows);
+			}
+		}
+	free(col);
 }
 
 /* Adds b[c] to every element of channel c (y [N, C, spatial]). */
@@ -324,7 +421,7 @@ static void FN(conv_fwd)(const struct task_node *nd, const struct task_val *in,
 	struct cgeom g;
 	cgeom_fill(nd, in, &g);
 	memset(out[0].d, 0, sizeof(T) * (size_t)out[0].n);
-	FN(conv_nest)(&g, CONV_FWD, in[0].d, in[1].d, out[0].d);
+	FN(conv_run)(&g, CONV_FWD, in[0].d, in[1].d, out[0].d);
 	if (nd->n_in > 2)
 		FN(bias_add)(out[0].d, in[2].d, g.n, g.co, out[0].n / (g.n * g.co));
 }
@@ -336,9 +433,9 @@ static void FN(conv_bwd)(const struct task_node *nd, const struct task_val *in,
 	struct cgeom g;
 	cgeom_fill(nd, in, &g);
 	if (din[0].d)
-		FN(conv_nest)(&g, CONV_DGRAD, din[0].d, in[1].d, dout[0].d);
+		FN(conv_run)(&g, CONV_DGRAD, din[0].d, in[1].d, dout[0].d);
 	if (din[1].d)
-		FN(conv_nest)(&g, CONV_WGRAD, in[0].d, din[1].d, dout[0].d);
+		FN(conv_run)(&g, CONV_WGRAD, in[0].d, din[1].d, dout[0].d);
 	if (nd->n_in > 2 && din[2].d)
 		FN(bias_grad)(din[2].d, dout[0].d, g.n, g.co, out[0].n / (g.n * g.co));
 }
@@ -351,7 +448,7 @@ static void FN(convt_fwd)(const struct task_node *nd, const struct task_val *in,
 	struct cgeom g;
 	cgeom_fill(nd, in, &g);
 	memset(out[0].d, 0, sizeof(T) * (size_t)out[0].n);
-	FN(conv_nest)(&g, CONV_DGRAD, out[0].d, in[1].d, in[0].d);
+	FN(conv_run)(&g, CONV_DGRAD, out[0].d, in[1].d, in[0].d);
 	if (nd->n_in > 2)
 		FN(bias_add)(out[0].d, in[2].d, g.n, g.ci, out[0].n / (g.n * g.ci));
 }
@@ -363,41 +460,43 @@ static void FN(convt_bwd)(const struct task_node *nd, const struct task_val *in,
 	struct cgeom g;
 	cgeom_fill(nd, in, &g);
 	if (din[0].d) /* dx = conv(dy, w) */
-		FN(conv_nest)(&g, CONV_FWD, dout[0].d, in[1].d, din[0].d);
+		FN(conv_run)(&g, CONV_FWD, dout[0].d, in[1].d, din[0].d);
 	if (din[1].d)
-		FN(conv_nest)(&g, CONV_WGRAD, dout[0].d, din[1].d, in[0].d);
+		FN(conv_run)(&g, CONV_WGRAD, dout[0].d, din[1].d, in[0].d);
 	if (nd->n_in > 2 && din[2].d)
 		FN(bias_grad)(din[2].d, dout[0].d, g.n, g.ci, out[0].n / (g.n * g.ci));
 }
 
 /* ---- pooling ------------------------------------------------------------ */
 
-/* Index of the window maximum: the first in scan order (PyTorch's
- * `val > max || isnan(val)`), padding counting as −inf; −1 if none. */
+/* Index of the window maximum, as PyTorch picks it: the index starts at
+ * the first in-bounds tap and the value at -inf, and a tap replaces them
+ * when `val > max || isnan(val)`, so ties go to the first in scan order
+ * and padding never wins; -1 for a window wholly in the padding. The
+ * update is written branch-free (selects), since random data makes the
+ * comparison unpredictable. */
 static int64_t FN(pool_argmax)(const struct pgeom *g, const T *x, const int64_t st[3])
 {
-	int64_t best = -1;
+	int64_t best, lo[3], hi[3];
 	T m = -INFINITY;
-	for (int64_t a = 0; a < g->k[0]; a++) {
-		int64_t i0 = st[0] + a * g->d[0];
-		if (i0 < 0 || i0 >= g->in[0])
-			continue;
-		for (int64_t b = 0; b < g->k[1]; b++) {
-			int64_t i1 = st[1] + b * g->d[1];
-			if (i1 < 0 || i1 >= g->in[1])
-				continue;
-			for (int64_t c = 0; c < g->k[2]; c++) {
-				int64_t i2 = st[2] + c * g->d[2];
-				int64_t idx = (i0 * g->in[1] + i1) * g->in[2] + i2;
-				if (i2 < 0 || i2 >= g->in[2])
-					continue;
-				if (best < 0 || x[idx] > m || isnan(x[idx])) {
-					m = x[idx];
-					best = idx;
-				}
+	for (int q = 0; q < 3; q++)
+		kernel_range(st[q], g->d[q], g->k[q], g->in[q], &lo[q], &hi[q]);
+	if (lo[0] >= hi[0] || lo[1] >= hi[1] || lo[2] >= hi[2])
+		return -1;
+	best = ((st[0] + lo[0] * g->d[0]) * g->in[1] + st[1] + lo[1] * g->d[1]) * g->in[2] +
+	       st[2] + lo[2] * g->d[2];
+	for (int64_t a = lo[0]; a < hi[0]; a++)
+		for (int64_t b = lo[1]; b < hi[1]; b++) {
+			int64_t row = ((st[0] + a * g->d[0]) * g->in[1] + st[1] + b * g->d[1]) * g->in[2] +
+				      st[2];
+			for (int64_t c = lo[2]; c < hi[2]; c++) {
+				int64_t idx = row + c * g->d[2];
+				T v = x[idx];
+				bool take = (v > m) | (v != v);
+				m = take ? v : m;
+				best = take ? idx : best;
 			}
 		}
-	}
 	return best;
 }
 

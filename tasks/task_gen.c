@@ -79,6 +79,7 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 			for (int64_t k = 0; k < last; k++)
 				dst[row * last + k] /= s;
 		}
+		task_gen_round(tt->dtype, dst, n);
 		return;
 	}
 	for (int64_t k = 0; k < n; k++) {

@@ -236,6 +236,40 @@ static void test_broadcast(void **s)
 	assert_int_equal(c.nd.def->infer(&c.nd, c.in, 2, c.out, &e), CR_EINPUT);
 }
 
+static const double v6[6] = { 0.3, -1.2, 2.5, -0.7, 1.1, -2.9 };
+static const double u6[6] = { -0.4, 0.9, 1.7, -2.2, 0.5, 0.8 };
+
+static void test_shapes(void **s)
+{
+	struct call c;
+	struct cr_err e;
+	(void)s;
+	begin(&c, "unsqueeze");
+	attr_i(&c, "dim", -1);
+	input(&c, 2, (int64_t[]){ 2, 3 }, v6);
+	run(&c);
+	assert_int_equal(c.out[0].rank, 3);
+	assert_int_equal(c.out[0].shape[2], 1);
+	near(c.y[5], v6[5], 0);
+	begin(&c, "squeeze");
+	attr_i(&c, "dim", 1);
+	input(&c, 3, (int64_t[]){ 2, 1, 3 }, v6);
+	run(&c);
+	assert_int_equal(c.out[0].rank, 2);
+	assert_int_equal(c.out[0].shape[1], 3);
+	begin(&c, "squeeze"); /* extent 3: refused */
+	attr_i(&c, "dim", 2);
+	input(&c, 3, (int64_t[]){ 2, 1, 3 }, v6);
+	cr_err_init(&e);
+	assert_int_equal(c.nd.def->infer(&c.nd, c.in, 1, c.out, &e), CR_EINPUT);
+	begin(&c, "flatten");
+	input(&c, 4, (int64_t[]){ 2, 1, 3, 1 }, v6);
+	run(&c);
+	assert_int_equal(c.out[0].rank, 2);
+	assert_int_equal(c.out[0].shape[0], 2);
+	assert_int_equal(c.out[0].shape[1], 3);
+}
+
 static void scan(const char *op, int rev, int exc, const double *x, const double *want)
 {
 	struct call c;
@@ -465,8 +499,6 @@ static void fd_check(struct call *c)
 	}
 }
 
-static const double v6[6] = { 0.3, -1.2, 2.5, -0.7, 1.1, -2.9 };
-static const double u6[6] = { -0.4, 0.9, 1.7, -2.2, 0.5, 0.8 };
 
 static void fd_unary(const char *op)
 {
@@ -538,6 +570,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_activations),
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_shapes),
 		cmocka_unit_test(test_scans),
 		cmocka_unit_test(test_reductions),
 		cmocka_unit_test(test_norms),
