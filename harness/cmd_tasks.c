@@ -2,7 +2,9 @@
  * commands that look at the task registry itself. */
 #include "harness/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,6 +42,74 @@ static void eval_metric(const struct task *t, const char *text, char *out, size_
 	else
 		snprintf(out, cap, "?");
 	cr_expr_release(&e);
+}
+
+/* Excluded KernelBench problems of a set: data/excluded/<SET>*.json, each an
+ * array of {"source", "reason"}. Returns the count, -1 on a malformed file
+ * (reported on stderr). */
+static int count_excluded(const char *set)
+{
+	char dir[1024];
+	DIR *d;
+	struct dirent *e;
+	int total = 0;
+
+	snprintf(dir, sizeof dir, "%s/excluded", task_datadir());
+	if (!(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		char path[2048];
+		json_error_t je;
+		json_t *a;
+		size_t l = strlen(set), el = strlen(e->d_name);
+		if (strncmp(e->d_name, set, l) || (e->d_name[l] != '.' && e->d_name[l] != '-') ||
+		    el < 5 || strcmp(e->d_name + el - 5, ".json"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		a = json_load_file(path, 0, &je);
+		if (!json_is_array(a)) {
+			fprintf(stderr, "crucible list: %s:%d: expected an array of {\"source\", \"reason\"}\n",
+				path, je.line);
+			json_decref(a);
+			total = -1;
+			break;
+		}
+		total += (int)json_array_size(a);
+		json_decref(a);
+	}
+	closedir(d);
+	return total;
+}
+
+/* Per set: tasks, how many mirror a KernelBench problem, how many of those
+ * were repaired, how many problems were excluded. */
+static void coverage(const struct task *ts, int n)
+{
+	char sets[16][TASK_NAME_MAX];
+	int ns = 0;
+	for (int i = 0; i < n; i++) {
+		char set[TASK_NAME_MAX];
+		int k;
+		snprintf(set, sizeof set, "%.*s", (int)strcspn(ts[i].name, "/"), ts[i].name);
+		for (k = 0; k < ns && strcmp(sets[k], set); k++)
+			;
+		if (k == ns && ns < 16)
+			snprintf(sets[ns++], TASK_NAME_MAX, "%s", set);
+	}
+	printf("\ncoverage: set, tasks, mirroring a KernelBench problem, of those repaired, excluded\n");
+	for (int k = 0; k < ns; k++) {
+		int tasks = 0, mirrored = 0, repaired = 0;
+		size_t l = strlen(sets[k]);
+		for (int i = 0; i < n; i++) {
+			if (strncmp(ts[i].name, sets[k], l) || ts[i].name[l] != '/')
+				continue;
+			tasks++;
+			mirrored += ts[i].source[0] != '\0';
+			repaired += ts[i].source[0] && ts[i].repair[0];
+		}
+		printf("  %-8s %4d tasks  %4d mirrored  %4d repaired  %4d excluded\n", sets[k], tasks,
+		       mirrored, repaired, count_excluded(sets[k]));
+	}
 }
 
 int cr_cmd_list(int argc, char **argv)
@@ -89,6 +159,7 @@ int cr_cmd_list(int argc, char **argv)
 		       ts[i].backward ? "yes" : "no", fl, by, ts[i].source[0] ? ts[i].source : "-");
 	}
 	printf("%d task(s)\n", n);
+	coverage(ts, n);
 	free(ts);
 	free(spec);
 	return rc;
