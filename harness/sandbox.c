@@ -108,7 +108,7 @@ enum cr_status cr_sandbox_stage2(int reply_fd, struct cr_err *err)
 		SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(fstat), SCMP_SYS(lseek),
 		SCMP_SYS(getrusage), SCMP_SYS(times), SCMP_SYS(sysinfo), SCMP_SYS(getcpu),
 		SCMP_SYS(membarrier), SCMP_SYS(get_mempolicy), SCMP_SYS(restart_syscall),
-		SCMP_SYS(getrandom), SCMP_SYS(madvise), SCMP_SYS(sched_getparam),
+		SCMP_SYS(getrandom), SCMP_SYS(sched_getparam),
 		SCMP_SYS(sched_getscheduler),
 	};
 
