@@ -158,6 +158,29 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	oc = overhead_ns(&wc, v->o->call_timeout_s);
 	ob = overhead_ns(&wb, 60);
 	task_rng_seed(&rng, task_mix(v->o->seed, 0x71e5));
+	/* warm-up: one untimed call per side and buffer set (page faults,
+	 * thread pools, lazy binding), outputs checked like any other */
+	for (int set = 0; set < N_SETS; set++) {
+		uint64_t key = task_rng_next(&rng);
+		fresh_inputs(v, &c, key);
+		vr_fill_buffers(v, &c, wc.shm, set, 0, key);
+		vr_fill_buffers(v, &c, wb.shm, set, 0, key);
+		res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s, NULL, detail,
+				   sizeof detail);
+		if (res != CR_RUN_OK) {
+			vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
+				"warm-up call: %s", detail);
+			goto out;
+		}
+		if (cr_proc_call(&wb, CR_CMD_RUN, (uint32_t)set, 60, NULL, detail, sizeof detail) != CR_RUN_OK) {
+			s = cr_errf(err, CR_EENV, "%s: baseline warm-up failed: %s", t->name, detail);
+			goto out;
+		}
+		if ((s = recheck_set(v, &c, &wc, &wb, set, -1 - set, err)))
+			goto out;
+		if (v->status != CHECK_OK)
+			goto out;
+	}
 	t0 = cr_now_ns();
 	for (;;) {
 		int set = n % N_SETS;
