@@ -258,10 +258,14 @@ static enum cr_status fake_list(void *ctx, const char *sets, char ***names, size
 {
 	(void)ctx;
 	(void)err;
-	assert_string_equal(sets, "smoke");
 	*names = malloc(2 * sizeof **names);
 	(*names)[0] = strdup("smoke/relu");
-	(*names)[1] = strdup("smoke/gelu");
+	if (!strcmp(sets, "bad")) { /* a name that would escape --out */
+		(*names)[1] = strdup("../escape");
+	} else {
+		assert_string_equal(sets, "smoke");
+		(*names)[1] = strdup("smoke/gelu");
+	}
 	*n = 2;
 	return CR_OK;
 }
@@ -380,6 +384,9 @@ static void test_generate(void **state)
 static void test_generate_usage(void **state)
 {
 	char *out;
+	char dir[256], path[512];
+	char *bad[] = { "generate", "--model", model_path, "--tasks", "bad", "--n", "1", "--max-tokens", "4",
+			 "--out", dir };
 	char *missing[] = { "generate", "--model", model_path };
 	char *help[] = { "generate", "--help" };
 
@@ -389,6 +396,16 @@ static void test_generate_usage(void **state)
 	assert_int_equal(capture(gen_main, 2, help, &out), 0);
 	assert_non_null(strstr(out, "--tasks"));
 	free(out);
+	/* a bad task is skipped, the others written, and the exit code says so */
+	tiny_tmpname(dir, sizeof dir, "_bad");
+	assert_int_equal(capture(gen_main, 11, bad, &out), 2);
+	free(out);
+	snprintf(path, sizeof path, "%s/smoke/relu_s0.json", dir);
+	assert_true(access(path, R_OK) == 0);
+	snprintf(path, sizeof path, "%s/../escape_s0.txt", dir);
+	assert_false(access(path, F_OK) == 0);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
 }
 
 int main(void)

@@ -348,6 +348,39 @@ static void test_act_kernels(void **st)
 		assert_true(fabsf(g1[i] - g2[i]) <= 1e-6f * (1 + fabsf(g1[i])));
 }
 
+/* Four-token kernels give exactly the one-token results. */
+static void test_dot4(void **st)
+{
+	enum { NMAX = 1056, STRIDE = NMAX * 2 };
+	static const uint32_t q[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K, DEC_T_F16 };
+	float x[NMAX], w[NMAX];
+	uint8_t row[NMAX * 2], act[4 * STRIDE];
+
+	(void)st;
+	if (!dec_simd_avx2() || dec_simd_get() != dec_simd_avx2())
+		skip();
+	for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+		int n = q[k] == DEC_T_Q4_K || q[k] == DEC_T_Q6_K ? 1024 : 1056;
+		dec_dot4_fn d4 = dec_vec_dot4_fn(q[k]);
+		float o[4];
+
+		assert_non_null(d4);
+		fill(w, n, 40 + (uint32_t)k);
+		dec_quantize_row(q[k], w, row, n);
+		for (int t = 0; t < 4; t++) {
+			fill(x, n, 50 + (uint32_t)t);
+			dec_quantize_row(dec_vec_type(q[k]), x, act + t * STRIDE, n);
+		}
+		d4(row, act, STRIDE, n, o);
+		for (int t = 0; t < 4; t++) {
+			float one = dec_vec_dot(q[k], row, act + t * STRIDE, n);
+
+			if (memcmp(&one, &o[t], sizeof one))
+				fail_msg("%s token %d: %.9g vs %.9g", dec_type_name(q[k]), t, o[t], one);
+		}
+	}
+}
+
 static void test_type_table(void **st)
 {
 	size_t b, s;
@@ -376,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_dot_generic),
 		cmocka_unit_test(test_dot_avx2),
 		cmocka_unit_test(test_axpy_f16),
+		cmocka_unit_test(test_dot4),
 		cmocka_unit_test(test_act_kernels),
 		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),

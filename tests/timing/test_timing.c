@@ -1,0 +1,81 @@
+/* test_timing.c — medians, bootstrap intervals, speedup intervals and the
+ * stopping rule. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+
+#include "timing/timing.h"
+
+static void test_median(void **s)
+{
+	double a[5] = { 5, 1, 4, 2, 3 }, b[4] = { 4, 1, 3, 2 };
+	(void)s;
+	assert_true(timing_median(a, 5) == 3);
+	assert_true(timing_median(b, 4) == 2.5);
+	assert_true(a[0] == 5); /* not modified */
+}
+
+static void test_summarize(void **s)
+{
+	double x[50];
+	struct timing_stats st;
+	(void)s;
+	for (int i = 0; i < 50; i++)
+		x[i] = 100 + (i % 5); /* median 102 */
+	timing_summarize(x, 50, 1, &st);
+	assert_int_equal(st.n, 50);
+	assert_true(st.median == 102);
+	assert_true(st.lo <= 102 && st.hi >= 102 && st.lo >= 100 && st.hi <= 104);
+	assert_true(st.rel_halfwidth < 0.02);
+	/* deterministic for a seed */
+	struct timing_stats st2;
+	timing_summarize(x, 50, 1, &st2);
+	assert_true(st.lo == st2.lo && st.hi == st2.hi);
+}
+
+static void test_speedup(void **s)
+{
+	double base[20], cand[20], med, lo, hi;
+	(void)s;
+	for (int i = 0; i < 20; i++) {
+		base[i] = 200 + (i % 3);
+		cand[i] = 100 + (i % 3) * 0.5;
+	}
+	timing_speedup(base, 20, cand, 20, 3, &med, &lo, &hi);
+	assert_true(fabs(med - 201.0 / 100.5) < 1e-12);
+	assert_true(lo <= med && med <= hi && lo > 1.9 && hi < 2.1);
+}
+
+static void test_stopping_rule(void **s)
+{
+	struct timing_rule r = { .min_samples = 10, .max_samples = 100, .rel_target = 0.02, .max_seconds = 1 };
+	double steady[10], noisy[30];
+	bool flag;
+	(void)s;
+	for (int i = 0; i < 10; i++)
+		steady[i] = 100;
+	for (int i = 0; i < 30; i++)
+		noisy[i] = (i % 2) ? 100 : 300;
+	/* below the minimum: go on */
+	assert_false(timing_should_stop(&r, steady, 9, steady, 9, 0.1, &flag));
+	/* steady: stop, not noisy */
+	assert_true(timing_should_stop(&r, steady, 10, steady, 10, 0.1, &flag));
+	assert_false(flag);
+	/* noisy within the cap: go on; at the cap: stop and say noisy */
+	assert_false(timing_should_stop(&r, noisy, 30, noisy, 30, 0.5, &flag));
+	assert_true(timing_should_stop(&r, noisy, 30, noisy, 30, 1.5, &flag));
+	assert_true(flag);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_median),
+		cmocka_unit_test(test_summarize),
+		cmocka_unit_test(test_speedup),
+		cmocka_unit_test(test_stopping_rule),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
