@@ -115,7 +115,9 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 			vr_fail(v, CHECK_STALE_RESULT, "%s: '%s' changed after the call returned (work finished late)",
 				what, st->slots[k].name);
 	}
-	if (cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 500000 + settle / 4)
+	/* margins absorb thread pools going back to sleep on a loaded machine;
+	 * a thread doing real work after return uses most of the window */
+	if (cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + settle / 2)
 		vr_fail(v, CHECK_STALE_RESULT, "%s: worker used %.1f ms of CPU in %.1f ms after returning",
 			what, (double)(cpu1 - cpu0) / 1e6, (double)settle / 1e6);
 	if (!vr_guard_check(c, st, w->shm, 1, total, key, why, sizeof why))

@@ -236,7 +236,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 					goto out;
 				}
 				/* the candidate's worker must be idle while the baseline runs */
-				if (idle0 >= 0 && idle1 >= 0 && idle1 - idle0 > 500000 + nsb / 4)
+				if (idle0 >= 0 && idle1 >= 0 && idle1 - idle0 > 1000000 + nsb / 4)
 					vr_fail(v, CHECK_STALE_RESULT,
 						"timing: candidate worker used %.2f ms of CPU while the baseline ran (%.2f ms)",
 						(double)(idle1 - idle0) / 1e6, (double)nsb / 1e6);
