@@ -353,6 +353,33 @@ static const char *fmt_speed(const struct cr_result *r, char *b, size_t cap)
 	return b;
 }
 
+/* Progress on stderr: a bar redrawn in place on a terminal, plain lines in
+ * a pipe or file (stdout carries only the table). */
+static void progress(int i, int n, const char *cand)
+{
+	static int tty = -1;
+	if (tty < 0)
+		tty = isatty(2);
+	if (!tty) {
+		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, n, cand);
+		return;
+	}
+	char bar[31];
+	int fill = n ? (i * 30) / n : 0;
+	for (int k = 0; k < 30; k++)
+		bar[k] = k < fill ? '#' : '.';
+	bar[30] = '\0';
+	const char *base = strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand;
+	fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, i + 1, n, base);
+	fflush(stderr);
+}
+
+static void progress_done(void)
+{
+	if (isatty(2))
+		fprintf(stderr, "\r\033[K");
+}
+
 static int parse_common(int argc, char **argv, struct eval_opts *o, const char **task,
 			bool check)
 {
@@ -543,7 +570,7 @@ int cr_cmd_eval(int argc, char **argv)
 				continue;
 			}
 		}
-		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, cs.n, cand);
+		progress(i, cs.n, cand);
 		if (verify_one(cand, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err))
 			goto fail;
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
@@ -560,6 +587,7 @@ int cr_cmd_eval(int argc, char **argv)
 			printf("%-22s   expected status %s\n", "", m.expect);
 		fflush(stdout);
 	}
+	progress_done();
 	if (skipped)
 		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates\n",
 			skipped);
