@@ -579,6 +579,7 @@ int cr_cmd_eval(int argc, char **argv)
 			goto fail;
 		done++;
 		bool bad = o.check_expect && m.expect[0] && strcmp(m.expect, check_verdict_name(r.status));
+		progress_done(); /* the row goes where the bar was */
 		unexpected += bad;
 		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname, strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand,
 		       check_verdict_name(r.status), r.backward, fmt_speed(&r, sp, sizeof sp), 70,
