@@ -3,9 +3,10 @@
  * no file) in F16 and Q8_0; prefill and decode tokens/s; the machine's read
  * bandwidth from a multi-threaded stream loop; and the decode bound it
  * implies (bandwidth / bytes read per token) with the fraction reached.
- * Decode is the best of three runs, bandwidth the best of five passes.
+ * Decode is the best of three runs, bandwidth the best of five passes; then
+ * B sequences decoded as one batch (generate --batch), default 8.
  *
- * usage: decode_bench [--threads N] [--types f16,q8_0] [--prompt N] [--gen N]
+ * usage: decode_bench [--threads N] [--types f16,q8_0] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape) */
 #include <math.h>
 #include <pthread.h>
@@ -173,7 +174,7 @@ static double read_bandwidth(int n)
 }
 
 static int bench_type(const struct shape *sh, uint32_t t, int threads, int n_prompt, int n_gen,
-		      double bw)
+		      double bw, int batch)
 {
 	struct dec_model *m;
 	struct dec_state *s;
@@ -217,6 +218,38 @@ static int bench_type(const struct shape *sh, uint32_t t, int threads, int n_pro
 	printf("      bandwidth bound %.2f tok/s (%.0f MB/token at %.1f GB/s): %.0f%% reached\n",
 	       bw * 1e9 / bytes, bytes / 1e6, bw, 100.0 * (n_gen / t_dec) / (bw * 1e9 / bytes));
 	dec_state_free(s);
+	if (batch > 1) {
+		/* batch sequences stepped together (generate --batch): one pass over
+		 * the weights serves them all */
+		int *seqs = malloc(sizeof(int) * (size_t)batch), *pos = malloc(sizeof(int) * (size_t)batch);
+		int32_t *bt = malloc(sizeof(int32_t) * (size_t)batch);
+		float *lg = malloc(sizeof(float) * (size_t)batch * sh->vocab);
+
+		if (dec_state_new_seqs(m, n_prompt + n_gen, batch > 64 ? batch : 64, batch, threads, &s, &err)) {
+			fprintf(stderr, "decode_bench: %s\n", err.msg);
+			return 3;
+		}
+		dec_forward(s, tok, n_prompt, NULL, &err);
+		for (int k = 1; k < batch; k++)
+			dec_state_copy_seq(s, 0, k, n_prompt);
+		t0 = now_s();
+		for (int i = 0; i < n_gen; i++) {
+			for (int k = 0; k < batch; k++) {
+				seqs[k] = k;
+				pos[k] = n_prompt + i;
+				bt[k] = tok[(n_prompt + i + k) % (n_prompt + n_gen)];
+			}
+			dec_forward_batch(s, bt, seqs, pos, batch, lg, &err);
+		}
+		t0 = now_s() - t0;
+		printf("      batched decode, %d sequences: %.1f tok/s in all (%.2fx one sequence)\n", batch,
+		       batch * n_gen / t0, batch * n_gen / t0 / (n_gen / t_dec));
+		dec_state_free(s);
+		free(seqs);
+		free(pos);
+		free(bt);
+		free(lg);
+	}
 	free_model(m);
 	free(tok);
 	return 0;
@@ -225,7 +258,7 @@ static int bench_type(const struct shape *sh, uint32_t t, int threads, int n_pro
 int main(int argc, char **argv)
 {
 	struct shape sh = { 1024, 16, 16, 4, 2816, 32000 };
-	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, rc = 0;
+	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, batch = 8, rc = 0;
 	const char *types = "f16,q8_0";
 	double bw;
 
@@ -236,6 +269,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--types")) types = v;
 		else if (!strcmp(a, "--prompt")) n_prompt = atoi(v);
 		else if (!strcmp(a, "--gen")) n_gen = atoi(v);
+		else if (!strcmp(a, "--batch")) batch = atoi(v);
 		else if (!strcmp(a, "--dim")) sh.dim = atoi(v);
 		else if (!strcmp(a, "--layers")) sh.layers = atoi(v);
 		else if (!strcmp(a, "--hidden")) sh.hidden = atoi(v);
@@ -252,10 +286,10 @@ int main(int argc, char **argv)
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);
 	if (strstr(types, "f16"))
-		rc |= bench_type(&sh, DEC_T_F16, threads, n_prompt, n_gen, bw);
+		rc |= bench_type(&sh, DEC_T_F16, threads, n_prompt, n_gen, bw, batch);
 	if (strstr(types, "q8_0"))
-		rc |= bench_type(&sh, DEC_T_Q8_0, threads, n_prompt, n_gen, bw);
+		rc |= bench_type(&sh, DEC_T_Q8_0, threads, n_prompt, n_gen, bw, batch);
 	if (strstr(types, "q4_k"))
-		rc |= bench_type(&sh, DEC_T_Q4_K, threads, n_prompt, n_gen, bw);
+		rc |= bench_type(&sh, DEC_T_Q4_K, threads, n_prompt, n_gen, bw, batch);
 	return rc;
 }

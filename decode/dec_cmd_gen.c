@@ -24,6 +24,8 @@ static const char usage[] =
 	"  --n N                samples per task (default 1)\n"
 	"  --out DIR            output directory\n"
 	"  --backend cuda|cpu   which candidate kind to ask for (default cuda)\n"
+	"  --batch B            decode B samples together (default 8): one pass over the\n"
+	"                       weights serves B tokens; results do not depend on B\n"
 	"  --system TEXT        system message (default: none)\n"
 	"  Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n";
 
@@ -31,6 +33,7 @@ struct gen_cfg {
 	struct dec_opts o;
 	const char *tasks, *out, *backend, *system;
 	int n;
+	int batch; /* samples decoded together */
 };
 
 /* mkdir -p of the directory part of path. */
@@ -128,7 +131,7 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 	json_object_set_new(j, "max_tokens", json_integer(g->o.max_tokens));
 	json_object_set_new(j, "finish_reason", json_string(o->finish));
 	json_object_set_new(j, "chat_template", json_string(dec_chat_template_name(tok)));
-	json_object_set_new(j, "decode_tokens_per_s", json_real(o->decode_s > 0 ? o->n_tokens / o->decode_s : 0));
+	json_object_set_new(j, "decode_tokens_per_s", json_real(dec_gen_rate(o)));
 	snprintf(path, plen, "%s/%s_s%d.json", g->out, task, i);
 	txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	if (!txt) {
@@ -157,7 +160,7 @@ out:
 
 struct progress {
 	const char *task;
-	int sample, n;
+	int first, count, n; /* samples first+1 .. first+count of n */
 };
 
 static void on_token(void *ctx, int k)
@@ -165,7 +168,8 @@ static void on_token(void *ctx, int k)
 	const struct progress *p = ctx;
 
 	if (k % 256 == 0)
-		fprintf(stderr, "generate: %s sample %d/%d: %d tokens\n", p->task, p->sample + 1, p->n, k);
+		fprintf(stderr, "generate: %s samples %d-%d/%d: %d tokens each\n", p->task, p->first + 1,
+			p->first + p->count, p->n, k);
 }
 
 static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, struct dec_tok *tok,
@@ -176,9 +180,16 @@ static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, str
 	size_t n_ids = 0;
 	float *logits = NULL;
 	struct dec_state *s = NULL;
+	struct dec_gen_out *outs = NULL;
 	enum cr_status st = CR_OK;
-	int ctx;
+	int ctx, batch;
 
+	/* the name becomes a path under --out: no absolute paths, no ".." */
+	if (!*task || task[0] == '/' || !strncmp(task, "../", 3) || strstr(task, "/../") ||
+	    (strlen(task) >= 3 && !strcmp(task + strlen(task) - 3, "/..")) || !strcmp(task, "..")) {
+		st = cr_errf(err, CR_EINPUT, "task name '%s' is not a relative path", task);
+		goto out;
+	}
 	user = src->prompt(src->ctx, task, g->backend, err);
 	if (!user) {
 		st = err->status ? err->status : CR_EINPUT;
@@ -201,27 +212,40 @@ static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, str
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((st = dec_state_new(m, ctx, 64, g->o.threads, &s, err)) ||
+	batch = g->batch < g->n ? g->batch : g->n;
+	outs = calloc((size_t)batch, sizeof *outs);
+	if (!outs) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((st = dec_state_new_seqs(m, ctx, batch > 64 ? batch : 64, batch, g->o.threads, &s, err)) ||
 	    (st = dec_forward(s, ids, (int)n_ids, NULL, err)))
 		goto out;
 	memcpy(logits, s->logits, (size_t)m->cfg.n_vocab * sizeof *logits);
-	for (int i = 0; i < g->n; i++) {
-		struct progress pr = { task, i, g->n };
-		struct dec_gen_params gp = { g->o.max_tokens, g->o.samp, g->o.seed, task, (uint64_t)i,
+	/* samples i0 .. i0+nb-1 as one batch, each from its own RNG stream */
+	for (int i0 = 0; i0 < g->n; i0 += batch) {
+		int nb = g->n - i0 < batch ? g->n - i0 : batch, total = 0;
+		struct progress pr = { task, i0, nb, g->n };
+		struct dec_gen_params gp = { g->o.max_tokens, g->o.samp, g->o.seed, task, (uint64_t)i0,
 					     g->o.stops, g->o.n_stops, 0, on_token, &pr };
-		struct dec_gen_out o;
 
-		if ((st = dec_generate(s, tok, ids, (int)n_ids, logits, &gp, &o, err)))
+		if ((st = dec_generate_n(s, tok, ids, (int)n_ids, logits, &gp, nb, outs, err)))
 			goto out;
-		st = write_sample(g, tok, task, i, (int)n_ids, &o, err);
-		fprintf(stderr, "generate: %s sample %d/%d: %d tokens in %.1fs (%.1f tok/s), %s\n", task,
-			i + 1, g->n, o.n_tokens, o.decode_s, o.decode_s > 0 ? o.n_tokens / o.decode_s : 0,
-			o.finish);
-		dec_gen_out_release(&o);
+		for (int k = 0; k < nb && !st; k++) {
+			st = write_sample(g, tok, task, i0 + k, (int)n_ids, &outs[k], err);
+			total += outs[k].n_tokens;
+			fprintf(stderr, "generate: %s sample %d/%d: %d tokens, %s\n", task, i0 + k + 1, g->n,
+				outs[k].n_tokens, outs[k].finish);
+		}
+		fprintf(stderr, "generate: %s: %d samples, %d tokens in %.1fs (%.1f tok/s)\n", task, nb, total,
+			outs[0].decode_s, outs[0].decode_s > 0 ? total / outs[0].decode_s : 0);
+		for (int k = 0; k < nb; k++)
+			dec_gen_out_release(&outs[k]);
 		if (st)
 			goto out;
 	}
 out:
+	free(outs);
 	dec_state_free(s);
 	free(logits);
 	free(ids);
@@ -260,6 +284,13 @@ static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help,
 			if (*end || end == v || n < 1 || n > 1000000)
 				return cr_errf(err, CR_EUSAGE, "--n: expected a positive integer, got '%s'", v);
 			g->n = (int)n;
+		} else if (!strcmp(argv[i], "--batch") && v) {
+			char *end;
+			long n = strtol(v, &end, 10);
+
+			if (*end || end == v || n < 1 || n > 256)
+				return cr_errf(err, CR_EUSAGE, "--batch: expected 1..256, got '%s'", v);
+			g->batch = (int)n;
 		} else {
 			return cr_errf(err, CR_EUSAGE, "unknown or incomplete option '%s' (see --help)", argv[i]);
 		}
@@ -273,13 +304,13 @@ static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help,
 int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 {
 	struct gen_cfg g = { .o = { .max_tokens = 4096, .samp = { 0.6f, 0, 0.95f, 0 } },
-			     .backend = "cuda", .n = 1 };
+			     .backend = "cuda", .n = 1, .batch = 8 };
 	struct cr_err err;
 	struct dec_model *m = NULL;
 	struct dec_tok *tok = NULL;
 	char **names = NULL;
 	size_t n_names = 0;
-	int help = 0;
+	int help = 0, failed = 0;
 	enum cr_status st;
 
 	cr_err_init(&err);
@@ -300,8 +331,28 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
 		g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
 		dec_chat_template_name(tok), n_names, g.n);
-	for (size_t i = 0; i < n_names && !st; i++)
-		st = run_task(&g, m, tok, src, names[i], &err);
+	/* a task that fails (its prompt does not fit, its files cannot be
+	 * written) is reported and skipped; the exit code is the first failure's */
+	for (size_t i = 0; i < n_names; i++) {
+		struct cr_err terr;
+		enum cr_status ts;
+
+		cr_err_init(&terr);
+		ts = run_task(&g, m, tok, src, names[i], &terr);
+		if (ts == CR_ENOMEM) {
+			st = cr_errf(&err, ts, "%s", terr.msg);
+			break;
+		}
+		if (ts) {
+			fprintf(stderr, "crucible generate: %s: skipped: %s\n", names[i],
+				terr.msg[0] ? terr.msg : cr_status_name(ts));
+			failed++;
+			if (!st)
+				st = ts;
+		}
+	}
+	if (failed)
+		cr_errf(&err, st, "%d of %zu tasks failed (see above)", failed, n_names);
 out:
 	for (size_t i = 0; i < n_names; i++)
 		free(names[i]);

@@ -40,6 +40,7 @@ static void mm_worker(void *arg, int ith, int nth)
 		int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), r0, r1;
 		const struct dec_mat *w;
 		dec_vec_dot_t dot;
+		dec_dot4_fn dot4;
 		int k = 0;
 
 		while (k < j->nw && c >= j->chunk_end[k])
@@ -48,14 +49,23 @@ static void mm_worker(void *arg, int ith, int nth)
 			break;
 		w = j->w[k];
 		dot = dec_vec_dot_fn(w->type);
+		dot4 = dec_vec_dot4_fn(w->type);
 		r0 = (c - (k ? j->chunk_end[k - 1] : 0)) * ROW_CHUNK;
 		r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
 		for (int64_t r = r0; r < r1; r++) {
 			const void *row = (const uint8_t *)w->data + r * w->row_bytes;
+			int b = 0;
 
-			for (int b = 0; b < j->nb; b++)
-				j->out[k][b * j->out_stride[k] + r] =
-					dot(row, j->act + b * j->act_stride, w->cols);
+			/* four tokens per pass over the row where a kernel exists */
+			for (; dot4 && b + 4 <= j->nb; b += 4) {
+				float o[4];
+
+				dot4(row, j->act + b * j->act_stride, j->act_stride, w->cols, o);
+				for (int t = 0; t < 4; t++)
+					j->out[k][(b + t) * j->out_stride[k] + r] = o[t];
+			}
+			for (; b < j->nb; b++)
+				j->out[k][b * j->out_stride[k] + r] = dot(row, j->act + b * j->act_stride, w->cols);
 		}
 	}
 }
@@ -96,9 +106,17 @@ static void matmul(struct dec_state *s, const struct dec_mat *w, const float *in
 	matmul_n(s, 1, &w, &out, &out_stride, in, in_stride, nb);
 }
 
+/* Offset of (sequence, layer, position) in the f16 caches. */
+static size_t kv_index(const struct dec_state *s, int seq, int layer, int pos)
+{
+	const struct dec_config *c = &s->m->cfg;
+
+	return (((size_t)seq * c->n_layers + layer) * s->max_ctx + pos) * c->n_kv_heads * c->head_dim;
+}
+
 struct att_job {
 	struct dec_state *s;
-	int layer, nb, pos0;
+	int layer, nb;
 	int next;
 };
 
@@ -110,35 +128,32 @@ static void att_worker(void *arg, int ith, int nth)
 	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
 	int grp = c->n_heads / c->n_kv_heads, n_tasks = j->nb * c->n_heads;
 	float *sc = s->att + (size_t)ith * s->max_ctx, scale = 1.0f / sqrtf((float)hd);
-	const uint16_t *kc = s->kc + (size_t)j->layer * s->max_ctx * kvd;
-	const uint16_t *vc = s->vc + (size_t)j->layer * s->max_ctx * kvd;
 	uint16_t *q16 = (uint16_t *)(s->q16 + (size_t)ith * hd);
 	const struct dec_simd *simd = dec_simd_get();
 
 	(void)nth;
 	for (;;) {
 		int task = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), b, h, kh, n_pos;
-		float *o, mx = -INFINITY, sum = 0;
+		float *o, mx = -INFINITY, sum;
+		size_t base;
 
 		if (task >= n_tasks)
 			break;
 		b = task / c->n_heads;
 		h = task % c->n_heads;
 		kh = h / grp;
-		n_pos = j->pos0 + b + 1;
+		n_pos = s->blk_pos[b] + 1;
+		base = kv_index(s, s->blk_seq[b], j->layer, 0) + (size_t)kh * hd;
 		/* q meets the f16 keys as f16, as in llama.cpp */
 		dec_quantize_row(DEC_T_F16, s->q + (size_t)b * qd + h * hd, q16, hd);
 		o = s->xb + (size_t)b * qd + h * hd;
-		simd->att_scores(q16, kc + kh * hd, kvd, n_pos, hd, scale, sc);
+		simd->att_scores(q16, s->kc + base, kvd, n_pos, hd, scale, sc);
 		for (int p = 0; p < n_pos; p++)
 			mx = sc[p] > mx ? sc[p] : mx;
-		for (int p = 0; p < n_pos; p++) {
-			sc[p] = expf(sc[p] - mx);
-			sum += sc[p];
-		}
+		sum = simd->exp_sum(sc, n_pos, mx);
 		for (int p = 0; p < n_pos; p++)
 			sc[p] /= sum;
-		simd->att_values(sc, vc + kh * hd, kvd, n_pos, hd, o);
+		simd->att_values(sc, s->vc + base, kvd, n_pos, hd, o);
 	}
 }
 
@@ -155,7 +170,7 @@ static void forward_layer(struct dec_state *s, int L, int nb)
 	const struct dec_config *c = &s->m->cfg;
 	const struct dec_layer *l = &s->m->w.layers[L];
 	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, D = c->dim;
-	struct att_job aj = { s, L, nb, s->pos, 0 };
+	struct att_job aj = { s, L, nb, 0 };
 
 	for (int b = 0; b < nb; b++)
 		dec_rmsnorm(s->xb + (size_t)b * D, s->x + (size_t)b * D, l->attn_norm, D, c->eps);
@@ -165,21 +180,21 @@ static void forward_layer(struct dec_state *s, int L, int nb)
 	add_bias(s->k, l->bk, nb, kvd);
 	add_bias(s->v, l->bv, nb, kvd);
 	for (int b = 0; b < nb; b++) {
-		size_t at = ((size_t)L * s->max_ctx + s->pos + b) * kvd;
+		size_t at = kv_index(s, s->blk_seq[b], L, s->blk_pos[b]);
 
 		for (int h = 0; h < c->n_heads; h++) {
 			float *qh = s->q + (size_t)b * qd + h * hd;
 
 			if (l->q_norm)
 				dec_rmsnorm(qh, qh, l->q_norm, hd, c->eps);
-			dec_rope(qh, c, s->rope_inv, s->pos + b);
+			dec_rope(qh, c, s->rope_cs + (size_t)b * c->rope_dim);
 		}
 		for (int h = 0; h < c->n_kv_heads; h++) {
 			float *kh = s->k + (size_t)b * kvd + h * hd;
 
 			if (l->k_norm)
 				dec_rmsnorm(kh, kh, l->k_norm, hd, c->eps);
-			dec_rope(kh, c, s->rope_inv, s->pos + b);
+			dec_rope(kh, c, s->rope_cs + (size_t)b * c->rope_dim);
 		}
 		dec_quantize_row(DEC_T_F16, s->k + (size_t)b * kvd, s->kc + at, kvd);
 		dec_quantize_row(DEC_T_F16, s->v + (size_t)b * kvd, s->vc + at, kvd);
@@ -192,56 +207,113 @@ static void forward_layer(struct dec_state *s, int L, int nb)
 		dec_rmsnorm(s->xb + (size_t)b * D, s->x + (size_t)b * D, l->ffn_norm, D, c->eps);
 	matmul_n(s, 2, (const struct dec_mat *const[]){ &l->w_gate, &l->w_up },
 		 (float *const[]){ s->hb, s->hb2 }, (const int64_t[]){ c->hidden_dim, c->hidden_dim }, s->xb, D, nb);
-	for (size_t i = 0; i < (size_t)nb * c->hidden_dim; i++)
-		s->hb[i] = s->hb[i] / (1.0f + expf(-s->hb[i])) * s->hb2[i];
+	for (int b = 0; b < nb; b++) /* per token: results must not depend on the batch */
+		dec_simd_get()->silu_mul(s->hb + (size_t)b * c->hidden_dim, s->hb2 + (size_t)b * c->hidden_dim,
+					 c->hidden_dim);
 	matmul(s, &l->w_down, s->hb, c->hidden_dim, nb, s->xb, D);
 	for (size_t i = 0; i < (size_t)nb * D; i++)
 		s->x[i] += s->xb[i];
 }
 
-static void forward_block(struct dec_state *s, const int32_t *tok, int nb, float *all_logits)
+/* Runs tok[0..nb) whose sequences and positions are in s->blk_seq/blk_pos.
+ * Logits: of every token into logits[b * n_vocab] when all, else of the last
+ * token only into s->logits. */
+static void forward_block(struct dec_state *s, const int32_t *tok, int nb, float *logits, int all)
 {
 	const struct dec_model *m = s->m;
 	const struct dec_config *c = &m->cfg;
 	int D = c->dim;
+
 	for (int b = 0; b < nb; b++)
 		dec_dequant_row(m->w.tok_embd.type,
 				(const uint8_t *)m->w.tok_embd.data + (size_t)tok[b] * m->w.tok_embd.row_bytes,
 				s->x + (size_t)b * D, D);
+	for (int b = 0; b < nb; b++) /* one rotation per position, shared by all layers */
+		dec_rope_cs(m, s->blk_pos[b], s->rope_cs + (size_t)b * c->rope_dim);
 	for (int L = 0; L < c->n_layers; L++)
 		forward_layer(s, L, nb);
-	if (all_logits) {
+	if (all) {
 		for (int b = 0; b < nb; b++)
 			dec_rmsnorm(s->xb + (size_t)b * D, s->x + (size_t)b * D, m->w.out_norm, D, c->eps);
-		matmul(s, &m->w.output, s->xb, D, nb, all_logits, c->n_vocab);
-		memcpy(s->logits, all_logits + (size_t)(nb - 1) * c->n_vocab, (size_t)c->n_vocab * sizeof(float));
+		matmul(s, &m->w.output, s->xb, D, nb, logits, c->n_vocab);
+		memcpy(s->logits, logits + (size_t)(nb - 1) * c->n_vocab, (size_t)c->n_vocab * sizeof(float));
 	} else {
 		dec_rmsnorm(s->xb, s->x + (size_t)(nb - 1) * D, m->w.out_norm, D, c->eps);
 		matmul(s, &m->w.output, s->xb, D, 1, s->logits, c->n_vocab);
 	}
-	s->pos += nb;
+}
+
+static enum cr_status check_tokens(const struct dec_state *s, const int32_t *tokens, int n,
+				   struct cr_err *err)
+{
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= s->m->cfg.n_vocab)
+			return cr_errf(err, CR_EINPUT, "token id %d out of range [0, %d)", tokens[i],
+				       s->m->cfg.n_vocab);
+	return CR_OK;
 }
 
 enum cr_status dec_forward(struct dec_state *s, const int32_t *tokens, int n,
 			   float *all_logits, struct cr_err *err)
 {
 	const struct dec_config *c = &s->m->cfg;
+	enum cr_status st;
 
 	if (n <= 0)
 		return cr_errf(err, CR_EUSAGE, "forward: no tokens");
 	if (n > s->max_ctx - s->pos)
 		return cr_errf(err, CR_EUSAGE, "context full: %d tokens + %d new > %d", s->pos, n,
 			       s->max_ctx);
-	for (int i = 0; i < n; i++)
-		if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
-			return cr_errf(err, CR_EINPUT, "token id %d out of range [0, %d)", tokens[i],
-				       c->n_vocab);
+	if ((st = check_tokens(s, tokens, n, err)))
+		return st;
 	for (int i = 0; i < n; i += s->max_block) {
 		int nb = n - i < s->max_block ? n - i : s->max_block;
 
-		forward_block(s, tokens + i, nb, all_logits ? all_logits + (size_t)i * c->n_vocab : NULL);
+		for (int b = 0; b < nb; b++) {
+			s->blk_seq[b] = s->seq;
+			s->blk_pos[b] = s->pos + b;
+		}
+		forward_block(s, tokens + i, nb, all_logits ? all_logits + (size_t)i * c->n_vocab : NULL,
+			      all_logits != NULL);
+		s->pos += nb;
 	}
 	return CR_OK;
+}
+
+enum cr_status dec_forward_batch(struct dec_state *s, const int32_t *tokens, const int *seqs,
+				 const int *pos, int n, float *logits, struct cr_err *err)
+{
+	enum cr_status st;
+
+	if (n <= 0 || n > s->max_block)
+		return cr_errf(err, CR_EUSAGE, "forward batch: %d tokens (1..%d)", n, s->max_block);
+	if ((st = check_tokens(s, tokens, n, err)))
+		return st;
+	for (int b = 0; b < n; b++) {
+		if (seqs[b] < 0 || seqs[b] >= s->n_seq || pos[b] < 0 || pos[b] >= s->max_ctx)
+			return cr_errf(err, CR_EUSAGE, "forward batch: sequence %d position %d out of range",
+				       seqs[b], pos[b]);
+		for (int k = 0; k < b; k++)
+			if (seqs[k] == seqs[b])
+				return cr_errf(err, CR_EUSAGE, "forward batch: sequence %d twice", seqs[b]);
+		s->blk_seq[b] = seqs[b];
+		s->blk_pos[b] = pos[b];
+	}
+	forward_block(s, tokens, n, logits, 1);
+	return CR_OK;
+}
+
+void dec_state_copy_seq(struct dec_state *s, int from, int to, int n_pos)
+{
+	const struct dec_config *c = &s->m->cfg;
+	size_t n = (size_t)n_pos * c->n_kv_heads * c->head_dim * sizeof(uint16_t);
+
+	if (from == to)
+		return;
+	for (int L = 0; L < c->n_layers; L++) {
+		memcpy(s->kc + kv_index(s, to, L, 0), s->kc + kv_index(s, from, L, 0), n);
+		memcpy(s->vc + kv_index(s, to, L, 0), s->vc + kv_index(s, from, L, 0), n);
+	}
 }
 
 static size_t max3(size_t a, size_t b, size_t c)
@@ -251,6 +323,12 @@ static size_t max3(size_t a, size_t b, size_t c)
 
 enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_block,
 			     int n_threads, struct dec_state **out, struct cr_err *err)
+{
+	return dec_state_new_seqs(m, max_ctx, max_block, 1, n_threads, out, err);
+}
+
+enum cr_status dec_state_new_seqs(const struct dec_model *m, int max_ctx, int max_block, int n_seq,
+				  int n_threads, struct dec_state **out, struct cr_err *err)
 {
 	const struct dec_config *c = &m->cfg;
 	struct dec_state *s = calloc(1, sizeof *s);
@@ -262,13 +340,15 @@ enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_blo
 	*out = NULL;
 	if (!s)
 		return cr_errf(err, CR_ENOMEM, "decoder state: out of memory");
-	if (max_ctx <= 0 || max_block <= 0) {
-		st = cr_errf(err, CR_EUSAGE, "decoder state: bad context %d / block %d", max_ctx, max_block);
+	if (max_ctx <= 0 || max_block <= 0 || n_seq <= 0) {
+		st = cr_errf(err, CR_EUSAGE, "decoder state: bad context %d / block %d / sequences %d",
+			     max_ctx, max_block, n_seq);
 		goto out;
 	}
 	s->m = m;
 	s->max_ctx = max_ctx;
 	s->max_block = max_block;
+	s->n_seq = n_seq;
 	if ((st = dec_pool_new(n_threads > 0 ? n_threads : dec_cpu_count(), &s->pool, err)))
 		goto out;
 	s->n_threads = dec_pool_size(s->pool);
@@ -277,7 +357,8 @@ enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_blo
 	act = s->act_stride * (size_t)max_block;
 	nf = (size_t)max_block * (2 * wide + qd + 2 * kvd + 2 * hid + c->dim) +
 	     (size_t)s->n_threads * (max_ctx + (size_t)c->head_dim) + (size_t)c->n_vocab +
-	     (size_t)c->n_layers * max_ctx * kvd /* two f16 caches */ + (size_t)c->rope_dim;
+	     (size_t)n_seq * c->n_layers * max_ctx * kvd /* two f16 caches */ +
+	     (size_t)max_block * (c->rope_dim + 2) /* rope, blk_seq, blk_pos */;
 	s->mem = aligned_alloc(64, (nf * sizeof(float) + act + 63) / 64 * 64);
 	if (!s->mem) {
 		st = cr_errf(err, CR_ENOMEM, "decoder state: out of memory (%zu MiB for context %d)",
@@ -297,10 +378,11 @@ enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_blo
 	s->att = p; p += (size_t)s->n_threads * max_ctx;
 	s->logits = p; p += c->n_vocab;
 	s->q16 = p; p += (size_t)s->n_threads * c->head_dim;
-	s->rope_inv = p; p += c->rope_dim;
+	s->rope_cs = p; p += (size_t)max_block * c->rope_dim;
+	s->blk_seq = (int *)p; p += max_block;
+	s->blk_pos = (int *)p; p += max_block;
 	s->kc = (uint16_t *)p;
-	s->vc = s->kc + (size_t)c->n_layers * max_ctx * kvd;
-	dec_rope_freqs(m, s->rope_inv);
+	s->vc = s->kc + (size_t)n_seq * c->n_layers * max_ctx * kvd;
 	*out = s;
 	s = NULL;
 out:

@@ -20,9 +20,12 @@ int dec_cpu_count(void);
 
 /* y = x / rms(x) * w over n values. */
 void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
-/* Rotates one head vector in place at position pos (see dec_config.rope_neox). */
-void dec_rope(float *v, const struct dec_config *c, const float *inv_freq, int pos);
-/* inv_freq[i] = base^(-2i/rope_dim) / factor[i] * rope_scale, i < rope_dim/2. */
-void dec_rope_freqs(const struct dec_model *m, float *inv_freq);
+/* The rotation at position pos: cs[2i], cs[2i+1] = cos, sin of
+ * θ_i = pos · base^(-2i/rope_dim) / factor[i] · rope_scale, i < rope_dim/2,
+ * with θ built by repeated f32 multiplication as ggml does, so angles agree
+ * with llama.cpp to the bit. */
+void dec_rope_cs(const struct dec_model *m, int pos, float *cs);
+/* Rotates one head vector in place (see dec_config.rope_neox). */
+void dec_rope(float *v, const struct dec_config *c, const float *cs);
 
 #endif

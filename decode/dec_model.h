@@ -87,7 +87,10 @@ struct dec_pool;
 struct dec_state {
 	const struct dec_model *m;
 	int max_ctx, max_block, n_threads;
-	int pos;              /* tokens already in the cache */
+	int n_seq;            /* independent sequences (KV caches) */
+	int seq;              /* the sequence dec_forward appends to (0 unless set) */
+	int pos;              /* tokens of `seq` already in its cache */
+	int *blk_seq, *blk_pos; /* [max_block] sequence and position of each token in a block */
 	float *x;             /* [max_block, dim] residual stream */
 	float *xb;            /* [max_block, max(dim, q_dim)] normed input / attention output */
 	float *q;             /* [max_block, q_dim] */
@@ -97,9 +100,9 @@ struct dec_state {
 	float *logits;        /* [n_vocab] of the last token */
 	void *act;            /* [max_block, row bytes of max(dim, hidden_dim, q_dim)] encoded activations */
 	size_t act_stride;
-	uint16_t *kc, *vc;    /* [n_layers, max_ctx, kv_dim] f16, like llama.cpp's default cache */
+	uint16_t *kc, *vc;    /* [n_seq, n_layers, max_ctx, kv_dim] f16, like llama.cpp's default cache */
 	float *q16;           /* [n_threads, head_dim] scratch for a query head in f16 */
-	float *rope_inv;      /* [rope_dim/2] inverse frequencies */
+	float *rope_cs;       /* [max_block, rope_dim] cos, sin of each position in the block */
 	struct dec_pool *pool;
 	void *mem;            /* the one allocation the fields above are carved from */
 };
@@ -107,6 +110,9 @@ struct dec_state {
 /* n_threads <= 0: online CPUs (at most 16). */
 enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_block,
 			     int n_threads, struct dec_state **out, struct cr_err *err);
+/* With n_seq independent caches, for decoding several samples in one batch. */
+enum cr_status dec_state_new_seqs(const struct dec_model *m, int max_ctx, int max_block, int n_seq,
+				  int n_threads, struct dec_state **out, struct cr_err *err);
 void dec_state_free(struct dec_state *s);
 void dec_state_reset(struct dec_state *s); /* forget the cache */
 /* Appends tokens[0..n) at positions pos.. (n <= max_ctx - pos); leaves the
@@ -114,6 +120,14 @@ void dec_state_reset(struct dec_state *s); /* forget the cache */
  * [n, n_vocab] there. */
 enum cr_status dec_forward(struct dec_state *s, const int32_t *tokens, int n,
 			   float *all_logits, struct cr_err *err);
+/* One step of several sequences: token b goes to sequence seqs[b] (each at
+ * most once) at position pos[b], attending to that sequence's cache below
+ * pos[b]. Writes logits [n, n_vocab]. n <= max_block. Each token is computed
+ * exactly as dec_forward would compute it alone. */
+enum cr_status dec_forward_batch(struct dec_state *s, const int32_t *tokens, const int *seqs,
+				 const int *pos, int n, float *logits, struct cr_err *err);
+/* Copies the first n_pos cache entries of sequence `from` to `to` (a shared prompt). */
+void dec_state_copy_seq(struct dec_state *s, int from, int to, int n_pos);
 
 /* Reference forward: no cache, every weight dequantized row by row, sums in
  * double. Writes logits [n, n_vocab] for tokens[0..n) from position 0. */

@@ -11,6 +11,7 @@
 #include "decode/dec_impl.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -45,8 +46,14 @@ static void cpu_relax(void)
 
 int dec_cpu_count(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long n;
 
+	/* the CPUs this process may run on (a container's cpuset), else online */
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 

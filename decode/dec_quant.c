@@ -318,19 +318,27 @@ static float amax_signed(const float *x, int n)
 	return m;
 }
 
-static void quant_q8_0(const float *x, struct dec_block_q8_0 *b, int64_t nb)
+/* As llama.cpp's x86 path does it: scale 127/amax, round half to even. */
+void dec_quant_q8_0_generic(const float *x, void *vb, int64_t n)
 {
-	for (int64_t i = 0; i < nb; i++, x += DEC_QK) {
-		float a = 0, d, id;
+	struct dec_block_q8_0 *b = vb;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, x += DEC_QK) {
+		float a = 0, id;
 
 		for (int j = 0; j < DEC_QK; j++)
 			a = fmaxf(a, fabsf(x[j]));
-		d = a / 127.f;
-		id = d ? 1.f / d : 0.f;
-		b[i].d = dec_f32_to_f16(d);
+		id = a ? 127.f / a : 0.f;
+		b[i].d = dec_f32_to_f16(a / 127.f);
 		for (int j = 0; j < DEC_QK; j++)
-			b[i].qs[j] = (int8_t)roundf(x[j] * id);
+			b[i].qs[j] = (int8_t)lrintf(x[j] * id);
 	}
+}
+
+void dec_silu_mul_generic(float *g, const float *u, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 static void quant_q8_k(const float *x, struct dec_block_q8_K *b, int64_t nb)
@@ -340,8 +348,8 @@ static void quant_q8_k(const float *x, struct dec_block_q8_K *b, int64_t nb)
 
 		for (int j = 0; j < DEC_QK_K; j++)
 			a = fmaxf(a, fabsf(x[j]));
-		b[i].d = a / 127.f;
 		id = a ? 127.f / a : 0.f;
+		b[i].d = a ? 1.f / id : 0.f;
 		for (int j = 0; j < DEC_QK_K; j++) {
 			int q = (int)lrintf(x[j] * id);
 
@@ -495,7 +503,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)dst)[i] = dec_f32_to_bf16(x[i]);
 		return 1;
-	case DEC_T_Q8_0: quant_q8_0(x, dst, n / DEC_QK); return 1;
+	case DEC_T_Q8_0: dec_simd_get()->quant_q8_0(x, dst, n); return 1;
 	case DEC_T_Q8_K: quant_q8_k(x, dst, n / DEC_QK_K); return 1;
 	case DEC_T_Q4_0: quant_q4_0(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_0: quant_q5_0(x, dst, n / DEC_QK); return 1;
@@ -723,4 +731,30 @@ void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, i
 	memset(o, 0, (size_t)hd * sizeof *o);
 	for (int p = 0; p < n_pos; p++)
 		dec_axpy_f16_generic(a[p], v + p * stride, o, hd);
+}
+
+float dec_exp_sum_generic(float *x, int n, float mx)
+{
+	double sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		x[i] = expf(x[i] - mx);
+		sum += x[i];
+	}
+	return (float)sum;
+}
+
+dec_dot4_fn dec_vec_dot4_fn(uint32_t t)
+{
+	const struct dec_simd *s = dec_simd_get();
+
+	switch (t) {
+	case DEC_T_Q8_0: return s->dot4_q8_0;
+	case DEC_T_Q4_0: return s->dot4_q4_0;
+	case DEC_T_Q5_0: return s->dot4_q5_0;
+	case DEC_T_Q4_K: return s->dot4_q4_k;
+	case DEC_T_Q6_K: return s->dot4_q6_k;
+	case DEC_T_F16: return s->dot4_f16;
+	}
+	return NULL;
 }

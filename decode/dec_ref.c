@@ -21,26 +21,27 @@ void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 		y[i] = x[i] * scale * w[i];
 }
 
-void dec_rope_freqs(const struct dec_model *m, float *inv_freq)
+void dec_rope_cs(const struct dec_model *m, int pos, float *cs)
 {
 	const struct dec_config *c = &m->cfg;
+	float theta = (float)pos, step = powf(c->rope_base, -2.0f / (float)c->rope_dim);
+	float scale = c->rope_scale ? c->rope_scale : 1.0f;
 
 	for (int i = 0; i < c->rope_dim / 2; i++) {
-		double f = pow((double)c->rope_base, -2.0 * i / c->rope_dim);
+		float th = theta / (m->w.rope_freqs ? m->w.rope_freqs[i] : 1.0f) * scale;
 
-		if (m->w.rope_freqs)
-			f /= m->w.rope_freqs[i];
-		f *= c->rope_scale ? c->rope_scale : 1;
-		inv_freq[i] = (float)f;
+		cs[2 * i] = cosf(th);
+		cs[2 * i + 1] = sinf(th);
+		theta *= step;
 	}
 }
 
-void dec_rope(float *v, const struct dec_config *c, const float *inv_freq, int pos)
+void dec_rope(float *v, const struct dec_config *c, const float *csin)
 {
 	int half = c->rope_dim / 2;
 
 	for (int i = 0; i < half; i++) {
-		float th = (float)pos * inv_freq[i], cs = cosf(th), sn = sinf(th);
+		float cs = csin[2 * i], sn = csin[2 * i + 1];
 		int a = c->rope_neox ? i : 2 * i, b = c->rope_neox ? i + half : 2 * i + 1;
 		float x0 = v[a], x1 = v[b];
 
@@ -134,7 +135,6 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 	row = u + (size_t)n * c->hidden_dim;
 	inv = row + (c->hidden_dim > wide ? c->hidden_dim : wide) + c->n_vocab;
 	att = xb; /* attention output reuses xb */
-	dec_rope_freqs(m, inv);
 	for (int t = 0; t < n; t++) {
 		if (tokens[t] < 0 || tokens[t] >= c->n_vocab) {
 			st = cr_errf(err, CR_EINPUT, "token id %d out of range [0, %d)", tokens[t], c->n_vocab);
@@ -156,19 +156,20 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 		add_bias(k, l->bk, n, kvd);
 		add_bias(v, l->bv, n, kvd);
 		for (int t = 0; t < n; t++) {
+			dec_rope_cs(m, t, inv);
 			for (int h = 0; h < c->n_heads; h++) {
 				float *qh = q + t * qd + h * hd;
 
 				if (l->q_norm)
 					dec_rmsnorm(qh, qh, l->q_norm, hd, c->eps);
-				dec_rope(qh, c, inv, t);
+				dec_rope(qh, c, inv);
 			}
 			for (int h = 0; h < c->n_kv_heads; h++) {
 				float *kh = k + t * kvd + h * hd;
 
 				if (l->k_norm)
 					dec_rmsnorm(kh, kh, l->k_norm, hd, c->eps);
-				dec_rope(kh, c, inv, t);
+				dec_rope(kh, c, inv);
 			}
 		}
 		attention_ref(c, q, k, v, n, att, sc);

@@ -68,96 +68,184 @@ static long find_stop(const struct textbuf *t, size_t old_len, const struct dec_
 	return best;
 }
 
+/* One sample of a batch: its stream, text and outputs. */
+struct sample {
+	struct dec_rng rng;
+	struct textbuf tb;
+	struct dec_gen_out *o;
+	int cap, done;
+};
+
+/* Draws the sample's next token from logits and records it; sets done when
+ * the sample ends (end-of-generation, stop string, max tokens). */
+static enum cr_status take(struct sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
+			   const float *logits, int n_vocab, const struct dec_gen_params *p,
+			   struct cr_err *err)
+{
+	struct dec_gen_out *o = g->o;
+	int k = p->top_logprobs;
+	size_t old = g->tb.n;
+	int32_t id;
+	long stop;
+
+	if (k)
+		dec_top_logprobs(logits, n_vocab, k, o->top_ids + (size_t)o->n_tokens * k,
+				 o->top_lp + (size_t)o->n_tokens * k);
+	id = dec_sample(smp, logits, &g->rng);
+	o->tokens[o->n_tokens++] = id;
+	if (tok && dec_tok_is_eog(tok, id)) {
+		o->finish = "eog";
+		g->done = 1;
+		return CR_OK;
+	}
+	if (tok && append_piece(&g->tb, tok, id))
+		return cr_errf(err, CR_ENOMEM, "generate: out of memory");
+	if ((stop = find_stop(&g->tb, old, p)) >= 0) {
+		g->tb.n = (size_t)stop;
+		g->tb.p[g->tb.n] = 0;
+		o->finish = "stop";
+		g->done = 1;
+	} else if (o->n_tokens == g->cap) {
+		g->done = 1;
+	}
+	return CR_OK;
+}
+
+static enum cr_status sample_init(struct sample *g, struct dec_gen_out *o, const struct dec_gen_params *p,
+				  uint64_t index, struct cr_err *err)
+{
+	int cap = p->max_tokens > 0 ? p->max_tokens : 0, k = p->top_logprobs;
+
+	memset(o, 0, sizeof *o);
+	memset(g, 0, sizeof *g);
+	g->o = o;
+	g->cap = cap;
+	g->done = cap == 0;
+	o->finish = "length";
+	o->tokens = malloc((size_t)(cap ? cap : 1) * sizeof *o->tokens);
+	o->top_ids = malloc((size_t)(cap && k ? cap * k : 1) * sizeof *o->top_ids);
+	o->top_lp = malloc((size_t)(cap && k ? cap * k : 1) * sizeof *o->top_lp);
+	if (!o->tokens || !o->top_ids || !o->top_lp || tb_reserve(&g->tb, 64))
+		return cr_errf(err, CR_ENOMEM, "generate: out of memory");
+	g->tb.p[0] = 0;
+	dec_rng_seed(&g->rng, p->seed, p->task, index);
+	return CR_OK;
+}
+
+enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
+			      const int32_t *prompt, int n_prompt, const float *prompt_logits,
+			      const struct dec_gen_params *p, int n, struct dec_gen_out *outs,
+			      struct cr_err *err)
+{
+	struct dec_sampler smp = { 0 };
+	struct sample *g = calloc((size_t)(n > 0 ? n : 1), sizeof *g);
+	int n_vocab = s->m->cfg.n_vocab, *seqs = NULL, *pos = NULL, step = 0, nb = 0;
+	float *logits = NULL;
+	int32_t *toks = NULL;
+	enum cr_status st = CR_OK;
+	double t0, t_dec;
+
+	for (int i = 0; i < n; i++)
+		memset(&outs[i], 0, sizeof outs[i]);
+	if (!g || n < 1 || n > s->n_seq || n > s->max_block) {
+		st = g ? cr_errf(err, CR_EINTERNAL, "generate: batch of %d needs %d sequences, state has %d",
+				 n, n, s->n_seq)
+		       : cr_errf(err, CR_ENOMEM, "generate: out of memory");
+		goto out;
+	}
+	if (n_prompt <= 0 || n_prompt >= s->max_ctx) {
+		st = cr_errf(err, CR_EUSAGE, "prompt of %d tokens: need 1..%d", n_prompt, s->max_ctx - 1);
+		goto out;
+	}
+	seqs = malloc((size_t)n * sizeof *seqs);
+	pos = malloc((size_t)n * sizeof *pos);
+	toks = malloc((size_t)n * sizeof *toks);
+	logits = malloc((size_t)n * n_vocab * sizeof *logits);
+	if (!seqs || !pos || !toks || !logits || (st = dec_sampler_init(&smp, &p->samp, n_vocab, err))) {
+		st = st ? st : cr_errf(err, CR_ENOMEM, "generate: out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if ((st = sample_init(&g[i], &outs[i], p, p->sample + (uint64_t)i, err)))
+			goto out;
+	t0 = now_s();
+	if (!prompt_logits) {
+		s->seq = 0;
+		dec_state_reset(s);
+		if ((st = dec_forward(s, prompt, n_prompt, NULL, err)))
+			goto out;
+	}
+	for (int i = 1; i < n; i++)
+		dec_state_copy_seq(s, 0, i, n_prompt);
+	for (int i = 0; i < n; i++) {
+		outs[i].prefill_s = now_s() - t0;
+		memcpy(logits + (size_t)i * n_vocab, prompt_logits ? prompt_logits : s->logits,
+		       (size_t)n_vocab * sizeof *logits);
+	}
+	t0 = now_s();
+	for (;;) {
+		/* each live sample draws from its row: the prompt's logits at step 0,
+		 * then row b of the batch it was in */
+		if (step == 0) {
+			for (int i = 0; i < n; i++)
+				if (!g[i].done &&
+				    (st = take(&g[i], &smp, tok, logits + (size_t)i * n_vocab, n_vocab, p, err)))
+					goto out;
+		} else {
+			for (int b = 0; b < nb; b++)
+				if ((st = take(&g[seqs[b]], &smp, tok, logits + (size_t)b * n_vocab, n_vocab, p, err)))
+					goto out;
+		}
+		if (p->on_token)
+			p->on_token(p->ctx, step + 1);
+		/* the next batch: each live sample's newest token at its position */
+		nb = 0;
+		for (int i = 0; i < n; i++) {
+			if (g[i].done)
+				continue;
+			if (n_prompt + outs[i].n_tokens > s->max_ctx) {
+				outs[i].finish = "context";
+				g[i].done = 1;
+				continue;
+			}
+			seqs[nb] = i;
+			pos[nb] = n_prompt + outs[i].n_tokens - 1;
+			toks[nb++] = outs[i].tokens[outs[i].n_tokens - 1];
+		}
+		if (!nb)
+			break;
+		if ((st = dec_forward_batch(s, toks, seqs, pos, nb, logits, err)))
+			goto out;
+		step++;
+	}
+	t_dec = now_s() - t0;
+	for (int i = 0; i < n; i++) {
+		outs[i].decode_s = t_dec;
+		outs[i].text = g[i].tb.p;
+		outs[i].text_len = g[i].tb.n;
+		g[i].tb.p = NULL;
+	}
+out:
+	for (int i = 0; g && i < n; i++)
+		free(g[i].tb.p);
+	free(g);
+	free(seqs);
+	free(pos);
+	free(toks);
+	free(logits);
+	dec_sampler_release(&smp);
+	if (st)
+		for (int i = 0; i < n; i++)
+			dec_gen_out_release(&outs[i]);
+	return st;
+}
+
 enum cr_status dec_generate(struct dec_state *s, const struct dec_tok *tok,
 			    const int32_t *prompt, int n_prompt, const float *prompt_logits,
 			    const struct dec_gen_params *p, struct dec_gen_out *out,
 			    struct cr_err *err)
 {
-	struct dec_sampler smp = { 0 };
-	struct dec_rng rng;
-	struct textbuf tb = { 0 };
-	int n_vocab = s->m->cfg.n_vocab, k = p->top_logprobs, cap = p->max_tokens > 0 ? p->max_tokens : 0;
-	enum cr_status st;
-	double t0;
-
-	memset(out, 0, sizeof *out);
-	out->finish = "length";
-	if ((st = dec_sampler_init(&smp, &p->samp, n_vocab, err)))
-		return st;
-	out->tokens = malloc((size_t)(cap ? cap : 1) * sizeof *out->tokens);
-	out->top_ids = malloc((size_t)(cap && k ? cap * k : 1) * sizeof *out->top_ids);
-	out->top_lp = malloc((size_t)(cap && k ? cap * k : 1) * sizeof *out->top_lp);
-	if (!out->tokens || !out->top_ids || !out->top_lp || tb_reserve(&tb, 64)) {
-		st = cr_errf(err, CR_ENOMEM, "generate: out of memory");
-		goto out;
-	}
-	tb.p[0] = 0;
-	dec_rng_seed(&rng, p->seed, p->task, p->sample);
-	t0 = now_s();
-	if (prompt_logits) {
-		s->pos = n_prompt;
-		memcpy(s->logits, prompt_logits, (size_t)n_vocab * sizeof(float));
-	} else {
-		dec_state_reset(s);
-		if (n_prompt > s->max_ctx) {
-			st = cr_errf(err, CR_EUSAGE, "prompt of %d tokens exceeds the context (%d)",
-				     n_prompt, s->max_ctx);
-			goto out;
-		}
-		if (n_prompt > 0 && (st = dec_forward(s, prompt, n_prompt, NULL, err)))
-			goto out;
-	}
-	out->prefill_s = now_s() - t0;
-	t0 = now_s();
-	while (out->n_tokens < cap) {
-		int32_t id;
-		size_t old = tb.n;
-		long stop;
-
-		if (n_prompt == 0 && out->n_tokens == 0) {
-			st = cr_errf(err, CR_EUSAGE, "generation needs at least one prompt token");
-			goto out;
-		}
-		if (k)
-			dec_top_logprobs(s->logits, n_vocab, k, out->top_ids + (size_t)out->n_tokens * k,
-					 out->top_lp + (size_t)out->n_tokens * k);
-		id = dec_sample(&smp, s->logits, &rng);
-		out->tokens[out->n_tokens++] = id;
-		if (p->on_token)
-			p->on_token(p->ctx, out->n_tokens);
-		if (tok && dec_tok_is_eog(tok, id)) {
-			out->finish = "eog";
-			break;
-		}
-		if (tok && append_piece(&tb, tok, id)) {
-			st = cr_errf(err, CR_ENOMEM, "generate: out of memory");
-			goto out;
-		}
-		if ((stop = find_stop(&tb, old, p)) >= 0) {
-			tb.n = (size_t)stop;
-			tb.p[tb.n] = 0;
-			out->finish = "stop";
-			break;
-		}
-		if (out->n_tokens == cap)
-			break;
-		if (s->pos >= s->max_ctx) {
-			out->finish = "context";
-			break;
-		}
-		if ((st = dec_forward(s, &id, 1, NULL, err)))
-			goto out;
-	}
-	out->decode_s = now_s() - t0;
-	out->text = tb.p;
-	out->text_len = tb.n;
-	tb.p = NULL;
-out:
-	free(tb.p);
-	dec_sampler_release(&smp);
-	if (st)
-		dec_gen_out_release(out);
-	return st;
+	return dec_generate_n(s, tok, prompt, n_prompt, prompt_logits, p, 1, out, err);
 }
 
 void dec_gen_out_release(struct dec_gen_out *o)
@@ -253,3 +341,8 @@ int dec_opts_parse(struct dec_opts *o, int argc, char **argv, int *i, struct cr_
 	return 1;
 }
 
+
+double dec_gen_rate(const struct dec_gen_out *o)
+{
+	return o->decode_s > 0 && o->n_tokens > 1 ? (o->n_tokens - 1) / o->decode_s : 0;
+}

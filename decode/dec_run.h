@@ -50,7 +50,19 @@ enum cr_status dec_generate(struct dec_state *s, const struct dec_tok *tok,
 			    const int32_t *prompt, int n_prompt, const float *prompt_logits,
 			    const struct dec_gen_params *p, struct dec_gen_out *out,
 			    struct cr_err *err);
+/* n samples at once (RNG streams p->sample .. p->sample + n - 1), stepped as
+ * one batch over sequences 0..n-1 of s (s->n_seq and s->max_block >= n): the
+ * prompt is in sequence 0 (prefilled here unless prompt_logits is given) and
+ * copied to the others. Each sample's tokens are exactly those dec_generate
+ * would produce for it alone. outs[n]; decode_s is the batch's time. */
+enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
+			      const int32_t *prompt, int n_prompt, const float *prompt_logits,
+			      const struct dec_gen_params *p, int n, struct dec_gen_out *outs,
+			      struct cr_err *err);
 void dec_gen_out_release(struct dec_gen_out *o);
+/* Decode speed: forward passes (every generated token but the last is fed
+ * back) per second of decode time. */
+double dec_gen_rate(const struct dec_gen_out *o);
 
 /* Options both commands take. */
 struct dec_opts {

@@ -9,6 +9,7 @@
 #include "decode/dec_simd.h"
 #include "decode/dec_quant.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,8 @@ static const struct dec_simd generic = {
 	"generic", dec_dot_f32_generic, dec_dot_f16_generic, dec_dot_q8_0_generic,
 	dec_dot_q4_0_generic, dec_dot_q5_0_generic, dec_dot_q4_k_generic, dec_dot_q6_k_generic,
 	dec_axpy_f16_generic, dec_att_scores_generic, dec_att_values_generic,
+	dec_exp_sum_generic, dec_quant_q8_0_generic, dec_silu_mul_generic,
+	NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -23,28 +26,9 @@ const struct dec_simd *dec_simd_generic(void)
 	return &generic;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "decode/dec_simd_impl.h"
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-
-AVX2 static float hsum8(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
-AVX2 static int32_t hsum8i(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-	return _mm_cvtsi128_si32(s);
-}
+#ifdef DEC_HAVE_X86
 
 AVX2 static float dot_f32(const void *vx, const void *vy, int64_t n)
 {
@@ -66,29 +50,21 @@ AVX2 static float dot_f32(const void *vx, const void *vy, int64_t n)
 AVX2 static float dot_f16(const void *vx, const void *vy, int64_t n)
 {
 	const uint16_t *x = vx, *y = vy;
-	__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
 	int64_t i = 0;
 	float s;
 
-	for (; i + 32 <= n; i += 32)
-		for (int k = 0; k < 4; k++) {
-			__m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i + 8 * k)));
-			__m256 yv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i + 8 * k)));
-
-			a[k] = _mm256_fmadd_ps(xv, yv, a[k]);
-		}
-	s = hsum8(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+	/* two accumulators, 16 values a step: dec_dot4_f16_avx2 repeats this */
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
+				     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i))), a0);
+		a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i + 8))),
+				     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i + 8))), a1);
+	}
+	s = hsum8(_mm256_add_ps(a0, a1));
 	for (; i < n; i++)
 		s += dec_f16_to_f32(x[i]) * dec_f16_to_f32(y[i]);
 	return s;
-}
-
-/* Sum of 32 signed×signed byte products as 8 int32 lanes. */
-AVX2 static __m256i mul_s8(__m256i x, __m256i y)
-{
-	__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
-
-	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
 AVX2 static float dot_q8_0(const void *vx, const void *vy, int64_t n)
@@ -119,14 +95,6 @@ AVX2 static float dot_q8_0(const void *vx, const void *vy, int64_t n)
 	return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
-/* 16 packed nibbles -> 32 bytes: low nibbles first (x[0..16)), then high. */
-AVX2 static __m256i nibbles(const uint8_t *q)
-{
-	__m128i b = _mm_loadu_si128((const __m128i *)q), m = _mm_set1_epi8(0xF);
-
-	return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
 AVX2 static float dot_q4_0(const void *vx, const void *vy, int64_t n)
 {
 	const struct dec_block_q4_0 *x = vx;
@@ -141,21 +109,6 @@ AVX2 static float dot_q4_0(const void *vx, const void *vy, int64_t n)
 				      _mm256_cvtepi32_ps(p), acc);
 	}
 	return hsum8(acc);
-}
-
-/* Byte j of the result is 0xFF when bit j of the 32-bit word is set: byte
- * j/8 of the word is broadcast to byte j, OR'd with a mask that has every bit
- * but bit j%8 set, and compared with all-ones. */
-AVX2 static __m256i bits_to_bytes(const uint8_t *p)
-{
-	uint32_t w;
-	__m256i v, sel = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
-					   0x0101010101010101ll, 0);
-
-	memcpy(&w, p, 4);
-	v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), sel);
-	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
-	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
 AVX2 static float dot_q5_0(const void *vx, const void *vy, int64_t n)
@@ -175,17 +128,6 @@ AVX2 static float dot_q5_0(const void *vx, const void *vy, int64_t n)
 	return hsum8(acc);
 }
 
-static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
-{
-	if (j < 4) {
-		*d = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-	}
-}
-
 AVX2 static float dot_q4_k(const void *vx, const void *vy, int64_t n)
 {
 	const struct dec_block_q4_K *x = vx;
@@ -195,24 +137,29 @@ AVX2 static float dot_q4_k(const void *vx, const void *vy, int64_t n)
 
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
 		__m256i acc = _mm256_setzero_si256();
-		int32_t summ = 0;
+		uint8_t sc[8];
+		int16_t mn[8];
+		__m128i bs, summ;
 
+		q4k_scales(x[i].scales, sc, mn);
+		/* mins · (pairwise sums of the 16 activation block sums) */
+		bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[i].bsums),
+				    _mm_loadu_si128((const __m128i *)(y[i].bsums + 8)));
+		summ = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)mn), bs);
+		summ = _mm_add_epi32(summ, _mm_shuffle_epi32(summ, 0x4e));
+		summ = _mm_add_epi32(summ, _mm_shuffle_epi32(summ, 0xb1));
 		for (int j = 0; j < 4; j++) {
-			uint8_t sc0, m0, sc1, m1;
 			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 			__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j)));
 			__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j + 32)));
 
-			scale_min_k4(2 * j, x[i].scales, &sc0, &m0);
-			scale_min_k4(2 * j + 1, x[i].scales, &sc1, &m1);
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc0)));
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc1)));
-			summ += m0 * (y[i].bsums[4 * j] + y[i].bsums[4 * j + 1]) +
-				m1 * (y[i].bsums[4 * j + 2] + y[i].bsums[4 * j + 3]);
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * j])));
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * j + 1])));
 		}
-		sum += y[i].d * (_cvtsh_ss(x[i].d) * (float)hsum8i(acc) - _cvtsh_ss(x[i].dmin) * (float)summ);
+		sum += y[i].d * (_cvtsh_ss(x[i].d) * (float)hsum8i(acc) -
+				 _cvtsh_ss(x[i].dmin) * (float)_mm_cvtsi128_si32(summ));
 	}
 	return sum;
 }
@@ -320,9 +267,101 @@ AVX2 static void att_values(const float *a, const uint16_t *v, int64_t stride, i
 		_mm256_storeu_ps(o + 8 * i, acc[i]);
 }
 
+/* e^x for x in [-87, 0] (softmax after subtracting the max), 8 lanes:
+ * x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for exactness), e^r by
+ * Cephes' single-precision polynomial, 2^n built in the exponent bits.
+ * Relative error ~2e-7; inputs below -87 give ~e^-87. */
+AVX2 static __m256 exp8(__m256 x)
+{
+	__m256 n, r, p;
+	__m256i e;
+
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+	n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+AVX2 static float exp_sum(float *x, int n, float mx)
+{
+	__m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
+	int i = 0;
+	float s;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+
+		_mm256_storeu_ps(x + i, y);
+		acc = _mm256_add_ps(acc, y);
+	}
+	s = hsum8(acc);
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - mx);
+		s += x[i];
+	}
+	return s;
+}
+
+AVX2 static void quant_q8_0(const float *x, void *vb, int64_t n)
+{
+	struct dec_block_q8_0 *b = vb;
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, x += DEC_QK) {
+		__m256 v[4], m;
+		__m128 m4;
+		__m256i q[4], p;
+		float a, id;
+
+		for (int k = 0; k < 4; k++)
+			v[k] = _mm256_loadu_ps(x + 8 * k);
+		m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+				  _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+		m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		a = _mm_cvtss_f32(m4);
+		id = a ? 127.f / a : 0.f;
+		b[i].d = (uint16_t)_cvtss_sh(a / 127.f, 0);
+		for (int k = 0; k < 4; k++)
+			q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)),
+								  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		/* packs work within 128-bit lanes: fix the order with one permute */
+		p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+		_mm256_storeu_si256((__m256i *)b[i].qs, _mm256_permutevar8x32_epi32(p, perm));
+	}
+}
+
+AVX2 static void silu_mul(float *g, const float *u, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(g + i);
+		__m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+
+		_mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
+						      _mm256_loadu_ps(u + i)));
+	}
+	for (; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 static const struct dec_simd avx2 = {
 	"avx2", dot_f32, dot_f16, dot_q8_0, dot_q4_0, dot_q5_0, dot_q4_k, dot_q6_k, axpy_f16,
-	att_scores, att_values,
+	att_scores, att_values, exp_sum, quant_q8_0, silu_mul,
+	dec_dot4_q8_0_avx2, dec_dot4_q4_0_avx2, dec_dot4_q5_0_avx2, dec_dot4_q4_k_avx2, dec_dot4_q6_k_avx2,
+	dec_dot4_f16_avx2,
 };
 
 const struct dec_simd *dec_simd_avx2(void)

@@ -5,9 +5,13 @@
 #ifndef DEC_SIMD_H
 #define DEC_SIMD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef float (*dec_dot_fn)(const void *row, const void *act, int64_t n);
+/* out[t] = row · act_t for the four activation rows act + t * stride (NULL
+ * in a table: use dec_dot_fn four times; same results either way). */
+typedef void (*dec_dot4_fn)(const void *row, const void *act, size_t stride, int64_t n, float *out);
 
 struct dec_simd {
 	const char *name;
@@ -26,6 +30,13 @@ struct dec_simd {
 	void (*att_scores)(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
 			   float scale, float *sc);
 	void (*att_values)(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd, float *o);
+	/* x[i] = exp(x[i] - mx) for i < n (x[i] <= mx); returns the sum */
+	float (*exp_sum)(float *x, int n, float mx);
+	/* x[0..n) (n % 32 == 0) as Q8_0 blocks */
+	void (*quant_q8_0)(const float *x, void *blocks, int64_t n);
+	/* g[i] = silu(g[i]) * u[i] */
+	void (*silu_mul)(float *g, const float *u, int64_t n);
+	dec_dot4_fn dot4_q8_0, dot4_q4_0, dot4_q5_0, dot4_q4_k, dot4_q6_k, dot4_f16;
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -33,6 +44,8 @@ struct dec_simd {
 const struct dec_simd *dec_simd_get(void);
 const struct dec_simd *dec_simd_generic(void);
 const struct dec_simd *dec_simd_avx2(void); /* NULL when the CPU lacks it */
+/* The four-token kernel for weight type t in the chosen table, or NULL. */
+dec_dot4_fn dec_vec_dot4_fn(uint32_t t);
 
 float dec_dot_f32_generic(const void *x, const void *y, int64_t n);
 float dec_dot_f16_generic(const void *x, const void *y, int64_t n);
@@ -44,6 +57,9 @@ float dec_dot_q6_k_generic(const void *x, const void *y, int64_t n);
 void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
 void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
 			    float scale, float *sc);
+float dec_exp_sum_generic(float *x, int n, float mx);
+void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
+void dec_silu_mul_generic(float *g, const float *u, int64_t n);
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
 			    float *o);
 

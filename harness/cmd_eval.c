@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cr_config.h"
+#include "harness/backend.h"
 #include "harness/cand.h"
 #include "harness/compile.h"
 #include "harness/results.h"
@@ -126,6 +127,7 @@ struct eval_opts {
 	const char *tasks, *out, *backend;
 	uint64_t seed;
 	bool resume, no_timing, quick, check_expect, verbose, compile_only;
+	const char *arch;
 	double timeout, time_cap;
 };
 
@@ -250,7 +252,11 @@ static void print_usage_eval(FILE *f)
 		"  --timeout S         wall-clock budget of one call (default 5)\n"
 		"  --time-cap S        timing budget per candidate (default 1)\n"
 		"  --check-expect      exit 1 when a status differs from its sidecar's \"expect\"\n"
-		"                      (on by default when no PATH is given)\n"
+		"                      (\"expect_compile\" with --compile-only; on by default\n"
+		"                      when no PATH is given)\n"
+		"  --compile-only      cuda backend: NVRTC compile verdicts of the .cu candidates,\n"
+		"                      no GPU needed (registers and spills in the detail)\n"
+		"  --arch SM           compile-only target (default sm_90)\n"
 		"  -h, --help          this help\n");
 }
 
@@ -258,26 +264,10 @@ static void print_usage_check(FILE *f)
 {
 	fprintf(f,
 		"usage: crucible check FILE [--task T] [--seed N] [--no-timing] [--timeout S]\n"
+		"                       [--backend auto|cpu|cuda] [--compile-only [--arch SM]]\n"
 		"Verifies one candidate and prints the full verdict with diagnostics.\n"
+		"A .cu candidate takes --compile-only (NVRTC, no GPU needed).\n"
 		"Exit 0 when it is ok, 1 when it is not.\n");
-}
-
-/* Backend choice: the cpu backend runs here; cuda needs a GPU and driver. */
-static int pick_backend(const char *b)
-{
-	if (!b || !strcmp(b, "auto")) {
-		fprintf(stderr, "crucible: backend auto: using cpu (the cuda backend is not built into this binary yet)\n");
-		return 0;
-	}
-	if (!strcmp(b, "cpu"))
-		return 0;
-	if (!strcmp(b, "cuda")) {
-		fprintf(stderr, "crucible: --backend cuda: not available (no CUDA launch support in this build; "
-				"libcuda is not loaded)\n");
-		return 3;
-	}
-	fprintf(stderr, "crucible: --backend %s: expected auto, cpu or cuda\n", b);
-	return 2;
 }
 
 static enum cr_status verify_one(const char *path, const char *task_override,
@@ -390,6 +380,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "no-timing", no_argument, 0, 'n' }, { "quick", no_argument, 0, 'q' },
 		{ "timeout", required_argument, 0, 'x' }, { "time-cap", required_argument, 0, 'c' },
 		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
+		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -424,6 +415,8 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 			break;
 		}
 		case 'e': o->check_expect = true; break;
+		case 'C': o->compile_only = true; break;
+		case 'A': o->arch = optarg; break;
 		case 'h':
 			if (check) print_usage_check(stdout); else print_usage_eval(stdout);
 			return -1;
@@ -446,6 +439,166 @@ static char *make_workroot(void)
 	return strdup(d);
 }
 
+/* Loads (or finds) the candidate's task; NULL with r filled when unknown. */
+static const struct task *task_for(const char *path, const char *src, size_t len,
+				   const char *override, struct task **tasks, int *n_tasks,
+				   struct cr_result *r, char *tname, size_t tcap)
+{
+	int line = 0;
+	struct cr_err e;
+	if (override)
+		snprintf(tname, tcap, "%s", override);
+	else
+		line = peek_task(src, len, tname, tcap);
+	if (!tname[0]) {
+		struct cr_cand c;
+		memset(&c, 0, sizeof c);
+		cr_err_init(&e);
+		cr_cand_parse(&c, path, src, len, &e);
+		cr_cand_release(&c);
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s", e.msg[0] ? e.msg : "no @task line");
+		return NULL;
+	}
+	for (int i = 0; i < *n_tasks; i++)
+		if (!strcmp((*tasks)[i].name, tname))
+			return &(*tasks)[i];
+	struct task *nt = realloc(*tasks, sizeof **tasks * (size_t)(*n_tasks + 1));
+	if (!nt)
+		return NULL;
+	*tasks = nt;
+	cr_err_init(&e);
+	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
+		return NULL;
+	}
+	return &nt[(*n_tasks)++];
+}
+
+/* eval --backend cuda --compile-only: every .cu candidate through NVRTC in
+ * parallel, then a row each. Task pointers are resolved after all tasks
+ * are loaded (the array may move while loading). */
+static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts *o,
+					struct task **tasks, int *n_tasks, const char *run_id,
+					FILE *res, int *done, int *unexpected, struct cr_err *err)
+{
+	int n = 0;
+	char **paths = calloc((size_t)cs->n + 1, sizeof *paths), **srcs = calloc((size_t)cs->n + 1, sizeof *srcs);
+	char (*tnames)[256] = calloc((size_t)cs->n + 1, sizeof *tnames);
+	size_t *lens = calloc((size_t)cs->n + 1, sizeof *lens);
+	int *tidx = calloc((size_t)cs->n + 1, sizeof *tidx);
+	const struct task **tp = calloc((size_t)cs->n + 1, sizeof *tp);
+	struct cr_result *rs = calloc((size_t)cs->n + 1, sizeof *rs);
+	struct cr_meta m;
+	enum cr_status st = CR_OK;
+	char device[64];
+
+	if (!paths || !srcs || !tnames || !lens || !tidx || !tp || !rs) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(device, sizeof device, "compile-only %s", cr_backend_cuda_arch(o->arch));
+	for (int i = 0; i < cs->n; i++) {
+		const struct task *t;
+		if (!has_ext(cs->paths[i], ".cu"))
+			continue;
+		paths[n] = cs->paths[i];
+		cr_result_init(&rs[n]);
+		srcs[n] = slurp(paths[n], &lens[n]);
+		tidx[n] = -1;
+		if (!srcs[n]) {
+			rs[n].status = CHECK_FORMAT_ERROR;
+			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", paths[n]);
+		} else {
+			cr_sha256_hex(srcs[n], lens[n], rs[n].sha256);
+			t = task_for(paths[n], srcs[n], lens[n], NULL, tasks, n_tasks, &rs[n],
+				     tnames[n], sizeof tnames[n]);
+			if (t)
+				tidx[n] = (int)(t - *tasks);
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		tp[i] = tidx[i] >= 0 ? &(*tasks)[tidx[i]] : NULL;
+	fprintf(stderr, "crucible eval: compiling %d CUDA candidate(s) for %s with NVRTC\n", n,
+		cr_backend_cuda_arch(o->arch));
+	if ((st = cr_backend_cuda_compile(tp, paths, srcs, lens, n, o->arch, rs, err)))
+		goto out;
+	for (int i = 0; i < n; i++) {
+		struct cr_row row;
+		const char *want;
+		bool bad;
+		if (cr_meta_read(paths[i], &m, err)) {
+			fprintf(stderr, "crucible eval: %s\n", err->msg);
+			cr_err_init(err);
+			memset(&m, 0, sizeof m);
+		}
+		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = paths[i],
+				       .backend = "cuda", .device = device, .r = &rs[i], .m = &m };
+		if ((st = cr_results_write(res, &row, err)))
+			goto out;
+		(*done)++;
+		want = m.expect_compile[0] ? m.expect_compile : "";
+		bad = o->check_expect && want[0] && strcmp(want, check_verdict_name(rs[i].status));
+		*unexpected += bad;
+		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tnames[i],
+		       strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i],
+		       check_verdict_name(rs[i].status), rs[i].backward, "-", 90, rs[i].detail,
+		       bad ? "  <-- UNEXPECTED" : "");
+		if (bad)
+			printf("%-22s   expected compile status %s\n", "", want);
+	}
+	fflush(stdout);
+out:
+	for (int i = 0; i < n; i++)
+		free(srcs[i]);
+	free(paths);
+	free(srcs);
+	free(tnames);
+	free(lens);
+	free(tidx);
+	free(tp);
+	free(rs);
+	return st;
+}
+
+static int check_cuda_compile(const char *path, const char *task_override,
+			      const struct eval_opts *o)
+{
+	struct task *tasks = NULL;
+	int n_tasks = 0;
+	struct cr_result r;
+	struct cr_err err;
+	char tname[256];
+	size_t len = 0;
+	char *src = slurp(path, &len);
+	const struct task *t;
+
+	if (!src) {
+		fprintf(stderr, "crucible check: %s: cannot read\n", path);
+		return 2;
+	}
+	cr_result_init(&r);
+	cr_sha256_hex(src, len, r.sha256);
+	t = task_for(path, src, len, task_override, &tasks, &n_tasks, &r, tname, sizeof tname);
+	cr_err_init(&err);
+	if (t && cr_backend_cuda_compile(&t, (char *const *)&path, &src, &len, 1, o->arch, &r, &err)) {
+		fprintf(stderr, "crucible check: %s\n", err.msg);
+		free(src);
+		free(tasks);
+		return cr_status_exit_code(err.status);
+	}
+	printf("candidate   %s\ntask        %s\nbackend     cuda, compile only (%s)\nstatus      %s\n",
+	       path, tname[0] ? tname : "?", cr_backend_cuda_arch(o->arch), check_verdict_name(r.status));
+	if (r.detail[0])
+		printf("detail      %s\n", r.detail);
+	printf("sha256      %s\n", r.sha256);
+	free(src);
+	free(tasks);
+	return r.status == CHECK_OK ? 0 : 1;
+}
+
 int cr_cmd_eval(int argc, char **argv)
 {
 	struct eval_opts o = { .out = "crucible-out", .timeout = 5, .time_cap = 1 };
@@ -458,6 +611,7 @@ int cr_cmd_eval(int argc, char **argv)
 	struct cr_err err;
 	FILE *res = NULL;
 	bool defaulted = false;
+	enum cr_backend backend = CR_BACKEND_CPU;
 	int prc = parse_common(argc, argv, &o, &dummy, false);
 
 	if (prc)
@@ -466,12 +620,13 @@ int cr_cmd_eval(int argc, char **argv)
 		fprintf(stderr, "crucible eval: --task is for `crucible check`; use --tasks\n");
 		return 2;
 	}
-	if ((rc = pick_backend(o.backend)))
+	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible eval")))
 		return rc;
 	o.seed = cr_seed(o.seed);
 	cr_err_init(&err);
 	if (optind >= argc) {
-		snprintf(path, sizeof path, "%s/candidates/smoke", task_datadir());
+		snprintf(path, sizeof path, "%s/candidates/%s", task_datadir(),
+			 backend == CR_BACKEND_CUDA ? "smoke-cuda" : "smoke");
 		defaulted = true;
 		o.check_expect = true;
 		if (collect(&cs, path, 0, &err))
@@ -524,6 +679,13 @@ int cr_cmd_eval(int argc, char **argv)
 	write_run_json(o.out, run_id, &o, device, 0, "", workroot);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
+	if (backend == CR_BACKEND_CUDA) {
+		int unexp = 0;
+		if (eval_cuda_compile(&cs, &o, &tasks, &n_tasks, run_id, res, &done, &unexp, &err))
+			goto fail;
+		unexpected += unexp;
+		cs.n = 0; /* all handled */
+	}
 	for (int i = 0; i < cs.n; i++) {
 		struct cr_result r;
 		struct cr_meta m;
@@ -590,8 +752,8 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	progress_done();
 	if (skipped)
-		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates\n",
-			skipped);
+		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates "
+				"(--backend cuda --compile-only gives their compile verdicts)\n", skipped);
 	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
 	fclose(res);
 	res = NULL;
@@ -601,7 +763,7 @@ int cr_cmd_eval(int argc, char **argv)
 		task_set_hash(tasks, n_tasks, h);
 		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot);
 	}
-	if (done > 0 || n_keys > 0) {
+	if ((done > 0 || n_keys > 0) && backend == CR_BACKEND_CPU) {
 		printf("\n");
 		fflush(stdout);
 		report_print_summary(path, stdout);
@@ -651,11 +813,14 @@ int cr_cmd_check(int argc, char **argv)
 		print_usage_check(stderr);
 		return 2;
 	}
-	if ((rc = pick_backend(o.backend)))
+	enum cr_backend backend;
+	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible check")))
 		return rc;
+	if (backend == CR_BACKEND_CUDA)
+		return check_cuda_compile(argv[optind], task, &o);
 	if (has_ext(argv[optind], ".cu")) {
-		fprintf(stderr, "crucible check: %s is a CUDA candidate; the cpu backend runs .c candidates\n",
-			argv[optind]);
+		fprintf(stderr, "crucible check: %s is a CUDA candidate; the cpu backend runs .c candidates "
+				"(--compile-only gives its compile verdict)\n", argv[optind]);
 		return 3;
 	}
 	if (access(argv[optind], R_OK)) {

@@ -233,6 +233,7 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 	get_str(o, "completion_tokens", m->completion_tokens, sizeof m->completion_tokens);
 	get_str(o, "strategy", m->strategy, sizeof m->strategy);
 	get_str(o, "expect", m->expect, sizeof m->expect);
+	get_str(o, "expect_compile", m->expect_compile, sizeof m->expect_compile);
 	json_decref(o);
 	return CR_OK;
 }

@@ -14,6 +14,7 @@ struct cr_meta {
 	char sample[16], seed[32], temperature[32], top_p[32], top_k[32], min_p[32], turn[16];
 	char reasoning_tokens[32], completion_tokens[32], prompt_tokens[32], strategy[64];
 	char expect[32];         /* crucible's own sample metadata: the expected status */
+	char expect_compile[32]; /* ... and the expected status of a compile-only run */
 };
 
 struct cr_row {

@@ -122,6 +122,7 @@ static void test_all(void **state)
 /* Token by token through the cache == one prefill; and reset works. */
 static void test_kv_cache(void **state)
 {
+	(void)state;
 	/* every arch on Q8_0, then qwen2 on every other weight type */
 	for (size_t a = 0; a < 3 + sizeof types / sizeof types[0]; a++) {
 		const char *arch = a < 3 ? archs[a] : "qwen2";
@@ -135,7 +136,6 @@ static void test_kv_cache(void **state)
 		float *all;
 		int nv;
 
-		(void)state;
 		tiny_spec_default(&s, arch, type);
 		m = load(&s, &img);
 		nv = m->cfg.n_vocab;

@@ -1,0 +1,11 @@
+// Bad sample: a ReLU that leaks negative inputs through at a tenth
+// (wrong result -> mismatch).
+// @task smoke/relu
+// @forward relu_fwd<<<cdiv(N, 256), 256>>>(x, y, N)
+
+extern "C" __global__ void relu_fwd(const float *x, float *y, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = x[i] > 0.0f ? x[i] : 0.1f * x[i];
+}
