@@ -152,6 +152,22 @@ static enum cr_status run_report(char **files, size_t nf, const struct report_op
 	for (; summed < nf; summed++)
 		if ((st = report_summary_compute(&runs[summed], o, &sums[summed], e)) != CR_OK)
 			goto out;
+	/* runs whose metadata gives the same label are told apart by number */
+	for (size_t i = 0; i < nf; i++)
+		for (size_t k = 0; k < nf; k++)
+			if (k != i && !strcmp(sums[i].label, sums[k].label)) {
+				char tmp[sizeof sums[i].label];
+				for (size_t q = 0; q < nf; q++)
+					if (!strcmp(sums[q].label, sums[i].label) && q != i) {
+						snprintf(tmp, sizeof tmp, "%.*s (run %zu)",
+							 (int)sizeof tmp - 12, sums[q].label, q + 1);
+						memcpy(sums[q].label, tmp, sizeof tmp);
+					}
+				snprintf(tmp, sizeof tmp, "%.*s (run %zu)", (int)sizeof tmp - 12,
+					 sums[i].label, i + 1);
+				memcpy(sums[i].label, tmp, sizeof tmp);
+				break;
+			}
 	switch (fmt) {
 	case RF_MD:
 		fprintf(out, "# crucible report\n\n");
