@@ -216,10 +216,6 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 		bool bench = i == n_shapes - 1;
 		for (int p = 0; p < n_profs && v->status > CHECK_TIMEOUT; p++) {
 			uint64_t h = 0, rh = 0xcbf29ce484222325ull;
-			/* the bench shape runs the task's own profile, large and offset */
-			if (bench && profs[p] != TASK_PROF_OWN && profs[p] != TASK_PROF_LARGE &&
-			    profs[p] != TASK_PROF_OFFSET)
-				continue;
 			if ((st = vr_case_init(v, &c, s, &shapes[i], profs[p],
 					       task_mix((uint64_t)s + 1, (uint64_t)(i * 16 + p)), err)))
 				goto out;
