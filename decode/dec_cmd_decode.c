@@ -113,21 +113,16 @@ static void print_text(const int32_t *prompt, int n_prompt, const struct dec_gen
 	printf("finish: %s\n", o->finish);
 }
 
-static int run(int argc, char **argv, struct cr_err *err)
-{
-	struct dec_opts o = { .max_tokens = 32, .samp = { 0, 0, 1, 0 } };
-	const char *prompt_text = NULL, *ids_text = NULL;
-	int json = 0, k = 0, n_prompt = 0, ctx;
-	int32_t *prompt = NULL;
-	struct dec_model *m = NULL;
-	struct dec_tok *tok = NULL;
-	struct dec_state *s = NULL;
-	struct dec_gen_out out = { 0 };
-	struct dec_gen_params gp;
-	enum cr_status st = CR_OK;
+struct decode_args {
+	struct dec_opts o;
+	const char *prompt_text, *ids_text;
+	int json, k, help;
+};
 
+static enum cr_status parse_args(struct decode_args *a, int argc, char **argv, struct cr_err *err)
+{
 	for (int i = 1; i < argc; i++) {
-		int r = dec_opts_parse(&o, argc, argv, &i, err);
+		int r = dec_opts_parse(&a->o, argc, argv, &i, err);
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (r < 0)
@@ -135,30 +130,56 @@ static int run(int argc, char **argv, struct cr_err *err)
 		if (r > 0)
 			continue;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("%s%s", usage, dec_opts_help);
+			a->help = 1;
 			return CR_OK;
 		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
+			a->json = 1;
+			continue;
 		} else if (!strcmp(argv[i], "--prompt") && v) {
-			prompt_text = v;
-			i++;
+			a->prompt_text = v;
 		} else if (!strcmp(argv[i], "--tokens") && v) {
-			ids_text = v;
-			i++;
+			a->ids_text = v;
 		} else if (!strcmp(argv[i], "--top-logprobs") && v) {
 			char *end;
 			long kk = strtol(v, &end, 10);
 
-			k = (int)kk;
 			if (end == v || *end || kk < 0 || kk > 1000)
 				return cr_errf(err, CR_EUSAGE, "--top-logprobs: expected 0..1000, got '%s'", v);
-			i++;
+			a->k = (int)kk;
 		} else {
 			return cr_errf(err, CR_EUSAGE, "unknown or incomplete option '%s' (see --help)", argv[i]);
 		}
+		i++;
 	}
-	if (!o.model || (!prompt_text == !ids_text))
+	if (!a->o.model || (!a->prompt_text == !a->ids_text))
 		return cr_errf(err, CR_EUSAGE, "need --model and exactly one of --prompt, --tokens (see --help)");
+	return CR_OK;
+}
+
+static int run(int argc, char **argv, struct cr_err *err)
+{
+	struct decode_args a = { .o = { .max_tokens = 32, .samp = { 0, 0, 1, 0 } } };
+	struct dec_opts o;
+	const char *prompt_text, *ids_text;
+	int json, k, n_prompt = 0, ctx;
+	int32_t *prompt = NULL;
+	struct dec_model *m = NULL;
+	struct dec_tok *tok = NULL;
+	struct dec_state *s = NULL;
+	struct dec_gen_out out = { 0 };
+	struct dec_gen_params gp;
+	enum cr_status st = parse_args(&a, argc, argv, err);
+
+	if (st || a.help) {
+		if (a.help)
+			printf("%s%s", usage, dec_opts_help);
+		return st;
+	}
+	o = a.o;
+	prompt_text = a.prompt_text;
+	ids_text = a.ids_text;
+	json = a.json;
+	k = a.k;
 	if ((st = dec_model_open(o.model, &m, err)))
 		goto out;
 	if (ids_text) {

@@ -161,13 +161,18 @@ out:
 struct progress {
 	const char *task;
 	int first, count, n; /* samples first+1 .. first+count of n */
+	int tty;             /* stderr is a terminal: redraw one line */
 };
 
+/* A line redrawn in place on a terminal, a line every 256 tokens in a pipe. */
 static void on_token(void *ctx, int k)
 {
 	const struct progress *p = ctx;
 
-	if (k % 256 == 0)
+	if (p->tty && k % 16 == 0)
+		fprintf(stderr, "\rgenerate: %s samples %d-%d/%d: %d tokens", p->task, p->first + 1,
+			p->first + p->count, p->n, k);
+	else if (!p->tty && k % 256 == 0)
 		fprintf(stderr, "generate: %s samples %d-%d/%d: %d tokens each\n", p->task, p->first + 1,
 			p->first + p->count, p->n, k);
 }
@@ -225,12 +230,14 @@ static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, str
 	/* samples i0 .. i0+nb-1 as one batch, each from its own RNG stream */
 	for (int i0 = 0; i0 < g->n; i0 += batch) {
 		int nb = g->n - i0 < batch ? g->n - i0 : batch, total = 0;
-		struct progress pr = { task, i0, nb, g->n };
+		struct progress pr = { task, i0, nb, g->n, isatty(2) };
 		struct dec_gen_params gp = { g->o.max_tokens, g->o.samp, g->o.seed, task, (uint64_t)i0,
 					     g->o.stops, g->o.n_stops, 0, on_token, &pr };
 
 		if ((st = dec_generate_n(s, tok, ids, (int)n_ids, logits, &gp, nb, outs, err)))
 			goto out;
+		if (pr.tty)
+			fputc('\n', stderr);
 		for (int k = 0; k < nb && !st; k++) {
 			st = write_sample(g, tok, task, i0 + k, (int)n_ids, &outs[k], err);
 			total += outs[k].n_tokens;

@@ -1,9 +1,12 @@
-/* dec_forward.c — the optimised CPU forward: a KV cache, prefill in blocks
- * of up to max_block tokens (each weight row is read once per block), matrix
- * products split across a thread pool by output rows, dot products on the
- * encoded weight rows (see dec_quant.h), attention split by (token, head).
+/* dec_forward.c — the optimised CPU forward: f16 KV caches for one or more
+ * sequences, blocks of up to max_block tokens (a prompt's consecutive
+ * positions, or one token of each of several sequences) in which each weight
+ * row is read once (four tokens per kernel call), matrix products split
+ * across a thread pool by output rows, dot products on the encoded weight
+ * rows (see dec_quant.h), attention split by (token, head).
  *
- * Per block of nb tokens at positions pos..pos+nb, per layer:
+ * Per block of nb tokens (token b: sequence blk_seq[b], position blk_pos[b]),
+ * per layer:
  *   xb = rmsnorm(x)·attn_norm; q,k,v = W·xb (+bias); qwen3: per-head rmsnorm;
  *   RoPE(q,k); cache k,v; xb = softmax(q·K/√d)·V; x += Wo·xb;
  *   xb = rmsnorm(x)·ffn_norm; x += Wdown·(silu(Wgate·xb) ⊙ Wup·xb). */

@@ -82,8 +82,8 @@ size_t dec_model_weight_bytes(const struct dec_model *m); /* bytes read per deco
 
 struct dec_pool;
 
-/* Run state of the optimised forward: KV cache and scratch, for up to
- * max_ctx positions, prefilled max_block tokens at a time. */
+/* Run state of the optimised forward: n_seq KV caches of max_ctx positions
+ * and the scratch for blocks of up to max_block tokens. */
 struct dec_state {
 	const struct dec_model *m;
 	int max_ctx, max_block, n_threads;
@@ -107,7 +107,7 @@ struct dec_state {
 	void *mem;            /* the one allocation the fields above are carved from */
 };
 
-/* n_threads <= 0: online CPUs (at most 16). */
+/* One sequence. n_threads <= 0: the CPUs this process may use (at most 16). */
 enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_block,
 			     int n_threads, struct dec_state **out, struct cr_err *err);
 /* With n_seq independent caches, for decoding several samples in one batch. */

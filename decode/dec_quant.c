@@ -758,3 +758,12 @@ dec_dot4_fn dec_vec_dot4_fn(uint32_t t)
 	}
 	return NULL;
 }
+
+float dec_sum_exp_generic(const float *x, int n, float mx)
+{
+	double sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += expf(x[i] - mx);
+	return (float)sum;
+}

@@ -4,6 +4,7 @@
  * within a factor 1e-6 of the best and falls back to a full sort when their
  * mass does not reach p (exact either way). */
 #include "decode/dec_sample.h"
+#include "decode/dec_simd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -64,15 +65,20 @@ enum cr_status dec_sampler_init(struct dec_sampler *s, const struct dec_sampling
 	s->cfg = *cfg;
 	s->n_vocab = n_vocab;
 	s->cand = malloc((size_t)(n_vocab > 0 ? n_vocab : 1) * sizeof *s->cand);
-	if (!s->cand)
+	s->work = malloc((size_t)(n_vocab > 0 ? n_vocab : 1) * sizeof *s->work);
+	if (!s->cand || !s->work) {
+		dec_sampler_release(s);
 		return cr_errf(err, CR_ENOMEM, "sampler: out of memory");
+	}
 	return CR_OK;
 }
 
 void dec_sampler_release(struct dec_sampler *s)
 {
 	free(s->cand);
+	free(s->work);
 	s->cand = NULL;
+	s->work = NULL;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -142,21 +148,35 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 		c[0].p = 1;
 		return 1;
 	}
-	for (int i = 0; i < n; i++) {
-		c[i].id = i;
-		c[i].p = logits[i] / cfg->temperature;
-	}
-	if (cfg->top_k > 0)
+	if (cfg->top_k > 0 && cfg->top_k < n) {
+		for (int i = 0; i < n; i++) {
+			c[i].id = i;
+			c[i].p = logits[i] / cfg->temperature;
+		}
 		n = select_top(c, n, cfg->top_k);
-	mx = c[0].p;
-	for (int i = 1; i < n; i++)
-		mx = c[i].p > mx ? c[i].p : mx;
-	for (int i = 0; i < n; i++) {
-		c[i].p = expf(c[i].p - mx);
-		sum += c[i].p;
+		mx = c[0].p;
+		for (int i = 1; i < n; i++)
+			mx = c[i].p > mx ? c[i].p : mx;
+		for (int i = 0; i < n; i++) {
+			c[i].p = expf(c[i].p - mx);
+			sum += c[i].p;
+		}
+		for (int i = 0; i < n; i++)
+			c[i].p = (float)(c[i].p / sum);
+	} else {
+		/* the whole vocabulary: a vectorised exp over a plain array */
+		float *w = s->work, inv;
+
+		for (int i = 0; i < n; i++)
+			w[i] = logits[i] / cfg->temperature;
+		mx = w[argmax(w, n)];
+		sum = dec_simd_get()->exp_sum(w, n, mx);
+		inv = (float)(1.0 / sum);
+		for (int i = 0; i < n; i++) {
+			c[i].id = i;
+			c[i].p = w[i] * inv;
+		}
 	}
-	for (int i = 0; i < n; i++)
-		c[i].p = (float)(c[i].p / sum);
 	pmax = (float)(1.0 / sum);
 	if (cfg->top_p < 1) {
 		/* move the plausible head to the front, sort it, and see if it suffices */
@@ -219,12 +239,8 @@ int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *r
 void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs)
 {
 	float mx = logits[argmax(logits, n)];
-	double sum = 0;
-	float lse;
+	float lse = mx + logf(dec_simd_get()->sum_exp(logits, n, mx));
 
-	for (int i = 0; i < n; i++)
-		sum += exp((double)logits[i] - mx);
-	lse = mx + (float)log(sum);
 	/* k is small: insertion into a sorted list */
 	for (int j = 0; j < k; j++)
 		ids[j] = -1;

@@ -43,6 +43,7 @@ struct dec_sampler {
 	struct dec_sampling cfg;
 	int n_vocab;
 	struct dec_cand *cand; /* [n_vocab] scratch */
+	float *work;           /* [n_vocab] scratch: tempered logits, then exp */
 };
 
 enum cr_status dec_sampler_init(struct dec_sampler *s, const struct dec_sampling *cfg,

@@ -17,7 +17,7 @@ static const struct dec_simd generic = {
 	"generic", dec_dot_f32_generic, dec_dot_f16_generic, dec_dot_q8_0_generic,
 	dec_dot_q4_0_generic, dec_dot_q5_0_generic, dec_dot_q4_k_generic, dec_dot_q6_k_generic,
 	dec_axpy_f16_generic, dec_att_scores_generic, dec_att_values_generic,
-	dec_exp_sum_generic, dec_quant_q8_0_generic, dec_silu_mul_generic,
+	dec_exp_sum_generic, dec_sum_exp_generic, dec_quant_q8_0_generic, dec_silu_mul_generic,
 	NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
@@ -133,21 +133,17 @@ AVX2 static float dot_q4_k(const void *vx, const void *vy, int64_t n)
 	const struct dec_block_q4_K *x = vx;
 	const struct dec_block_q8_K *y = vy;
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	float sum = 0;
+	__m256 accf = _mm256_setzero_ps();
+	float msum = 0;
 
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
-		__m256i acc = _mm256_setzero_si256();
+		__m256i acc = _mm256_setzero_si256(), scv;
 		uint8_t sc[8];
 		int16_t mn[8];
-		__m128i bs, summ;
+		float dx = _cvtsh_ss(x[i].d), dmin = _cvtsh_ss(x[i].dmin);
 
 		q4k_scales(x[i].scales, sc, mn);
-		/* mins · (pairwise sums of the 16 activation block sums) */
-		bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[i].bsums),
-				    _mm_loadu_si128((const __m128i *)(y[i].bsums + 8)));
-		summ = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)mn), bs);
-		summ = _mm_add_epi32(summ, _mm_shuffle_epi32(summ, 0x4e));
-		summ = _mm_add_epi32(summ, _mm_shuffle_epi32(summ, 0xb1));
+		scv = q4k_scale_vec(sc);
 		for (int j = 0; j < 4; j++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
 			__m256i lo = _mm256_and_si256(q, m4);
@@ -155,13 +151,13 @@ AVX2 static float dot_q4_k(const void *vx, const void *vy, int64_t n)
 			__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j)));
 			__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j + 32)));
 
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * j])));
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * j + 1])));
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, q4k_scale_at(scv, 2 * j)));
+			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, q4k_scale_at(scv, 2 * j + 1)));
 		}
-		sum += y[i].d * (_cvtsh_ss(x[i].d) * (float)hsum8i(acc) -
-				 _cvtsh_ss(x[i].dmin) * (float)_mm_cvtsi128_si32(summ));
+		accf = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * dx), _mm256_cvtepi32_ps(acc), accf);
+		msum += y[i].d * dmin * (float)q4k_min_sum(mn, y[i].bsums);
 	}
-	return sum;
+	return hsum8(accf) - msum;
 }
 
 AVX2 static float dot_q6_k(const void *vx, const void *vy, int64_t n)
@@ -311,6 +307,20 @@ AVX2 static float exp_sum(float *x, int n, float mx)
 	return s;
 }
 
+AVX2 static float sum_exp(const float *x, int n, float mx)
+{
+	__m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
+	int i = 0;
+	float s;
+
+	for (; i + 8 <= n; i += 8)
+		acc = _mm256_add_ps(acc, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)));
+	s = hsum8(acc);
+	for (; i < n; i++)
+		s += expf(x[i] - mx);
+	return s;
+}
+
 AVX2 static void quant_q8_0(const float *x, void *vb, int64_t n)
 {
 	struct dec_block_q8_0 *b = vb;
@@ -359,7 +369,7 @@ AVX2 static void silu_mul(float *g, const float *u, int64_t n)
 
 static const struct dec_simd avx2 = {
 	"avx2", dot_f32, dot_f16, dot_q8_0, dot_q4_0, dot_q5_0, dot_q4_k, dot_q6_k, axpy_f16,
-	att_scores, att_values, exp_sum, quant_q8_0, silu_mul,
+	att_scores, att_values, exp_sum, sum_exp, quant_q8_0, silu_mul,
 	dec_dot4_q8_0_avx2, dec_dot4_q4_0_avx2, dec_dot4_q5_0_avx2, dec_dot4_q4_k_avx2, dec_dot4_q6_k_avx2,
 	dec_dot4_f16_avx2,
 };

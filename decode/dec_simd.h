@@ -32,6 +32,8 @@ struct dec_simd {
 	void (*att_values)(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd, float *o);
 	/* x[i] = exp(x[i] - mx) for i < n (x[i] <= mx); returns the sum */
 	float (*exp_sum)(float *x, int n, float mx);
+	/* sum of exp(x[i] - mx), x left as it is */
+	float (*sum_exp)(const float *x, int n, float mx);
 	/* x[0..n) (n % 32 == 0) as Q8_0 blocks */
 	void (*quant_q8_0)(const float *x, void *blocks, int64_t n);
 	/* g[i] = silu(g[i]) * u[i] */
@@ -58,6 +60,7 @@ void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
 void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
 			    float scale, float *sc);
 float dec_exp_sum_generic(float *x, int n, float mx);
+float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,

@@ -81,5 +81,31 @@ static inline void q4k_scales(const uint8_t *q, uint8_t *sc, int16_t *mn)
 	}
 }
 
+/* The eight scales as 16-bit lanes, both halves of a 256-bit register. */
+AVX2 static inline __m256i q4k_scale_vec(const uint8_t *sc)
+{
+	__m128i s = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));
+
+	return _mm256_set_m128i(s, s);
+}
+
+/* Scale k broadcast to all sixteen 16-bit lanes (a byte shuffle). */
+AVX2 static inline __m256i q4k_scale_at(__m256i scv, int k)
+{
+	return _mm256_shuffle_epi8(scv, _mm256_set1_epi16((short)(((2 * k + 1) << 8) | (2 * k))));
+}
+
+/* sum over the 8 sub-blocks of min[s] * (activation sum of sub-block s). */
+AVX2 static inline int32_t q4k_min_sum(const int16_t *mn, const int16_t *bsums)
+{
+	__m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
+				    _mm_loadu_si128((const __m128i *)(bsums + 8)));
+	__m128i s = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)mn), bs);
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	return _mm_cvtsi128_si32(s);
+}
+
 #endif
 #endif

@@ -119,33 +119,26 @@ AVX2 void dec_dot4_q4_k_avx2(const void *vx, const void *act, size_t stride, int
 	const struct dec_block_q4_K *x = vx;
 	const struct dec_block_q8_K *y[4] = { Y(0), Y(1), Y(2), Y(3) };
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	float sum[4] = { 0, 0, 0, 0 };
+	__m256 accf[4];
+	float msum[4] = { 0, 0, 0, 0 };
 
+	for (int t = 0; t < 4; t++)
+		accf[t] = _mm256_setzero_ps();
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
-		__m256i acc[4];
-		int32_t summ[4];
+		__m256i acc[4], scv;
 		uint8_t sc[8];
 		int16_t mn[8];
-		__m128i mnv;
 		float dx = _cvtsh_ss(x[i].d), dmin = _cvtsh_ss(x[i].dmin);
 
 		q4k_scales(x[i].scales, sc, mn);
-		mnv = _mm_loadu_si128((const __m128i *)mn);
-		for (int t = 0; t < 4; t++) {
-			__m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[t][i].bsums),
-						    _mm_loadu_si128((const __m128i *)(y[t][i].bsums + 8)));
-			__m128i s = _mm_madd_epi16(mnv, bs);
-
-			s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-			s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-			summ[t] = _mm_cvtsi128_si32(s);
+		scv = q4k_scale_vec(sc);
+		for (int t = 0; t < 4; t++)
 			acc[t] = _mm256_setzero_si256();
-		}
 		for (int j = 0; j < 4; j++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			__m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+			__m256i s0 = q4k_scale_at(scv, 2 * j), s1 = q4k_scale_at(scv, 2 * j + 1);
 
 			for (int t = 0; t < 4; t++) {
 				const int8_t *q8 = y[t][i].qs + 64 * j;
@@ -156,11 +149,13 @@ AVX2 void dec_dot4_q4_k_avx2(const void *vx, const void *act, size_t stride, int
 				acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p1, s1));
 			}
 		}
-		for (int t = 0; t < 4; t++)
-			sum[t] += y[t][i].d * (dx * (float)hsum8i(acc[t]) - dmin * (float)summ[t]);
+		for (int t = 0; t < 4; t++) {
+			accf[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(acc[t]), accf[t]);
+			msum[t] += y[t][i].d * dmin * (float)q4k_min_sum(mn, y[t][i].bsums);
+		}
 	}
 	for (int t = 0; t < 4; t++)
-		out[t] = sum[t];
+		out[t] = hsum8(accf[t]) - msum[t];
 }
 
 AVX2 void dec_dot4_q6_k_avx2(const void *vx, const void *act, size_t stride, int64_t n, float *out)

@@ -430,7 +430,7 @@ static bool lint_output(const double *a, const double *b, const struct task_val 
 int cr_cmd_lint(int argc, char **argv)
 {
 	struct task *ts = NULL;
-	int n = 0, bad = 0, checked = 0;
+	int n = 0, bad = 0, checked = 0, notes = 0;
 	struct cr_err err;
 	const char *spec = NULL;
 
@@ -440,7 +440,9 @@ int cr_cmd_lint(int argc, char **argv)
 			       "Checks the registry: on every shape and init profile each task's reference\n"
 			       "output spreads beyond the task's tolerance under its own init (so a constant cannot pass; this\n"
 			       "replaces robust-kbench's fixed +-0.01), changes with the inputs, varies across seeds per\n"
-			       "element and along every axis. Shapes where an input has fewer than 16\n"
+			       "element and along every axis. The task's own init decides; other init\n"
+			       "profiles that saturate the chain are reported as notes.\n"
+			       "Shapes where an input has fewer than 16\n"
 			       "elements are edge cases for the verifier and are not judged here.\n"
 			       "Exit 1 when a task fails.\n");
 			return 0;
@@ -492,10 +494,19 @@ int cr_cmd_lint(int argc, char **argv)
 						continue;
 					if (!lint_output(xa.v[k].d, xb.v[k].d, &xa.v[k], t,
 							 p == TASK_PROF_OWN, why, sizeof why)) {
+						/* the task's own init decides; a stress profile
+						 * that saturates the chain (tanh of large values,
+						 * clamp of shifted ones) is reported, not failed:
+						 * the own profile already rejects constant kernels */
+						bool own = p == TASK_PROF_OWN;
 						task_dims_str(t, d, ds, sizeof ds);
-						printf("FAIL %-24s {%s} %-7s %s: %s\n", t->name, ds,
+						printf("%s %-24s {%s} %-7s %s: %s\n", own ? "FAIL" : "note", t->name, ds,
 						       task_profile_name((enum task_profile)p), t->tensors[k].name, why);
-						ok = false;
+						if (own)
+							ok = false;
+						else
+							notes++;
+						break;
 					}
 				}
 				task_exec_release(&xa);
@@ -508,7 +519,7 @@ int cr_cmd_lint(int argc, char **argv)
 		else
 			bad++;
 	}
-	printf("%d task(s) checked, %d failed\n", checked, bad);
+	printf("%d task(s) checked, %d failed, %d note(s) on stress profiles\n", checked, bad, notes);
 	free(ts);
 	return bad ? 1 : 0;
 }

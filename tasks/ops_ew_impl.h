@@ -62,12 +62,13 @@ EW_UNARY(hardtanh,
 	 v < lo ? lo : v > hi ? hi : v, (v > lo && v < hi) ? K(1) : K(0))
 EW_UNARY(relu6, NOPAR, v < K(0) ? K(0) : v > K(6) ? K(6) : v,
 	 (v > K(0) && v < K(6)) ? K(1) : K(0))
-/* torch.clamp(min, max): gradient passes for min <= x <= max (inclusive);
- * an absent bound is no bound. min > max gives max everywhere, as in ATen. */
+/* torch.clamp(min, max) with scalar bounds: gradient only strictly inside
+ * (measured on PyTorch 2.15: 0 at x == min and x == max); an absent bound is
+ * no bound. min > max gives max everywhere, as in ATen. */
 EW_UNARY(clamp,
 	 const ACC lo = (ACC)task_node_float(nd, "min", -INFINITY);
 	 const ACC hi = (ACC)task_node_float(nd, "max", INFINITY),
-	 (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v), (v >= lo && v <= hi) ? K(1) : K(0))
+	 (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v), (v > lo && v < hi) ? K(1) : K(0))
 /* leaky_relu: ATen leaky_relu_backward uses x > 0 ? 1 : slope */
 EW_UNARY(leaky_relu, const ACC sl = (ACC)task_node_float(nd, "slope", 0.01),
 	 v > K(0) ? v : v * sl, v > K(0) ? K(1) : sl)

@@ -49,6 +49,12 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 	int64_t shape[TASK_MAX_RANK], n = task_tensor_numel(t, i, d), fan = 1;
 	struct task_rng r;
 
+	/* profiles stress the kernel's numerics on its inputs; parameters
+	 * (weights, norm affines) keep their own init, since a model whose
+	 * weights are scaled by 1e3 or shifted by 10 saturates every bounded
+	 * op and tests nothing */
+	if (tt->role != TASK_INPUT)
+		p = TASK_PROF_OWN;
 	task_tensor_shape(t, i, d, shape);
 	for (int k = 1; k < tt->rank; k++)
 		fan *= shape[k];

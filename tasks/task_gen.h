@@ -23,7 +23,8 @@ int task_profile_parse(const char *s); /* -1 if unknown */
 double task_profile_scale(enum task_profile p);
 
 /* Fills dst (numel values, as double) for tensor i of t. Integer tensors get
- * integer values. The stream is a pure function of (seed, i). */
+ * integer values. The stream is a pure function of (seed, i). Profiles
+ * apply to inputs; params always get their own init. */
 void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 		     enum task_profile p, uint64_t seed, double *dst);
 /* Rounds in place to what dtype can hold (f32: float rounding). */
