@@ -84,6 +84,15 @@ static enum cr_status read_config(struct loader *L)
 	if ((st = get_int_key(L, "attention.key_length", 0, c->dim / c->n_heads, &c->head_dim)) ||
 	    (st = get_int_key(L, "rope.dimension_count", 0, c->head_dim, &c->rope_dim)))
 		return st;
+	{
+		int vlen = 0;
+		if ((st = get_int_key(L, "attention.value_length", 0, c->head_dim, &vlen)))
+			return st;
+		if (vlen != c->head_dim)
+			return cr_errf(L->err, CR_EINPUT,
+				       "%s: attention.value_length %d differs from key_length %d (not supported)",
+				       L->g->path, vlen, c->head_dim);
+	}
 	if (c->head_dim <= 0 || c->head_dim % 2 || c->rope_dim % 2 || c->rope_dim > c->head_dim)
 		return cr_errf(L->err, CR_EINPUT, "%s: bad head size %d / rope dims %d",
 			       L->g->path, c->head_dim, c->rope_dim);

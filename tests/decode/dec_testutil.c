@@ -307,8 +307,11 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 	gw_kv_u32(w, K("feed_forward_length"), (uint32_t)s->hidden);
 	gw_kv_u32(w, K("attention.head_count"), (uint32_t)s->n_heads);
 	gw_kv_u32(w, K("attention.head_count_kv"), (uint32_t)s->n_kv_heads);
-	if (s->head_dim * s->n_heads != s->dim)
+	if (s->head_dim * s->n_heads != s->dim) {
+		/* as real files do: both, equal */
 		gw_kv_u32(w, K("attention.key_length"), (uint32_t)s->head_dim);
+		gw_kv_u32(w, K("attention.value_length"), (uint32_t)s->head_dim);
+	}
 	gw_kv_f32(w, K("rope.freq_base"), strcmp(s->arch, "llama") ? 1000000.f : 10000.f);
 	gw_kv_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-6f);
 	if (s->rope_linear > 0) {
