@@ -98,8 +98,35 @@ static char *src_prompt(void *ctx, const char *name, const char *backend, struct
 	return buf;
 }
 
+/* CRUCIBLE_SEED (read at start-up) is mixed into --seed here, as for eval,
+ * so a leaderboard can keep its sampling seed secret too. */
 int cr_cmd_generate(int argc, char **argv)
 {
 	struct dec_task_source src = { .ctx = NULL, .list = src_list, .prompt = src_prompt };
-	return dec_generate_main(argc, argv, &src);
+	char **av, seedbuf[32];
+	int ac = argc, rc, at = -1;
+
+	if (!cr_seed_is_secret())
+		return dec_generate_main(argc, argv, &src);
+	av = calloc((size_t)argc + 3, sizeof *av);
+	if (!av) {
+		fprintf(stderr, "crucible generate: out of memory\n");
+		return 2;
+	}
+	for (int i = 0; i < argc; i++) {
+		av[i] = argv[i];
+		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			at = i + 1;
+	}
+	snprintf(seedbuf, sizeof seedbuf, "%llu",
+		 (unsigned long long)(cr_seed(at > 0 ? strtoull(argv[at], NULL, 10) : 0) >> 1));
+	if (at > 0) {
+		av[at] = seedbuf;
+	} else {
+		av[ac++] = "--seed";
+		av[ac++] = seedbuf;
+	}
+	rc = dec_generate_main(ac, av, &src);
+	free(av);
+	return rc;
 }
