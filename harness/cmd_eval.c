@@ -684,9 +684,8 @@ int cr_cmd_eval(int argc, char **argv)
 		if (eval_cuda_compile(&cs, &o, &tasks, &n_tasks, run_id, res, &done, &unexp, &err))
 			goto fail;
 		unexpected += unexp;
-		cs.n = 0; /* all handled */
 	}
-	for (int i = 0; i < cs.n; i++) {
+	for (int i = 0; backend == CR_BACKEND_CPU && i < cs.n; i++) {
 		struct cr_result r;
 		struct cr_meta m;
 		char tname[256], sp[64], key[1200];
