@@ -270,6 +270,54 @@ static void print_usage_check(FILE *f)
 		"Exit 0 when it is ok, 1 when it is not.\n");
 }
 
+/* Finds (loading it if needed) the task a candidate names, or task_override.
+ * *out is NULL with a format_error in r when the candidate names none or an
+ * unknown one; the status is an error only when memory runs out. *tasks may
+ * move: pointers into it are valid until the next call. */
+static enum cr_status task_for(const char *path, const char *src, size_t len,
+			       const char *override, struct task **tasks, int *n_tasks,
+			       struct cr_result *r, char *tname, size_t tcap,
+			       const struct task **out, struct cr_err *err)
+{
+	int line = 0;
+	struct cr_err e;
+	struct task *nt;
+
+	*out = NULL;
+	if (override)
+		snprintf(tname, tcap, "%s", override);
+	else
+		line = peek_task(src, len, tname, tcap);
+	if (!tname[0]) {
+		/* let the parser produce the precise format error */
+		struct cr_cand c;
+		memset(&c, 0, sizeof c);
+		cr_err_init(&e);
+		cr_cand_parse(&c, path, src, len, &e);
+		cr_cand_release(&c);
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s", e.msg[0] ? e.msg : "no @task line");
+		return CR_OK;
+	}
+	for (int i = 0; i < *n_tasks; i++)
+		if (!strcmp((*tasks)[i].name, tname)) {
+			*out = &(*tasks)[i];
+			return CR_OK;
+		}
+	nt = realloc(*tasks, sizeof **tasks * (size_t)(*n_tasks + 1));
+	if (!nt)
+		return cr_errf(err, CR_ENOMEM, "out of memory");
+	*tasks = nt;
+	cr_err_init(&e);
+	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
+		return CR_OK;
+	}
+	*out = &nt[(*n_tasks)++];
+	return CR_OK;
+}
+
 static enum cr_status verify_one(const char *path, const char *task_override,
 				 struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
@@ -281,8 +329,8 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 				     .quick = o->quick, .workroot = workroot };
 	size_t len = 0;
 	char *src = slurp(path, &len);
-	struct task *t = NULL;
-	enum cr_status st = CR_OK;
+	const struct task *t = NULL;
+	enum cr_status st;
 
 	cr_result_init(r);
 	task_name[0] = '\0';
@@ -292,44 +340,9 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 		return CR_OK;
 	}
 	cr_sha256_hex(src, len, r->sha256);
-	int task_line = 0;
-	if (task_override)
-		snprintf(task_name, tcap, "%s", task_override);
-	else
-		task_line = peek_task(src, len, task_name, tcap);
-	if (!task_name[0]) {
-		/* let the parser produce the precise format error */
-		struct cr_cand c;
-		struct cr_err e;
-		memset(&c, 0, sizeof c);
-		cr_err_init(&e);
-		cr_cand_parse(&c, path, src, len, &e);
-		cr_cand_release(&c);
-		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s", e.msg[0] ? e.msg : "no @task line");
-		goto out;
-	}
-	for (int i = 0; i < *n_tasks; i++)
-		if (!strcmp((*tasks)[i].name, task_name))
-			t = &(*tasks)[i];
-	if (!t) {
-		struct task *nt = realloc(*tasks, sizeof **tasks * (size_t)(*n_tasks + 1));
-		struct cr_err e;
-		if (!nt) {
-			st = cr_errf(err, CR_ENOMEM, "out of memory");
-			goto out;
-		}
-		*tasks = nt;
-		cr_err_init(&e);
-		if (task_registry_find(task_name, &nt[*n_tasks], &e)) {
-			r->status = CHECK_FORMAT_ERROR;
-			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, task_line, e.msg);
-			goto out;
-		}
-		t = &nt[(*n_tasks)++];
-	}
-	st = cr_verify(t, path, src, len, &vo, r, err);
-out:
+	if (!(st = task_for(path, src, len, task_override, tasks, n_tasks, r, task_name, tcap, &t,
+			    err)) && t)
+		st = cr_verify(t, path, src, len, &vo, r, err);
 	free(src);
 	return st;
 }
@@ -439,43 +452,6 @@ static char *make_workroot(void)
 	return strdup(d);
 }
 
-/* Loads (or finds) the candidate's task; NULL with r filled when unknown. */
-static const struct task *task_for(const char *path, const char *src, size_t len,
-				   const char *override, struct task **tasks, int *n_tasks,
-				   struct cr_result *r, char *tname, size_t tcap)
-{
-	int line = 0;
-	struct cr_err e;
-	if (override)
-		snprintf(tname, tcap, "%s", override);
-	else
-		line = peek_task(src, len, tname, tcap);
-	if (!tname[0]) {
-		struct cr_cand c;
-		memset(&c, 0, sizeof c);
-		cr_err_init(&e);
-		cr_cand_parse(&c, path, src, len, &e);
-		cr_cand_release(&c);
-		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s", e.msg[0] ? e.msg : "no @task line");
-		return NULL;
-	}
-	for (int i = 0; i < *n_tasks; i++)
-		if (!strcmp((*tasks)[i].name, tname))
-			return &(*tasks)[i];
-	struct task *nt = realloc(*tasks, sizeof **tasks * (size_t)(*n_tasks + 1));
-	if (!nt)
-		return NULL;
-	*tasks = nt;
-	cr_err_init(&e);
-	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
-		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
-		return NULL;
-	}
-	return &nt[(*n_tasks)++];
-}
-
 /* eval --backend cuda --compile-only: every .cu candidate through NVRTC in
  * parallel, then a row each. Task pointers are resolved after all tasks
  * are loaded (the array may move while loading). */
@@ -512,8 +488,9 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", paths[n]);
 		} else {
 			cr_sha256_hex(srcs[n], lens[n], rs[n].sha256);
-			t = task_for(paths[n], srcs[n], lens[n], NULL, tasks, n_tasks, &rs[n],
-				     tnames[n], sizeof tnames[n]);
+			if ((st = task_for(paths[n], srcs[n], lens[n], NULL, tasks, n_tasks, &rs[n],
+					   tnames[n], sizeof tnames[n], &t, err)))
+				goto out;
 			if (t)
 				tidx[n] = (int)(t - *tasks);
 		}
@@ -581,9 +558,9 @@ static int check_cuda_compile(const char *path, const char *task_override,
 	}
 	cr_result_init(&r);
 	cr_sha256_hex(src, len, r.sha256);
-	t = task_for(path, src, len, task_override, &tasks, &n_tasks, &r, tname, sizeof tname);
 	cr_err_init(&err);
-	if (t && cr_backend_cuda_compile(&t, (char *const *)&path, &src, &len, 1, o->arch, &r, &err)) {
+	if (task_for(path, src, len, task_override, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err) ||
+	    (t && cr_backend_cuda_compile(&t, (char *const *)&path, &src, &len, 1, o->arch, &r, &err))) {
 		fprintf(stderr, "crucible check: %s\n", err.msg);
 		free(src);
 		free(tasks);
