@@ -177,25 +177,18 @@ static enum cr_status case_generate(struct vr *v, struct vr_case *c, struct cr_e
 }
 
 /* Allocates the per-slot double arrays of a case. */
-enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
-			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
-			    struct cr_err *err)
+bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struct task_dimset *d)
 {
 	const struct cr_pstage *st = &v->plan.st[s];
 	struct cr_err e2;
-	size_t total = 0;
-	double *m;
 
-	memset(c, 0, sizeof *c);
 	c->stage = s;
 	c->dims = *d;
-	c->prof = p;
-	c->seed = seed;
 	c->n_slots = st->n_slots;
 	cr_err_init(&e2);
 	if (cr_plan_eval(&v->plan, d, c->vals, &e2)) {
 		vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
-		return CR_OK;
+		return false;
 	}
 	for (int k = 0; k < st->n_slots; k++) {
 		const struct cr_slot *sl = &st->slots[k];
@@ -205,18 +198,35 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 		if (n < 0 || n > (1ll << 32)) {
 			vr_fail(v, CHECK_FORMAT_ERROR, "@scratch %s: %lld elements is out of range",
 				sl->name, (long long)n);
-			return CR_OK;
+			return false;
 		}
 		c->numel[k] = n;
 		c->bytes[k] = (size_t)n * es;
 		if (sl->role == CR_SLOT_SCRATCH && c->bytes[k] > (1ull << 30)) {
 			vr_fail(v, CHECK_FORMAT_ERROR, "@scratch %s: %zu bytes is more than the 1 GiB allowed",
 				sl->name, c->bytes[k]);
-			return CR_OK;
+			return false;
 		}
-		if (sl->role != CR_SLOT_SCRATCH)
-			total += (size_t)n * (sl->role == CR_SLOT_IN ? 1 : 4);
 	}
+	return true;
+}
+
+enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
+			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
+			    struct cr_err *err)
+{
+	const struct cr_pstage *st = &v->plan.st[s];
+	size_t total = 0;
+	double *m;
+
+	memset(c, 0, sizeof *c);
+	c->prof = p;
+	c->seed = seed;
+	if (!vr_case_sizes(v, c, s, d))
+		return CR_OK; /* format_error recorded; c->ready stays false */
+	for (int k = 0; k < st->n_slots; k++)
+		if (st->slots[k].role != CR_SLOT_SCRATCH)
+			total += (size_t)c->numel[k] * (st->slots[k].role == CR_SLOT_IN ? 1 : 4);
 	m = malloc(sizeof(double) * (total + 1));
 	if (!m)
 		return cr_errf(err, CR_ENOMEM, "out of memory for a case of %s", v->t->name);
@@ -412,11 +422,6 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		if ((st = vr_run_stage(&v, CR_BWD, err)))
 			goto done;
 		snprintf(r->backward, sizeof r->backward, "%s", v.status == fwd ? "pass" : "fail");
-		if (v.status != fwd) {
-			char tmp[768];
-			snprintf(tmp, sizeof tmp, "%s", v.detail);
-			snprintf(v.detail, sizeof v.detail, "%s", tmp);
-		}
 	} else if (v.plan.bwd_absent) {
 		snprintf(r->backward, sizeof r->backward, "absent");
 	}

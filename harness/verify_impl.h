@@ -46,6 +46,11 @@ size_t vr_layout(struct vr_case *c, int n_sets);
 void vr_guard_fill(struct vr_case *c, char *shm, int n_sets, size_t total, uint64_t key);
 bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, int n_sets,
 		    size_t total, uint64_t key, char *why, size_t cap);
+/* The plan's expression values and every slot's element count and bytes
+ * for a dim set (c->stage, dims, n_slots, vals, numel, bytes). false, with
+ * a format_error recorded, when an expression fails or a size is out of
+ * range. */
+bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struct task_dimset *d);
 enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
 			    struct cr_err *err);

@@ -25,26 +25,18 @@ static void sleep_ns(int64_t ns)
 		;
 }
 
-/* The largest shared-memory size any case of the stage needs. */
+/* The largest shared-memory size any case of the stage needs; 0 (with a
+ * format_error recorded) when some shape cannot be sized, so nothing runs
+ * before every expression has evaluated on every shape. */
 static size_t stage_shm_size(struct vr *v, enum cr_stage s, const struct task_dimset *shapes,
 			     int n_shapes, int n_sets)
 {
 	size_t best = 0;
 	for (int i = 0; i < n_shapes; i++) {
 		struct vr_case c;
-		struct cr_err e;
 		memset(&c, 0, sizeof c);
-		c.n_slots = v->plan.st[s].n_slots;
-		cr_err_init(&e);
-		if (cr_plan_eval(&v->plan, &shapes[i], c.vals, &e))
-			continue;
-		for (int k = 0; k < c.n_slots; k++) {
-			const struct cr_slot *sl = &v->plan.st[s].slots[k];
-			int64_t n = cr_plan_slot_numel(&v->plan, s, k, &shapes[i], c.vals);
-			size_t es = sl->role == CR_SLOT_SCRATCH ? (size_t)v->plan.scratch_esize[sl->scratch]
-								: task_dtype_size(sl->dtype);
-			c.bytes[k] = n > 0 && n <= (1ll << 32) ? (size_t)n * es : 0;
-		}
+		if (!vr_case_sizes(v, &c, s, &shapes[i]))
+			return 0;
 		size_t sz = vr_layout(&c, n_sets);
 		if (sz > best)
 			best = sz;
@@ -199,17 +191,10 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 	for (int p = 0; p < TASK_PROF_COUNT; p++)
 		if (!v->o->quick || p == TASK_PROF_OWN || p == TASK_PROF_LARGE || p == TASK_PROF_OFFSET)
 			profs[n_profs++] = (enum task_profile)p;
-	/* every expression must evaluate on every shape before anything runs */
-	for (int i = 0; i < n_shapes; i++) {
-		int64_t vals[CR_MAX_EXPRS];
-		struct cr_err e2;
-		cr_err_init(&e2);
-		if (cr_plan_eval(&v->plan, &shapes[i], vals, &e2)) {
-			vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
-			return CR_OK;
-		}
-	}
-	if ((st = cr_proc_init(&w, stage_shm_size(v, s, shapes, n_shapes, 1), err)))
+	size_t shm = stage_shm_size(v, s, shapes, n_shapes, 1);
+	if (!shm)
+		return CR_OK; /* format_error recorded */
+	if ((st = cr_proc_init(&w, shm, err)))
 		return st;
 	for (int i = 0; i < n_shapes && v->status > CHECK_TIMEOUT; i++) {
 		uint64_t first_hash = 0, first_ref = 0;

@@ -78,12 +78,6 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 	return CR_OK;
 }
 
-static enum cr_status final_recheck(struct vr *v, struct vr_case *c, struct cr_proc *wc,
-				    struct cr_proc *wb, int set, int n, struct cr_err *err)
-{
-	return recheck_set(v, c, wc, wb, set, n, err);
-}
-
 /* The worker's CPU clock once its threads are back asleep (a process CPU
  * clock is brought up to date when its threads block). */
 static int64_t settled_cpu(struct cr_proc *w)
@@ -290,7 +284,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 			spent = 2 * rule.max_seconds + 1;
 		if (timing_should_stop(&rule, tc, n, tb, n, spent, &noisy)) {
 			/* the last timed output is always re-checked */
-			if (!recheck && (s = final_recheck(v, &c, &wc, &wb, set, n - 1, err)))
+			if (!recheck && (s = recheck_set(v, &c, &wc, &wb, set, n - 1, err)))
 				goto out;
 			if (v->status != CHECK_OK)
 				goto out;
