@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPEC §1 exit codes for bad usage, bad input and an unavailable backend:
+# each must be the exact code, with a one-line message, never a crash.
+set -u
+exe="$1"; shift
+pass=0; fail=0
+expect() {
+	local want="$1"; shift
+	local err
+	err=$("$exe" "$@" 2>&1 >/dev/null); local got=$?
+	if [ "$got" -eq "$want" ] && [ -n "$err" ]; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL: crucible $* exited $got (want $want), stderr: ${err:-<empty>}"
+		fail=$((fail + 1))
+	fi
+}
+expect 2 check /nonexistent/cand.c
+expect 2 list nosuchset
+expect 2 frobnicate
+expect 2 eval --frobnicate
+expect 2 eval --seed notanumber
+expect 2 eval --backend tpu
+expect 2 dump smoke/relu --dims Q=3 --out /tmp/crucible-exit-codes
+expect 2 report /nonexistent/results.csv
+expect 3 eval --backend cuda
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
