@@ -129,6 +129,10 @@ struct eval_opts {
 	bool resume, no_timing, quick, check_expect, verbose, compile_only;
 	const char *arch;
 	double timeout, time_cap;
+	bool cuda;               /* run .cu candidates on the GPU */
+	char dev_arch[16];       /* cuda: the device's arch */
+	char baseline_dir[1024]; /* cuda: the GPU baselines */
+	double peak_tflops, peak_tbps;
 };
 
 static void cpu_model(char *buf, size_t cap)
@@ -193,7 +197,9 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	compiler_version(workroot, ccv, sizeof ccv);
 	fprintf(f, "{\n  \"tool\": \"crucible\",\n  \"version\": \"%s\",\n  \"run_id\": \"%s\",\n",
 		CRUCIBLE_VERSION, run_id);
-	fprintf(f, "  \"backend\": \"cpu\",\n");
+	fprintf(f, "  \"backend\": \"%s\",\n", o->cuda ? "cuda" : "cpu");
+	if (o->cuda && getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA"))
+		json_str(f, "libcuda", getenv("CRUCIBLE_LIBCUDA"), true);
 	json_str(f, "device", device, true);
 	json_str(f, "compiler", ccv, true);
 	fprintf(f, "  \"cores\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
@@ -318,6 +324,27 @@ static enum cr_status task_for(const char *path, const char *src, size_t len,
 	return CR_OK;
 }
 
+/* The cuda backend's device facts: its description for results and
+ * run.json, its arch for NVRTC, the GPU baselines' folder. */
+static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char *who)
+{
+	struct cr_err e;
+	cr_err_init(&e);
+	if (cr_backend_cuda_device(device, cap, o->dev_arch, sizeof o->dev_arch, &o->peak_tflops,
+				   &o->peak_tbps, &e)) {
+		fprintf(stderr, "%s: --backend cuda: %s\n", who, e.msg);
+		return 3;
+	}
+	if (o->arch && o->arch[0] && strcmp(o->arch, o->dev_arch)) {
+		fprintf(stderr, "%s: --arch %s: the device is %s (--arch is for --compile-only)\n", who,
+			o->arch, o->dev_arch);
+		return 2;
+	}
+	o->cuda = true;
+	snprintf(o->baseline_dir, sizeof o->baseline_dir, "%s/baselines/cuda", task_datadir());
+	return 0;
+}
+
 static enum cr_status verify_one(const char *path, const char *task_override,
 				 struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
@@ -326,7 +353,9 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 	struct cr_verify_opts vo = { .seed = o->seed, .call_timeout_s = o->timeout,
 				     .compile_timeout_s = 60, .time_cap_s = o->time_cap,
 				     .rel_target = 0.02, .min_samples = 10, .no_timing = o->no_timing,
-				     .quick = o->quick, .workroot = workroot };
+				     .quick = o->quick, .workroot = workroot, .cuda = o->cuda,
+				     .arch = o->dev_arch, .baseline_dir = o->baseline_dir,
+				     .peak_tflops = o->peak_tflops, .peak_tbps = o->peak_tbps };
 	size_t len = 0;
 	char *src = slurp(path, &len);
 	const struct task *t = NULL;
@@ -570,6 +599,9 @@ static int check_cuda_compile(const char *path, const char *task_override,
 	       path, tname[0] ? tname : "?", cr_backend_cuda_arch(o->arch), check_verdict_name(r.status));
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
+	if (r.timed && (!isnan(r.tflops) || !isnan(r.tbps)))
+		printf("achieved    %.3g TFLOP/s, %.3g TB/s; %.1f%% of the device's roofline\n", r.tflops,
+		       r.tbps, 100 * r.roofline);
 	printf("sha256      %s\n", r.sha256);
 	free(src);
 	free(tasks);
@@ -612,6 +644,18 @@ int cr_cmd_eval(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		if (collect(&cs, argv[i], 0, &err))
 			goto fail;
+	if (backend == CR_BACKEND_CUDA && !o.compile_only && (!o.backend || !strcmp(o.backend, "auto"))) {
+		/* auto chose the GPU: unless there is a .cu candidate, run the .c ones on the cpu */
+		bool any_cu = false;
+		for (int i = 0; i < cs.n; i++)
+			any_cu |= has_ext(cs.paths[i], ".cu");
+		if (!any_cu && cs.n > 0) {
+			fprintf(stderr, "crucible eval: backend auto: no .cu candidate, using cpu\n");
+			backend = CR_BACKEND_CPU;
+		}
+	}
+	if (backend == CR_BACKEND_CUDA && !o.compile_only && (rc = cuda_setup(&o, device, sizeof device, "crucible eval")))
+		goto out;
 	if (o.tasks && task_registry_load(o.tasks, &filter, &n_filter, &err))
 		goto fail;
 	if (mkdir(o.out, 0755) && errno != EEXIST) {
@@ -652,17 +696,18 @@ int cr_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
-	cpu_model(device, sizeof device);
+	if (!o.cuda)
+		cpu_model(device, sizeof device);
 	write_run_json(o.out, run_id, &o, device, 0, "", workroot);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
-	if (backend == CR_BACKEND_CUDA) {
+	if (backend == CR_BACKEND_CUDA && !o.cuda) {
 		int unexp = 0;
 		if (eval_cuda_compile(&cs, &o, &tasks, &n_tasks, run_id, res, &done, &unexp, &err))
 			goto fail;
 		unexpected += unexp;
 	}
-	for (int i = 0; backend == CR_BACKEND_CPU && i < cs.n; i++) {
+	for (int i = 0; (backend == CR_BACKEND_CPU || o.cuda) && i < cs.n; i++) {
 		struct cr_result r;
 		struct cr_meta m;
 		char tname[256], sp[64], key[1200];
@@ -670,7 +715,7 @@ int cr_cmd_eval(int argc, char **argv)
 		struct cr_row row;
 		bool skip = false;
 
-		if (has_ext(cand, ".cu")) {
+		if (has_ext(cand, ".cu") != o.cuda) {
 			skipped++;
 			continue;
 		}
@@ -712,7 +757,7 @@ int cr_cmd_eval(int argc, char **argv)
 		if (verify_one(cand, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err))
 			goto fail;
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
-				       .backend = "cpu", .device = device, .r = &r, .m = &m };
+				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m };
 		if (cr_results_write(res, &row, &err))
 			goto fail;
 		done++;
@@ -727,7 +772,10 @@ int cr_cmd_eval(int argc, char **argv)
 		fflush(stdout);
 	}
 	progress_done();
-	if (skipped)
+	if (skipped && o.cuda)
+		fprintf(stderr, "crucible eval: %d C candidate(s) (.c) not run: the cuda backend runs .cu candidates "
+				"(--backend cpu runs them)\n", skipped);
+	else if (skipped)
 		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates "
 				"(--backend cuda --compile-only gives their compile verdicts)\n", skipped);
 	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
@@ -739,7 +787,7 @@ int cr_cmd_eval(int argc, char **argv)
 		task_set_hash(tasks, n_tasks, h);
 		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot);
 	}
-	if ((done > 0 || n_keys > 0) && backend == CR_BACKEND_CPU) {
+	if ((done > 0 || n_keys > 0) && (backend == CR_BACKEND_CPU || o.cuda)) {
 		printf("\n");
 		fflush(stdout);
 		report_print_summary(path, stdout);
@@ -792,9 +840,20 @@ int cr_cmd_check(int argc, char **argv)
 	enum cr_backend backend;
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible check")))
 		return rc;
-	if (backend == CR_BACKEND_CUDA)
+	if (backend == CR_BACKEND_CUDA && o.compile_only)
 		return check_cuda_compile(argv[optind], task, &o);
-	if (has_ext(argv[optind], ".cu")) {
+	if (backend == CR_BACKEND_CUDA && (!o.backend || !strcmp(o.backend, "auto")) && !has_ext(argv[optind], ".cu"))
+		backend = CR_BACKEND_CPU; /* auto: a .c candidate runs on the cpu */
+	if (backend == CR_BACKEND_CUDA) {
+		char device[256];
+		if ((rc = cuda_setup(&o, device, sizeof device, "crucible check")))
+			return rc;
+		if (!has_ext(argv[optind], ".cu")) {
+			fprintf(stderr, "crucible check: %s is a C candidate; the cuda backend runs .cu candidates "
+					"(--backend cpu runs it)\n", argv[optind]);
+			return 3;
+		}
+	} else if (has_ext(argv[optind], ".cu")) {
 		fprintf(stderr, "crucible check: %s is a CUDA candidate; the cpu backend runs .c candidates "
 				"(--compile-only gives its compile verdict)\n", argv[optind]);
 		return 3;

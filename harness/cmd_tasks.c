@@ -13,35 +13,22 @@
 #include <sys/stat.h>
 
 #include "harness/expr.h"
+#include "harness/plan.h"
 #include "tasks/task_exec.h"
 #include "tasks/task_gen.h"
 #include "tasks/task_registry.h"
 #include "tasks/task_rng.h"
 
-static int dim_lookup(void *ctx, const char *name, size_t len)
-{
-	return task_find_dim(ctx, name, len);
-}
-
-/* Evaluates a flops/bytes expression at the bench shape ("" when absent). */
+/* Formats a flops/bytes expression at the bench shape ("" when absent). */
 static void eval_metric(const struct task *t, const char *text, char *out, size_t cap)
 {
-	struct cr_expr e;
-	struct cr_err err;
-	int64_t v;
-	out[0] = '\0';
+	double v;
 	if (!text[0])
-		return;
-	cr_err_init(&err);
-	if (cr_expr_compile(&e, text, strlen(text), dim_lookup, (void *)t, &err)) {
-		snprintf(out, cap, "?");
-		return;
-	}
-	if (!cr_expr_eval(&e, t->bench.v, &v, &err))
-		snprintf(out, cap, "%.3g", (double)v);
+		out[0] = '\0';
+	else if (cr_task_metric(t, text, &t->bench, &v))
+		snprintf(out, cap, "%.3g", v);
 	else
 		snprintf(out, cap, "?");
-	cr_expr_release(&e);
 }
 
 /* Excluded KernelBench problems of a set: data/excluded/<SET>*.json, each an

@@ -193,9 +193,9 @@ static void conclude(const struct cr_plan *plan, const struct cr_cuda_build *b, 
 		snprintf(r->backward, sizeof r->backward, "absent");
 }
 
-enum cr_status cr_cuda_check_compile_opts(const struct task *t, const char *path, const char *src,
-					  size_t len, const struct cr_cuda_opts *o,
-					  struct cr_result *r, struct cr_err *err)
+enum cr_status cr_cuda_check_compile_to(const struct task *t, const char *path, const char *src,
+					size_t len, const struct cr_cuda_opts *o, const char *cubin_out,
+					struct cr_result *r, struct cr_err *err)
 {
 	struct cr_plan plan;
 	struct cr_cuda_build b;
@@ -205,9 +205,23 @@ enum cr_status cr_cuda_check_compile_opts(const struct task *t, const char *path
 		return CR_OK;
 	if (!(st = cr_cuda_compile(src, len, o, &b, err)))
 		conclude(&plan, &b, path, o ? o->timeout_s : 0, r);
+	if (!st && cubin_out && r->status == CHECK_OK) {
+		FILE *f = fopen(cubin_out, "wb");
+		if (!f || fwrite(b.cubin, 1, b.cubin_len, f) != b.cubin_len)
+			st = cr_errf(err, CR_EIO, "cannot write %s", cubin_out);
+		if (f && fclose(f) && !st)
+			st = cr_errf(err, CR_EIO, "cannot write %s", cubin_out);
+	}
 	cr_plan_release(&plan);
 	cr_cuda_build_release(&b);
 	return st;
+}
+
+enum cr_status cr_cuda_check_compile_opts(const struct task *t, const char *path, const char *src,
+					  size_t len, const struct cr_cuda_opts *o,
+					  struct cr_result *r, struct cr_err *err)
+{
+	return cr_cuda_check_compile_to(t, path, src, len, o, NULL, r, err);
 }
 
 enum cr_status cr_cuda_check_compile(const struct task *t, const char *path, const char *src,

@@ -120,6 +120,20 @@ static void cuda_root(char *buf, size_t cap)
 	snprintf(buf, cap, "/usr/local/cuda");
 }
 
+void cr_cuda_toolkit_lib(const char *name, char *out, size_t cap)
+{
+	static const char *const sub[] = { "lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib" };
+	char root[1000];
+
+	cuda_root(root, sizeof root);
+	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+		snprintf(out, cap, "%s/%s/%s", root, sub[i], name);
+		if (!access(out, R_OK))
+			return;
+	}
+	snprintf(out, cap, "%s", name);
+}
+
 static bool arch_ok(const char *a)
 {
 	if (strncmp(a, "sm_", 3) || strlen(a) < 5 || strlen(a) > 8)

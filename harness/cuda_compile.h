@@ -105,6 +105,11 @@ enum cr_status cr_cuda_check_compile_opts(const struct task *t, const char *path
 /* The same for many candidates, compiled in parallel (max_par children, <= 0:
  * the cores). Each job's r gets its verdict; an environment failure (NVRTC
  * cannot run) is returned and the jobs it hit say "not compiled". */
+/* The same, and on success the cubin written to cubin_out (for running). */
+enum cr_status cr_cuda_check_compile_to(const struct task *t, const char *path, const char *src,
+					size_t len, const struct cr_cuda_opts *o, const char *cubin_out,
+					struct cr_result *r, struct cr_err *err);
+
 struct cr_cuda_check_job {
 	const struct task *t;
 	const char *path;
@@ -117,6 +122,10 @@ enum cr_status cr_cuda_check_compile_many(struct cr_cuda_check_job *jobs, int n,
 					  struct cr_err *err);
 
 /* "NVRTC 13.0" into buf; the supported archs as "sm_75 sm_80 ..." into archs. */
+/* The path of a toolkit library (e.g. "libcublas.so.13") under the toolkit
+ * root NVRTC is found in; the bare name when it is not there. */
+void cr_cuda_toolkit_lib(const char *name, char *out, size_t cap);
+
 void cr_cuda_nvrtc_version(char *buf, size_t cap, char *archs, size_t archs_cap);
 
 #endif

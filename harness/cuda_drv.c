@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- CUresult names (generated from CUDA 13.0's cuda.h) ---- */
@@ -155,6 +156,7 @@ static struct {
 	int state;                 /* 0 not tried, 1 loaded, -1 failed */
 	char why[256];
 	void *lib;
+	const char *path;          /* the library dlopened */
 	struct cr_cu cu;
 } drv;
 
@@ -168,9 +170,16 @@ const struct cr_cu *cr_cu_load(char *why, size_t cap)
 	if (drv.state == -1)
 		goto fail;
 	drv.state = -1;
-	drv.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* CRUCIBLE_LIBCUDA names another driver library (a non-standard
+	 * install, or the test suite's emulated driver); run.json records it */
+	drv.path = getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA") ? getenv("CRUCIBLE_LIBCUDA")
+									       : "libcuda.so.1";
+	drv.lib = dlopen(drv.path, RTLD_NOW | RTLD_LOCAL);
 	if (!drv.lib) {
-		snprintf(drv.why, sizeof drv.why, "no libcuda.so.1 (no NVIDIA driver installed)");
+		if (strcmp(drv.path, "libcuda.so.1"))
+			snprintf(drv.why, sizeof drv.why, "CRUCIBLE_LIBCUDA=%s: %s", drv.path, dlerror());
+		else
+			snprintf(drv.why, sizeof drv.why, "no libcuda.so.1 (no NVIDIA driver installed)");
 		goto fail;
 	}
 	get_proc = (get_proc_fn)(uintptr_t)dlsym(drv.lib, "cuGetProcAddress_v2");

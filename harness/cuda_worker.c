@@ -5,9 +5,12 @@
 #include "harness/cuda_cubin.h"
 #include "harness/cuda_drv_impl.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SMEM_DEFAULT_MAX (48 * 1024)   /* above this a kernel must opt in */
 
@@ -112,14 +115,19 @@ static void param_sizes(struct cr_cuda_worker *w, const struct cr_cu *cu, int i,
 	if (cu->FuncGetParamInfo) {
 		size_t off, size;
 		int n = 0;
+		CUresult r = CUDA_SUCCESS;
 		while (n < CR_MAX_ARGS + 1 &&
-		       cu->FuncGetParamInfo((CUfunction)w->fn[i], (size_t)n, &off, &size) == CUDA_SUCCESS) {
+		       (r = cu->FuncGetParamInfo((CUfunction)w->fn[i], (size_t)n, &off, &size)) == CUDA_SUCCESS) {
 			if (n < CR_MAX_ARGS)
 				w->param_size[i][n] = (uint16_t)size;
 			n++;
 		}
-		w->n_params[i] = n;
-		return;
+		/* INVALID_VALUE past the last parameter is the end of the list; any
+		 * other answer means the driver could not say: use the cubin */
+		if (r == CUDA_SUCCESS || r == CUDA_ERROR_INVALID_VALUE) {
+			w->n_params[i] = n;
+			return;
+		}
 	}
 	const struct cr_cubin_kernel *k = cr_cubin_find(info, fn);
 	if (k && k->n_params >= 0 && k->n_params <= CR_MAX_ARGS) {
@@ -188,6 +196,7 @@ enum cr_status cr_cuda_worker_init(struct cr_cuda_worker *w, const char *shm, si
 		}
 		w->fn[i] = f;
 		param_sizes(w, cu, (int)i, t->l[i].fn, info);
+		w->cublas[i] = (t->flags & CR_CUDA_LTAB_TRUSTED) && !strcmp(t->l[i].fn, CR_CUDA_CUBLAS_SGEMM);
 	}
 	CU_CHECK(cu->StreamCreate(&stream, CU_STREAM_DEFAULT)); /* ordered after the legacy-stream copies */
 	w->stream = stream;
@@ -251,6 +260,115 @@ static bool build_params(struct cr_cuda_worker *w, const struct cr_shm_hdr *h, u
 	return true;
 }
 
+/* cuBLAS, loaded on demand for trusted launch tables (the GPU baselines). */
+typedef int (*cublas_create_fn)(void **h);
+typedef int (*cublas_set_stream_fn)(void *h, void *s);
+typedef int (*cublas_set_math_fn)(void *h, int mode);
+typedef int (*cublas_destroy_fn)(void *h);
+typedef int (*cublas_sgemm_fn)(void *h, int ta, int tb, int m, int n, int k, const float *alpha,
+			       const float *a, int lda, const float *b, int ldb, const float *beta,
+			       float *c, int ldc);
+
+static bool cublas_open(struct cr_cuda_worker *w, const char *path, struct cr_err *err)
+{
+	cublas_create_fn create;
+	cublas_set_stream_fn set_stream;
+	cublas_set_math_fn set_math;
+	int rc;
+
+	if (w->cublas_handle)
+		return true;
+	if (!w->cublas_lib && !(w->cublas_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+		cr_errf(err, CR_EENV, "cannot load cuBLAS (%s): %s", path, dlerror());
+		return false;
+	}
+	create = (cublas_create_fn)(uintptr_t)dlsym(w->cublas_lib, "cublasCreate_v2");
+	set_stream = (cublas_set_stream_fn)(uintptr_t)dlsym(w->cublas_lib, "cublasSetStream_v2");
+	set_math = (cublas_set_math_fn)(uintptr_t)dlsym(w->cublas_lib, "cublasSetMathMode");
+	if (!create || !set_stream || !set_math || !dlsym(w->cublas_lib, "cublasSgemm_v2")) {
+		cr_errf(err, CR_EENV, "%s lacks cublasCreate_v2/SetStream_v2/SetMathMode/Sgemm_v2", path);
+		return false;
+	}
+	/* CUBLAS_DEFAULT_MATH (0): FP32 sgemm without TF32 tensor cores */
+	if ((rc = create(&w->cublas_handle)) || (rc = set_stream(w->cublas_handle, w->stream)) ||
+	    (rc = set_math(w->cublas_handle, 0))) {
+		cr_errf(err, CR_EENV, "cuBLAS setup failed (cublasStatus %d)", rc);
+		return false;
+	}
+	return true;
+}
+
+/* Row-major c[M,N] = a[M,K] b[K,N] as column-major c^T = b^T a^T. */
+static bool cublas_sgemm(struct cr_cuda_worker *w, const uint64_t *vals, const uint16_t *size,
+			 struct cr_err *err)
+{
+	cublas_sgemm_fn sgemm = (cublas_sgemm_fn)(uintptr_t)dlsym(w->cublas_lib, "cublasSgemm_v2");
+	const float one = 1.0f, zero = 0.0f;
+	uint64_t a, b, c;
+	int32_t m, k, n;
+	int rc;
+
+	if (size[0] != 8 || size[1] != 8 || size[2] != 8 || size[3] != 4 || size[4] != 4 || size[5] != 4)
+		return cr_errf(err, CR_EINPUT, CR_CUDA_CUBLAS_SGEMM " takes (a, b, c, int M, int K, int N)"), false;
+	memcpy(&a, &vals[0], 8);
+	memcpy(&b, &vals[1], 8);
+	memcpy(&c, &vals[2], 8);
+	memcpy(&m, &vals[3], 4);
+	memcpy(&k, &vals[4], 4);
+	memcpy(&n, &vals[5], 4);
+	rc = sgemm(w->cublas_handle, 0, 0, n, m, k, &one, (const float *)(uintptr_t)b, n,
+		   (const float *)(uintptr_t)a, k, &zero, (float *)(uintptr_t)c, n);
+	if (rc)
+		return cr_errf(err, CR_EFAIL, "cublasSgemm failed (cublasStatus %d)", rc), false;
+	return true;
+}
+
+/* Every launch of the table on the worker's stream, in order. false with
+ * the verdict and message set when one fails. */
+static bool launch_all(struct cr_cuda_worker *w, const struct cr_cu *cu, char *shm, uint32_t set,
+		       enum check_verdict *verdict, struct cr_err *err)
+{
+	const struct cr_cuda_ltab *t = ltab_of(shm);
+	CUstream s = (CUstream)w->stream;
+	CUresult r;
+
+	for (uint32_t i = 0; i < t->n_launch; i++) {
+		const struct cr_cuda_lrec *l = &t->l[i];
+		uint64_t vals[CR_MAX_ARGS];
+		void *pv[CR_MAX_ARGS];
+		if (!build_params(w, (const struct cr_shm_hdr *)shm, set, (int)i, l, vals, pv, err)) {
+			*verdict = CHECK_FORMAT_ERROR;
+			return false;
+		}
+		if (w->cublas[i]) {
+			if (!cublas_open(w, t->cublas_path, err) || !cublas_sgemm(w, vals, w->param_size[i], err)) {
+				*verdict = CHECK_RUNTIME_ERROR;
+				return false;
+			}
+			continue;
+		}
+		if (l->smem > SMEM_DEFAULT_MAX &&
+		    (r = cu->FuncSetAttribute((CUfunction)w->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					      (int)l->smem)) != CUDA_SUCCESS) {
+			char m[64];
+			*verdict = CHECK_RUNTIME_ERROR;
+			snprintf(m, sizeof m, "line %d: %u bytes of shared memory", l->line, l->smem);
+			cr_cu_fail(cu, r, m, CR_EFAIL, err);
+			return false;
+		}
+		r = cu->LaunchKernel((CUfunction)w->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
+				     l->block[1], l->block[2], l->smem, s, pv, NULL);
+		if (r != CUDA_SUCCESS) {
+			char m[128];
+			*verdict = CHECK_RUNTIME_ERROR;
+			snprintf(m, sizeof m, "line %d: launching %s", l->line, l->fn);
+			cr_cu_fail(cu, r, m, CR_EFAIL, err);
+			return false;
+		}
+	}
+	return true;
+}
+
 enum cr_status cr_cuda_worker_run(struct cr_cuda_worker *w, char *shm, uint32_t set,
 				  enum check_verdict *verdict, struct cr_err *err)
 {
@@ -269,33 +387,8 @@ enum cr_status cr_cuda_worker_run(struct cr_cuda_worker *w, char *shm, uint32_t 
 		if (h->off[set][k] < CR_SHM_HDR || h->off[set][k] - CR_SHM_HDR > w->dsize)
 			return cr_errf(err, CR_EINTERNAL, "slot %u lies outside the shared memory", k);
 	CU_CHECK(cu->MemcpyHtoD((CUdeviceptr)w->dbase, shm + CR_SHM_HDR, w->dsize));
-	for (uint32_t i = 0; i < t->n_launch; i++) {
-		const struct cr_cuda_lrec *l = &t->l[i];
-		uint64_t vals[CR_MAX_ARGS];
-		void *pv[CR_MAX_ARGS];
-		if (!build_params(w, h, set, (int)i, l, vals, pv, err)) {
-			*verdict = CHECK_FORMAT_ERROR;
-			return CR_OK;
-		}
-		if (l->smem > SMEM_DEFAULT_MAX &&
-		    (r = cu->FuncSetAttribute((CUfunction)w->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-					      (int)l->smem)) != CUDA_SUCCESS) {
-			*verdict = CHECK_RUNTIME_ERROR;
-			char m[64];
-			snprintf(m, sizeof m, "line %d: %u bytes of shared memory", l->line, l->smem);
-			cr_cu_fail(cu, r, m, CR_EFAIL, err);
-			return CR_OK;
-		}
-		r = cu->LaunchKernel((CUfunction)w->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
-				     l->block[1], l->block[2], l->smem, s, pv, NULL);
-		if (r != CUDA_SUCCESS) {
-			char m[128];
-			*verdict = CHECK_RUNTIME_ERROR;
-			snprintf(m, sizeof m, "line %d: launching %s", l->line, l->fn);
-			cr_cu_fail(cu, r, m, CR_EFAIL, err);
-			return CR_OK;
-		}
-	}
+	if (!launch_all(w, cu, shm, set, verdict, err))
+		return CR_OK;
 	r = cu->StreamSynchronize(s);
 	if (r != CUDA_SUCCESS) {
 		/* illegal address, device assert, launch failure: sticky */
@@ -316,6 +409,10 @@ void cr_cuda_worker_release(struct cr_cuda_worker *w)
 		/* best effort: after a sticky error these fail, and the process ends anyway */
 		if (w->dbase)
 			cu->MemFree((CUdeviceptr)w->dbase);
+		if (w->flush)
+			cu->MemFree((CUdeviceptr)w->flush);
+		if (w->cublas_handle)
+			((cublas_destroy_fn)(uintptr_t)dlsym(w->cublas_lib, "cublasDestroy_v2"))(w->cublas_handle);
 		if (w->stream)
 			cu->StreamDestroy((CUstream)w->stream);
 		if (w->mod)
@@ -323,4 +420,186 @@ void cr_cuda_worker_release(struct cr_cuda_worker *w)
 		cu->DevicePrimaryCtxRelease((CUdevice)w->device);
 	}
 	memset(w, 0, sizeof *w);
+}
+
+/* ---- timed calls ---- */
+
+enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t set,
+				   struct cr_cuda_timing *tm, enum check_verdict *verdict,
+				   struct cr_err *err)
+{
+	char why[256];
+	const struct cr_cu *cu = cr_cu_load(why, sizeof why);
+	const struct cr_cuda_ltab *t = ltab_of(shm);
+	enum cr_status st = CR_OK;
+	CUstream s = (CUstream)w->stream;
+	CUevent e0 = NULL, e1 = NULL;
+	float ms = 0;
+	CUresult r;
+
+	tm->event_ns = tm->cupti_ns = -1;
+	tm->n_kernels = -1;
+	*verdict = CHECK_OK;
+	if (!cu || !t)
+		return cr_errf(err, CR_EINTERNAL, "CUDA worker not ready");
+	if (!w->flush) {
+		/* the L2 flush buffer: max(2 x L2, 256 MiB), written before each sample */
+		CUdevice dev = (CUdevice)w->device;
+		int l2 = 0;
+		CUdeviceptr f;
+		cu->DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+		w->flush_bytes = (size_t)l2 * 2 > (256u << 20) ? (size_t)l2 * 2 : (256u << 20);
+		CU_CHECK(cu->MemAlloc(&f, w->flush_bytes));
+		w->flush = (uint64_t)f;
+	}
+	CU_CHECK(cu->EventCreate(&e0, CU_EVENT_DEFAULT));
+	CU_CHECK(cu->EventCreate(&e1, CU_EVENT_DEFAULT));
+	/* inputs and the poisoned outputs in, outside the timed window */
+	CU_CHECK(cu->MemcpyHtoD((CUdeviceptr)w->dbase, shm + CR_SHM_HDR, w->dsize));
+	CU_CHECK(cu->MemsetD32((CUdeviceptr)w->flush, w->flush_seq++, w->flush_bytes / 4));
+	CU_CHECK(cu->CtxSynchronize());
+	if (w->cupti) {
+		/* drop the copies' and the flush's records before the window */
+		struct cr_cupti_rec junk[64];
+		int n;
+		uint64_t dropped;
+		do {
+			if (cr_cupti_collect(junk, 64, &n, &dropped, err))
+				w->cupti = false;
+		} while (w->cupti && n == 64);
+	}
+	CU_CHECK(cu->EventRecord(e0, s));
+	if (!launch_all(w, cu, shm, set, verdict, err))
+		goto out;
+	CU_CHECK(cu->EventRecord(e1, s));
+	r = cu->EventSynchronize(e1);
+	if (r == CUDA_SUCCESS)
+		r = cu->CtxSynchronize(); /* anything else the launches left running */
+	if (r != CUDA_SUCCESS) {
+		*verdict = CHECK_RUNTIME_ERROR;
+		cr_cu_fail(cu, r, "after the launches", CR_EFAIL, err);
+		goto out;
+	}
+	CU_CHECK(cu->EventElapsedTime(&ms, e0, e1));
+	tm->event_ns = (int64_t)((double)ms * 1e6);
+	if (w->cupti) {
+		/* every kernel record of the window: exactly the plan's launches,
+		 * in order, with sane timestamps; anything else rejects the sample */
+		struct cr_cupti_rec rec[CR_MAX_LAUNCH + 8];
+		int n = 0, k = 0;
+		uint64_t dropped = 0, sum = 0;
+		bool bad = false, lib = false;
+		/* a library call launches kernels of its own choosing: then every
+		 * kernel record of the window counts, by timestamps alone */
+		for (uint32_t i = 0; i < t->n_launch; i++)
+			lib |= w->cublas[i];
+		if (cr_cupti_collect(rec, CR_MAX_LAUNCH + 8, &n, &dropped, err)) {
+			w->cupti = false;
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			if (rec[i].kind != CR_CUPTI_KERNEL)
+				continue;
+			if ((!lib && (k >= (int)t->n_launch ||
+				     strncmp(rec[i].name, t->l[k].fn, sizeof rec[i].name - 1))) ||
+			    !rec[i].start_ns || rec[i].end_ns < rec[i].start_ns)
+				bad = true;
+			else
+				sum += rec[i].end_ns - rec[i].start_ns;
+			k++;
+		}
+		tm->n_kernels = k;
+		tm->cupti_ns = bad || dropped || (lib ? k < 1 : k != (int)t->n_launch) ? -1 : (int64_t)sum;
+	}
+	CU_CHECK(cu->MemcpyDtoH(shm + CR_SHM_HDR, (CUdeviceptr)w->dbase, w->dsize));
+out:
+	if (e0)
+		cu->EventDestroy(e0);
+	if (e1)
+		cu->EventDestroy(e1);
+	return st;
+}
+
+/* ---- the worker process (`crucible __worker cuda`) ---- */
+
+#define CMD_FD 3
+#define REP_FD 4
+
+static void cw_reply(const struct cr_reply *r)
+{
+	if (write(REP_FD, r, sizeof *r) != (ssize_t)sizeof *r)
+		_exit(70);
+}
+
+static void cw_msg(uint32_t kind, uint32_t seq, int code, const char *msg)
+{
+	struct cr_reply r;
+	memset(&r, 0, sizeof r);
+	r.kind = kind;
+	r.seq = seq;
+	r.code = code;
+	snprintf(r.msg, sizeof r.msg, "%s", msg ? msg : "");
+	cw_reply(&r);
+}
+
+int cr_cuda_worker_main(char *shm, size_t size)
+{
+	struct cr_cuda_worker w;
+	enum check_verdict v = CHECK_OK;
+	struct cr_err err;
+	const struct cr_shm_hdr *h = (const struct cr_shm_hdr *)shm;
+
+	cr_err_init(&err);
+	/* CUPTI first, so it sees the context from its creation; without it
+	 * the events time the samples and the reply says so */
+	bool cupti = cr_cupti_start(&err) == CR_OK;
+	if (!cupti)
+		fprintf(stderr, "cuda worker: no CUPTI (%s): events only\n", err.msg);
+	cr_err_init(&err);
+	if (cr_cuda_worker_init(&w, shm, size, &v, &err) || v != CHECK_OK) {
+		cw_msg(CR_REP_FAIL, 0, v != CHECK_OK ? (int)v : -1, err.msg);
+		_exit(71);
+	}
+	w.cupti = cupti;
+	cw_msg(CR_REP_READY, 0, 0, NULL);
+	for (;;) {
+		struct cr_cmd c;
+		size_t got = 0;
+		while (got < sizeof c) {
+			ssize_t n = read(CMD_FD, (char *)&c + got, sizeof c - got);
+			if (n <= 0) {
+				if (n < 0 && errno == EINTR)
+					continue;
+				_exit(0);
+			}
+			got += (size_t)n;
+		}
+		if (c.op == CR_CMD_QUIT)
+			_exit(0);
+		if (c.op == CR_CMD_NOP || c.set >= h->n_sets) {
+			cw_msg(CR_REP_DONE, c.seq, 0, NULL);
+			continue;
+		}
+		struct cr_reply r;
+		struct cr_cuda_timing tm = { -1, -1, -1 };
+		enum cr_status st;
+		cr_err_init(&err);
+		memset(&r, 0, sizeof r);
+		if (c.op == CR_CMD_TIME)
+			st = cr_cuda_worker_time(&w, shm, c.set, &tm, &v, &err);
+		else
+			st = cr_cuda_worker_run(&w, shm, c.set, &v, &err);
+		if (st != CR_OK || v != CHECK_OK) {
+			/* the candidate's fault, or a device that failed under it: a
+			 * sticky error leaves the context unusable, so this worker ends */
+			cw_msg(CR_REP_FAULT, c.seq, v != CHECK_OK ? (int)v : (int)CHECK_RUNTIME_ERROR, err.msg);
+			_exit(0);
+		}
+		r.kind = CR_REP_DONE;
+		r.seq = c.seq;
+		r.event_ns = tm.event_ns;
+		r.cupti_ns = tm.cupti_ns;
+		r.n_kernels = tm.n_kernels;
+		cw_reply(&r);
+	}
 }

@@ -49,12 +49,22 @@ struct cr_cuda_lrec {
 	struct cr_cuda_larg args[CR_MAX_ARGS];
 };
 
+/* Library calls a trusted launch table (our GPU baselines, never a
+ * candidate's) may make in place of a kernel launch: the launch names a
+ * kernel of this name (the baseline defines an empty kernel with the same
+ * parameters, so the compile-time checks apply) and the worker calls the
+ * library instead. crucible_cublas_sgemm(a, b, c, M, K, N): row-major
+ * c[M,N] = a[M,K] b[K,N] by cublasSgemm (FP32, TF32 off). */
+#define CR_CUDA_CUBLAS_SGEMM "crucible_cublas_sgemm"
+#define CR_CUDA_LTAB_TRUSTED 1u
+
 /* The launch table of one stage under one dim set, at shm + CR_CUDA_LTAB_OFF. */
 struct cr_cuda_ltab {
 	uint64_t magic;
 	uint32_t n_launch;
-	uint32_t pad;
+	uint32_t flags;                 /* CR_CUDA_LTAB_TRUSTED: library calls allowed */
 	char cubin_path[1024];
+	char cublas_path[1024];         /* trusted: libcublas to dlopen */
 	struct cr_cuda_lrec l[CR_MAX_LAUNCH];
 };
 
@@ -81,6 +91,12 @@ struct cr_cuda_worker {
 	int n_params[CR_MAX_LAUNCH];    /* -1: unknown (no cuFuncGetParamInfo and no cubin record) */
 	uint16_t param_size[CR_MAX_LAUNCH][CR_MAX_ARGS];
 	char jit_log[2048];             /* the module loader's error log */
+	bool cublas[CR_MAX_LAUNCH];     /* launch i is a cublasSgemm call */
+	void *cublas_lib, *cublas_handle;
+	uint64_t flush;                 /* CUdeviceptr of the L2 flush buffer (timing), 0 until needed */
+	size_t flush_bytes;
+	uint32_t flush_seq;
+	bool cupti;                     /* CUPTI activity records are being collected */
 };
 
 /* Loads the cubin named in the launch table, finds every kernel, reads its
@@ -93,6 +109,21 @@ enum cr_status cr_cuda_worker_init(struct cr_cuda_worker *w, const char *shm, si
  * *verdict is CHECK_OK, or RUNTIME_ERROR / FORMAT_ERROR with err's message. */
 enum cr_status cr_cuda_worker_run(struct cr_cuda_worker *w, char *shm, uint32_t set,
 				  enum check_verdict *verdict, struct cr_err *err);
+/* A timed call: copy in, flush L2, then only the launches between two
+ * events (and in CUPTI's kernel records), synchronise, copy out. */
+struct cr_cuda_timing {
+	int64_t event_ns;               /* events around the launches */
+	int64_t cupti_ns;               /* sum of the kernel records; -1 without CUPTI or when the
+					 * records were not exactly the plan's launches */
+	int n_kernels;                  /* kernel records seen, -1 without CUPTI */
+};
+enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t set,
+				   struct cr_cuda_timing *tm, enum check_verdict *verdict,
+				   struct cr_err *err);
 void cr_cuda_worker_release(struct cr_cuda_worker *w);
+
+/* `crucible __worker cuda`: fds 3 (commands), 4 (replies); shm is the
+ * mapped shared memory. RUN and TIME commands; never returns. */
+int cr_cuda_worker_main(char *shm, size_t size);
 
 #endif

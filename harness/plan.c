@@ -223,3 +223,22 @@ int64_t cr_plan_slot_numel(const struct cr_plan *p, enum cr_stage s, int slot,
 		return vals[p->scratch_count[sl->scratch]];
 	return task_tensor_numel(p->task, sl->tensor, d);
 }
+
+bool cr_task_metric(const struct task *t, const char *text, const struct task_dimset *d, double *out)
+{
+	struct cr_expr e;
+	struct cr_err err;
+	int64_t v;
+	bool ok;
+
+	if (!text[0])
+		return false;
+	cr_err_init(&err);
+	if (cr_expr_compile(&e, text, strlen(text), dim_lookup, (void *)t, &err))
+		return false;
+	ok = !cr_expr_eval(&e, d->v, &v, &err);
+	cr_expr_release(&e);
+	if (ok)
+		*out = (double)v;
+	return ok;
+}

@@ -73,6 +73,9 @@ struct cr_plan {
 enum cr_status cr_plan_bind(struct cr_plan *p, const struct task *t, struct cr_cand *cand,
 			    const char *path, struct cr_err *err);
 void cr_plan_release(struct cr_plan *p);
+/* A task's flops or bytes expression at dims d; false when absent or it
+ * does not evaluate. */
+bool cr_task_metric(const struct task *t, const char *text, const struct task_dimset *d, double *out);
 
 /* Evaluates every expression of the plan under a dim set: vals[n_exprs]. */
 enum cr_status cr_plan_eval(const struct cr_plan *p, const struct task_dimset *d,

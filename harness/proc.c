@@ -30,6 +30,7 @@ enum cr_status cr_proc_init(struct cr_proc *w, size_t shm_size, struct cr_err *e
 {
 	memset(w, 0, sizeof *w);
 	w->pid = -1;
+	w->fault = -1;
 	w->cmd_fd = w->rep_fd = w->log_fd = -1;
 	w->shm_size = shm_size;
 	w->shm_fd = memfd_create("crucible-shm", MFD_CLOEXEC);
@@ -120,8 +121,16 @@ static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, con
 	/* idle workers must not spin: OpenMP waits passively, OpenBLAS's pool
 	 * (linked for the baseline) sleeps at once, and the candidate's worker
 	 * gets no OpenBLAS threads at all */
+	char libcuda[1100] = "";
+	bool cuda = !strcmp(mode, "cuda");
 	char *envp[] = { "PATH=/usr/bin:/bin", "OMP_WAIT_POLICY=PASSIVE", nthreads, blas,
-			 "OPENBLAS_THREAD_TIMEOUT=4", "LC_ALL=C", NULL };
+			 "OPENBLAS_THREAD_TIMEOUT=4", "LC_ALL=C", NULL, NULL };
+
+	/* a cuda worker uses the driver library the orchestrator was told to */
+	if (cuda && getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA")) {
+		snprintf(libcuda, sizeof libcuda, "CRUCIBLE_LIBCUDA=%s", getenv("CRUCIBLE_LIBCUDA"));
+		envp[6] = libcuda;
+	}
 
 	snprintf(nthreads, sizeof nthreads, "OMP_NUM_THREADS=%ld", ncpu > 0 ? ncpu : 1);
 	snprintf(blas, sizeof blas, "OPENBLAS_NUM_THREADS=%ld",
@@ -161,13 +170,16 @@ static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, con
 	rl.rlim_cur = rl.rlim_max = 600;
 	setrlimit(RLIMIT_CPU, &rl);
 #ifndef __SANITIZE_ADDRESS__
-	/* (a sanitizer build reserves terabytes of shadow memory: no AS limit) */
+	/* (a sanitizer build reserves terabytes of shadow memory, and the CUDA
+	 * driver reserves a unified address space: no AS limit for either) */
 	rl.rlim_cur = rl.rlim_max = (rlim_t)w->shm_size + (4ull << 30);
-	setrlimit(RLIMIT_AS, &rl);
+	if (!cuda)
+		setrlimit(RLIMIT_AS, &rl);
 #endif
 	rl.rlim_cur = rl.rlim_max = 64;
 	setrlimit(RLIMIT_NOFILE, &rl);
-	rl.rlim_cur = rl.rlim_max = 512;
+	/* the driver (and the test suite's emulated one) starts threads */
+	rl.rlim_cur = rl.rlim_max = cuda ? 4096 : 512;
 	setrlimit(RLIMIT_NPROC, &rl);
 	fexecve(exe, argv, envp);
 	_exit(75);
@@ -205,7 +217,9 @@ enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workd
 	w->rep_fd = rp[0];
 	w->have_cpu_clock = clock_getcpuclockid(w->pid, &w->cpu_clock) == 0;
 	res = wait_reply(w, timeout_s, &r, detail, cap);
+	w->fault = -1;
 	if (res == CR_RUN_OK && r.kind != CR_REP_READY) {
+		w->fault = r.kind == CR_REP_FAIL ? r.code : -1;
 		snprintf(detail, cap, "worker setup failed: %.*s", (int)sizeof r.msg, r.msg);
 		return CR_RUN_SETUP;
 	}
@@ -240,6 +254,17 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 	res = wait_reply(w, timeout_s, &r, detail, cap);
 	if (ns)
 		*ns = cr_now_ns() - t0;
+	if (res == CR_RUN_OK && r.kind == CR_REP_FAULT && r.seq == c.seq) {
+		w->fault = r.code;
+		w->last = r;
+		snprintf(detail, cap, "%.*s", (int)sizeof r.msg, r.msg);
+		kill(w->pid, SIGKILL);
+		waitpid(w->pid, NULL, 0);
+		w->pid = -1;
+		return CR_RUN_FAULT;
+	}
+	if (res == CR_RUN_OK)
+		w->last = r;
 	if (res == CR_RUN_OK && (r.kind != CR_REP_DONE || r.seq != c.seq)) {
 		snprintf(detail, cap, "worker protocol error (reply kind %u, seq %u)", r.kind, r.seq);
 		kill(w->pid, SIGKILL);

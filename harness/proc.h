@@ -20,6 +20,8 @@ struct cr_proc {
 	uint32_t seq;
 	clockid_t cpu_clock;     /* the worker's process CPU clock */
 	bool have_cpu_clock;
+	int fault;               /* the check_verdict of the last FAULT reply or failed setup, -1 if none */
+	struct cr_reply last;    /* the last reply (TIME: its device times) */
 	char log_path[600];
 };
 
@@ -28,7 +30,9 @@ enum cr_run {
 	CR_RUN_CRASH,    /* died: detail has the signal or exit status */
 	CR_RUN_TIMEOUT,  /* killed after the wall-clock budget */
 	CR_RUN_SYSCALL,  /* a forbidden system call */
-	CR_RUN_SETUP     /* failed before the first call (dlopen, limits) */
+	CR_RUN_SETUP,    /* failed before the first call (dlopen, limits) */
+	CR_RUN_FAULT     /* the call failed for the candidate's fault (FAULT reply: w->fault is
+			  * the verdict, detail the message); the worker is gone */
 };
 
 /* Creates the shared memory region (zeroed) and maps it; the caller fills

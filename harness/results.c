@@ -15,7 +15,7 @@ const char *const cr_results_columns[] = {
 	"detail", "max_abs_err", "max_rel_err", "time_us", "time_lo_us", "time_hi_us",
 	"baseline_us", "speedup", "speedup_lo", "speedup_hi", "samples", "reasoning_tokens",
 	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
-	"source_sha256", "err_vs_baseline", "shape", "strategy", NULL
+	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -55,7 +55,7 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	const struct cr_result *r = row->r;
 	const struct cr_meta *m = row->m;
 	char b[20][64], detail[sizeof r->detail];
-	const char *cols[32];
+	const char *cols[40];
 	int i = 0;
 
 	snprintf(detail, sizeof detail, "%s", r->detail);
@@ -77,6 +77,9 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	else
 		b[9][0] = '\0';
 	num(b[10], 64, r->err_vs_baseline, "%.4g");
+	num(b[11], 64, r->tflops, "%.4g");
+	num(b[12], 64, r->tbps, "%.4g");
+	num(b[13], 64, r->roofline, "%.4f");
 	cols[i++] = row->run_id;
 	cols[i++] = row->task;
 	cols[i++] = row->candidate;
@@ -108,6 +111,9 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	cols[i++] = b[10];
 	cols[i++] = r->dims;
 	cols[i++] = m->strategy;
+	cols[i++] = b[11];
+	cols[i++] = b[12];
+	cols[i++] = b[13];
 	for (int k = 0; k < i; k++)
 		put(f, cols[k], k == 0);
 	fputc('\n', f);

@@ -28,16 +28,27 @@ struct cr_shm_hdr {
 	char task_name[128];
 };
 
-enum cr_cmd_op { CR_CMD_RUN = 1, CR_CMD_NOP = 2, CR_CMD_QUIT = 3 };
+/* RUN: one call on a set. TIME (cuda worker): the same call with the device
+ * timed around the launches only (copies and the L2 flush outside). */
+enum cr_cmd_op { CR_CMD_RUN = 1, CR_CMD_NOP = 2, CR_CMD_QUIT = 3, CR_CMD_TIME = 4 };
 struct cr_cmd {
 	uint32_t op, set, seq, pad;
 };
 
-enum cr_reply_kind { CR_REP_DONE = 1, CR_REP_READY = 2, CR_REP_SYSCALL = 3, CR_REP_FAIL = 4 };
+/* FAULT: the call failed in a way that is the candidate's (a CUDA launch
+ * error, a parameter mismatch): code is the check_verdict, msg the detail;
+ * the worker exits after sending it (a CUDA context is unusable after a
+ * sticky error). */
+enum cr_reply_kind { CR_REP_DONE = 1, CR_REP_READY = 2, CR_REP_SYSCALL = 3, CR_REP_FAIL = 4,
+		     CR_REP_FAULT = 5 };
 struct cr_reply {
 	uint32_t kind, seq;
-	int32_t code;            /* SYSCALL: the syscall number; FAIL: an errno-ish code */
-	char msg[116];           /* FAIL: what went wrong (setup only) */
+	int32_t code;            /* SYSCALL: the syscall number; FAIL: -1, or the check_verdict
+				  * when setup failed for the candidate's fault; FAULT: the verdict */
+	int32_t n_kernels;       /* TIME: CUPTI kernel records in the window, -1 without CUPTI */
+	int64_t event_ns;        /* TIME: CUDA events around the launches */
+	int64_t cupti_ns;        /* TIME: sum of the CUPTI kernel durations, -1 without CUPTI */
+	char msg[232];           /* FAIL, FAULT: what went wrong */
 };
 
 #endif

@@ -9,6 +9,7 @@
 #include "harness/verify.h"
 #include "harness/verify_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness/backend.h"
 #include "harness/cand.h"
 #include "harness/compile.h"
 #include "harness/sha256.h"
@@ -30,6 +32,7 @@ void cr_result_init(struct cr_result *r)
 	r->max_abs_err = r->max_rel_err = r->err_vs_baseline = NAN;
 	r->time_us = r->time_lo_us = r->time_hi_us = r->baseline_us = NAN;
 	r->speedup = r->speedup_lo = r->speedup_hi = NAN;
+	r->tflops = r->tbps = r->roofline = NAN;
 }
 
 /* Records a failure if it ranks before what is already recorded. */
@@ -253,7 +256,7 @@ void vr_case_release(struct vr_case *c)
 }
 
 /* Writes the header for a case into a worker's shared memory. */
-void vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
+bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
 {
 	struct cr_shm_hdr *h = (struct cr_shm_hdr *)shm;
 	const struct cr_pstage *st = &v->plan.st[c->stage];
@@ -275,6 +278,22 @@ void vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
 	snprintf(h->so_path, sizeof h->so_path, "%s/cand.so", v->workdir);
 	snprintf(h->task_path, sizeof h->task_path, "%s", v->t->path);
 	snprintf(h->task_name, sizeof h->task_name, "%s", v->t->name);
+	if (v->cuda) {
+		char cubin[700];
+		struct cr_err e2;
+		cr_err_init(&e2);
+		snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, v->cubin[0] ? v->cubin : "cand.cubin");
+		if (cr_backend_cuda_ltab(shm, &v->plan, c->stage, c->vals, cubin, v->path, v->trusted, &e2)) {
+			vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
+			return false;
+		}
+	}
+	return true;
+}
+
+const char *vr_worker_mode(const struct vr *v)
+{
+	return v->cuda ? "cuda" : "cand";
 }
 
 /* Stores inputs, poisons outputs, fills scratch with garbage. */
@@ -341,13 +360,25 @@ static enum cr_status make_workdir(struct vr *v, const char *root, struct cr_err
 static void remove_workdir(struct vr *v)
 {
 	static const char *files[] = { "cand.c", "tramp.c", "cand.so", "compile.log",
-				       "worker-cand.log", "worker-base.log", NULL };
+				       "worker-cand.log", "worker-base.log", "cand.cubin", "base.cubin",
+				       "worker-cuda.log", NULL };
 	char p[700];
 	for (int i = 0; files[i]; i++) {
 		snprintf(p, sizeof p, "%s/%s", v->workdir, files[i]);
 		unlink(p);
 	}
 	rmdir(v->workdir);
+}
+
+/* path lies under dir (both resolved). */
+static bool in_dir(const char *path, const char *dir)
+{
+	char rp[PATH_MAX], rd[PATH_MAX];
+	size_t n;
+	if (!dir || !realpath(path, rp) || !realpath(dir, rd))
+		return false;
+	n = strlen(rd);
+	return !strncmp(rp, rd, n) && rp[n] == '/';
 }
 
 enum cr_status cr_verify(const struct task *t, const char *path, const char *src, size_t len,
@@ -372,9 +403,16 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		vr_fail(&v, CHECK_FORMAT_ERROR, "%s", e2.msg);
 		goto done;
 	}
-	if (cand.cuda) {
-		vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: CUDA launch form on the cpu backend (a .c candidate takes function(args))",
-			path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
+	v.cuda = o->cuda;
+	v.path = path;
+	v.trusted = o->cuda && in_dir(path, o->baseline_dir); /* our own GPU baselines */
+	if (cand.cuda != o->cuda) {
+		if (cand.cuda)
+			vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: CUDA launch form on the cpu backend (a .c candidate takes function(args))",
+				path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
+		else
+			vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: C call form on the cuda backend (a .cu candidate launches kernel<<<grid, block>>>(args))",
+				path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
 		cr_cand_release(&cand);
 		goto done;
 	}
@@ -387,6 +425,19 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 	if ((st = make_workdir(&v, o->workroot, err)))
 		goto done;
 	have_dir = true;
+	if (v.cuda) {
+		struct cr_result cr;
+		char cubin[700];
+		cr_result_init(&cr);
+		snprintf(cubin, sizeof cubin, "%s/cand.cubin", v.workdir);
+		if ((st = cr_backend_cuda_build(t, path, src, len, o->arch, cubin, &cr, err)))
+			goto done;
+		if (cr.status != CHECK_OK) {
+			vr_fail(&v, cr.status, "%s", cr.detail);
+			goto done;
+		}
+		goto run;
+	}
 	switch (cr_compile_cpu(&v.plan, src, len, v.workdir, o->compile_timeout_s, log, sizeof log)) {
 	case CR_COMPILED:
 		break;
@@ -414,6 +465,7 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		goto done;
 	}
 	}
+run:
 	v.worst_abs = v.worst_rel = v.err_vs_base = 0;
 	if ((st = vr_run_stage(&v, CR_FWD, err)))
 		goto done;
@@ -429,10 +481,11 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 	r->max_rel_err = v.worst_rel;
 	r->err_vs_baseline = v.err_vs_base;
 	if (v.status == CHECK_OK && !o->no_timing)
-		st = vr_time(&v, r, err);
+		st = v.cuda ? vr_time_cuda(&v, r, err) : vr_time(&v, r, err);
 	if (v.status != CHECK_OK) {
 		r->time_us = r->time_lo_us = r->time_hi_us = r->baseline_us = NAN;
 		r->speedup = r->speedup_lo = r->speedup_hi = NAN;
+		r->tflops = r->tbps = r->roofline = NAN;
 		r->samples = 0;
 		r->timed = false;
 	}
@@ -440,7 +493,8 @@ done:
 	r->status = v.status;
 	snprintf(r->detail, sizeof r->detail, "%s", v.detail);
 	if (r->status == CHECK_OK && r->noisy)
-		snprintf(r->detail, sizeof r->detail, "timing noisy (spread above target at the time cap)");
+		snprintf(r->detail, sizeof r->detail, "timing noisy (spread above target at the time cap)%s%.600s",
+			 v.detail[0] ? "; " : "", v.detail);
 	if (bound)
 		cr_plan_release(&v.plan);
 	else

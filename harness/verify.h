@@ -19,6 +19,10 @@ struct cr_verify_opts {
 	bool no_timing;
 	bool quick;              /* fewer init profiles (own, large, offset) */
 	const char *workroot;    /* private temp dir for this run */
+	bool cuda;               /* the cuda backend: .cu candidates on the GPU */
+	const char *arch;        /* cuda: NVRTC's target ("sm_90"), the device's */
+	const char *baseline_dir; /* cuda: the GPU baselines (DIR/TASK-NAME.cu); NULL: none */
+	double peak_tflops, peak_tbps; /* cuda: the device's peaks for the roofline (0: unknown) */
 };
 
 struct cr_result {
@@ -34,6 +38,8 @@ struct cr_result {
 	bool timed;
 	char sha256[65];
 	char dims[128];          /* the timed shape */
+	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
+	double roofline;         /* roofline time / measured time (1 = at the roofline) */
 };
 
 void cr_result_init(struct cr_result *r);

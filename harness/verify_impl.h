@@ -19,6 +19,11 @@ struct vr {
 	enum check_verdict status;   /* the earliest failing stage so far */
 	char detail[768];
 	double worst_abs, worst_rel, err_vs_base;
+	bool cuda;                   /* candidate runs in a cuda worker from workdir/cand.cubin */
+	const char *path;            /* the candidate file, for messages */
+	char cubin[32];              /* cuda: the cubin's name in workdir ("" = cand.cubin) */
+	bool own_plan;               /* plan was bound (and must be released) */
+	bool trusted;                /* our GPU baseline: library calls allowed */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of
@@ -55,7 +60,11 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
 			    struct cr_err *err);
 void vr_case_release(struct vr_case *c);
-void vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets);
+/* Writes the shared-memory header for a case (and a cuda worker's launch
+ * table); false, with a format_error recorded, when a launch is out of range. */
+bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets);
+/* "cuda" or "cand": the worker mode for v's candidate. */
+const char *vr_worker_mode(const struct vr *v);
 void vr_fill_buffers(struct vr *v, struct vr_case *c, char *shm, int set, int poison,
 		     uint64_t key);
 void vr_read_outputs(struct vr *v, struct vr_case *c, const char *shm, int set, double **dst);
@@ -65,5 +74,8 @@ bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set,
 enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err);
 /* Timing of the forward plan against the baseline (verify_time.c). */
 enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err);
+/* The same on the GPU (verify_time_cuda.c): device-timed calls against the
+ * task's GPU baseline. */
+enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *err);
 
 #endif

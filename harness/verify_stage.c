@@ -60,6 +60,8 @@ static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const 
 			*p = ' ';
 	if (res == CR_RUN_TIMEOUT)
 		vr_fail(v, CHECK_TIMEOUT, "%s: %s", what, detail);
+	else if (res == CR_RUN_FAULT && w->fault >= 0 && w->fault < CHECK_OK)
+		vr_fail(v, (enum check_verdict)w->fault, "%s: %s", what, detail);
 	else
 		vr_fail(v, CHECK_RUNTIME_ERROR, "%s: %s%s%s", what, detail, tail[0] ? "; output: " : "",
 			tail);
@@ -75,12 +77,13 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 	char detail[300], why[300], ds[128], what[300];
 	uint64_t key = task_mix(v->o->seed, 0x9a4dull + (uint64_t)call_no);
 	size_t total = vr_layout(c, 1);
-	int64_t ns = 0, cpu0, cpu1, settle;
+	int64_t ns = 0, cpu0, cpu1, settle, win;
 	enum cr_run res;
 
 	task_dims_str(t, &c->dims, ds, sizeof ds);
 	snprintf(what, sizeof what, "%s {%s} %s", stage_name(c->stage), ds, task_profile_name(c->prof));
-	vr_write_header(v, c, w->shm, 1);
+	if (!vr_write_header(v, c, w->shm, 1))
+		return false; /* format_error recorded */
 	vr_guard_fill(c, w->shm, 1, total, key);
 	vr_fill_buffers(v, c, w->shm, 0, call_no & 1, key);
 	res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
@@ -93,11 +96,14 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 	cr_proc_freeze(w);
 	vr_read_outputs(v, c, w->shm, 0, c->got);
 	cpu0 = cr_proc_cpu_ns(w);
+	win = cr_now_ns();
 	cr_proc_thaw(w);
 	settle = ns * 2 < 1000000 ? 1000000 : ns * 2 > 20000000 ? 20000000 : ns * 2;
 	sleep_ns(settle);
 	cr_proc_freeze(w);
 	cpu1 = cr_proc_cpu_ns(w);
+	/* the window as it really was: on a loaded machine the sleep overshoots */
+	win = cr_now_ns() - win;
 	vr_read_outputs(v, c, w->shm, 0, c->got2);
 	cr_proc_thaw(w);
 	for (int k = 0; k < c->n_slots; k++) {
@@ -109,9 +115,10 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 	}
 	/* margins absorb thread pools going back to sleep on a loaded machine;
 	 * a thread doing real work after return uses most of the window */
-	if (cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + settle / 2)
+	/* (a cuda worker runs no candidate code on the CPU: nothing to catch) */
+	if (!v->cuda && cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + win / 2)
 		vr_fail(v, CHECK_STALE_RESULT, "%s: worker used %.1f ms of CPU in %.1f ms after returning",
-			what, (double)(cpu1 - cpu0) / 1e6, (double)settle / 1e6);
+			what, (double)(cpu1 - cpu0) / 1e6, (double)win / 1e6);
 	if (!vr_guard_check(c, st, w->shm, 1, total, key, why, sizeof why))
 		vr_fail(v, CHECK_OUT_OF_BOUNDS, "%s: %s", what, why);
 	if (!vr_inputs_intact(v, c, w->shm, 0, why, sizeof why))
@@ -209,13 +216,18 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 				goto out; /* format_error recorded */
 			}
 			if (!started) {
-				vr_write_header(v, &c, w.shm, 1);
-				res = cr_proc_start(&w, "cand", v->workdir, v->o->call_timeout_s + 10,
+				if (!vr_write_header(v, &c, w.shm, 1)) {
+					vr_case_release(&c);
+					goto out;
+				}
+				res = cr_proc_start(&w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10,
 						    detail, sizeof detail);
 				started = true;
 				if (res != CR_RUN_OK) {
 					if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
 						vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
+					else if (res == CR_RUN_SETUP && w.fault >= 0 && w.fault < CHECK_OK)
+						vr_fail(v, (enum check_verdict)w.fault, "%s: %s", v->path, detail);
 					else
 						call_failed(v, &w, res == CR_RUN_SETUP ? CR_RUN_CRASH : res,
 							    "loading the candidate", detail);

@@ -2,6 +2,7 @@
  * The worker holds inputs and its own outputs only; it never sees the
  * reference outputs it is checked against, nor the seed. */
 #include "harness/worker.h"
+#include "harness/backend.h"
 #include "harness/sandbox.h"
 #include "harness/shm.h"
 #include "tasks/task_exec.h"
@@ -53,7 +54,7 @@ static void fail(const char *fmt, const char *arg)
 {
 	char m[116];
 	snprintf(m, sizeof m, fmt, arg ? arg : "");
-	reply(CR_REP_FAIL, 0, 1, m);
+	reply(CR_REP_FAIL, 0, -1, m);
 	_exit(71);
 }
 
@@ -69,7 +70,7 @@ int cr_worker_main(int argc, char **argv)
 	bool cand;
 	void *so = NULL;
 
-	if (argc < 2 || (strcmp(argv[1], "cand") && strcmp(argv[1], "base"))) {
+	if (argc < 2 || (strcmp(argv[1], "cand") && strcmp(argv[1], "base") && strcmp(argv[1], "cuda"))) {
 		fprintf(stderr, "crucible __worker is internal (started by eval/check)\n");
 		return 2;
 	}
@@ -84,6 +85,10 @@ int cr_worker_main(int argc, char **argv)
 	if (h->magic != CR_SHM_MAGIC || h->n_launch > CR_MAX_LAUNCH || h->n_slots > CR_MAX_SLOTS ||
 	    h->n_sets > CR_MAX_SETS || h->n_sets == 0)
 		fail("bad shared memory header", NULL);
+	/* a CUDA candidate: no host code of the candidate's runs here, only
+	 * our launches of its kernels (harness/cuda_worker.c) */
+	if (!strcmp(argv[1], "cuda"))
+		return cr_backend_cuda_worker(base, (size_t)sb.st_size);
 	if (cand) {
 		if (cr_sandbox_stage1(REP_FD, &err))
 			fail("%s", err.msg);

@@ -2,6 +2,8 @@
  * MODE "cand": loads the compiled candidate, sandboxes itself, runs launches
  * on request. MODE "base": runs the task's baseline (our own code) the same
  * way, in a separate process so a candidate can never touch it.
+ * MODE "cuda": loads a CUDA candidate's cubin and launches its kernels
+ * through the driver (harness/cuda_worker.c); the candidate has no host code.
  * fds: 3 command pipe (read), 4 reply pipe (write), 5 shared memory. */
 #ifndef CR_WORKER_H
 #define CR_WORKER_H
