@@ -115,7 +115,7 @@ static enum check_verdict setup_run(struct run *r, const char *file, int64_t n, 
 		off += (size_t)cr_plan_slot_numel(&r->plan, CR_FWD, k, &d, r->vals) * 4;
 	}
 	r->shm_size = align256(off + CR_GUARD);
-	r->shm = aligned_alloc(4096, r->shm_size);
+	r->shm = aligned_alloc(4096, (r->shm_size + 4095) & ~(size_t)4095);
 	memset(r->shm, 0, CR_SHM_HDR);
 	struct cr_shm_hdr *h = (struct cr_shm_hdr *)r->shm;
 	h->magic = CR_SHM_MAGIC;
