@@ -187,3 +187,21 @@ int cr_backend_cuda_worker(char *shm, size_t size)
 	return 2;
 #endif
 }
+
+void cr_backend_cuda_clocks(char *buf, size_t cap)
+{
+#if HAVE_CUDA
+	struct cr_nvml_clocks c;
+	struct cr_err e;
+	cr_err_init(&e);
+	if (cr_nvml_clocks(0, &c, &e)) {
+		snprintf(buf, cap, "unknown (%s)", e.msg);
+		return;
+	}
+	snprintf(buf, cap, "sm %u/%u MHz, memory %u/%u MHz, %u C, %.0f W, throttle %s, driver %s", c.sm_mhz,
+		 c.sm_max_mhz, c.mem_mhz, c.mem_max_mhz, c.temp_c, c.power_mw / 1000.0, c.throttle_str,
+		 c.driver);
+#else
+	snprintf(buf, cap, "unknown (built without CUDA)");
+#endif
+}

@@ -42,6 +42,9 @@ enum cr_status cr_backend_cuda_build(const struct task *t, const char *path, con
 enum cr_status cr_backend_cuda_ltab(char *shm, const struct cr_plan *p, enum cr_stage s,
 				    const int64_t *vals, const char *cubin_path, const char *path,
 				    bool trusted, struct cr_err *err);
+/* NVML's view of device 0 now: clocks (current/max), temperature, power,
+ * throttle reasons, driver; "unknown (why)" without NVML. */
+void cr_backend_cuda_clocks(char *buf, size_t cap);
 /* `crucible __worker cuda` (never returns with CUDA; 2 without). */
 int cr_backend_cuda_worker(char *shm, size_t size);
 

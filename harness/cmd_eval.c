@@ -201,6 +201,11 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	if (o->cuda && getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA"))
 		json_str(f, "libcuda", getenv("CRUCIBLE_LIBCUDA"), true);
 	json_str(f, "device", device, true);
+	if (o->cuda) {
+		char clk[400];
+		cr_backend_cuda_clocks(clk, sizeof clk);
+		json_str(f, "gpu_clocks", clk, true);
+	}
 	json_str(f, "compiler", ccv, true);
 	fprintf(f, "  \"cores\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(f, "  \"kernel\": \"%s %s\",\n  \"task_set\": \"%s\",\n  \"tasks\": %d,\n", u.sysname,
@@ -599,9 +604,6 @@ static int check_cuda_compile(const char *path, const char *task_override,
 	       path, tname[0] ? tname : "?", cr_backend_cuda_arch(o->arch), check_verdict_name(r.status));
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
-	if (r.timed && (!isnan(r.tflops) || !isnan(r.tbps)))
-		printf("achieved    %.3g TFLOP/s, %.3g TB/s; %.1f%% of the device's roofline\n", r.tflops,
-		       r.tbps, 100 * r.roofline);
 	printf("sha256      %s\n", r.sha256);
 	free(src);
 	free(tasks);
@@ -889,6 +891,9 @@ int cr_cmd_check(int argc, char **argv)
 		printf("time        %.2f us [%.2f, %.2f] at %s, %d samples%s\nbaseline    %.2f us\nspeedup     %.3fx [%.3f, %.3f]\n",
 		       r.time_us, r.time_lo_us, r.time_hi_us, r.dims, r.samples, r.noisy ? " (noisy)" : "",
 		       r.baseline_us, r.speedup, r.speedup_lo, r.speedup_hi);
+	if (r.timed && (!isnan(r.tflops) || !isnan(r.tbps)))
+		printf("achieved    %.3g TFLOP/s, %.3g TB/s; %.1f%% of the device's roofline\n", r.tflops,
+		       r.tbps, 100 * r.roofline);
 	printf("sha256      %s\n", r.sha256);
 	free(tasks);
 	return r.status == CHECK_OK ? 0 : 1;

@@ -494,9 +494,18 @@ enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t
 		for (uint32_t i = 0; i < t->n_launch; i++)
 			lib |= w->cublas[i];
 		if (cr_cupti_collect(rec, CR_MAX_LAUNCH + 8, &n, &dropped, err)) {
+			/* CUPTI gave up: events from here on (this sample by events too) */
 			w->cupti = false;
-			goto out;
+			cr_err_init(err);
+			n = -1;
 		}
+		/* in start order (buffers need not arrive in order) */
+		for (int i = 1; i < n; i++)
+			for (int j = i; j > 0 && rec[j].start_ns < rec[j - 1].start_ns; j--) {
+				struct cr_cupti_rec x = rec[j];
+				rec[j] = rec[j - 1];
+				rec[j - 1] = x;
+			}
 		for (int i = 0; i < n; i++) {
 			if (rec[i].kind != CR_CUPTI_KERNEL)
 				continue;
@@ -508,8 +517,8 @@ enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t
 				sum += rec[i].end_ns - rec[i].start_ns;
 			k++;
 		}
-		tm->n_kernels = k;
-		tm->cupti_ns = bad || dropped || (lib ? k < 1 : k != (int)t->n_launch) ? -1 : (int64_t)sum;
+		tm->n_kernels = n < 0 ? -1 : k;
+		tm->cupti_ns = n < 0 || bad || dropped || (lib ? k < 1 : k != (int)t->n_launch) ? -1 : (int64_t)sum;
 	}
 	CU_CHECK(cu->MemcpyDtoH(shm + CR_SHM_HDR, (CUdeviceptr)w->dbase, w->dsize));
 out:

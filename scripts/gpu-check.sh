@@ -1,26 +1,64 @@
 #!/bin/sh
-# gpu-check.sh — for the GPU machine: builds the cuda tests (or reuses a
-# build dir given as $1 whose source dir is this checkout), runs the NVRTC
-# compile tests and the `cuda` suite, and prints the figures (device, clocks,
-# sample verdicts, event-timed spread, CUPTI vs events). A few minutes.
-#   scripts/gpu-check.sh [BUILD_DIR]
+# gpu-check.sh — the GPU checks in one go, for the GPU machine (a few
+# minutes). Prints the figures a note needs:
+#   1. the device and its clocks;
+#   2. the `cuda` suite (tests/cuda/test_cuda_run.c: samples through the
+#      worker, 50 event-timed launches of relu_fast with their relative
+#      spread, CUPTI's kernel sum against the events);
+#   3. every smoke-cuda sample through `crucible eval --backend cuda`, each
+#      against the status its sidecar expects (exit 1 otherwise), timed
+#      against the GPU baselines (CUPTI, events as cross-check, roofline);
+#   4. the GPU baselines themselves against the double reference on the
+#      check shapes;
+#   5. the same candidate timed five times over: the spread of its medians.
+# Usage:
+#   scripts/gpu-check.sh BUNDLE   a folder from scripts/gpu-bundle.sh (built
+#                                 elsewhere; the machine needs only the
+#                                 driver and the CUDA toolkit)
+#   scripts/gpu-check.sh [BUILD]  builds here (needs the -dev packages)
+# Exit 77 when there is no usable GPU.
 set -eu
 cd "$(dirname "$0")/.."
-B=${1:-build-gpu}
-if [ -f "$B/build.ninja" ] && ! grep -q "$(pwd)" "$B/build.ninja" 2>/dev/null; then
-	echo "gpu-check: $B was configured for another checkout; using build-gpu-fresh" >&2
-	B=build-gpu-fresh
+ROOT=$(pwd)
+if [ $# -ge 1 ] && [ -x "$1/crucible" ]; then
+	CR=$1/crucible RUN=$1/test_cuda_run
+else
+	B=${1:-build-gpu}
+	[ -f "$B/build.ninja" ] || meson setup "$B" -Dbuildtype=release -Dcuda=enabled >/dev/null
+	ninja -C "$B" harness/crucible tests/cuda/test_cuda_run >/dev/null
+	CR=$B/harness/crucible RUN=$B/tests/cuda/test_cuda_run
 fi
-[ -f "$B/build.ninja" ] || meson setup "$B" -Dcuda=enabled >/dev/null
-ninja -C "$B" -j"$(nproc)" tests/cuda/test_cuda_compile tests/cuda/test_cuda_run >/dev/null
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader || true
-echo "== NVRTC compile tests (suite harness)"
-"$B/tests/cuda/test_cuda_compile" 2>&1 | tail -4
-echo "== cuda suite"
+export CRUCIBLE_DATADIR="$ROOT/data" CRUCIBLE_SRC_ROOT="$ROOT"
+OUT=${OUT:-$(mktemp -d /tmp/crucible-gpucheck.XXXXXX)}
+mkdir -p "$OUT"
+fail=0
+
+echo "== 1. device"
+command -v nvidia-smi >/dev/null &&
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader || true
+
+echo "== 2. cuda suite"
 rc=0
-"$B/tests/cuda/test_cuda_run" || rc=$?
+"$RUN" || rc=$?
 case $rc in
 0) echo "gpu-check: cuda suite passed" ;;
 77) echo "gpu-check: cuda suite SKIPPED (no usable GPU)"; exit 77 ;;
-*) echo "gpu-check: cuda suite FAILED (exit $rc)"; exit 1 ;;
+*) echo "gpu-check: cuda suite FAILED (exit $rc)"; fail=1 ;;
 esac
+
+echo "== 3. smoke-cuda samples (expected statuses, timed against the GPU baselines)"
+"$CR" eval --backend cuda --time-cap 2 --out "$OUT/samples" || { echo "gpu-check: samples FAILED"; fail=1; }
+grep -o '"gpu_clocks": "[^"]*"' "$OUT/samples/run.json" || true
+
+echo "== 4. GPU baselines against the double reference (check shapes)"
+"$CR" eval --backend cuda --no-timing --out "$OUT/baselines" data/baselines/cuda ||
+	{ echo "gpu-check: a baseline FAILED"; fail=1; }
+
+echo "== 5. one candidate timed five times (spread of the medians)"
+for i in 1 2 3 4 5; do
+	"$CR" check --backend cuda data/candidates/smoke-cuda/relu_fast.cu 2>/dev/null |
+		awk '/^time|^speedup|^detail|^achieved/ { printf "  %s", $0 "\n" }'
+done
+echo "gpu-check: results under $OUT"
+[ "$fail" -eq 0 ] && echo "gpu-check: all passed"
+exit "$fail"

@@ -25,6 +25,14 @@
 #error SRC_ROOT must name the source tree
 #endif
 
+/* the source tree: CRUCIBLE_SRC_ROOT when set (a bundle run elsewhere), else
+ * the one this was built from */
+static const char *src_root(void)
+{
+	const char *r = getenv("CRUCIBLE_SRC_ROOT");
+	return r && *r ? r : SRC_ROOT;
+}
+
 static int failures;
 
 #define EXPECT(cond, ...) do { if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
@@ -76,7 +84,7 @@ static enum check_verdict setup_run(struct run *r, const char *file, int64_t n, 
 
 	memset(r, 0, sizeof *r);
 	cr_err_init(&e);
-	snprintf(tpath, sizeof tpath, "%s/data/tasks/smoke/relu.json", SRC_ROOT);
+	snprintf(tpath, sizeof tpath, "%s/data/tasks/smoke/relu.json", src_root());
 	if (task_load(&r->task, tpath, "smoke/relu", &e) || !(src = slurp(file, &len))) {
 		snprintf(detail, cap, "setup: %s", e.msg);
 		return CHECK_FORMAT_ERROR;
@@ -360,13 +368,13 @@ int main(int argc, char **argv)
 		{ "bad_param_mismatch", 1000, CHECK_FORMAT_ERROR },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		snprintf(file, sizeof file, "%s/data/candidates/smoke-cuda/%s.cu", SRC_ROOT, cases[i].stem);
+		snprintf(file, sizeof file, "%s/data/candidates/smoke-cuda/%s.cu", src_root(), cases[i].stem);
 		enum check_verdict v = run_in_child(argv[0], file, cases[i].n);
 		printf("%-22s N=%-8lld %-14s (expected %s)\n", cases[i].stem, (long long)cases[i].n,
 		       v < CHECK_VERDICT_COUNT ? check_verdict_name(v) : "crashed", check_verdict_name(cases[i].want));
 		EXPECT(v == cases[i].want, "%s", cases[i].stem);
 	}
-	snprintf(file, sizeof file, "%s/data/candidates/smoke-cuda/relu_fast.cu", SRC_ROOT);
+	snprintf(file, sizeof file, "%s/data/candidates/smoke-cuda/relu_fast.cu", src_root());
 	timing_figures(file, 1 << 26, archs);
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
