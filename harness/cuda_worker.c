@@ -424,6 +424,35 @@ void cr_cuda_worker_release(struct cr_cuda_worker *w)
 
 /* ---- timed calls ---- */
 
+int64_t cr_cuda_window_ns(struct cr_cupti_rec *rec, int n, const struct cr_cuda_ltab *t, bool lib,
+			  int *n_kernels)
+{
+	uint64_t sum = 0;
+	bool bad = false;
+	int k = 0;
+
+	/* in start order (buffers need not arrive in order) */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && rec[j].start_ns < rec[j - 1].start_ns; j--) {
+			struct cr_cupti_rec x = rec[j];
+			rec[j] = rec[j - 1];
+			rec[j - 1] = x;
+		}
+	for (int i = 0; i < n; i++) {
+		if (rec[i].kind != CR_CUPTI_KERNEL)
+			continue;
+		if ((!lib && (k >= (int)t->n_launch ||
+			     strncmp(rec[i].name, t->l[k].fn, sizeof rec[i].name - 1))) ||
+		    !rec[i].start_ns || rec[i].end_ns < rec[i].start_ns)
+			bad = true;
+		else
+			sum += rec[i].end_ns - rec[i].start_ns;
+		k++;
+	}
+	*n_kernels = k;
+	return bad || (lib ? k < 1 : k != (int)t->n_launch) ? -1 : (int64_t)sum;
+}
+
 enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t set,
 				   struct cr_cuda_timing *tm, enum check_verdict *verdict,
 				   struct cr_err *err)
@@ -487,8 +516,8 @@ enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t
 		 * in order, with sane timestamps; anything else rejects the sample */
 		struct cr_cupti_rec rec[CR_MAX_LAUNCH + 8];
 		int n = 0, k = 0;
-		uint64_t dropped = 0, sum = 0;
-		bool bad = false, lib = false;
+		uint64_t dropped = 0;
+		bool lib = false;
 		/* a library call launches kernels of its own choosing: then every
 		 * kernel record of the window counts, by timestamps alone */
 		for (uint32_t i = 0; i < t->n_launch; i++)
@@ -499,26 +528,14 @@ enum cr_status cr_cuda_worker_time(struct cr_cuda_worker *w, char *shm, uint32_t
 			cr_err_init(err);
 			n = -1;
 		}
-		/* in start order (buffers need not arrive in order) */
-		for (int i = 1; i < n; i++)
-			for (int j = i; j > 0 && rec[j].start_ns < rec[j - 1].start_ns; j--) {
-				struct cr_cupti_rec x = rec[j];
-				rec[j] = rec[j - 1];
-				rec[j - 1] = x;
-			}
-		for (int i = 0; i < n; i++) {
-			if (rec[i].kind != CR_CUPTI_KERNEL)
-				continue;
-			if ((!lib && (k >= (int)t->n_launch ||
-				     strncmp(rec[i].name, t->l[k].fn, sizeof rec[i].name - 1))) ||
-			    !rec[i].start_ns || rec[i].end_ns < rec[i].start_ns)
-				bad = true;
-			else
-				sum += rec[i].end_ns - rec[i].start_ns;
-			k++;
+		if (n < 0) {
+			tm->n_kernels = -1;
+		} else {
+			tm->cupti_ns = cr_cuda_window_ns(rec, n, t, lib, &k);
+			tm->n_kernels = k;
+			if (dropped)
+				tm->cupti_ns = -1;
 		}
-		tm->n_kernels = n < 0 ? -1 : k;
-		tm->cupti_ns = n < 0 || bad || dropped || (lib ? k < 1 : k != (int)t->n_launch) ? -1 : (int64_t)sum;
 	}
 	CU_CHECK(cu->MemcpyDtoH(shm + CR_SHM_HDR, (CUdeviceptr)w->dbase, w->dsize));
 out:

@@ -111,6 +111,15 @@ enum cr_status cr_cuda_worker_run(struct cr_cuda_worker *w, char *shm, uint32_t 
 				  enum check_verdict *verdict, struct cr_err *err);
 /* A timed call: copy in, flush L2, then only the launches between two
  * events (and in CUPTI's kernel records), synchronise, copy out. */
+/* The sum of the kernel records of one timed window (sorted here by start
+ * time), which must be exactly the table's launches by name and order with
+ * sane timestamps; when lib (a library call launches kernels of its own
+ * choosing) every kernel record counts. -1 when the window is not that.
+ * *n_kernels gets the kernel records seen. */
+struct cr_cupti_rec;
+int64_t cr_cuda_window_ns(struct cr_cupti_rec *rec, int n, const struct cr_cuda_ltab *t, bool lib,
+			  int *n_kernels);
+
 struct cr_cuda_timing {
 	int64_t event_ns;               /* events around the launches */
 	int64_t cupti_ns;               /* sum of the kernel records; -1 without CUPTI or when the
