@@ -145,7 +145,7 @@ static const struct {
 	E(ModuleLoadDataEx, 2010, 0), E(ModuleUnload, 2000, 0), E(ModuleGetFunction, 2000, 0),
 	E(FuncGetAttribute, 2020, 0), E(FuncSetAttribute, 9000, 0), E(FuncGetParamInfo, 12040, 1),
 	E(LaunchKernel, 4000, 0), E(MemAlloc, 3020, 0), E(MemFree, 3020, 0),
-	E(MemcpyHtoD, 3020, 0), E(MemcpyDtoH, 3020, 0), E(MemsetD32, 3020, 0),
+	E(MemcpyHtoD, 3020, 0), E(MemcpyDtoH, 3020, 0), E(MemcpyDtoD, 3020, 0), E(MemsetD32, 3020, 0),
 	E(MemsetD8, 3020, 0), E(StreamCreate, 2000, 0), E(StreamSynchronize, 2000, 0),
 	E(StreamDestroy, 4000, 0), E(EventCreate, 2000, 0), E(EventRecord, 2000, 0),
 	E(EventSynchronize, 2000, 0), E(EventElapsedTime, 2000, 0), E(EventDestroy, 4000, 0),

@@ -45,6 +45,7 @@ struct cr_cu {
 	CUresult (*MemFree)(CUdeviceptr p);
 	CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void *src, size_t n);
 	CUresult (*MemcpyDtoH)(void *dst, CUdeviceptr src, size_t n);
+	CUresult (*MemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t n);
 	CUresult (*MemsetD32)(CUdeviceptr p, unsigned int v, size_t n);
 	CUresult (*MemsetD8)(CUdeviceptr p, unsigned char v, size_t n);
 	CUresult (*StreamCreate)(CUstream *s, unsigned int flags);

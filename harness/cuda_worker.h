@@ -72,6 +72,8 @@ _Static_assert(CR_CUDA_LTAB_OFF >= sizeof(struct cr_shm_hdr), "launch table over
 _Static_assert(CR_CUDA_LTAB_OFF + sizeof(struct cr_cuda_ltab) <= CR_SHM_HDR,
 	       "launch table does not fit in the header bytes");
 
+_Static_assert(CR_CUDA_LTAB_OFF + sizeof(struct cr_cuda_ltab) <= CR_CUDA_TCMD_OFF, "launch table overlaps the time command");
+
 /* Orchestrator side: fills t for stage s from the plan and the evaluated
  * expressions (vals from cr_plan_eval). Launch sizes out of range (grid x
  * over 2^31-1, y/z over 65535, a block over 1024 threads, anything below 1)

@@ -51,4 +51,26 @@ struct cr_reply {
 	char msg[232];           /* FAIL, FAULT: what went wrong */
 };
 
+/* A TIME call's inputs made on the device (so a GPU sample costs no host-side
+ * input generation): before the call the worker copies each input from a
+ * pool region to its slot and fills each output with the poison word (and
+ * 0xff in a tail of fewer than 4 bytes); after it, it copies back the whole
+ * region (full_copy) or only the first and last CR_CUDA_PROBE bytes of each
+ * output. Offsets are from the start of the region after the header (shm
+ * offset - CR_SHM_HDR). Written by the orchestrator before each TIME call;
+ * without it (magic 0) a TIME call copies the region in from the host as
+ * RUN does. */
+#define CR_CUDA_TCMD_OFF 196608
+#define CR_CUDA_TCMD_MAGIC 0x74636d6431ull
+#define CR_CUDA_PROBE 64
+enum cr_cuda_tcmd_kind { CR_TCMD_INPUT = 1, CR_TCMD_OUTPUT = 2 };
+struct cr_cuda_tcmd {
+	uint64_t magic;
+	uint32_t full_copy;
+	uint32_t poison;
+	uint32_t n;
+	uint32_t pad;
+	struct { uint64_t dst, src, bytes; uint32_t kind, pad; } e[CR_MAX_SLOTS];
+};
+_Static_assert(CR_CUDA_TCMD_OFF + sizeof(struct cr_cuda_tcmd) <= CR_SHM_HDR, "time command does not fit in the header bytes");
 #endif

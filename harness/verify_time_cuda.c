@@ -62,17 +62,6 @@ static bool case_alloc(struct vr *v, struct vr_case *c, const struct task_dimset
 	return true;
 }
 
-/* The baseline's slot holding the same tensor (and gradient flag) as the
- * candidate's slot k, or -1. */
-static int same_slot(const struct cr_pstage *a, int k, const struct cr_pstage *b)
-{
-	for (int j = 0; j < b->n_slots; j++)
-		if (b->slots[j].role == a->slots[k].role && b->slots[j].role != CR_SLOT_SCRATCH &&
-		    b->slots[j].tensor == a->slots[k].tensor && b->slots[j].grad == a->slots[k].grad)
-			return j;
-	return -1;
-}
-
 /* Binds and compiles the task's GPU baseline into vb (workdir/base.cubin).
  * false when the task has none (*why says so) or it fails to build (an
  * environment error in err). */
@@ -137,6 +126,170 @@ out:
 	return st;
 }
 
+/* One side's (candidate's or baseline's) layout for timing: the case, two
+ * buffer sets between guard zones, then a pool per input slot holding two
+ * tensors' worth of values, from which each sample's inputs are a fresh
+ * window (a whole number of rows in), copied on the device. */
+struct side {
+	struct vr *v;
+	struct vr_case c;
+	struct cr_proc w;
+	size_t sets_end, total;      /* end of the guarded sets; whole region */
+	size_t pool_off[CR_MAX_SLOTS];
+	int64_t row[CR_MAX_SLOTS];   /* elements per row of an input (its first axis) */
+	unsigned char *pool[CR_MAX_SLOTS]; /* host copy of each pool, as stored */
+	uint64_t gkey;
+};
+
+static void side_init(struct side *s, struct vr *v, uint64_t gkey)
+{
+	memset(s, 0, sizeof *s);
+	s->v = v;
+	s->gkey = gkey;
+	s->w.pid = -1;
+	s->w.shm_fd = s->w.cmd_fd = s->w.rep_fd = s->w.log_fd = -1;
+}
+
+static void side_release(struct side *s)
+{
+	cr_proc_release(&s->w);
+	vr_case_release(&s->c);
+	for (int k = 0; k < CR_MAX_SLOTS; k++)
+		free(s->pool[k]);
+}
+
+static size_t esize(const struct cr_slot *sl)
+{
+	return task_dtype_size(sl->dtype);
+}
+
+/* Sizes the layout (after case_alloc) and creates the shared memory. */
+static enum cr_status side_layout(struct side *s, struct cr_err *err)
+{
+	const struct cr_pstage *st = &s->v->plan.st[CR_FWD];
+	const struct task *t = s->v->t;
+	size_t off;
+
+	s->sets_end = off = vr_layout(&s->c, N_SETS);
+	for (int k = 0; k < s->c.n_slots; k++) {
+		int64_t shape[TASK_MAX_RANK];
+		if (st->slots[k].role != CR_SLOT_IN)
+			continue;
+		task_tensor_shape(t, st->slots[k].tensor, &s->c.dims, shape);
+		s->row[k] = t->tensors[st->slots[k].tensor].rank > 0 && shape[0] > 0
+				    ? s->c.numel[k] / shape[0] : 1;
+		if (s->row[k] < 1)
+			s->row[k] = 1;
+		off = (off + 63) & ~(size_t)63;
+		s->pool_off[k] = off;
+		off += 2 * s->c.bytes[k];
+	}
+	s->total = (off + 63) & ~(size_t)63;
+	return cr_proc_init(&s->w, s->total, err);
+}
+
+/* The candidate's slot k holds the same tensor as the baseline's slot j. */
+static int same_slot(const struct cr_pstage *a, int k, const struct cr_pstage *b)
+{
+	for (int j = 0; j < b->n_slots; j++)
+		if (b->slots[j].role == a->slots[k].role && b->slots[j].role != CR_SLOT_SCRATCH &&
+		    b->slots[j].tensor == a->slots[k].tensor && b->slots[j].grad == a->slots[k].grad)
+			return j;
+	return -1;
+}
+
+/* The pools: two tensors of fresh values per input, generated once and
+ * stored in the region (the first call copies them to the device). */
+static enum cr_status fill_pools(struct side *sc, struct side *sb, uint64_t seed, struct cr_err *err)
+{
+	const struct task *t = sc->v->t;
+	const struct cr_pstage *st = &sc->v->plan.st[CR_FWD];
+
+	for (int k = 0; k < sc->c.n_slots; k++) {
+		const struct cr_slot *sl = &st->slots[k];
+		int64_t n = sc->c.numel[k];
+		double *d;
+		if (sl->role != CR_SLOT_IN)
+			continue;
+		if (!(d = malloc(sizeof *d * (size_t)(2 * n + 1))) || !(sc->pool[k] = malloc(2 * sc->c.bytes[k] + 1))) {
+			free(d);
+			return cr_errf(err, CR_ENOMEM, "out of memory for the timing inputs of %s", t->name);
+		}
+		task_gen_tensor(t, sl->tensor, &sc->c.dims, TASK_PROF_OWN, task_mix(seed, 2 * (uint64_t)k), d);
+		task_gen_tensor(t, sl->tensor, &sc->c.dims, TASK_PROF_OWN, task_mix(seed, 2 * (uint64_t)k + 1), d + n);
+		task_gen_store(sl->dtype, d, sc->pool[k], 2 * n);
+		free(d);
+		memcpy(sc->w.shm + sc->pool_off[k], sc->pool[k], 2 * sc->c.bytes[k]);
+		if (sb && sb->v) {
+			int j = same_slot(st, k, &sb->v->plan.st[CR_FWD]);
+			if (j < 0)
+				return cr_errf(err, CR_EINPUT, "the GPU baseline of %s has no input '%s'", t->name, sl->name);
+			if (!(sb->pool[j] = malloc(2 * sb->c.bytes[j] + 1)))
+				return cr_errf(err, CR_ENOMEM, "out of memory");
+			memcpy(sb->pool[j], sc->pool[k], 2 * sc->c.bytes[k]);
+			memcpy(sb->w.shm + sb->pool_off[j], sc->pool[k], 2 * sc->c.bytes[k]);
+		}
+	}
+	return CR_OK;
+}
+
+/* Host-side contents of a set for a RUN call: input windows at offsets
+ * (in rows), poisoned outputs, scratch garbage. */
+static void fill_set(struct side *s, int set, const int64_t *rows, uint64_t key)
+{
+	const struct cr_pstage *st = &s->v->plan.st[CR_FWD];
+	for (int k = 0; k < s->c.n_slots; k++) {
+		char *b = s->w.shm + s->c.off[set][k];
+		if (st->slots[k].role == CR_SLOT_IN)
+			memcpy(b, s->pool[k] + (size_t)(rows[k] * s->row[k]) * esize(&st->slots[k]), s->c.bytes[k]);
+		else if (st->slots[k].role == CR_SLOT_OUT)
+			check_poison(b, s->c.bytes[k], 0, key + (uint64_t)k);
+		else
+			check_fill_pattern(b, s->c.bytes[k], key ^ 0x5c7a7c4ull ^ (uint64_t)k);
+	}
+}
+
+/* The time command of a device-input sample. */
+static void write_tcmd(struct side *s, int set, const int64_t *rows, uint32_t poison, bool full)
+{
+	const struct cr_pstage *st = &s->v->plan.st[CR_FWD];
+	struct cr_cuda_tcmd *tc = (struct cr_cuda_tcmd *)(s->w.shm + CR_CUDA_TCMD_OFF);
+	memset(tc, 0, sizeof *tc);
+	tc->magic = CR_CUDA_TCMD_MAGIC;
+	tc->full_copy = full;
+	tc->poison = poison;
+	for (int k = 0; k < s->c.n_slots; k++) {
+		if (st->slots[k].role == CR_SLOT_SCRATCH)
+			continue;
+		tc->e[tc->n].dst = s->c.off[set][k] - CR_SHM_HDR;
+		tc->e[tc->n].bytes = s->c.bytes[k];
+		if (st->slots[k].role == CR_SLOT_IN) {
+			tc->e[tc->n].kind = CR_TCMD_INPUT;
+			tc->e[tc->n].src = s->pool_off[k] - CR_SHM_HDR +
+					   (size_t)(rows[k] * s->row[k]) * esize(&st->slots[k]);
+		} else {
+			tc->e[tc->n].kind = CR_TCMD_OUTPUT;
+		}
+		tc->n++;
+	}
+}
+
+/* The byte at position x of an output filled with the poison word. */
+static unsigned char poison_byte(uint32_t word, size_t x, size_t bytes)
+{
+	unsigned char w[4];
+	memcpy(w, &word, 4);
+	return x < bytes / 4 * 4 ? w[x % 4] : 0xff;
+}
+
+static bool still_poisoned(const unsigned char *b, size_t bytes, uint32_t word, size_t from, size_t n)
+{
+	for (size_t x = from; x < from + n; x++)
+		if (b[x] != poison_byte(word, x, bytes))
+			return false;
+	return true;
+}
+
 static int64_t sample_ns(const struct cr_reply *r, bool *rejected)
 {
 	/* CUPTI running (n_kernels >= 0): its sum, or the sample is rejected */
@@ -144,42 +297,107 @@ static int64_t sample_ns(const struct cr_reply *r, bool *rejected)
 	return r->n_kernels >= 0 ? r->cupti_ns : r->event_ns;
 }
 
+/* Everything checked of the candidate's outputs after a call (call < 0:
+ * warm-up); full: the whole region came back (guards, pools, inputs and the
+ * comparison with the baseline), else only the outputs' heads and tails. */
+static void check_call(struct side *sc, struct side *sb, int set, const int64_t *rows, uint32_t word,
+		       bool device_inputs, bool full, int call)
+{
+	struct vr *v = sc->v;
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	struct vr_case *c = &sc->c;
+	char why[300];
+
+	for (int k = 0; k < c->n_slots; k++) {
+		const unsigned char *b = (const unsigned char *)sc->w.shm + c->off[set][k];
+		size_t m = c->bytes[k] < CR_CUDA_PROBE ? c->bytes[k] : CR_CUDA_PROBE;
+		bool untouched;
+		if (st->slots[k].role != CR_SLOT_OUT || !m)
+			continue;
+		if (device_inputs) {
+			untouched = still_poisoned(b, c->bytes[k], word, 0, m) ||
+				    still_poisoned(b, c->bytes[k], word, c->bytes[k] - m, m);
+		} else {
+			unsigned char probe[CR_CUDA_PROBE];
+			check_poison(probe, m, 0, 0);
+			untouched = !memcmp(b, probe, m);
+		}
+		if (untouched)
+			vr_fail(v, CHECK_STALE_RESULT, "timed call %d: '%s' was not written (still holds its poison)",
+				call, st->slots[k].name);
+	}
+	if (!full)
+		return;
+	if (!vr_guard_check(c, st, sc->w.shm, N_SETS, sc->sets_end, sc->gkey, why, sizeof why))
+		vr_fail(v, CHECK_OUT_OF_BOUNDS, "timed call %d: %s", call, why);
+	for (int k = 0; k < c->n_slots; k++) {
+		size_t es = esize(&st->slots[k]);
+		if (st->slots[k].role != CR_SLOT_IN)
+			continue;
+		if (memcmp(sc->w.shm + sc->pool_off[k], sc->pool[k], 2 * c->bytes[k]))
+			vr_fail(v, CHECK_OUT_OF_BOUNDS, "timed call %d: a write outside the buffers (into the input pool behind them)", call);
+		const unsigned char *want = sc->pool[k] + (size_t)(rows[k] * sc->row[k]) * es;
+		const unsigned char *got = (const unsigned char *)sc->w.shm + c->off[set][k];
+		if (memcmp(got, want, c->bytes[k])) {
+			size_t e = 0;
+			while (e + 1 < (size_t)c->numel[k] && !memcmp(got + e * es, want + e * es, es))
+				e++;
+			vr_fail(v, CHECK_INPUT_MUTATED, "timed call %d: input '%s' changed at element %zu", call,
+				st->slots[k].name, e);
+		}
+	}
+	if (!sb->v)
+		return;
+	vr_read_outputs(v, c, sc->w.shm, set, c->got);
+	vr_read_outputs(sb->v, &sb->c, sb->w.shm, set, sb->c.got);
+	for (int k = 0; k < c->n_slots; k++) {
+		int j = same_slot(st, k, &sb->v->plan.st[CR_FWD]);
+		struct check_cmp cmp;
+		if (st->slots[k].role != CR_SLOT_OUT || j < 0)
+			continue;
+		/* both are f32 results: twice the task's tolerance */
+		check_compare(c->got[k], sb->c.got[j], NULL, c->numel[k], 2 * t->atol, 2 * t->rtol, 0, &cmp);
+		if (!cmp.pass)
+			vr_fail(v, CHECK_STALE_RESULT,
+				"timed call %d: '%s' element %lld: got %.9g, the baseline %.9g for this call's inputs",
+				call, st->slots[k].name, (long long)cmp.worst, cmp.got, cmp.exp);
+	}
+}
+
 enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *err)
 {
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[CR_FWD];
 	struct vr vb;
-	struct cr_proc wc, wb;
-	struct vr_case c, cb;
+	struct side sc, sb;
 	enum cr_status s = CR_OK;
 	double *tc = NULL, *tb = NULL, *ratio = NULL;
-	char detail[300], why[300], bpath[1100];
-	size_t total_c, total_b = 0;
+	char detail[300], bpath[1100];
 	int n = 0, rejected = 0, n_ratio = 0;
 	struct task_rng rng;
 	struct timing_rule rule = { .min_samples = v->o->min_samples, .max_samples = MAX_SAMPLES,
 				    .rel_target = REL_TARGET, .max_seconds = v->o->time_cap_s };
 	uint64_t gkey = task_mix(v->o->seed, 0x6c2d);
 	bool have_base = false, noisy = false, cupti = false;
-	int64_t t0 = cr_now_ns();
+	int64_t t0 = cr_now_ns(), rows[CR_MAX_SLOTS], rows_b[CR_MAX_SLOTS];
 	enum cr_run res;
 
-	memset(&c, 0, sizeof c);
-	memset(&cb, 0, sizeof cb);
-	memset(&wc, 0, sizeof wc);
-	memset(&wb, 0, sizeof wb);
-	wc.pid = wb.pid = -1;
-	wc.shm_fd = wb.shm_fd = wc.cmd_fd = wb.cmd_fd = wc.rep_fd = wb.rep_fd = wc.log_fd = wb.log_fd = -1;
+	side_init(&sc, v, gkey);
+	side_init(&sb, NULL, gkey ^ 1);
 	if ((s = baseline_build(v, &vb, bpath, sizeof bpath, &have_base, err)))
-		goto out_plan;
-	if (!case_alloc(v, &c, &t->bench)) {
+		goto out;
+	if (!case_alloc(v, &sc.c, &t->bench)) {
 		if (v->status == CHECK_OK)
 			s = cr_errf(err, CR_ENOMEM, "out of memory for the bench shape of %s", t->name);
-		goto out_plan;
+		goto out;
 	}
-	if (have_base && !case_alloc(&vb, &cb, &t->bench)) {
-		s = cr_errf(err, CR_EINPUT, "GPU baseline %s: %s", bpath, vb.detail[0] ? vb.detail : "out of memory");
-		goto out_plan;
+	if (have_base) {
+		sb.v = &vb;
+		if (!case_alloc(&vb, &sb.c, &t->bench)) {
+			s = cr_errf(err, CR_EINPUT, "GPU baseline %s: %s", bpath, vb.detail[0] ? vb.detail : "out of memory");
+			goto out;
+		}
 	}
 	tc = malloc(sizeof *tc * MAX_SAMPLES);
 	tb = malloc(sizeof *tb * MAX_SAMPLES);
@@ -188,55 +406,65 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 		s = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	total_c = vr_layout(&c, N_SETS);
-	if ((s = cr_proc_init(&wc, total_c, err)))
+	if ((s = side_layout(&sc, err)) || (have_base && (s = side_layout(&sb, err))))
 		goto out;
-	if (!vr_write_header(v, &c, wc.shm, N_SETS))
+	if (!vr_write_header(v, &sc.c, sc.w.shm, N_SETS))
 		goto out;
-	vr_guard_fill(&c, wc.shm, N_SETS, total_c, gkey);
+	vr_guard_fill(&sc.c, sc.w.shm, N_SETS, sc.sets_end, sc.gkey);
 	if (have_base) {
-		total_b = vr_layout(&cb, N_SETS);
-		if ((s = cr_proc_init(&wb, total_b, err)))
-			goto out;
-		if (!vr_write_header(&vb, &cb, wb.shm, N_SETS)) {
+		if (!vr_write_header(&vb, &sb.c, sb.w.shm, N_SETS)) {
 			s = cr_errf(err, CR_EINPUT, "GPU baseline %s: %s", bpath, vb.detail);
 			goto out;
 		}
-		vr_guard_fill(&cb, wb.shm, N_SETS, total_b, gkey ^ 1);
+		vr_guard_fill(&sb.c, sb.w.shm, N_SETS, sb.sets_end, sb.gkey);
 	}
-	res = cr_proc_start(&wc, "cuda", v->workdir, v->o->call_timeout_s + 30, detail, sizeof detail);
+	if ((s = fill_pools(&sc, have_base ? &sb : NULL, task_mix(v->o->seed, 0x9001), err)))
+		goto out;
+	res = cr_proc_start(&sc.w, "cuda", v->workdir, v->o->call_timeout_s + 30, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
 		vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR, "timing: %s", detail);
 		goto out;
 	}
 	if (have_base &&
-	    (res = cr_proc_start(&wb, "cuda", v->workdir, 60, detail, sizeof detail)) != CR_RUN_OK) {
+	    (res = cr_proc_start(&sb.w, "cuda", v->workdir, 60, detail, sizeof detail)) != CR_RUN_OK) {
 		s = cr_errf(err, CR_EENV, "%s: the GPU baseline's worker failed: %s", t->name, detail);
 		goto out;
 	}
 	task_rng_seed(&rng, task_mix(v->o->seed, 0x71e6));
-	/* warm-up: one untimed call per side and set (module load, clocks) */
+	/* calls -2, -1: warm-up (RUN: the whole region, pools included, goes to
+	 * the device; sets from the host), untimed. Then timed samples with
+	 * device-side inputs; after the stopping rule, one more call brings
+	 * everything back for the last full check. */
+	bool last = false;
 	for (int i = -N_SETS; ; i++) {
 		int set = (i + 2 * N_SETS) % N_SETS;
-		uint64_t key = task_rng_next(&rng);
 		bool warm = i < 0;
+		bool full = warm || last || i < 2 || task_rng_uniform(&rng) < 0.25;
+		uint32_t word = (i & 1) ? (uint32_t)task_rng_next(&rng) : 0x7fc0deadu;
 		int64_t nsc = 0, nsb = 0;
 
-		for (int k = 0; k < c.n_slots; k++)
+		for (int k = 0; k < sc.c.n_slots; k++) {
+			rows[k] = 0;
 			if (st->slots[k].role == CR_SLOT_IN)
-				task_gen_tensor(t, st->slots[k].tensor, &c.dims, TASK_PROF_OWN, key, c.in[k]);
-		vr_fill_buffers(v, &c, wc.shm, set, i & 1, key);
-		if (have_base) {
-			for (int k = 0; k < c.n_slots; k++) {
+				rows[k] = (int64_t)(task_rng_next(&rng) % (uint64_t)(sc.c.numel[k] / sc.row[k] + 1));
+			if (have_base) {
 				int j = same_slot(st, k, &vb.plan.st[CR_FWD]);
-				if (st->slots[k].role == CR_SLOT_IN && j >= 0)
-					memcpy(cb.in[j], c.in[k], sizeof(double) * (size_t)c.numel[k]);
+				if (j >= 0)
+					rows_b[j] = rows[k];
 			}
-			vr_fill_buffers(&vb, &cb, wb.shm, set, i & 1, key);
+		}
+		if (warm) {
+			fill_set(&sc, set, rows, gkey + (uint64_t)i);
+			if (have_base)
+				fill_set(&sb, set, rows_b, gkey + (uint64_t)i);
+		} else {
+			write_tcmd(&sc, set, rows, word, full);
+			if (have_base)
+				write_tcmd(&sb, set, rows_b, word, full);
 		}
 		for (int side = 0; side < 2; side++) {
 			bool cand = (side == 0) == (i % 2 == 0);
-			struct cr_proc *w = cand ? &wc : &wb;
+			struct cr_proc *w = cand ? &sc.w : &sb.w;
 			bool rej = false;
 			if (!cand && !have_base)
 				continue;
@@ -246,8 +474,8 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 				s = cr_errf(err, CR_EENV, "%s: GPU baseline call failed: %s", t->name, detail);
 				goto out;
 			}
-			if (res == CR_RUN_FAULT && wc.fault >= 0 && wc.fault < CHECK_OK) {
-				vr_fail(v, (enum check_verdict)wc.fault, "timed call %d: %s", i, detail);
+			if (res == CR_RUN_FAULT && sc.w.fault >= 0 && sc.w.fault < CHECK_OK) {
+				vr_fail(v, (enum check_verdict)sc.w.fault, "timed call %d: %s", i, detail);
 				goto out;
 			}
 			if (res != CR_RUN_OK) {
@@ -255,7 +483,7 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 					"timed call %d: %s", i, detail);
 				goto out;
 			}
-			if (warm)
+			if (warm || last)
 				continue;
 			int64_t ns = sample_ns(&w->last, &rej);
 			if (w->last.n_kernels >= 0)
@@ -271,39 +499,9 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 				ratio[n_ratio++ % (2 * MAX_SAMPLES)] =
 					(double)w->last.event_ns / (double)w->last.cupti_ns;
 		}
-		/* the candidate's outputs of this call, checked on the host */
-		if (!vr_guard_check(&c, st, wc.shm, N_SETS, total_c, gkey, why, sizeof why))
-			vr_fail(v, CHECK_OUT_OF_BOUNDS, "timed call %d: %s", i, why);
-		if (!vr_inputs_intact(v, &c, wc.shm, set, why, sizeof why))
-			vr_fail(v, CHECK_INPUT_MUTATED, "timed call %d: %s", i, why);
-		for (int k = 0; k < c.n_slots; k++) {
-			unsigned char probe[64];
-			size_t m = c.bytes[k] < sizeof probe ? c.bytes[k] : sizeof probe;
-			if (st->slots[k].role != CR_SLOT_OUT || !m)
-				continue;
-			check_poison(probe, m, i & 1, key + (uint64_t)k);
-			if (!memcmp(wc.shm + c.off[set][k], probe, m))
-				vr_fail(v, CHECK_STALE_RESULT, "timed call %d: '%s' was not written (still holds its poison)",
-					i, st->slots[k].name);
-		}
-		if (have_base) {
-			vr_read_outputs(v, &c, wc.shm, set, c.got);
-			vr_read_outputs(&vb, &cb, wb.shm, set, cb.got);
-			for (int k = 0; k < c.n_slots; k++) {
-				int j = same_slot(st, k, &vb.plan.st[CR_FWD]);
-				struct check_cmp cmp;
-				if (st->slots[k].role != CR_SLOT_OUT || j < 0)
-					continue;
-				/* both are f32 results: twice the task's tolerance */
-				check_compare(c.got[k], cb.got[j], NULL, c.numel[k], 2 * t->atol, 2 * t->rtol, 0, &cmp);
-				if (!cmp.pass)
-					vr_fail(v, CHECK_STALE_RESULT,
-						"timed call %d: '%s' element %lld: got %.9g, the baseline %.9g for this call's inputs",
-						i, st->slots[k].name, (long long)cmp.worst, cmp.got, cmp.exp);
-			}
-		}
-		if (v->status != CHECK_OK)
-			goto out;
+		check_call(&sc, &sb, set, rows, word, !warm, full, i);
+		if (v->status != CHECK_OK || last)
+			goto done;
 		if (warm) {
 			if (i == -1)
 				t0 = cr_now_ns();
@@ -321,17 +519,20 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 		}
 		if (timing_should_stop(&rule, tc, n, tb, n, (double)(cr_now_ns() - t0) / 1e9, &noisy) &&
 		    n >= 2)
-			break;
+			last = true;
 	}
+done:
+	if (v->status != CHECK_OK)
+		goto out;
 	{
-		struct timing_stats sc, sb;
-		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sc);
-		r->time_us = sc.median;
-		r->time_lo_us = sc.lo;
-		r->time_hi_us = sc.hi;
+		struct timing_stats sct, sbt;
+		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sct);
+		r->time_us = sct.median;
+		r->time_lo_us = sct.lo;
+		r->time_hi_us = sct.hi;
 		if (have_base) {
-			timing_summarize(tb, n, task_mix(v->o->seed, 2), &sb);
-			r->baseline_us = sb.median;
+			timing_summarize(tb, n, task_mix(v->o->seed, 2), &sbt);
+			r->baseline_us = sbt.median;
 			timing_speedup(tb, n, tc, n, task_mix(v->o->seed, 3), &r->speedup, &r->speedup_lo,
 				       &r->speedup_hi);
 		}
@@ -355,9 +556,8 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 			r->roofline = roof / sec;
 		if (n_ratio > 2 * MAX_SAMPLES)
 			n_ratio = 2 * MAX_SAMPLES;
-		snprintf(v->detail, sizeof v->detail, "timed by %s over %d samples%s%s%s", cupti ? "CUPTI" : "CUDA events",
-			 n, rejected ? " (some rejected)" : "", have_base ? "" : "; no GPU baseline for this task",
-			 "");
+		snprintf(v->detail, sizeof v->detail, "timed by %s over %d samples%s%s", cupti ? "CUPTI" : "CUDA events",
+			 n, rejected ? " (some rejected)" : "", have_base ? "" : "; no GPU baseline for this task");
 		if (n_ratio > 0) {
 			size_t l = strlen(v->detail);
 			snprintf(v->detail + l, sizeof v->detail - l, "; events/CUPTI median %.3f",
@@ -365,14 +565,11 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 		}
 	}
 out:
-	cr_proc_release(&wc);
-	cr_proc_release(&wb);
-	vr_case_release(&c);
-	vr_case_release(&cb);
+	side_release(&sc);
+	side_release(&sb);
 	free(tc);
 	free(tb);
 	free(ratio);
-out_plan:
 	if (vb.own_plan)
 		cr_plan_release(&vb.plan);
 	return s;

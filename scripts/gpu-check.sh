@@ -50,6 +50,10 @@ echo "== 3. smoke-cuda samples (expected statuses, timed against the GPU baselin
 "$CR" eval --backend cuda --time-cap 2 --out "$OUT/samples" || { echo "gpu-check: samples FAILED"; fail=1; }
 grep -o '"gpu_clocks": "[^"]*"' "$OUT/samples/run.json" || true
 
+echo "== 3b. timed CUDA exploits (each must be caught)"
+"$CR" eval --backend cuda --check-expect --time-cap 2 --out "$OUT/exploits" data/candidates/exploits-timed-cuda ||
+	{ echo "gpu-check: a timed exploit was NOT caught"; fail=1; }
+
 echo "== 4. GPU baselines against the double reference (check shapes)"
 "$CR" eval --backend cuda --no-timing --out "$OUT/baselines" data/baselines/cuda ||
 	{ echo "gpu-check: a baseline FAILED"; fail=1; }

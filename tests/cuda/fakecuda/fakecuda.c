@@ -379,6 +379,16 @@ static CUresult memcpy_htod(CUdeviceptr dst, const void *src, size_t n)
 	return CUDA_SUCCESS;
 }
 
+static CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	CUresult r = in_alloc(dst, n);
+	if (r || (r = in_alloc(src, n)))
+		return r;
+	if (n)
+		memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return CUDA_SUCCESS;
+}
+
 static CUresult memcpy_dtoh(void *dst, CUdeviceptr src, size_t n)
 {
 	CUresult r = in_alloc(src, n);
@@ -614,6 +624,7 @@ static const struct {
 	P(FuncSetAttribute, 9000, fk_func_set_attribute), P(FuncGetParamInfo, 12040, fk_func_get_param_info),
 	P(LaunchKernel, 4000, fk_launch_kernel), P(MemAlloc, 3020, mem_alloc), P(MemFree, 3020, mem_free),
 	P(MemcpyHtoD, 3020, memcpy_htod), P(MemcpyDtoH, 3020, memcpy_dtoh),
+	P(MemcpyDtoD, 3020, memcpy_dtod),
 	P(MemsetD32, 3020, memset_d32), P(MemsetD8, 3020, memset_d8),
 	P(StreamCreate, 2000, stream_create), P(StreamSynchronize, 2000, stream_synchronize),
 	P(StreamDestroy, 4000, stream_destroy), P(EventCreate, 2000, event_create),
