@@ -176,7 +176,8 @@ static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, con
 	if (!cuda)
 		setrlimit(RLIMIT_AS, &rl);
 #endif
-	rl.rlim_cur = rl.rlim_max = 64;
+	/* the driver opens its device nodes, CUPTI and cuBLAS their own files */
+	rl.rlim_cur = rl.rlim_max = cuda ? 1024 : 64;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	/* the driver (and the test suite's emulated one) starts threads */
 	rl.rlim_cur = rl.rlim_max = cuda ? 4096 : 512;
