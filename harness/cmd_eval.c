@@ -383,7 +383,7 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 
 static const char *fmt_speed(const struct cr_result *r, char *b, size_t cap)
 {
-	if (!r->timed)
+	if (!r->timed || isnan(r->speedup))
 		snprintf(b, cap, "-");
 	else
 		snprintf(b, cap, "%.2fx [%.2f,%.2f]", r->speedup, r->speedup_lo, r->speedup_hi);
@@ -888,9 +888,11 @@ int cr_cmd_check(int argc, char **argv)
 		printf("max error   abs %.3g, rel %.3g (%.2fx the f32 baseline's)\n", r.max_abs_err,
 		       r.max_rel_err, r.err_vs_baseline);
 	if (r.timed)
-		printf("time        %.2f us [%.2f, %.2f] at %s, %d samples%s\nbaseline    %.2f us\nspeedup     %.3fx [%.3f, %.3f]\n",
-		       r.time_us, r.time_lo_us, r.time_hi_us, r.dims, r.samples, r.noisy ? " (noisy)" : "",
-		       r.baseline_us, r.speedup, r.speedup_lo, r.speedup_hi);
+		printf("time        %.2f us [%.2f, %.2f] at %s, %d samples%s\n", r.time_us, r.time_lo_us,
+		       r.time_hi_us, r.dims, r.samples, r.noisy ? " (noisy)" : "");
+	if (r.timed && !isnan(r.speedup))
+		printf("baseline    %.2f us\nspeedup     %.3fx [%.3f, %.3f]\n", r.baseline_us, r.speedup,
+		       r.speedup_lo, r.speedup_hi);
 	if (r.timed && (!isnan(r.tflops) || !isnan(r.tbps)))
 		printf("achieved    %.3g TFLOP/s, %.3g TB/s; %.1f%% of the device's roofline\n", r.tflops,
 		       r.tbps, 100 * r.roofline);

@@ -26,6 +26,8 @@ KERNELS=$(dirname "$FAKE")/fakecuda-kernels.so
 # the data dir: smoke tasks with small bench shapes, the GPU baselines
 mkdir -p "$T/data/tasks/smoke" "$T/data/baselines"
 cp -r "$SRC/data/baselines/cuda" "$T/data/baselines/"
+# gelu without a baseline: timed alone (no speedup), which must say so
+rm "$T/data/baselines/cuda/smoke/gelu.cu"
 for f in "$SRC"/data/tasks/smoke/*.json; do
 	last=$(grep '"check_dims"' "$f" | sed -E 's/.*(\{[^{}]*\})\],?$/\1/')
 	sed -E "s/^  \"dims\": .*/  \"dims\": $last,/; s/^  \"cpu_dims\": .*/  \"cpu_dims\": $last,/" "$f" \
@@ -54,7 +56,7 @@ for cu in "$SRC"/data/candidates/smoke-cuda/*.cu "$SRC"/data/candidates/exploits
 	# samples that never reach the worker need no kernels
 	emu_build "$cu" || echo "  ($name: no emulated build; $(head -c 200 "$T/emu.log" | tr '\n' ' '))"
 	timing=--no-timing
-	case $name in relu_plain|softmax_fast|layernorm_fast|rowsum_fast) timing="--time-cap 3" ;; esac
+	case $name in relu_plain|softmax_fast|layernorm_fast|rowsum_fast|gelu_plain) timing="--time-cap 3" ;; esac
 	# the timed exploits turn bad only once timing starts
 	case $cu in *exploits-timed-cuda*) timing="--time-cap 3" ;; esac
 	out=$("$CR" eval --backend cuda --quick $timing --timeout 20 --out "$T/out-$name" "$cu" 2>"$T/err") || true
@@ -73,6 +75,9 @@ for cu in "$SRC"/data/candidates/smoke-cuda/*.cu "$SRC"/data/candidates/exploits
 		# the timed samples: a speedup against the baseline, by events
 		if ! grep -q 'timed by CUDA events' "$T/out-$name/results.csv"; then
 			echo "FAIL  $name: not timed by events"; fails=$((fails + 1))
+		fi
+		if [ "$name" = gelu_plain ] && ! grep -q 'no GPU baseline' "$T/out-$name/results.csv"; then
+			echo "FAIL  $name: timed without a baseline, but the row does not say so"; fails=$((fails + 1))
 		fi ;;
 	esac
 done
