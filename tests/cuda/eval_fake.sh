@@ -25,7 +25,7 @@ KERNELS=$(dirname "$FAKE")/fakecuda-kernels.so
 
 # the data dir: smoke tasks with small bench shapes, the GPU baselines
 mkdir -p "$T/data/tasks/smoke" "$T/data/baselines"
-cp -r "$SRC/data/baselines/cuda" "$T/data/baselines/"
+cp -rL "$SRC/data/baselines/cuda" "$T/data/baselines/"
 # gelu without a baseline: timed alone (no speedup), which must say so
 rm "$T/data/baselines/cuda/smoke/gelu.cu"
 for f in "$SRC"/data/tasks/smoke/*.json; do
