@@ -536,6 +536,8 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		cr_backend_cuda_arch(o->arch));
 	if ((st = cr_backend_cuda_compile(tp, paths, srcs, lens, n, o->arch, rs, err)))
 		goto out;
+	if (!res) /* only warming the compile cache for a run on the GPU */
+		goto out;
 	for (int i = 0; i < n; i++) {
 		struct cr_row row;
 		const char *want;
@@ -703,6 +705,15 @@ int cr_cmd_eval(int argc, char **argv)
 	write_run_json(o.out, run_id, &o, device, 0, "", workroot);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
+	if (o.cuda) {
+		/* NVRTC in parallel (a pool sized to the cores) before the one-at-a-time
+		 * runs, which then take their cubins from the compile cache */
+		struct eval_opts oc = o;
+		int d0 = 0, u0 = 0;
+		oc.arch = o.dev_arch;
+		if (eval_cuda_compile(&cs, &oc, &tasks, &n_tasks, run_id, NULL, &d0, &u0, &err))
+			goto fail;
+	}
 	if (backend == CR_BACKEND_CUDA && !o.cuda) {
 		int unexp = 0;
 		if (eval_cuda_compile(&cs, &o, &tasks, &n_tasks, run_id, res, &done, &unexp, &err))
