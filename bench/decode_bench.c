@@ -42,18 +42,26 @@ static float frand(void)
 	return (float)((rng >> 11) * 0x1.0p-53 * 2 - 1);
 }
 
+/* The matrices' buffers, freed by free_model (dec_model_pack may point a
+ * dec_mat's data at its own copy). */
+static void **mat_bufs;
+static int n_mat_bufs;
+
 /* A rows×cols matrix of type t with uniform(-a, a) entries, a = 1/sqrt(cols). */
 static struct dec_mat make_mat(uint32_t t, int64_t rows, int64_t cols)
 {
-	struct dec_mat m = { NULL, t, rows, cols, dec_row_size(t, cols) };
+	struct dec_mat m = { .type = t, .rows = rows, .cols = cols, .row_bytes = dec_row_size(t, cols) };
 	float *row = malloc((size_t)cols * sizeof *row);
 	uint8_t *d = malloc(m.row_bytes * (size_t)rows);
+	void **bufs = realloc(mat_bufs, (size_t)(n_mat_bufs + 1) * sizeof *bufs);
 	float a = 1.0f / sqrtf((float)cols);
 
-	if (!row || !d) {
+	if (!row || !d || !bufs) {
 		fprintf(stderr, "decode_bench: out of memory\n");
 		exit(3);
 	}
+	mat_bufs = bufs;
+	mat_bufs[n_mat_bufs++] = d;
 	for (int64_t r = 0; r < rows; r++) {
 		for (int64_t j = 0; j < cols; j++)
 			row[j] = frand() * a;
@@ -70,6 +78,7 @@ static struct dec_model *make_model(const struct shape *s, uint32_t t)
 	struct dec_config *c = &m->cfg;
 	int hd = s->dim / s->heads;
 	size_t nvec = (size_t)s->layers * 2 * s->dim + s->dim;
+	struct cr_err err;
 
 	c->arch = DEC_ARCH_LLAMA;
 	strcpy(c->arch_name, "llama");
@@ -104,20 +113,20 @@ static struct dec_model *make_model(const struct shape *s, uint32_t t)
 	}
 	m->w.out_norm = m->w.vecs + (size_t)s->layers * 2 * s->dim;
 	m->w.output = make_mat(t, s->vocab, s->dim);
+	cr_err_init(&err);
+	if (dec_model_pack(m, &err)) {
+		fprintf(stderr, "decode_bench: %s\n", err.msg);
+		exit(3);
+	}
 	return m;
 }
 
 static void free_model(struct dec_model *m)
 {
-	for (int l = 0; l < m->cfg.n_layers; l++) {
-		struct dec_layer *L = &m->w.layers[l];
-		const struct dec_mat *ms[7] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-
-		for (int k = 0; k < 7; k++)
-			free((void *)ms[k]->data);
-	}
-	free((void *)m->w.tok_embd.data);
-	free((void *)m->w.output.data);
+	while (n_mat_bufs)
+		free(mat_bufs[--n_mat_bufs]);
+	free(mat_bufs);
+	mat_bufs = NULL;
 	m->gguf = NULL;
 	dec_model_free(m);
 }

@@ -18,7 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROW_CHUNK 16 /* rows a thread claims at a time */
+#define ROW_CHUNK 16 /* rows a thread claims at a time (a multiple of 8) */
+#define MAX_SLOTS 64 /* threads beyond this start by helping the others */
+
+/* One thread's share of a product's row chunks: [next, end), next atomic. */
+struct mm_slot {
+	int64_t next, end;
+	char pad[48]; /* a cache line each */
+};
 
 /* Up to three products sharing one encoded input, run as one dispatch. */
 struct mm_job {
@@ -30,46 +37,74 @@ struct mm_job {
 	const uint8_t *act;   /* [nb, act_stride] encoded */
 	size_t act_stride;
 	int nb;
-	int64_t next;         /* atomic row-chunk counter */
+	struct mm_slot *slot; /* [n_slots]: contiguous ranges of chunks, one per thread */
+	int n_slots;
 };
 
+/* Rows [ROW_CHUNK c, ROW_CHUNK (c + 1)) of the products, in their order. */
+static void mm_chunk(const struct mm_job *j, int64_t c)
+{
+	const struct dec_mat *w;
+	dec_vec_dot_t dot;
+	dec_dot4_fn dot4;
+	dec_gemv8_fn gemv8;
+	size_t gbytes;
+	int64_t r0, r1, r;
+	int k = 0;
+
+	while (k < j->nw && c >= j->chunk_end[k])
+		k++;
+	w = j->w[k];
+	dot = dec_vec_dot_fn(w->type);
+	dot4 = dec_vec_dot4_fn(w->type);
+	r0 = (c - (k ? j->chunk_end[k - 1] : 0)) * ROW_CHUNK;
+	r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
+	r = r0;
+	gemv8 = dec_vec_gemv8_fn(w->type);
+	gbytes = dec_x8_group_bytes(w->type, w->cols);
+	/* repacked groups of 8 rows (r0 is a multiple of 8): a token at a time */
+	for (; w->x8 && r + 8 <= r1; r += 8) {
+		const uint8_t *g = (const uint8_t *)w->x8 + (size_t)(r / 8) * gbytes;
+
+		for (int b = 0; b < j->nb; b++) {
+			float o[8];
+
+			gemv8(g, j->act + b * j->act_stride, w->cols, o);
+			for (int t = 0; t < 8; t++)
+				j->out[k][b * j->out_stride[k] + r + t] = o[t];
+		}
+	}
+	for (; r < r1; r++) {
+		const void *row = (const uint8_t *)w->data + r * w->row_bytes;
+		int b = 0;
+
+		/* four tokens per pass over the row where a kernel exists */
+		for (; dot4 && b + 4 <= j->nb; b += 4) {
+			float o[4];
+
+			dot4(row, j->act + b * j->act_stride, j->act_stride, w->cols, o);
+			for (int t = 0; t < 4; t++)
+				j->out[k][(b + t) * j->out_stride[k] + r] = o[t];
+		}
+		for (; b < j->nb; b++)
+			j->out[k][b * j->out_stride[k] + r] = dot(row, j->act + b * j->act_stride, w->cols);
+	}
+}
+
+/* Each thread first runs its own contiguous range of chunks (one sequential
+ * stream of weights, which the hardware prefetcher follows), then helps with
+ * the ranges of the others. Which thread computes a row changes no bit. */
 static void mm_worker(void *arg, int ith, int nth)
 {
 	struct mm_job *j = arg;
 
-	(void)ith;
 	(void)nth;
-	for (;;) {
-		int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), r0, r1;
-		const struct dec_mat *w;
-		dec_vec_dot_t dot;
-		dec_dot4_fn dot4;
-		int k = 0;
+	for (int v = 0; v < j->n_slots; v++) {
+		struct mm_slot *sl = &j->slot[(ith + v) % j->n_slots];
+		int64_t c;
 
-		while (k < j->nw && c >= j->chunk_end[k])
-			k++;
-		if (k == j->nw)
-			break;
-		w = j->w[k];
-		dot = dec_vec_dot_fn(w->type);
-		dot4 = dec_vec_dot4_fn(w->type);
-		r0 = (c - (k ? j->chunk_end[k - 1] : 0)) * ROW_CHUNK;
-		r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
-		for (int64_t r = r0; r < r1; r++) {
-			const void *row = (const uint8_t *)w->data + r * w->row_bytes;
-			int b = 0;
-
-			/* four tokens per pass over the row where a kernel exists */
-			for (; dot4 && b + 4 <= j->nb; b += 4) {
-				float o[4];
-
-				dot4(row, j->act + b * j->act_stride, j->act_stride, w->cols, o);
-				for (int t = 0; t < 4; t++)
-					j->out[k][(b + t) * j->out_stride[k] + r] = o[t];
-			}
-			for (; b < j->nb; b++)
-				j->out[k][b * j->out_stride[k] + r] = dot(row, j->act + b * j->act_stride, w->cols);
-		}
+		while ((c = __atomic_fetch_add(&sl->next, 1, __ATOMIC_RELAXED)) < sl->end)
+			mm_chunk(j, c);
 	}
 }
 
@@ -78,7 +113,9 @@ static void mm_worker(void *arg, int ith, int nth)
 static void matmul_n(struct dec_state *s, int nw, const struct dec_mat *const *w, float *const *out,
 		     const int64_t *out_stride, const float *in, int64_t in_stride, int nb)
 {
-	struct mm_job j = { .nw = 0, .act = s->act, .act_stride = s->act_stride, .nb = nb };
+	struct mm_slot slot[MAX_SLOTS];
+	struct mm_job j = { .nw = 0, .act = s->act, .act_stride = s->act_stride, .nb = nb, .slot = slot,
+			    .n_slots = s->n_threads < MAX_SLOTS ? s->n_threads : MAX_SLOTS };
 	uint32_t vt = dec_vec_type(w[0]->type);
 	int64_t chunks = 0;
 
@@ -94,6 +131,10 @@ static void matmul_n(struct dec_state *s, int nw, const struct dec_mat *const *w
 		j.out_stride[j.nw] = out_stride[k];
 		chunks += (w[k]->rows + ROW_CHUNK - 1) / ROW_CHUNK;
 		j.chunk_end[j.nw++] = chunks;
+	}
+	for (int t = 0; t < j.n_slots; t++) {
+		j.slot[t].next = chunks * t / j.n_slots;
+		j.slot[t].end = chunks * (t + 1) / j.n_slots;
 	}
 	/* the recursive call above re-encoded s->act: encode ours again */
 	if (j.nw < nw)

@@ -1,12 +1,16 @@
 /* dec_model.c — builds struct dec_model from a parsed GGUF file: reads the
- * architecture's hyper-parameters, finds and shape-checks every tensor, and
- * copies the 1-D weights (norms, biases) into one f32 allocation. */
+ * architecture's hyper-parameters, finds and shape-checks every tensor,
+ * copies the 1-D weights (norms, biases) into one f32 allocation and the
+ * matrices into the forward's copy (repacked, on huge pages). */
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE ((size_t)2 << 20)
 
 struct loader {
 	struct dec_gguf *g;
@@ -211,6 +215,79 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 	return CR_OK;
 }
 
+/* The k-th matrix the forward multiplies by (k < 7 * n_layers + 1). */
+static struct dec_mat *forward_mat(struct dec_model *m, int k)
+{
+	struct dec_layer *l;
+
+	if (k == 7 * m->cfg.n_layers)
+		return &m->w.output;
+	l = &m->w.layers[k / 7];
+	switch (k % 7) {
+	case 0: return &l->wq;
+	case 1: return &l->wk;
+	case 2: return &l->wv;
+	case 3: return &l->wo;
+	case 4: return &l->w_gate;
+	case 5: return &l->w_up;
+	default: return &l->w_down;
+	}
+}
+
+static size_t x8_bytes(const struct dec_mat *w)
+{
+	return (size_t)(w->rows / 8) * dec_x8_group_bytes(w->type, w->cols);
+}
+
+/* Bytes w takes in the forward's copy: its repacked rows, or all of it as
+ * it is for the types without a packed layout; 64-byte multiples. */
+static size_t copy_bytes(const struct dec_mat *w)
+{
+	size_t n = dec_x8_group_bytes(w->type, w->cols) ? x8_bytes(w) : (size_t)w->rows * w->row_bytes;
+
+	return (n + 63) / 64 * 64;
+}
+
+enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
+{
+	int n_mats = 7 * m->cfg.n_layers + 1;
+	size_t total = 0;
+	uint8_t *p;
+
+	for (int k = 0; k < n_mats; k++)
+		total += copy_bytes(forward_mat(m, k));
+	/* 2 MiB aligned and, where the kernel offers it, on huge pages: every
+	 * token streams the whole buffer, and with 4 KiB pages the TLB misses
+	 * cost 17-22% of the decode speed (2-core VM, F16, Q8_0, Q4_K) */
+	total = (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+	if (!total)
+		return CR_OK;
+	if (!(m->w.packed = aligned_alloc(HUGE_PAGE, total)))
+		return cr_errf(err, CR_ENOMEM, "copying the weights: out of memory (%zu MiB)", total >> 20);
+#ifdef MADV_HUGEPAGE
+	madvise(m->w.packed, total, MADV_HUGEPAGE); /* advice: failure changes nothing */
+#endif
+	p = m->w.packed;
+	for (int k = 0; k < n_mats; k++) {
+		struct dec_mat *w = forward_mat(m, k);
+		size_t gb = dec_x8_group_bytes(w->type, w->cols);
+
+		if (!gb) {
+			memcpy(p, w->data, (size_t)w->rows * w->row_bytes);
+			if (m->w.tok_embd.data == w->data) /* tied: both read the copy */
+				m->w.tok_embd.data = p;
+			w->data = p;
+		} else if (w->rows >= 8) {
+			for (int64_t g = 0; g < w->rows / 8; g++)
+				dec_pack_x8(w->type, (const uint8_t *)w->data + (size_t)g * 8 * w->row_bytes,
+					    w->row_bytes, w->cols, p + (size_t)g * gb);
+			w->x8 = p;
+		}
+		p += copy_bytes(w);
+	}
+	return CR_OK;
+}
+
 enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct cr_err *err)
 {
 	struct dec_model *m = calloc(1, sizeof *m);
@@ -249,6 +326,8 @@ enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct
 		goto out;
 	if (!m->w.output.data)
 		m->w.output = m->w.tok_embd; /* tied embeddings */
+	if ((st = dec_model_pack(m, err)))
+		goto out;
 	*out = m;
 	m = NULL;
 out:
@@ -276,6 +355,7 @@ void dec_model_free(struct dec_model *m)
 		return;
 	free(m->w.layers);
 	free(m->w.vecs);
+	free(m->w.packed);
 	dec_gguf_free(m->gguf);
 	free(m);
 }

@@ -41,6 +41,10 @@ struct dec_mat {
 	uint32_t type;
 	int64_t rows, cols;
 	size_t row_bytes;
+	/* quantized types: the first rows / 8 * 8 rows repacked in groups of 8
+	 * (dec_block_*_x8, dec_x8_group_bytes a group) for the forward; NULL
+	 * for other types. data keeps the file layout. */
+	const void *x8;
 };
 
 struct dec_layer {
@@ -64,6 +68,7 @@ struct dec_weights {
 	struct dec_mat output;     /* [n_vocab, dim]; == tok_embd when tied */
 	const float *rope_freqs;   /* [rope_dim/2] llama3 frequency factors, or NULL */
 	float *vecs;               /* one allocation: all 1-D weights as f32 */
+	void *packed;              /* one allocation: the forward's copy of the matrices (dec_model_pack) */
 };
 
 struct dec_model {
@@ -77,6 +82,13 @@ struct dec_model {
 enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct cr_err *err);
 enum cr_status dec_model_open(const char *path, struct dec_model **out, struct cr_err *err);
 void dec_model_free(struct dec_model *m);
+/* Copies the matrices the forward multiplies by into w.packed, one
+ * allocation on huge pages where the kernel has them: the quantized ones
+ * repacked for the eight-row kernels (dec_mat.x8), the others as they are
+ * (dec_mat.data then points at the copy, and so does a tied embedding's).
+ * dec_model_load calls it; a model built by hand calls it once (and frees
+ * its own buffers through pointers it kept, not through dec_mat.data). */
+enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err);
 int64_t dec_model_n_params(const struct dec_model *m);
 size_t dec_model_weight_bytes(const struct dec_model *m); /* bytes read per decoded token */
 

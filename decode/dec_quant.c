@@ -62,6 +62,7 @@ const char *dec_type_name(uint32_t t)
 	case DEC_T_I32: return "I32";
 	case DEC_T_I64: return "I64";
 	case DEC_T_F64: return "F64";
+	case DEC_T_F16R: return "F16R";
 	}
 	return "unknown";
 }
@@ -162,7 +163,7 @@ uint16_t dec_f32_to_bf16(float f)
 
 /* ---- dequantization --------------------------------------------------- */
 
-static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+void dec_q4k_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
 {
 	if (j < 4) {
 		*d = q[j] & 63;
@@ -182,10 +183,10 @@ static void deq_q4_k(const struct dec_block_q4_K *b, float *y)
 		uint8_t sc, m;
 		float d1, m1, d2, m2;
 
-		scale_min_k4(2 * j, b->scales, &sc, &m);
+		dec_q4k_scale_min(2 * j, b->scales, &sc, &m);
 		d1 = d * sc;
 		m1 = dmin * m;
-		scale_min_k4(2 * j + 1, b->scales, &sc, &m);
+		dec_q4k_scale_min(2 * j + 1, b->scales, &sc, &m);
 		d2 = d * sc;
 		m2 = dmin * m;
 		for (int l = 0; l < 32; l++) {
@@ -196,7 +197,7 @@ static void deq_q4_k(const struct dec_block_q4_K *b, float *y)
 }
 
 /* The 256 signed 6-bit values of a Q6_K block, in order. */
-static void q6_k_values(const struct dec_block_q6_K *b, int8_t *v)
+void dec_q6k_values(const struct dec_block_q6_K *b, int8_t *v)
 {
 	for (int n = 0; n < 2; n++) {
 		const uint8_t *ql = b->ql + 64 * n, *qh = b->qh + 32 * n;
@@ -285,12 +286,15 @@ void dec_dequant_row(uint32_t t, const void *src, float *y, int64_t n)
 		for (int64_t i = 0; i < n / DEC_QK_K; i++, y += DEC_QK_K) {
 			float d = dec_f16_to_f32(b[i].d);
 
-			q6_k_values(&b[i], v);
+			dec_q6k_values(&b[i], v);
 			for (int j = 0; j < DEC_QK_K; j++)
 				y[j] = d * b[i].scales[j / 16] * v[j];
 		}
 		break;
 	}
+	case DEC_T_F16R:
+		memcpy(y, src, (size_t)n * 4);
+		break;
 	case DEC_T_Q8_K: {
 		const struct dec_block_q8_K *b = src;
 
@@ -335,14 +339,23 @@ void dec_quant_q8_0_generic(const float *x, void *vb, int64_t n)
 	}
 }
 
+void dec_quant_f16r_generic(const float *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = dec_f16_to_f32(dec_f32_to_f16(x[i]));
+}
+
 void dec_silu_mul_generic(float *g, const float *u, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
 		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-static void quant_q8_k(const float *x, struct dec_block_q8_K *b, int64_t nb)
+void dec_quant_q8_k_generic(const float *x, void *vb, int64_t n)
 {
+	struct dec_block_q8_K *b = vb;
+	int64_t nb = n / DEC_QK_K;
+
 	for (int64_t i = 0; i < nb; i++, x += DEC_QK_K) {
 		float a = 0, id;
 
@@ -503,8 +516,9 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)dst)[i] = dec_f32_to_bf16(x[i]);
 		return 1;
+	case DEC_T_F16R: dec_simd_get()->quant_f16r(x, dst, n); return 1;
 	case DEC_T_Q8_0: dec_simd_get()->quant_q8_0(x, dst, n); return 1;
-	case DEC_T_Q8_K: quant_q8_k(x, dst, n / DEC_QK_K); return 1;
+	case DEC_T_Q8_K: dec_simd_get()->quant_q8_k(x, dst, n); return 1;
 	case DEC_T_Q4_0: quant_q4_0(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_0: quant_q5_0(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q4_K: quant_q4_k(x, dst, n / DEC_QK_K); return 1;
@@ -518,7 +532,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 uint32_t dec_vec_type(uint32_t t)
 {
 	switch (t) {
-	case DEC_T_F16: return DEC_T_F16;
+	case DEC_T_F16: return DEC_T_F16R;
 	case DEC_T_BF16: return DEC_T_BF16;
 	case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_Q8_0: return DEC_T_Q8_0;
 	case DEC_T_Q4_K: case DEC_T_Q6_K: return DEC_T_Q8_K;
@@ -541,7 +555,7 @@ float dec_dot_q4_k_generic(const void *vx, const void *vy, int64_t n)
 			const uint8_t *q = x[i].qs + 32 * (s / 2);
 			const int8_t *a = y[i].qs + 32 * s;
 
-			scale_min_k4(s, x[i].scales, &sc, &m);
+			dec_q4k_scale_min(s, x[i].scales, &sc, &m);
 			if (s & 1)
 				for (int l = 0; l < 32; l++)
 					acc += (q[l] >> 4) * a[l];
@@ -566,7 +580,7 @@ float dec_dot_q6_k_generic(const void *vx, const void *vy, int64_t n)
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
 		int32_t sumi = 0;
 
-		q6_k_values(&x[i], v);
+		dec_q6k_values(&x[i], v);
 		for (int g = 0; g < 16; g++) {
 			int32_t acc = 0;
 
@@ -639,6 +653,17 @@ float dec_dot_f16_generic(const void *vx, const void *vy, int64_t n)
 
 	for (int64_t i = 0; i < n; i++)
 		sum += dec_f16_to_f32(x[i]) * dec_f16_to_f32(y[i]);
+	return sum;
+}
+
+float dec_dot_f16r_generic(const void *vx, const void *vy, int64_t n)
+{
+	const uint16_t *x = vx;
+	const float *y = vy;
+	float sum = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		sum += dec_f16_to_f32(x[i]) * y[i];
 	return sum;
 }
 

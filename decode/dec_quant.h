@@ -4,7 +4,7 @@
  *
  * Dot products follow llama.cpp's CPU choices so logits agree with it: the
  * activation vector is first converted to the weight type's "vec type"
- * (F32→F32, F16→F16, BF16→BF16, Q4_0/Q5_0/Q8_0→Q8_0, Q4_K/Q6_K→Q8_K) and
+ * (F32→F32, F16→F16 values held as f32 (DEC_T_F16R), BF16→BF16, Q4_0/Q5_0/Q8_0→Q8_0, Q4_K/Q6_K→Q8_K) and
  * the dot product runs on the two encoded rows, integer where it can. */
 #ifndef DEC_QUANT_H
 #define DEC_QUANT_H
@@ -18,7 +18,11 @@ enum dec_type {
 	DEC_T_Q2_K = 10, DEC_T_Q3_K = 11, DEC_T_Q4_K = 12, DEC_T_Q5_K = 13,
 	DEC_T_Q6_K = 14, DEC_T_Q8_K = 15,
 	DEC_T_I8 = 24, DEC_T_I16 = 25, DEC_T_I32 = 26, DEC_T_I64 = 27,
-	DEC_T_F64 = 28, DEC_T_BF16 = 30
+	DEC_T_F64 = 28, DEC_T_BF16 = 30,
+	/* not a ggml type: the activations F16 weights meet, f32 values rounded
+	 * to f16 (so the dot product sees f16 × f16 products, as in ggml) but
+	 * stored as f32, converted once per product instead of once per row */
+	DEC_T_F16R = 1000
 };
 
 #define DEC_QK 32   /* block size of the _0 types */
@@ -44,6 +48,47 @@ struct dec_block_q8_K {                                                    /* 29
 	int16_t bsums[DEC_QK_K / 16]; /* sums of each 16 qs */
 };
 
+/* Q4_K regrouped at load for the multi-row kernels: one super-block of 8
+ * consecutive rows, scales and mins unpacked, nibbles interleaved so that
+ * 32 bytes hold 4 + 4 values of each of the 8 rows (a 32-bit lane per row).
+ * The values are those of the 8 source blocks; only the layout differs. */
+struct dec_block_q4_k_x8 {                                                 /* 1184 B */
+	uint16_t d[8], dmin[8];   /* per row */
+	uint8_t sc[8][8];         /* [sub-block][row] 6-bit scales */
+	uint8_t mn[4][8][2];      /* [sub-block pair][row][first, second] 6-bit mins */
+	uint8_t qs[8][4][8][4];   /* [sub-block][group g][row][k]: value 8g+k | value 8g+4+k << 4 */
+};
+
+/* Q8_0 regrouped the same way: one block of 8 consecutive rows, 4 values of
+ * each row per 32 bytes. */
+struct dec_block_q8_0_x8 {                                                 /* 272 B */
+	uint16_t d[8];            /* per row */
+	int8_t qs[8][8][4];       /* [group g][row][k]: value 4g+k */
+};
+
+/* Q4_0 and Q5_0 regrouped the same way, as unsigned nibbles (value + 8,
+ * value + 16 without its 5th bit); Q5_0's 5th bits of values 8g..8g+7 of
+ * a row in byte g of its lane. */
+struct dec_block_q4_0_x8 {                                                 /* 144 B */
+	uint16_t d[8];            /* per row */
+	uint8_t qs[4][8][4];      /* [group g of 8][row][k]: value 8g+k | value 8g+4+k << 4 */
+};
+struct dec_block_q5_0_x8 {                                                 /* 176 B */
+	uint16_t d[8];
+	uint8_t qs[4][8][4];      /* as dec_block_q4_0_x8, low 4 bits */
+	uint8_t qh[8][4];         /* [row][g]: bit k = 5th bit of value 8g+k */
+};
+
+/* Q6_K regrouped the same way, values as 6-bit unsigned (q + 32): low 4
+ * bits interleaved as Q4_K's nibbles, the high 2 bits of 16 values of a row
+ * in its 32-bit lane. */
+struct dec_block_q6_k_x8 {                                                 /* 1680 B */
+	uint16_t d[8];            /* per row */
+	int8_t sc[16][8];         /* [group of 16 values][row] */
+	uint8_t ql[32][8][4];     /* [group g of 8][row][k]: low bits of value 8g+k | of 8g+4+k << 4 */
+	uint8_t qh[16][8][4];     /* [group h of 16][row][k]: high bits of values 16h+k, +4, +8, +12 at bits 0, 2, 4, 6 */
+};
+
 /* Block size and bytes per block; 0 for a type id ggml does not define. */
 int dec_type_info(uint32_t t, size_t *blck, size_t *tsize);
 const char *dec_type_name(uint32_t t);
@@ -55,6 +100,11 @@ float dec_f16_to_f32(uint16_t h);
 uint16_t dec_f32_to_f16(float f);
 float dec_bf16_to_f32(uint16_t h);
 uint16_t dec_f32_to_bf16(float f);
+
+/* Scale and min of Q4_K sub-block j (0..8) from the 12 packed bytes q. */
+void dec_q4k_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
+/* The 256 signed values (-32..31) of a Q6_K block. */
+void dec_q6k_values(const struct dec_block_q6_K *b, int8_t *v);
 
 /* dst[0..n) = the decoded row. */
 void dec_dequant_row(uint32_t t, const void *src, float *dst, int64_t n);
@@ -70,6 +120,24 @@ float dec_vec_dot(uint32_t t, const void *row, const void *act, int64_t n);
 /* The kernel dec_vec_dot uses for t (the best for this CPU), for hot loops. */
 typedef float (*dec_vec_dot_t)(const void *row, const void *act, int64_t n);
 dec_vec_dot_t dec_vec_dot_fn(uint32_t t);
+/* Packs 8 Q4_K rows of n values (row r at rows + r * row_bytes) into n / 256
+ * dec_block_q4_k_x8 blocks. */
+void dec_pack_q4_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+/* out[r] = row r · act for the 8 rows of a packed group (act Q8_K): exactly
+ * dec_vec_dot of each source row. */
+void dec_gemv8_q4_k_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q8_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q8_0_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q4_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q4_0_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q5_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q5_0_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q6_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q6_k_generic(const void *x8, const void *act, int64_t n, float *out);
+/* Bytes of one packed group of 8 rows of n values of type t; 0 when t has
+ * no packed layout (then dec_pack_x8 does nothing). */
+size_t dec_x8_group_bytes(uint32_t t, int64_t n);
+void dec_pack_x8(uint32_t t, const void *rows, size_t row_bytes, int64_t n, void *dst);
 /* Reference: dequantize both and accumulate in double (tests). */
 double dec_vec_dot_ref(uint32_t t, const void *row, const float *x, int64_t n);
 

@@ -13,10 +13,13 @@ typedef float (*dec_dot_fn)(const void *row, const void *act, int64_t n);
  * in a table: use dec_dot_fn four times; same results either way). */
 typedef void (*dec_dot4_fn)(const void *row, const void *act, size_t stride, int64_t n, float *out);
 
+/* out[r] = row r · act for the 8 rows of a repacked group (dec_quant.h). */
+typedef void (*dec_gemv8_fn)(const void *x8, const void *act, int64_t n, float *out);
+
 struct dec_simd {
 	const char *name;
 	dec_dot_fn dot_f32;  /* f32 · f32 */
-	dec_dot_fn dot_f16;  /* f16 · f16 */
+	dec_dot_fn dot_f16;  /* f16 · f16r (DEC_T_F16R: f16 values held as f32) */
 	dec_dot_fn dot_q8_0; /* q8_0 · q8_0 */
 	dec_dot_fn dot_q4_0; /* q4_0 · q8_0 */
 	dec_dot_fn dot_q5_0; /* q5_0 · q8_0 */
@@ -39,6 +42,14 @@ struct dec_simd {
 	/* g[i] = silu(g[i]) * u[i] */
 	void (*silu_mul)(float *g, const float *u, int64_t n);
 	dec_dot4_fn dot4_q8_0, dot4_q4_0, dot4_q5_0, dot4_q4_k, dot4_q6_k, dot4_f16;
+	dec_gemv8_fn gemv8_q4_k; /* q4_K (repacked) · q8_K */
+	dec_gemv8_fn gemv8_q8_0; /* q8_0 (repacked) · q8_0 */
+	dec_gemv8_fn gemv8_q6_k; /* q6_K (repacked) · q8_K */
+	dec_gemv8_fn gemv8_q4_0, gemv8_q5_0; /* (repacked) · q8_0 */
+	/* x[0..n) (n % 256 == 0) as Q8_K blocks */
+	void (*quant_q8_k)(const float *x, void *blocks, int64_t n);
+	/* x[0..n) rounded to f16, held as f32 (DEC_T_F16R) */
+	void (*quant_f16r)(const float *x, float *y, int64_t n);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -46,11 +57,14 @@ struct dec_simd {
 const struct dec_simd *dec_simd_get(void);
 const struct dec_simd *dec_simd_generic(void);
 const struct dec_simd *dec_simd_avx2(void); /* NULL when the CPU lacks it */
+/* The eight-row kernel for packed weights of type t (dec_quant.h), or NULL. */
+dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t);
 /* The four-token kernel for weight type t in the chosen table, or NULL. */
 dec_dot4_fn dec_vec_dot4_fn(uint32_t t);
 
 float dec_dot_f32_generic(const void *x, const void *y, int64_t n);
-float dec_dot_f16_generic(const void *x, const void *y, int64_t n);
+float dec_dot_f16_generic(const void *x, const void *y, int64_t n); /* f16 · f16 */
+float dec_dot_f16r_generic(const void *x, const void *y, int64_t n); /* f16 · f16r */
 float dec_dot_q8_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q4_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q5_0_generic(const void *x, const void *y, int64_t n);
@@ -62,6 +76,8 @@ void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride
 float dec_exp_sum_generic(float *x, int n, float mx);
 float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
+void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
+void dec_quant_q8_k_generic(const float *x, void *blocks, int64_t n);
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
 			    float *o);

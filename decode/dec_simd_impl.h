@@ -12,6 +12,14 @@
 
 #define DEC_HAVE_X86 1
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define PREFETCH 2048 /* bytes ahead of a weight stream the kernels prefetch */
+
+/* dec_simd_rows.c */
+void dec_gemv8_q4_k_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q8_0_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q6_k_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q4_0_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q5_0_avx2(const void *x8, const void *act, int64_t n, float *out);
 
 /* dec_simd_x4.c */
 void dec_dot4_q8_0_avx2(const void *x, const void *act, size_t stride, int64_t n, float *out);

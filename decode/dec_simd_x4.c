@@ -17,44 +17,23 @@
 AVX2 void dec_dot4_q8_0_avx2(const void *vx, const void *act, size_t stride, int64_t n, float *out)
 {
 	const struct dec_block_q8_0 *x = vx, *y[4] = { Y(0), Y(1), Y(2), Y(3) };
-	__m256 acc0[4], acc1[4];
-	int64_t nb = n / DEC_QK, i = 0;
+	float sum[4] = { 0, 0, 0, 0 };
 
-	for (int t = 0; t < 4; t++)
-		acc0[t] = acc1[t] = _mm256_setzero_ps();
-	for (; i + 1 < nb; i += 2) {
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
 		__m256i x0 = _mm256_loadu_si256((const __m256i *)x[i].qs);
-		__m256i x1 = _mm256_loadu_si256((const __m256i *)x[i + 1].qs);
-		__m256i a0 = _mm256_sign_epi8(x0, x0), a1 = _mm256_sign_epi8(x1, x1);
-		float d0 = _cvtsh_ss(x[i].d), d1 = _cvtsh_ss(x[i + 1].d);
-
-		for (int t = 0; t < 4; t++) {
-			__m256i y0 = _mm256_loadu_si256((const __m256i *)y[t][i].qs);
-			__m256i y1 = _mm256_loadu_si256((const __m256i *)y[t][i + 1].qs);
-			__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(y0, x0)),
-						       _mm256_set1_epi16(1));
-			__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(y1, x1)),
-						       _mm256_set1_epi16(1));
-
-			acc0[t] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * _cvtsh_ss(y[t][i].d)), _mm256_cvtepi32_ps(p0),
-						  acc0[t]);
-			acc1[t] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * _cvtsh_ss(y[t][i + 1].d)),
-						  _mm256_cvtepi32_ps(p1), acc1[t]);
-		}
-	}
-	for (; i < nb; i++) {
-		__m256i x0 = _mm256_loadu_si256((const __m256i *)x[i].qs);
+		__m256i a0 = _mm256_sign_epi8(x0, x0);
 		float d0 = _cvtsh_ss(x[i].d);
 
 		for (int t = 0; t < 4; t++) {
-			__m256i p = mul_s8(x0, _mm256_loadu_si256((const __m256i *)y[t][i].qs));
+			__m256i y0 = _mm256_loadu_si256((const __m256i *)y[t][i].qs);
+			__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(y0, x0)),
+						      _mm256_set1_epi16(1));
 
-			acc0[t] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * _cvtsh_ss(y[t][i].d)), _mm256_cvtepi32_ps(p),
-						  acc0[t]);
+			sum[t] += d0 * _cvtsh_ss(y[t][i].d) * (float)hsum8i(p);
 		}
 	}
 	for (int t = 0; t < 4; t++)
-		out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
+		out[t] = sum[t];
 }
 
 /* Q4_0 and Q5_0: the signed 32 values of block i, then the shared loop. */
@@ -74,10 +53,8 @@ AVX2 void dec_dot4_q4_0_avx2(const void *vx, const void *act, size_t stride, int
 {
 	const struct dec_block_q4_0 *x = vx;
 	const struct dec_block_q8_0 *y[4] = { Y(0), Y(1), Y(2), Y(3) };
-	__m256 acc[4];
+	float sum[4] = { 0, 0, 0, 0 };
 
-	for (int t = 0; t < 4; t++)
-		acc[t] = _mm256_setzero_ps();
 	for (int64_t i = 0; i < n / DEC_QK; i++) {
 		__m256i q = q4_0_values(&x[i]);
 		float d = _cvtsh_ss(x[i].d);
@@ -85,21 +62,19 @@ AVX2 void dec_dot4_q4_0_avx2(const void *vx, const void *act, size_t stride, int
 		for (int t = 0; t < 4; t++) {
 			__m256i p = mul_s8(q, _mm256_loadu_si256((const __m256i *)y[t][i].qs));
 
-			acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * _cvtsh_ss(y[t][i].d)), _mm256_cvtepi32_ps(p), acc[t]);
+			sum[t] += d * _cvtsh_ss(y[t][i].d) * (float)hsum8i(p);
 		}
 	}
 	for (int t = 0; t < 4; t++)
-		out[t] = hsum8(acc[t]);
+		out[t] = sum[t];
 }
 
 AVX2 void dec_dot4_q5_0_avx2(const void *vx, const void *act, size_t stride, int64_t n, float *out)
 {
 	const struct dec_block_q5_0 *x = vx;
 	const struct dec_block_q8_0 *y[4] = { Y(0), Y(1), Y(2), Y(3) };
-	__m256 acc[4];
+	float sum[4] = { 0, 0, 0, 0 };
 
-	for (int t = 0; t < 4; t++)
-		acc[t] = _mm256_setzero_ps();
 	for (int64_t i = 0; i < n / DEC_QK; i++) {
 		__m256i q = q5_0_values(&x[i]);
 		float d = _cvtsh_ss(x[i].d);
@@ -107,11 +82,11 @@ AVX2 void dec_dot4_q5_0_avx2(const void *vx, const void *act, size_t stride, int
 		for (int t = 0; t < 4; t++) {
 			__m256i p = mul_s8(q, _mm256_loadu_si256((const __m256i *)y[t][i].qs));
 
-			acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * _cvtsh_ss(y[t][i].d)), _mm256_cvtepi32_ps(p), acc[t]);
+			sum[t] += d * _cvtsh_ss(y[t][i].d) * (float)hsum8i(p);
 		}
 	}
 	for (int t = 0; t < 4; t++)
-		out[t] = hsum8(acc[t]);
+		out[t] = sum[t];
 }
 
 AVX2 void dec_dot4_q4_k_avx2(const void *vx, const void *act, size_t stride, int64_t n, float *out)
@@ -119,11 +94,8 @@ AVX2 void dec_dot4_q4_k_avx2(const void *vx, const void *act, size_t stride, int
 	const struct dec_block_q4_K *x = vx;
 	const struct dec_block_q8_K *y[4] = { Y(0), Y(1), Y(2), Y(3) };
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	__m256 accf[4];
-	float msum[4] = { 0, 0, 0, 0 };
+	float sum[4] = { 0, 0, 0, 0 };
 
-	for (int t = 0; t < 4; t++)
-		accf[t] = _mm256_setzero_ps();
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
 		__m256i acc[4], scv;
 		uint8_t sc[8];
@@ -149,13 +121,12 @@ AVX2 void dec_dot4_q4_k_avx2(const void *vx, const void *act, size_t stride, int
 				acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p1, s1));
 			}
 		}
-		for (int t = 0; t < 4; t++) {
-			accf[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(acc[t]), accf[t]);
-			msum[t] += y[t][i].d * dmin * (float)q4k_min_sum(mn, y[t][i].bsums);
-		}
+		for (int t = 0; t < 4; t++)
+			sum[t] += y[t][i].d * (dx * (float)hsum8i(acc[t]) -
+					       dmin * (float)q4k_min_sum(mn, y[t][i].bsums));
 	}
 	for (int t = 0; t < 4; t++)
-		out[t] = hsum8(accf[t]) - msum[t];
+		out[t] = sum[t];
 }
 
 AVX2 void dec_dot4_q6_k_avx2(const void *vx, const void *act, size_t stride, int64_t n, float *out)
@@ -211,7 +182,8 @@ AVX2 void dec_dot4_q6_k_avx2(const void *vx, const void *act, size_t stride, int
 
 AVX2 void dec_dot4_f16_avx2(const void *vx, const void *act, size_t stride, int64_t n, float *out)
 {
-	const uint16_t *x = vx, *y[4] = { Y(0), Y(1), Y(2), Y(3) };
+	const uint16_t *x = vx;
+	const float *y[4] = { Y(0), Y(1), Y(2), Y(3) };
 	__m256 a0[4], a1[4];
 	int64_t i = 0;
 
@@ -222,16 +194,15 @@ AVX2 void dec_dot4_f16_avx2(const void *vx, const void *act, size_t stride, int6
 		__m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i + 8)));
 
 		for (int t = 0; t < 4; t++) {
-			a0[t] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y[t] + i))), a0[t]);
-			a1[t] = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y[t] + i + 8))),
-						a1[t]);
+			a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y[t] + i), a0[t]);
+			a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(y[t] + i + 8), a1[t]);
 		}
 	}
 	for (int t = 0; t < 4; t++) {
 		float s = hsum8(_mm256_add_ps(a0[t], a1[t]));
 
 		for (int64_t k = i; k < n; k++)
-			s += dec_f16_to_f32(x[k]) * dec_f16_to_f32(y[t][k]);
+			s += dec_f16_to_f32(x[k]) * y[t][k];
 		out[t] = s;
 	}
 }

@@ -1,6 +1,7 @@
 /* test_quant.c — tensor types: fp16/bf16 conversion, dequantization of
  * hand-built blocks, quantize→dequantize error bounds, and every dot product
- * (portable and AVX2) against dequantize + double dot. */
+ * (portable and AVX2) against dequantize + double dot; the four-token and
+ * repacked eight-row kernels against the one-row ones, bit for bit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -341,6 +342,18 @@ static void test_act_kernels(void **st)
 	dec_quant_q8_0_generic(x, a1, N);
 	v->quant_q8_0(x, a2, N);
 	assert_memory_equal(a1, a2, N / 32 * sizeof(struct dec_block_q8_0));
+	{
+		struct dec_block_q8_K k1[N / DEC_QK_K], k2[N / DEC_QK_K];
+
+		static const float zero[DEC_QK_K];
+
+		dec_quant_q8_k_generic(x, k1, N);
+		v->quant_q8_k(x, k2, N);
+		assert_memory_equal(k1, k2, sizeof k1);
+		dec_quant_q8_k_generic(zero, k1, DEC_QK_K); /* an all-zero block */
+		v->quant_q8_k(zero, k2, DEC_QK_K);
+		assert_memory_equal(k1, k2, sizeof k1[0]);
+	}
 	fill(u, N, 22);
 	for (int i = 0; i < N; i++) {
 		g1[i] = g2[i] = x[i] * 30; /* reaches both tails of the sigmoid */
@@ -349,12 +362,23 @@ static void test_act_kernels(void **st)
 	v->silu_mul(g2, u, N);
 	for (int i = 0; i < N; i++)
 		assert_true(fabsf(g1[i] - g2[i]) <= 1e-6f * (1 + fabsf(g1[i])));
+	/* f16 rounding (F16R activations): normals, ties, subnormals, overflow */
+	for (int i = 0; i < N; i++)
+		g1[i] = ldexpf(x[i], i % 48 - 30);
+	g1[0] = 1.0f + ldexpf(1, -11);
+	g1[1] = 1.0f + 3 * ldexpf(1, -11);
+	g1[2] = 1e6f;
+	g1[3] = -ldexpf(1, -25);
+	g1[4] = ldexpf(3, -26);
+	dec_quant_f16r_generic(g1, u, N - 3); /* N - 3: the AVX2 tail runs too */
+	v->quant_f16r(g1, g2, N - 3);
+	assert_memory_equal(u, g2, (N - 3) * sizeof(float));
 }
 
 /* Four-token kernels give exactly the one-token results. */
 static void test_dot4(void **st)
 {
-	enum { NMAX = 1056, STRIDE = NMAX * 2 };
+	enum { NMAX = 1056, STRIDE = NMAX * 4 }; /* f32 activations (F16R) are the widest */
 	static const uint32_t q[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K, DEC_T_F16 };
 	float x[NMAX], w[NMAX];
 	uint8_t row[NMAX * 2], act[4 * STRIDE];
@@ -382,6 +406,275 @@ static void test_dot4(void **st)
 				fail_msg("%s token %d: %.9g vs %.9g", dec_type_name(q[k]), t, o[t], one);
 		}
 	}
+}
+
+/* Random bytes: every bit pattern of the packed 6-bit scales and mins. */
+static void fill_bytes(void *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		((uint8_t *)p)[i] = (uint8_t)(seed >> 24);
+	}
+}
+
+/* The repacked Q4_K kernels (8 rows at once) give exactly the one-row
+ * portable results, and so do the one- and four-token AVX2 kernels, on
+ * random blocks and on activations at the extremes (-128 everywhere against
+ * nibbles 15: the 16-bit partial sums' worst case). */
+static void test_gemv8_q4_k(void **st)
+{
+	enum { N = 1024, NB = N / DEC_QK_K, ROWS = 8 };
+	static struct dec_block_q4_K w[ROWS][NB];
+	static struct dec_block_q4_k_x8 x8[NB];
+	static struct dec_block_q8_K a[4][NB];
+	const struct dec_simd *tab[2] = { dec_simd_generic(), dec_simd_avx2() };
+
+	(void)st;
+	for (int pass = 0; pass < 3; pass++) {
+		fill_bytes(w, sizeof w, 7 + (uint32_t)pass);
+		for (int r = 0; r < ROWS; r++)
+			for (int i = 0; i < NB; i++) {
+				w[r][i].d = dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(i + 1));
+				w[r][i].dmin = dec_f32_to_f16(0.003f * (float)(i + 2));
+				if (pass == 2)
+					memset(w[r][i].qs, 0xff, sizeof w[r][i].qs);
+			}
+		for (int t = 0; t < 4; t++) {
+			fill_bytes(a[t], sizeof a[t], 77 + (uint32_t)(pass * 4 + t));
+			for (int i = 0; i < NB; i++) {
+				a[t][i].d = 0.02f * (float)(t + 1);
+				if (pass == 2)
+					memset(a[t][i].qs, t & 1 ? 0x7f : 0x80, sizeof a[t][i].qs);
+				for (int g = 0; g < DEC_QK_K / 16; g++) {
+					int sum = 0;
+
+					for (int k = 0; k < 16; k++)
+						sum += a[t][i].qs[16 * g + k];
+					a[t][i].bsums[g] = (int16_t)sum;
+				}
+			}
+		}
+		dec_pack_q4_k_x8(w, sizeof w[0], N, x8);
+		for (int t = 0; t < 4; t++)
+			for (int k = 0; k < 2 && tab[k]; k++) {
+				float o[8];
+
+				tab[k]->gemv8_q4_k(x8, a[t], N, o);
+				for (int r = 0; r < ROWS; r++) {
+					float one = dec_dot_q4_k_generic(w[r], a[t], N), v = tab[k]->dot_q4_k(w[r], a[t], N);
+
+					if (memcmp(&one, &o[r], sizeof one) || memcmp(&one, &v, sizeof one))
+						fail_msg("%s pass %d token %d row %d: gemv8 %.9g dot %.9g generic %.9g",
+							 tab[k]->name, pass, t, r, o[r], v, one);
+				}
+			}
+		if (tab[1])
+			for (int r = 0; r < ROWS; r++) {
+				float o[4];
+
+				tab[1]->dot4_q4_k(w[r], a, sizeof a[0], N, o);
+				for (int t = 0; t < 4; t++) {
+					float one = dec_dot_q4_k_generic(w[r], a[t], N);
+
+					if (memcmp(&one, &o[t], sizeof one))
+						fail_msg("dot4 pass %d row %d token %d: %.9g vs %.9g", pass, r, t, o[t], one);
+				}
+			}
+	}
+}
+
+/* The same for Q8_0: repacked eight-row kernels, the one- and four-token
+ * AVX2 kernels and the portable one agree bit for bit; weights may hold
+ * -128 (activations never do: the quantizer clamps to ±127). */
+static void test_gemv8_q8_0(void **st)
+{
+	enum { N = 1056, NB = N / DEC_QK, ROWS = 8 };
+	static struct dec_block_q8_0 w[ROWS][NB], a[4][NB];
+	static struct dec_block_q8_0_x8 x8[NB];
+	const struct dec_simd *tab[2] = { dec_simd_generic(), dec_simd_avx2() };
+
+	(void)st;
+	for (int pass = 0; pass < 3; pass++) {
+		fill_bytes(w, sizeof w, 17 + (uint32_t)pass);
+		fill_bytes(a, sizeof a, 23 + (uint32_t)pass);
+		for (int i = 0; i < NB; i++) {
+			for (int r = 0; r < ROWS; r++) {
+				w[r][i].d = dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(i + 1));
+				if (pass == 2)
+					memset(w[r][i].qs, 0x80, sizeof w[r][i].qs);
+			}
+			for (int t = 0; t < 4; t++) {
+				a[t][i].d = dec_f32_to_f16(0.02f * (float)(t + 1));
+				for (int k = 0; k < DEC_QK; k++)
+					if (pass == 2)
+						a[t][i].qs[k] = t & 1 ? 127 : -127;
+					else if (a[t][i].qs[k] == -128)
+						a[t][i].qs[k] = -127;
+			}
+		}
+		dec_pack_q8_0_x8(w, sizeof w[0], N, x8);
+		for (int t = 0; t < 4; t++)
+			for (int k = 0; k < 2 && tab[k]; k++) {
+				float o[8];
+
+				tab[k]->gemv8_q8_0(x8, a[t], N, o);
+				for (int r = 0; r < ROWS; r++) {
+					float one = dec_dot_q8_0_generic(w[r], a[t], N), v = tab[k]->dot_q8_0(w[r], a[t], N);
+
+					if (memcmp(&one, &o[r], sizeof one) || memcmp(&one, &v, sizeof one))
+						fail_msg("%s pass %d token %d row %d: gemv8 %.9g dot %.9g generic %.9g",
+							 tab[k]->name, pass, t, r, o[r], v, one);
+				}
+			}
+		if (tab[1])
+			for (int r = 0; r < ROWS; r++) {
+				float o[4];
+
+				tab[1]->dot4_q8_0(w[r], a, sizeof a[0], N, o);
+				for (int t = 0; t < 4; t++) {
+					float one = dec_dot_q8_0_generic(w[r], a[t], N);
+
+					if (memcmp(&one, &o[t], sizeof one))
+						fail_msg("dot4 pass %d row %d token %d: %.9g vs %.9g", pass, r, t, o[t], one);
+				}
+			}
+	}
+}
+
+/* And for Q6_K (signed scales, -128 included; 6-bit values at 63 against
+ * activations at -128 is the 16-bit worst case). */
+static void test_gemv8_q6_k(void **st)
+{
+	enum { N = 1024, NB = N / DEC_QK_K, ROWS = 8 };
+	static struct dec_block_q6_K w[ROWS][NB];
+	static struct dec_block_q6_k_x8 x8[NB];
+	static struct dec_block_q8_K a[4][NB];
+	const struct dec_simd *tab[2] = { dec_simd_generic(), dec_simd_avx2() };
+
+	(void)st;
+	for (int pass = 0; pass < 3; pass++) {
+		fill_bytes(w, sizeof w, 31 + (uint32_t)pass);
+		for (int r = 0; r < ROWS; r++)
+			for (int i = 0; i < NB; i++) {
+				w[r][i].d = dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(i + 1));
+				if (pass == 2) {
+					memset(w[r][i].ql, 0xff, sizeof w[r][i].ql);
+					memset(w[r][i].qh, 0xff, sizeof w[r][i].qh);
+					memset(w[r][i].scales, 0x80, sizeof w[r][i].scales);
+				}
+			}
+		for (int t = 0; t < 4; t++) {
+			fill_bytes(a[t], sizeof a[t], 41 + (uint32_t)(pass * 4 + t));
+			for (int i = 0; i < NB; i++) {
+				a[t][i].d = 0.02f * (float)(t + 1);
+				if (pass == 2)
+					memset(a[t][i].qs, t & 1 ? 0x7f : 0x80, sizeof a[t][i].qs);
+				for (int g = 0; g < DEC_QK_K / 16; g++) {
+					int sum = 0;
+
+					for (int k = 0; k < 16; k++)
+						sum += a[t][i].qs[16 * g + k];
+					a[t][i].bsums[g] = (int16_t)sum;
+				}
+			}
+		}
+		dec_pack_q6_k_x8(w, sizeof w[0], N, x8);
+		for (int t = 0; t < 4; t++)
+			for (int k = 0; k < 2 && tab[k]; k++) {
+				float o[8];
+
+				tab[k]->gemv8_q6_k(x8, a[t], N, o);
+				for (int r = 0; r < ROWS; r++) {
+					float one = dec_dot_q6_k_generic(w[r], a[t], N), v = tab[k]->dot_q6_k(w[r], a[t], N);
+
+					if (memcmp(&one, &o[r], sizeof one) || memcmp(&one, &v, sizeof one))
+						fail_msg("%s pass %d token %d row %d: gemv8 %.9g dot %.9g generic %.9g",
+							 tab[k]->name, pass, t, r, o[r], v, one);
+				}
+			}
+		if (tab[1])
+			for (int r = 0; r < ROWS; r++) {
+				float o[4];
+
+				tab[1]->dot4_q6_k(w[r], a, sizeof a[0], N, o);
+				for (int t = 0; t < 4; t++) {
+					float one = dec_dot_q6_k_generic(w[r], a[t], N);
+
+					if (memcmp(&one, &o[t], sizeof one))
+						fail_msg("dot4 pass %d row %d token %d: %.9g vs %.9g", pass, r, t, o[t], one);
+				}
+			}
+	}
+}
+
+/* Q4_0 and Q5_0 likewise: random blocks, then every value at its largest
+ * (the 16-bit partial sums' worst case). */
+static void test_gemv8_q4_0_q5_0(void **st)
+{
+	enum { N = 1056, NB = N / DEC_QK, ROWS = 8, BMAX = 22 };
+	static uint8_t w[ROWS][NB * BMAX], x8[NB * 176];
+	static struct dec_block_q8_0 a[4][NB];
+	static const uint32_t types[2] = { DEC_T_Q4_0, DEC_T_Q5_0 };
+	const struct dec_simd *tab[2] = { dec_simd_generic(), dec_simd_avx2() };
+
+	(void)st;
+	for (int ty = 0; ty < 2; ty++)
+		for (int pass = 0; pass < 3; pass++) {
+			uint32_t t0 = types[ty];
+			size_t bs = t0 == DEC_T_Q4_0 ? sizeof(struct dec_block_q4_0) : sizeof(struct dec_block_q5_0);
+			dec_dot_fn gen = t0 == DEC_T_Q4_0 ? dec_dot_q4_0_generic : dec_dot_q5_0_generic;
+
+			fill_bytes(w, sizeof w, 51 + (uint32_t)(pass + 3 * ty));
+			fill_bytes(a, sizeof a, 61 + (uint32_t)(pass + 3 * ty));
+			for (int i = 0; i < NB; i++) {
+				for (int r = 0; r < ROWS; r++) {
+					uint16_t d = dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(i + 1));
+					uint8_t *b = w[r] + i * bs;
+
+					if (pass == 2)
+						memset(b + 2, 0xff, bs - 2);
+					memcpy(b, &d, 2);
+				}
+				for (int t = 0; t < 4; t++) {
+					a[t][i].d = dec_f32_to_f16(0.02f * (float)(t + 1));
+					for (int k = 0; k < DEC_QK; k++)
+						if (pass == 2)
+							a[t][i].qs[k] = t & 1 ? 127 : -127;
+						else if (a[t][i].qs[k] == -128)
+							a[t][i].qs[k] = -127;
+				}
+			}
+			dec_pack_x8(t0, w, sizeof w[0], N, x8);
+			for (int t = 0; t < 4; t++)
+				for (int k = 0; k < 2 && tab[k]; k++) {
+					const struct dec_simd *sk = tab[k];
+					dec_gemv8_fn g8 = t0 == DEC_T_Q4_0 ? sk->gemv8_q4_0 : sk->gemv8_q5_0;
+					dec_dot_fn dot = t0 == DEC_T_Q4_0 ? sk->dot_q4_0 : sk->dot_q5_0;
+					float o[8];
+
+					g8(x8, a[t], N, o);
+					for (int r = 0; r < ROWS; r++) {
+						float one = gen(w[r], a[t], N), v = dot(w[r], a[t], N);
+
+						if (memcmp(&one, &o[r], sizeof one) || memcmp(&one, &v, sizeof one))
+							fail_msg("%s %s pass %d token %d row %d: gemv8 %.9g dot %.9g generic %.9g",
+								 sk->name, dec_type_name(t0), pass, t, r, o[r], v, one);
+					}
+				}
+			if (tab[1])
+				for (int r = 0; r < ROWS; r++) {
+					float o[4];
+
+					(t0 == DEC_T_Q4_0 ? tab[1]->dot4_q4_0 : tab[1]->dot4_q5_0)(w[r], a, sizeof a[0], N, o);
+					for (int t = 0; t < 4; t++) {
+						float one = gen(w[r], a[t], N);
+
+						if (memcmp(&one, &o[t], sizeof one))
+							fail_msg("dot4 %s pass %d row %d token %d: %.9g vs %.9g",
+								 dec_type_name(t0), pass, r, t, o[t], one);
+					}
+				}
+		}
 }
 
 static void test_type_table(void **st)
@@ -413,6 +706,10 @@ int main(void)
 		cmocka_unit_test(test_dot_avx2),
 		cmocka_unit_test(test_axpy_f16),
 		cmocka_unit_test(test_dot4),
+		cmocka_unit_test(test_gemv8_q4_k),
+		cmocka_unit_test(test_gemv8_q8_0),
+		cmocka_unit_test(test_gemv8_q6_k),
+		cmocka_unit_test(test_gemv8_q4_0_q5_0),
 		cmocka_unit_test(test_act_kernels),
 		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),
