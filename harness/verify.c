@@ -214,22 +214,19 @@ bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struc
 	return true;
 }
 
-enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
-			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
-			    struct cr_err *err)
+enum cr_status vr_case_alloc(struct vr *v, struct vr_case *c, enum cr_stage s,
+			     const struct task_dimset *d, bool refs, struct cr_err *err)
 {
 	const struct cr_pstage *st = &v->plan.st[s];
-	size_t total = 0;
+	size_t total = 0, per_out = refs ? 4 : 1;
 	double *m;
 
 	memset(c, 0, sizeof *c);
-	c->prof = p;
-	c->seed = seed;
 	if (!vr_case_sizes(v, c, s, d))
 		return CR_OK; /* format_error recorded; c->ready stays false */
 	for (int k = 0; k < st->n_slots; k++)
 		if (st->slots[k].role != CR_SLOT_SCRATCH)
-			total += (size_t)c->numel[k] * (st->slots[k].role == CR_SLOT_IN ? 1 : 4);
+			total += (size_t)c->numel[k] * (st->slots[k].role == CR_SLOT_IN ? 1 : per_out);
 	m = malloc(sizeof(double) * (total + 1));
 	if (!m)
 		return cr_errf(err, CR_ENOMEM, "out of memory for a case of %s", v->t->name);
@@ -239,13 +236,28 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 			c->in[k] = m;
 			m += c->numel[k];
 		} else if (st->slots[k].role == CR_SLOT_OUT) {
-			c->ref[k] = m; m += c->numel[k];
-			c->base[k] = m; m += c->numel[k];
 			c->got[k] = m; m += c->numel[k];
-			c->got2[k] = m; m += c->numel[k];
+			if (refs) {
+				c->ref[k] = m; m += c->numel[k];
+				c->base[k] = m; m += c->numel[k];
+				c->got2[k] = m; m += c->numel[k];
+			}
 		}
 	}
 	c->ready = true;
+	return CR_OK;
+}
+
+enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
+			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
+			    struct cr_err *err)
+{
+	enum cr_status st = vr_case_alloc(v, c, s, d, true, err);
+
+	c->prof = p;
+	c->seed = seed;
+	if (st || !c->ready)
+		return st;
 	return case_generate(v, c, err);
 }
 

@@ -56,6 +56,11 @@ bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, in
  * a format_error recorded, when an expression fails or a size is out of
  * range. */
 bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struct task_dimset *d);
+/* Sizes (vr_case_sizes) and the double arrays of a case: in and got, and
+ * with refs also ref, base and got2; c->ready false when a size failed
+ * (format_error recorded). */
+enum cr_status vr_case_alloc(struct vr *v, struct vr_case *c, enum cr_stage s,
+			     const struct task_dimset *d, bool refs, struct cr_err *err);
 enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
 			    struct cr_err *err);

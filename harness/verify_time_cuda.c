@@ -32,36 +32,6 @@
 #define MAX_SAMPLES 400
 #define REL_TARGET 0.005  /* 0.5 % relative CI half-width, as nvbench's default spread */
 
-/* Sizes and input arrays (no reference: bench shapes are too large for the
- * double reference; the baseline's outputs serve). */
-static bool case_alloc(struct vr *v, struct vr_case *c, const struct task_dimset *d)
-{
-	const struct cr_pstage *st = &v->plan.st[CR_FWD];
-	size_t total = 0;
-	double *m;
-
-	memset(c, 0, sizeof *c);
-	if (!vr_case_sizes(v, c, CR_FWD, d))
-		return false;
-	for (int k = 0; k < st->n_slots; k++)
-		if (st->slots[k].role != CR_SLOT_SCRATCH)
-			total += (size_t)c->numel[k] * (st->slots[k].role == CR_SLOT_IN ? 1 : 2);
-	if (!(m = malloc(sizeof(double) * (total + 1))))
-		return false;
-	c->mem = m;
-	for (int k = 0; k < st->n_slots; k++) {
-		if (st->slots[k].role == CR_SLOT_IN) {
-			c->in[k] = m;
-			m += c->numel[k];
-		} else if (st->slots[k].role == CR_SLOT_OUT) {
-			c->got[k] = m; m += c->numel[k];
-			c->ref[k] = m; m += c->numel[k];
-		}
-	}
-	c->ready = true;
-	return true;
-}
-
 /* Binds and compiles the task's GPU baseline into vb (workdir/base.cubin).
  * false when the task has none (*why says so) or it fails to build (an
  * environment error in err). */
@@ -163,7 +133,7 @@ static size_t esize(const struct cr_slot *sl)
 	return task_dtype_size(sl->dtype);
 }
 
-/* Sizes the layout (after case_alloc) and creates the shared memory. */
+/* Sizes the layout (after vr_case_alloc) and creates the shared memory. */
 static enum cr_status side_layout(struct side *s, struct cr_err *err)
 {
 	const struct cr_pstage *st = &s->v->plan.st[CR_FWD];
@@ -387,15 +357,16 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	side_init(&sb, NULL, gkey ^ 1);
 	if ((s = baseline_build(v, &vb, bpath, sizeof bpath, &have_base, err)))
 		goto out;
-	if (!case_alloc(v, &sc.c, &t->bench)) {
-		if (v->status == CHECK_OK)
-			s = cr_errf(err, CR_ENOMEM, "out of memory for the bench shape of %s", t->name);
-		goto out;
-	}
+	/* no reference: bench shapes are too large for the double reference;
+	 * the baseline's outputs serve */
+	if ((s = vr_case_alloc(v, &sc.c, CR_FWD, &t->bench, false, err)) || !sc.c.ready)
+		goto out; /* out of memory, or a format_error recorded */
 	if (have_base) {
 		sb.v = &vb;
-		if (!case_alloc(&vb, &sb.c, &t->bench)) {
-			s = cr_errf(err, CR_EINPUT, "GPU baseline %s: %s", bpath, vb.detail[0] ? vb.detail : "out of memory");
+		if ((s = vr_case_alloc(&vb, &sb.c, CR_FWD, &t->bench, false, err)))
+			goto out;
+		if (!sb.c.ready) {
+			s = cr_errf(err, CR_EINPUT, "GPU baseline %s: %s", bpath, vb.detail);
 			goto out;
 		}
 	}
