@@ -94,7 +94,7 @@ struct cr_cuda_worker {
 	uint16_t param_size[CR_MAX_LAUNCH][CR_MAX_ARGS];
 	char jit_log[2048];             /* the module loader's error log */
 	bool cublas[CR_MAX_LAUNCH];     /* launch i is a cublasSgemm call */
-	void *cublas_lib, *cublas_handle;
+	void *cublas_lib, *cublas_handle, *cublas_sgemm;
 	uint64_t flush;                 /* CUdeviceptr of the L2 flush buffer (timing), 0 until needed */
 	size_t flush_bytes;
 	uint32_t flush_seq;

@@ -294,7 +294,7 @@ bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
 		char cubin[700];
 		struct cr_err e2;
 		cr_err_init(&e2);
-		snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, v->cubin[0] ? v->cubin : "cand.cubin");
+		snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, v->cubin);
 		if (cr_backend_cuda_ltab(shm, &v->plan, c->stage, c->vals, cubin, v->path, v->trusted, &e2)) {
 			vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
 			return false;
@@ -418,6 +418,7 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 	v.cuda = o->cuda;
 	v.path = path;
 	v.trusted = o->cuda && in_dir(path, o->baseline_dir); /* our own GPU baselines */
+	snprintf(v.cubin, sizeof v.cubin, "cand.cubin");
 	if (cand.cuda != o->cuda) {
 		if (cand.cuda)
 			vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: CUDA launch form on the cpu backend (a .c candidate takes function(args))",
@@ -441,7 +442,7 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		struct cr_result cr;
 		char cubin[700];
 		cr_result_init(&cr);
-		snprintf(cubin, sizeof cubin, "%s/cand.cubin", v.workdir);
+		snprintf(cubin, sizeof cubin, "%s/%s", v.workdir, v.cubin);
 		if ((st = cr_backend_cuda_build(t, path, src, len, o->arch, cubin, &cr, err)))
 			goto done;
 		if (cr.status != CHECK_OK) {
@@ -514,4 +515,13 @@ done:
 	if (have_dir)
 		remove_workdir(&v);
 	return st;
+}
+
+enum check_verdict vr_run_verdict(const struct cr_proc *w, enum cr_run res)
+{
+	if (res == CR_RUN_TIMEOUT)
+		return CHECK_TIMEOUT;
+	if (res == CR_RUN_FAULT && w->fault >= 0 && w->fault < CHECK_OK)
+		return (enum check_verdict)w->fault;
+	return CHECK_RUNTIME_ERROR;
 }

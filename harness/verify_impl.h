@@ -21,7 +21,7 @@ struct vr {
 	double worst_abs, worst_rel, err_vs_base;
 	bool cuda;                   /* candidate runs in a cuda worker from workdir/cand.cubin */
 	const char *path;            /* the candidate file, for messages */
-	char cubin[32];              /* cuda: the cubin's name in workdir ("" = cand.cubin) */
+	char cubin[32];              /* cuda: the cubin's name in workdir */
 	bool own_plan;               /* plan was bound (and must be released) */
 	bool trusted;                /* our GPU baseline: library calls allowed */
 };
@@ -47,6 +47,9 @@ struct vr_case {
 
 void vr_fail(struct vr *v, enum check_verdict s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The verdict of a failed call: timeout, the worker's FAULT verdict (a
+ * cuda launch error, a parameter mismatch), else runtime_error. */
+enum check_verdict vr_run_verdict(const struct cr_proc *w, enum cr_run res);
 size_t vr_layout(struct vr_case *c, int n_sets);
 void vr_guard_fill(struct vr_case *c, char *shm, int n_sets, size_t total, uint64_t key);
 bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, int n_sets,

@@ -58,12 +58,12 @@ static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const 
 	for (char *p = tail; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	if (res == CR_RUN_TIMEOUT)
-		vr_fail(v, CHECK_TIMEOUT, "%s: %s", what, detail);
-	else if (res == CR_RUN_FAULT && w->fault >= 0 && w->fault < CHECK_OK)
-		vr_fail(v, (enum check_verdict)w->fault, "%s: %s", what, detail);
+	enum check_verdict s = vr_run_verdict(w, res);
+
+	if (res == CR_RUN_TIMEOUT || res == CR_RUN_FAULT)
+		vr_fail(v, s, "%s: %s", what, detail);
 	else
-		vr_fail(v, CHECK_RUNTIME_ERROR, "%s: %s%s%s", what, detail, tail[0] ? "; output: " : "",
+		vr_fail(v, s, "%s: %s%s%s", what, detail, tail[0] ? "; output: " : "",
 			tail);
 }
 

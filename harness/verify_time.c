@@ -141,7 +141,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	vr_write_header(v, &c, wb.shm, N_SETS);
 	res = cr_proc_start(&wc, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
-		vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
+		vr_fail(v, vr_run_verdict(&wc, res),
 			"timing: %s", detail);
 		goto out;
 	}
@@ -163,7 +163,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 		res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s, NULL, detail,
 				   sizeof detail);
 		if (res != CR_RUN_OK) {
-			vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
+			vr_fail(v, vr_run_verdict(&wc, res),
 				"warm-up call: %s", detail);
 			goto out;
 		}
@@ -207,7 +207,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 				res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s,
 						   &nsc, detail, sizeof detail);
 				if (res != CR_RUN_OK) {
-					vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
+					vr_fail(v, vr_run_verdict(&wc, res),
 						"timed call %d: %s", n, detail);
 					goto out;
 				}

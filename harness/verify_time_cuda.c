@@ -81,7 +81,7 @@ static enum cr_status baseline_build(struct vr *v, struct vr *vb, char *bpath, s
 		st = cr_errf(err, CR_EINPUT, "GPU baseline %s", e2.msg);
 		goto out;
 	}
-	snprintf(cubin, sizeof cubin, "%s/base.cubin", v->workdir);
+	snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, vb->cubin);
 	cr_result_init(&r);
 	if ((st = cr_backend_cuda_build(v->t, bpath, src, len, v->o->arch, cubin, &r, err)))
 		goto out;
@@ -393,7 +393,7 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 		goto out;
 	res = cr_proc_start(&sc.w, "cuda", v->workdir, v->o->call_timeout_s + 30, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
-		vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR, "timing: %s", detail);
+		vr_fail(v, vr_run_verdict(&sc.w, res), "timing: %s", detail);
 		goto out;
 	}
 	if (have_base &&
@@ -445,13 +445,8 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 				s = cr_errf(err, CR_EENV, "%s: GPU baseline call failed: %s", t->name, detail);
 				goto out;
 			}
-			if (res == CR_RUN_FAULT && sc.w.fault >= 0 && sc.w.fault < CHECK_OK) {
-				vr_fail(v, (enum check_verdict)sc.w.fault, "timed call %d: %s", i, detail);
-				goto out;
-			}
 			if (res != CR_RUN_OK) {
-				vr_fail(v, res == CR_RUN_TIMEOUT ? CHECK_TIMEOUT : CHECK_RUNTIME_ERROR,
-					"timed call %d: %s", i, detail);
+				vr_fail(v, vr_run_verdict(&sc.w, res), "timed call %d: %s", i, detail);
 				goto out;
 			}
 			if (warm || last)
