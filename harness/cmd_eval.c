@@ -329,6 +329,12 @@ static enum cr_status task_for(const char *path, const char *src, size_t len,
 	return CR_OK;
 }
 
+/* --backend auto (or none): the choice may follow the candidates given. */
+static bool backend_auto(const struct eval_opts *o)
+{
+	return !o->backend || !strcmp(o->backend, "auto");
+}
+
 /* The cuda backend's device facts: its description for results and
  * run.json, its arch for NVRTC, the GPU baselines' folder. */
 static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char *who)
@@ -648,7 +654,7 @@ int cr_cmd_eval(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		if (collect(&cs, argv[i], 0, &err))
 			goto fail;
-	if (backend == CR_BACKEND_CUDA && !o.compile_only && (!o.backend || !strcmp(o.backend, "auto"))) {
+	if (backend == CR_BACKEND_CUDA && !o.compile_only && backend_auto(&o)) {
 		/* auto chose the GPU: unless there is a .cu candidate, run the .c ones on the cpu */
 		bool any_cu = false;
 		for (int i = 0; i < cs.n; i++)
@@ -855,7 +861,7 @@ int cr_cmd_check(int argc, char **argv)
 		return rc;
 	if (backend == CR_BACKEND_CUDA && o.compile_only)
 		return check_cuda_compile(argv[optind], task, &o);
-	if (backend == CR_BACKEND_CUDA && (!o.backend || !strcmp(o.backend, "auto")) && !has_ext(argv[optind], ".cu"))
+	if (backend == CR_BACKEND_CUDA && backend_auto(&o) && !has_ext(argv[optind], ".cu"))
 		backend = CR_BACKEND_CPU; /* auto: a .c candidate runs on the cpu */
 	if (backend == CR_BACKEND_CUDA) {
 		char device[256];
@@ -904,9 +910,12 @@ int cr_cmd_check(int argc, char **argv)
 	if (r.timed && !isnan(r.speedup))
 		printf("baseline    %.2f us\nspeedup     %.3fx [%.3f, %.3f]\n", r.baseline_us, r.speedup,
 		       r.speedup_lo, r.speedup_hi);
-	if (r.timed && (!isnan(r.tflops) || !isnan(r.tbps)))
-		printf("achieved    %.3g TFLOP/s, %.3g TB/s; %.1f%% of the device's roofline\n", r.tflops,
-		       r.tbps, 100 * r.roofline);
+	if (r.timed && (!isnan(r.tflops) || !isnan(r.tbps))) {
+		printf("achieved    %.3g TFLOP/s, %.3g TB/s", r.tflops, r.tbps);
+		if (!isnan(r.roofline))
+			printf("; %.1f%% of the device's roofline", 100 * r.roofline);
+		printf("\n");
+	}
 	printf("sha256      %s\n", r.sha256);
 	free(tasks);
 	return r.status == CHECK_OK ? 0 : 1;
