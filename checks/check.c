@@ -6,24 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *names[] = {
-	"format_error", "compile_error", "runtime_error", "timeout", "out_of_bounds",
-	"input_mutated", "degenerate", "mismatch", "nondeterministic", "stale_result", "ok",
-};
-
-const char *check_verdict_name(enum check_verdict v)
-{
-	return v < CHECK_VERDICT_COUNT ? names[v] : "?";
-}
-
-int check_verdict_parse(const char *s)
-{
-	for (int i = 0; i < CHECK_VERDICT_COUNT; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -1;
-}
-
 double check_rms(const double *v, int64_t n)
 {
 	double s = 0;

@@ -9,24 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Verdicts in SPEC §4 order: a candidate gets the first that fails. */
-enum check_verdict {
-	CHECK_FORMAT_ERROR,
-	CHECK_COMPILE_ERROR,
-	CHECK_RUNTIME_ERROR,
-	CHECK_TIMEOUT,
-	CHECK_OUT_OF_BOUNDS,
-	CHECK_INPUT_MUTATED,
-	CHECK_DEGENERATE,
-	CHECK_MISMATCH,
-	CHECK_NONDETERMINISTIC,
-	CHECK_STALE_RESULT,
-	CHECK_OK,
-	CHECK_VERDICT_COUNT
-};
-
-const char *check_verdict_name(enum check_verdict v);
-int check_verdict_parse(const char *s); /* -1 if unknown */
+#include "common/cr_verdict.h"
 
 struct check_cmp {
 	int64_t n;

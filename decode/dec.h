@@ -5,7 +5,7 @@
 #define DEC_H
 
 #include <stddef.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 
 struct dec_task_source {
 	void *ctx;

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 #include "decode/dec_model.h"
 
 /* A fixed set of worker threads that run one function on all threads at

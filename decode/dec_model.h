@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 #include "decode/gguf.h"
 
 enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3 };

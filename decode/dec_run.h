@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 #include "decode/dec_model.h"
 #include "decode/dec_sample.h"
 #include "decode/gguf.h"

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 
 struct dec_sampling {
 	float temperature; /* <= 0: greedy */

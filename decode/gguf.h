@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 
 enum dec_gguf_vtype {
 	DEC_GGUF_U8 = 0, DEC_GGUF_I8 = 1, DEC_GGUF_U16 = 2, DEC_GGUF_I16 = 3,

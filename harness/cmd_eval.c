@@ -16,11 +16,14 @@
 #include <unistd.h>
 
 #include "cr_config.h"
+#include "checks/cuda_build.h"
+#include "common/sha256.h"
+#include "cuda/cuda_dev.h"
 #include "harness/backend.h"
-#include "harness/cand.h"
-#include "harness/compile.h"
+#include "harness/cand/cand.h"
 #include "harness/results.h"
-#include "harness/sha256.h"
+#include "harness/worker/compile.h"
+#include "harness/seed.h"
 #include "harness/verify.h"
 #include "reports/report.h"
 #include "tasks/task_registry.h"
@@ -81,46 +84,6 @@ static enum cr_status collect(struct cands *c, const char *path, int depth, stru
 	}
 	free(ents);
 	return err->status;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long sz;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 || sz > (8 << 20) || fseek(f, 0, SEEK_SET))
-		goto out;
-	buf = malloc((size_t)sz + 1);
-	if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf) {
-		buf[sz] = '\0';
-		*len = (size_t)sz;
-	}
-out:
-	fclose(f);
-	return buf;
-}
-
-/* Reads just the @task name (for grouping and filtering before parsing). */
-static int peek_task(const char *src, size_t len, char *task, size_t cap)
-{
-	struct cr_cand c;
-	struct cr_err e;
-	int line = 0;
-	task[0] = '\0';
-	cr_err_init(&e);
-	memset(&c, 0, sizeof c);
-	if (!cr_cand_parse(&c, "", src, len, &e)) {
-		snprintf(task, cap, "%s", c.task);
-		line = c.task_line;
-	}
-	cr_cand_release(&c);
-	return line;
 }
 
 struct eval_opts {
@@ -203,7 +166,7 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	json_str(f, "device", device, true);
 	if (o->cuda) {
 		char clk[400];
-		cr_backend_cuda_clocks(clk, sizeof clk);
+		cr_cuda_clocks_line(clk, sizeof clk);
 		json_str(f, "gpu_clocks", clk, true);
 	}
 	json_str(f, "compiler", ccv, true);
@@ -234,7 +197,7 @@ static void task_set_hash(struct task *ts, int n, char out[65])
 	qsort(ts, (size_t)n, sizeof *ts, cmp_task_name);
 	for (int i = 0; m && i < n; i++) {
 		size_t fl = 0;
-		char *src = slurp(ts[i].path, &fl);
+		char *src = cr_read_file(ts[i].path, CR_CAND_MAX_FILE, &fl);
 		fwrite(ts[i].name, 1, strlen(ts[i].name) + 1, m);
 		if (src)
 			fwrite(src, 1, fl, m);
@@ -285,29 +248,27 @@ static void print_usage_check(FILE *f)
  * *out is NULL with a format_error in r when the candidate names none or an
  * unknown one; the status is an error only when memory runs out. *tasks may
  * move: pointers into it are valid until the next call. */
-static enum cr_status task_for(const char *path, const char *src, size_t len,
-			       const char *override, struct task **tasks, int *n_tasks,
+static enum cr_status task_for(const struct cr_cand_file *f, const char *override,
+			       struct task **tasks, int *n_tasks,
 			       struct cr_result *r, char *tname, size_t tcap,
 			       const struct task **out, struct cr_err *err)
 {
+	const char *path = f->path;
 	int line = 0;
 	struct cr_err e;
 	struct task *nt;
 
 	*out = NULL;
-	if (override)
+	tname[0] = '\0';
+	if (override) {
 		snprintf(tname, tcap, "%s", override);
-	else
-		line = peek_task(src, len, tname, tcap);
+	} else if (f->parsed) {
+		snprintf(tname, tcap, "%s", f->cand.task);
+		line = f->cand.task_line;
+	}
 	if (!tname[0]) {
-		/* let the parser produce the precise format error */
-		struct cr_cand c;
-		memset(&c, 0, sizeof c);
-		cr_err_init(&e);
-		cr_cand_parse(&c, path, src, len, &e);
-		cr_cand_release(&c);
 		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s", e.msg[0] ? e.msg : "no @task line");
+		snprintf(r->detail, sizeof r->detail, "%s", f->error);
 		return CR_OK;
 	}
 	for (int i = 0; i < *n_tasks; i++)
@@ -341,7 +302,7 @@ static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char 
 {
 	struct cr_err e;
 	cr_err_init(&e);
-	if (cr_backend_cuda_device(device, cap, o->dev_arch, sizeof o->dev_arch, &o->peak_tflops,
+	if (cr_cuda_dev_describe(device, cap, o->dev_arch, sizeof o->dev_arch, &o->peak_tflops,
 				   &o->peak_tbps, &e)) {
 		fprintf(stderr, "%s: --backend cuda: %s\n", who, e.msg);
 		return 3;
@@ -356,7 +317,7 @@ static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char 
 	return 0;
 }
 
-static enum cr_status verify_one(const char *path, const char *task_override,
+static enum cr_status verify_one(struct cr_cand_file *f, const char *task_override,
 				 struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
 				 size_t tcap, struct cr_err *err)
@@ -367,23 +328,19 @@ static enum cr_status verify_one(const char *path, const char *task_override,
 				     .quick = o->quick, .workroot = workroot, .cuda = o->cuda,
 				     .arch = o->dev_arch, .baseline_dir = o->baseline_dir,
 				     .peak_tflops = o->peak_tflops, .peak_tbps = o->peak_tbps };
-	size_t len = 0;
-	char *src = slurp(path, &len);
 	const struct task *t = NULL;
 	enum cr_status st;
 
 	cr_result_init(r);
 	task_name[0] = '\0';
-	if (!src) {
+	if (!f->src) {
 		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s: cannot read (or larger than 8 MiB)", path);
+		snprintf(r->detail, sizeof r->detail, "%s", f->error);
 		return CR_OK;
 	}
-	cr_sha256_hex(src, len, r->sha256);
-	if (!(st = task_for(path, src, len, task_override, tasks, n_tasks, r, task_name, tcap, &t,
-			    err)) && t)
-		st = cr_verify(t, path, src, len, &vo, r, err);
-	free(src);
+	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
+	if (!(st = task_for(f, task_override, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
+		st = cr_verify(t, f, &vo, r, err);
 	return st;
 }
 
@@ -500,69 +457,79 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 					FILE *res, int *done, int *unexpected, struct cr_err *err)
 {
 	int n = 0;
-	char **paths = calloc((size_t)cs->n + 1, sizeof *paths), **srcs = calloc((size_t)cs->n + 1, sizeof *srcs);
+	struct cr_cand_file *fs = calloc((size_t)cs->n + 1, sizeof *fs);
 	char (*tnames)[256] = calloc((size_t)cs->n + 1, sizeof *tnames);
-	size_t *lens = calloc((size_t)cs->n + 1, sizeof *lens);
 	int *tidx = calloc((size_t)cs->n + 1, sizeof *tidx);
-	const struct task **tp = calloc((size_t)cs->n + 1, sizeof *tp);
 	struct cr_result *rs = calloc((size_t)cs->n + 1, sizeof *rs);
-	struct cr_meta m;
+	struct check_cuda_job *jobs = calloc((size_t)cs->n + 1, sizeof *jobs);
+	int *of = calloc((size_t)cs->n + 1, sizeof *of), m = 0;
+	struct cr_cuda_opts co = { .arch = check_cuda_arch(o->arch), .timeout_s = 60 };
+	struct cr_meta meta;
 	enum cr_status st = CR_OK;
 	char device[64];
 
-	if (!paths || !srcs || !tnames || !lens || !tidx || !tp || !rs) {
+	if (!fs || !tnames || !tidx || !rs || !jobs || !of) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	snprintf(device, sizeof device, "compile-only %s", cr_backend_cuda_arch(o->arch));
+	snprintf(device, sizeof device, "compile-only %s", check_cuda_arch(o->arch));
 	for (int i = 0; i < cs->n; i++) {
 		const struct task *t;
 		if (!has_ext(cs->paths[i], ".cu"))
 			continue;
-		paths[n] = cs->paths[i];
 		cr_result_init(&rs[n]);
-		srcs[n] = slurp(paths[n], &lens[n]);
+		cr_cand_load(&fs[n], cs->paths[i]);
 		tidx[n] = -1;
-		if (!srcs[n]) {
+		if (!fs[n].src) {
 			rs[n].status = CHECK_FORMAT_ERROR;
-			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", paths[n]);
+			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", cs->paths[i]);
 		} else {
-			cr_sha256_hex(srcs[n], lens[n], rs[n].sha256);
-			if ((st = task_for(paths[n], srcs[n], lens[n], NULL, tasks, n_tasks, &rs[n],
-					   tnames[n], sizeof tnames[n], &t, err)))
+			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
+			if ((st = task_for(&fs[n], NULL, tasks, n_tasks, &rs[n], tnames[n],
+					   sizeof tnames[n], &t, err)))
 				goto out;
 			if (t)
 				tidx[n] = (int)(t - *tasks);
 		}
 		n++;
 	}
-	for (int i = 0; i < n; i++)
-		tp[i] = tidx[i] >= 0 ? &(*tasks)[tidx[i]] : NULL;
+	/* task pointers only now: the array may move while tasks load */
+	for (int i = 0; i < n; i++) {
+		if (tidx[i] < 0 || !fs[i].parsed)
+			continue;
+		jobs[m] = (struct check_cuda_job){ .t = &(*tasks)[tidx[i]], .path = fs[i].path,
+						   .src = fs[i].src, .len = fs[i].len, .cand = fs[i].cand,
+						   .r = rs[i] };
+		memset(&fs[i].cand, 0, sizeof fs[i].cand);   /* moved into the job */
+		fs[i].parsed = false;
+		of[m++] = i;
+	}
 	fprintf(stderr, "crucible eval: compiling %d CUDA candidate(s) for %s with NVRTC\n", n,
-		cr_backend_cuda_arch(o->arch));
-	if ((st = cr_backend_cuda_compile(tp, paths, srcs, lens, n, o->arch, rs, err)))
-		goto out;
-	if (!res) /* only warming the compile cache for a run on the GPU */
+		check_cuda_arch(o->arch));
+	st = check_cuda_compile_many(jobs, m, &co, 0, err);
+	for (int k = 0; k < m; k++)
+		rs[of[k]] = jobs[k].r;
+	if (st || !res) /* !res: only warming the compile cache for a run on the GPU */
 		goto out;
 	for (int i = 0; i < n; i++) {
 		struct cr_row row;
 		const char *want;
 		bool bad;
-		if (cr_meta_read(paths[i], &m, err)) {
+		if (cr_meta_read(fs[i].path, &meta, err)) {
 			fprintf(stderr, "crucible eval: %s\n", err->msg);
 			cr_err_init(err);
-			memset(&m, 0, sizeof m);
+			memset(&meta, 0, sizeof meta);
 		}
-		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = paths[i],
-				       .backend = "cuda", .device = device, .r = &rs[i], .m = &m };
+		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path,
+				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta };
 		if ((st = cr_results_write(res, &row, err)))
 			goto out;
 		(*done)++;
-		want = m.expect_compile[0] ? m.expect_compile : "";
+		want = meta.expect_compile[0] ? meta.expect_compile : "";
 		bad = o->check_expect && want[0] && strcmp(want, check_verdict_name(rs[i].status));
 		*unexpected += bad;
 		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tnames[i],
-		       strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i],
+		       strrchr(fs[i].path, '/') ? strrchr(fs[i].path, '/') + 1 : fs[i].path,
 		       check_verdict_name(rs[i].status), rs[i].backward, "-", 90, rs[i].detail,
 		       bad ? "  <-- UNEXPECTED" : "");
 		if (bad)
@@ -570,52 +537,65 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 	}
 	fflush(stdout);
 out:
-	for (int i = 0; i < n; i++)
-		free(srcs[i]);
-	free(paths);
-	free(srcs);
+	for (int i = 0; fs && i < n; i++)
+		cr_cand_file_release(&fs[i]);
+	free(fs);
 	free(tnames);
-	free(lens);
 	free(tidx);
-	free(tp);
 	free(rs);
+	free(jobs);
+	free(of);
 	return st;
 }
 
-static int check_cuda_compile(const char *path, const char *task_override,
+static int check_compile_only(const char *path, const char *task_override,
 			      const struct eval_opts *o)
 {
 	struct task *tasks = NULL;
-	int n_tasks = 0;
+	int n_tasks = 0, rc;
 	struct cr_result r;
 	struct cr_err err;
 	char tname[256];
-	size_t len = 0;
-	char *src = slurp(path, &len);
+	struct cr_cand_file f;
 	const struct task *t;
+	struct cr_cuda_opts co = { .arch = check_cuda_arch(o->arch), .timeout_s = 60 };
 
-	if (!src) {
+	cr_cand_load(&f, path);
+	if (!f.src) {
 		fprintf(stderr, "crucible check: %s: cannot read\n", path);
 		return 2;
 	}
 	cr_result_init(&r);
-	cr_sha256_hex(src, len, r.sha256);
+	snprintf(r.sha256, sizeof r.sha256, "%s", f.sha256);
 	cr_err_init(&err);
-	if (task_for(path, src, len, task_override, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err) ||
-	    (t && cr_backend_cuda_compile(&t, (char *const *)&path, &src, &len, 1, o->arch, &r, &err))) {
-		fprintf(stderr, "crucible check: %s\n", err.msg);
-		free(src);
-		free(tasks);
-		return cr_status_exit_code(err.status);
+	if (task_for(&f, task_override, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err))
+		goto fail;
+	if (t && !f.parsed) {
+		r.status = CHECK_FORMAT_ERROR;
+		snprintf(r.detail, sizeof r.detail, "%s", f.error);
+	} else if (t) {
+		struct check_cuda_job j = { .t = t, .path = path, .src = f.src, .len = f.len,
+					    .cand = f.cand, .r = r };
+		memset(&f.cand, 0, sizeof f.cand);
+		f.parsed = false;
+		if (check_cuda_compile_many(&j, 1, &co, 1, &err))
+			goto fail;
+		r = j.r;
 	}
 	printf("candidate   %s\ntask        %s\nbackend     cuda, compile only (%s)\nstatus      %s\n",
-	       path, tname[0] ? tname : "?", cr_backend_cuda_arch(o->arch), check_verdict_name(r.status));
+	       path, tname[0] ? tname : "?", check_cuda_arch(o->arch), check_verdict_name(r.status));
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
 	printf("sha256      %s\n", r.sha256);
-	free(src);
+	cr_cand_file_release(&f);
 	free(tasks);
 	return r.status == CHECK_OK ? 0 : 1;
+fail:
+	fprintf(stderr, "crucible check: %s\n", err.msg);
+	rc = cr_status_exit_code(err.status);
+	cr_cand_file_release(&f);
+	free(tasks);
+	return rc;
 }
 
 int cr_cmd_eval(int argc, char **argv)
@@ -732,6 +712,8 @@ int cr_cmd_eval(int argc, char **argv)
 		char tname[256], sp[64], key[1200];
 		const char *cand = cs.paths[i];
 		struct cr_row row;
+		struct cr_cand_file cf;
+		enum cr_status st_one;
 		bool skip = false;
 
 		if (has_ext(cand, ".cu") != o.cuda) {
@@ -743,37 +725,32 @@ int cr_cmd_eval(int argc, char **argv)
 			cr_err_init(&err);
 			memset(&m, 0, sizeof m);
 		}
+		/* the file is read, hashed and parsed once; that travels on */
+		cr_cand_load(&cf, cand);
 		if (o.tasks) {
-			size_t len = 0;
-			char *src = slurp(cand, &len);
 			bool in = false;
-			tname[0] = '\0';
-			if (src)
-				peek_task(src, len, tname, sizeof tname);
-			free(src);
-			for (int k = 0; k < n_filter; k++)
-				in |= !strcmp(filter[k].name, tname);
-			if (!in)
+			for (int k = 0; cf.parsed && k < n_filter; k++)
+				in |= !strcmp(filter[k].name, cf.cand.task);
+			if (!in) {
+				cr_cand_file_release(&cf);
 				continue;
-		}
-		if (o.resume && n_keys) {
-			size_t len = 0;
-			char *src = slurp(cand, &len), h[65];
-			if (src) {
-				cr_sha256_hex(src, len, h);
-				snprintf(key, sizeof key, "%s\t%s", cand, h);
-				for (int k = 0; k < n_keys; k++)
-					skip |= !strcmp(keys[k], key);
 			}
-			free(src);
+		}
+		if (o.resume && n_keys && cf.src) {
+			snprintf(key, sizeof key, "%s\t%s", cand, cf.sha256);
+			for (int k = 0; k < n_keys; k++)
+				skip |= !strcmp(keys[k], key);
 			if (skip) {
 				fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
 					i + 1, cs.n, cand);
+				cr_cand_file_release(&cf);
 				continue;
 			}
 		}
 		progress(i, cs.n, cand);
-		if (verify_one(cand, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err))
+		st_one = verify_one(&cf, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
+		cr_cand_file_release(&cf);
+		if (st_one)
 			goto fail;
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
 				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m };
@@ -860,7 +837,7 @@ int cr_cmd_check(int argc, char **argv)
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible check")))
 		return rc;
 	if (backend == CR_BACKEND_CUDA && o.compile_only)
-		return check_cuda_compile(argv[optind], task, &o);
+		return check_compile_only(argv[optind], task, &o);
 	if (backend == CR_BACKEND_CUDA && backend_auto(&o) && !has_ext(argv[optind], ".cu"))
 		backend = CR_BACKEND_CPU; /* auto: a .c candidate runs on the cpu */
 	if (backend == CR_BACKEND_CUDA) {
@@ -888,7 +865,12 @@ int cr_cmd_check(int argc, char **argv)
 		fprintf(stderr, "crucible check: cannot create a temporary directory\n");
 		return 3;
 	}
-	if (verify_one(argv[optind], task, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err)) {
+	struct cr_cand_file cf;
+	cr_cand_load(&cf, argv[optind]);
+	enum cr_status st_one = verify_one(&cf, task, &tasks, &n_tasks, &o, workroot, &r, tname,
+					   sizeof tname, &err);
+	cr_cand_file_release(&cf);
+	if (st_one) {
 		fprintf(stderr, "crucible check: %s\n", err.msg);
 		rmdir(workroot);
 		free(workroot);

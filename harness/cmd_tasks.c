@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/expr.h"
-#include "harness/plan.h"
+#include "harness/cand/expr.h"
+#include "harness/cand/plan.h"
 #include "tasks/task_exec.h"
 #include "tasks/task_gen.h"
 #include "tasks/task_registry.h"

@@ -1,5 +1,5 @@
-/* main.c — the crucible executable: subcommand dispatch, the seed, and the
- * hidden worker mode. exit() is called here only. */
+/* main.c — the crucible executable: subcommand dispatch and the hidden
+ * worker mode. exit() is called here only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,44 +7,11 @@
 
 #include "cr_config.h"
 #include "decode/dec.h"
+#include "cuda/cuda_dev.h"
 #include "harness/cli.h"
-#include "harness/worker.h"
+#include "harness/seed.h"
+#include "harness/worker/worker.h"
 #include "reports/report.h"
-#include "tasks/task_rng.h"
-
-extern char **environ;
-
-static uint64_t env_seed;
-static int env_seed_set;
-
-/* Reads CRUCIBLE_SEED once, then erases it: the bytes in the environment
- * block are overwritten (so /proc/<pid>/environ no longer shows them) and
- * the variable is removed, before any candidate runs. */
-static void take_env_seed(void)
-{
-	for (char **e = environ; e && *e; e++) {
-		if (strncmp(*e, "CRUCIBLE_SEED=", 14))
-			continue;
-		const char *v = *e + 14;
-		uint64_t h = 0xcbf29ce484222325ull;
-		for (const char *p = v; *p; p++)
-			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-		env_seed = h;
-		env_seed_set = 1;
-		memset(*e + 14, 0, strlen(v));
-	}
-	unsetenv("CRUCIBLE_SEED");
-}
-
-uint64_t cr_seed(uint64_t flag_seed)
-{
-	return env_seed_set ? task_mix(flag_seed, env_seed) : flag_seed;
-}
-
-int cr_seed_is_secret(void)
-{
-	return env_seed_set;
-}
 
 static void usage(FILE *f)
 {
@@ -69,8 +36,8 @@ int main(int argc, char **argv)
 	const char *cmd;
 
 	if (argc >= 2 && !strcmp(argv[1], "__worker"))
-		return cr_worker_main(argc - 1, argv + 1);
-	take_env_seed();
+		return cr_worker_main(argc - 1, argv + 1, cr_cuda_worker_entry);
+	cr_seed_take_env();
 	/* candidates run as another uid; keep this process out of their reach */
 	prctl(PR_SET_DUMPABLE, 0);
 	if (argc < 2) {

@@ -5,7 +5,7 @@
 #define CR_RESULTS_H
 
 #include <stdio.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 #include "harness/verify.h"
 
 /* Generation metadata from a candidate's sidecar <stem>.json (SPEC §3). */

@@ -1,13 +1,10 @@
-/* verify.c — the correctness stages of one candidate (SPEC §4).
- *
- * For each stage (forward; backward in a fresh worker on fresh inputs) and
- * each case (every check shape and the cpu bench shape × init profiles):
- * inputs are generated here, the reference is computed here in double, the
- * worker gets inputs and poisoned outputs in shared memory between guard
- * zones, and every check reads the buffers after the call. The worker never
- * holds a reference output or the seed. Timing is in verify_time.c. */
+/* verify.c — the evaluation of one candidate, start to verdict (SPEC §4):
+ * the parsed file is bound to its task once, built (the cpu compiler or
+ * NVRTC) in a private work directory, then the forward and backward
+ * correctness stages (checks/stage.c) and timing (timing/time_cpu.c,
+ * timing/time_cuda.c) run on that one plan. */
 #include "harness/verify.h"
-#include "harness/verify_impl.h"
+#include "checks/stage.h"
 
 #include <limits.h>
 #include <math.h>
@@ -17,343 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/backend.h"
-#include "harness/cand.h"
-#include "harness/compile.h"
-#include "harness/sha256.h"
-#include "tasks/task_gen.h"
-#include "tasks/task_rng.h"
-
-void cr_result_init(struct cr_result *r)
-{
-	memset(r, 0, sizeof *r);
-	r->status = CHECK_OK;
-	snprintf(r->backward, sizeof r->backward, "none");
-	r->max_abs_err = r->max_rel_err = r->err_vs_baseline = NAN;
-	r->time_us = r->time_lo_us = r->time_hi_us = r->baseline_us = NAN;
-	r->speedup = r->speedup_lo = r->speedup_hi = NAN;
-	r->tflops = r->tbps = r->roofline = NAN;
-}
-
-/* Records a failure if it ranks before what is already recorded. */
-void vr_fail(struct vr *v, enum check_verdict s, const char *fmt, ...)
-{
-	va_list ap;
-	if (s >= v->status)
-		return;
-	v->status = s;
-	va_start(ap, fmt);
-	vsnprintf(v->detail, sizeof v->detail, fmt, ap);
-	va_end(ap);
-}
-
-/* ---- layout ---- */
-
-static size_t align64(size_t x)
-{
-	return (x + 63) & ~(size_t)63;
-}
-
-/* Lays out n_sets copies of every slot after the header, each between
- * guard zones; returns the total size. */
-size_t vr_layout(struct vr_case *c, int n_sets)
-{
-	size_t off = CR_SHM_HDR;
-	for (int s = 0; s < n_sets; s++)
-		for (int k = 0; k < c->n_slots; k++) {
-			off = align64(off + CR_GUARD);
-			c->off[s][k] = off;
-			off += c->bytes[k];
-		}
-	return align64(off + CR_GUARD);
-}
-
-/* Fills the gaps between buffers (guards) with the key's pattern. */
-void vr_guard_fill(struct vr_case *c, char *shm, int n_sets, size_t total, uint64_t key)
-{
-	size_t prev = CR_SHM_HDR;
-	for (int s = 0; s < n_sets; s++)
-		for (int k = 0; k < c->n_slots; k++) {
-			check_fill_pattern(shm + prev, c->off[s][k] - prev, key ^ prev);
-			prev = c->off[s][k] + c->bytes[k];
-		}
-	check_fill_pattern(shm + prev, total - prev, key ^ prev);
-}
-
-/* Verifies the guards; names the buffer whose neighbourhood was written. */
-bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, int n_sets,
-		    size_t total, uint64_t key, char *why, size_t cap)
-{
-	size_t prev = CR_SHM_HDR;
-	for (int s = 0; s <= n_sets; s++)
-		for (int k = 0; k < (s < n_sets ? c->n_slots : 1); k++) {
-			size_t end = s < n_sets ? c->off[s][k] : total;
-			int64_t bad = check_verify_pattern(shm + prev, end - prev, key ^ prev);
-			if (bad >= 0) {
-				/* before buffer k, or after the previous one */
-				int64_t from_prev = bad, to_next = (int64_t)(end - prev) - bad;
-				if (s < n_sets && to_next <= from_prev)
-					snprintf(why, cap, "write %lld bytes before the start of '%s'",
-						 (long long)to_next, st->slots[k].name);
-				else if (k > 0 || s > 0) {
-					int pk = k > 0 ? k - 1 : c->n_slots - 1;
-					snprintf(why, cap, "write %lld bytes past the end of '%s'",
-						 (long long)from_prev + 1, st->slots[pk].name);
-				} else
-					snprintf(why, cap, "write in the guard zone before '%s'",
-						 st->slots[0].name);
-				return false;
-			}
-			if (s < n_sets)
-				prev = c->off[s][k] + c->bytes[k];
-		}
-	return true;
-}
-
-/* ---- references ---- */
-
-/* Fills the double values of every input slot of case c and computes the
- * reference outputs (ref[]) and the f32 baseline's outputs (base[]). */
-static enum cr_status case_generate(struct vr *v, struct vr_case *c, struct cr_err *err)
-{
-	const struct task *t = v->t;
-	const struct cr_pstage *st = &v->plan.st[c->stage];
-	struct task_exec xd, xf;
-	enum cr_status st_ = CR_OK;
-	bool bwd = c->stage == CR_BWD;
-	uint64_t seed = task_mix(v->o->seed, c->seed);
-
-	if ((st_ = task_exec_init(&xd, t, &c->dims, true, bwd, err)))
-		return st_;
-	if ((st_ = task_exec_init(&xf, t, &c->dims, false, bwd, err))) {
-		task_exec_release(&xd);
-		return st_;
-	}
-	for (int i = 0; i < t->n_tensors; i++) {
-		if (t->tensors[i].role == TASK_OUTPUT)
-			continue;
-		task_gen_tensor(t, i, &c->dims, c->prof, seed, xd.v[i].d);
-		for (int64_t k = 0; k < xd.v[i].n; k++)
-			((float *)xf.v[i].d)[k] = (float)((double *)xd.v[i].d)[k];
-	}
-	task_exec_forward(&xd);
-	task_exec_forward(&xf);
-	if (bwd) {
-		struct task_rng r;
-		task_rng_seed(&r, task_mix(seed, 0xd0u));
-		for (int i = 0; i < t->n_tensors; i++) {
-			double *y = xd.v[i].d, *dy = xd.g[i].d;
-			float *dyf = xf.g[i].d;
-			if (t->tensors[i].role != TASK_OUTPUT)
-				continue;
-			/* the backward reads the reference forward outputs as f32 */
-			task_gen_round(t->tensors[i].dtype, y, xd.v[i].n);
-			for (int64_t k = 0; k < xd.v[i].n; k++) {
-				dy[k] = (float)task_rng_normal(&r);
-				dyf[k] = (float)dy[k];
-				((float *)xf.v[i].d)[k] = (float)y[k];
-			}
-		}
-		task_exec_backward(&xd);
-		task_exec_backward(&xf);
-	}
-	for (int k = 0; k < c->n_slots; k++) {
-		const struct cr_slot *sl = &st->slots[k];
-		if (sl->role == CR_SLOT_SCRATCH)
-			continue;
-		const struct task_val *src = sl->grad ? &xd.g[sl->tensor] : &xd.v[sl->tensor];
-		const struct task_val *fsrc = sl->grad ? &xf.g[sl->tensor] : &xf.v[sl->tensor];
-		if (sl->role == CR_SLOT_IN) {
-			memcpy(c->in[k], src->d, sizeof(double) * (size_t)c->numel[k]);
-		} else {
-			memcpy(c->ref[k], src->d, sizeof(double) * (size_t)c->numel[k]);
-			/* what the output dtype can hold: beyond its range the
-			 * right answer is an infinity */
-			task_gen_round(sl->dtype, c->ref[k], c->numel[k]);
-			for (int64_t e = 0; e < c->numel[k]; e++)
-				c->base[k][e] = ((float *)fsrc->d)[e];
-		}
-	}
-	task_exec_release(&xd);
-	task_exec_release(&xf);
-	return CR_OK;
-}
-
-/* Allocates the per-slot double arrays of a case. */
-bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struct task_dimset *d)
-{
-	const struct cr_pstage *st = &v->plan.st[s];
-	struct cr_err e2;
-
-	c->stage = s;
-	c->dims = *d;
-	c->n_slots = st->n_slots;
-	cr_err_init(&e2);
-	if (cr_plan_eval(&v->plan, d, c->vals, &e2)) {
-		vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
-		return false;
-	}
-	for (int k = 0; k < st->n_slots; k++) {
-		const struct cr_slot *sl = &st->slots[k];
-		int64_t n = cr_plan_slot_numel(&v->plan, s, k, d, c->vals);
-		size_t es = sl->role == CR_SLOT_SCRATCH ? (size_t)v->plan.scratch_esize[sl->scratch]
-							: task_dtype_size(sl->dtype);
-		if (n < 0 || n > (1ll << 32)) {
-			vr_fail(v, CHECK_FORMAT_ERROR, "@scratch %s: %lld elements is out of range",
-				sl->name, (long long)n);
-			return false;
-		}
-		c->numel[k] = n;
-		c->bytes[k] = (size_t)n * es;
-		if (sl->role == CR_SLOT_SCRATCH && c->bytes[k] > (1ull << 30)) {
-			vr_fail(v, CHECK_FORMAT_ERROR, "@scratch %s: %zu bytes is more than the 1 GiB allowed",
-				sl->name, c->bytes[k]);
-			return false;
-		}
-	}
-	return true;
-}
-
-enum cr_status vr_case_alloc(struct vr *v, struct vr_case *c, enum cr_stage s,
-			     const struct task_dimset *d, bool refs, struct cr_err *err)
-{
-	const struct cr_pstage *st = &v->plan.st[s];
-	size_t total = 0, per_out = refs ? 4 : 1;
-	double *m;
-
-	memset(c, 0, sizeof *c);
-	if (!vr_case_sizes(v, c, s, d))
-		return CR_OK; /* format_error recorded; c->ready stays false */
-	for (int k = 0; k < st->n_slots; k++)
-		if (st->slots[k].role != CR_SLOT_SCRATCH)
-			total += (size_t)c->numel[k] * (st->slots[k].role == CR_SLOT_IN ? 1 : per_out);
-	m = malloc(sizeof(double) * (total + 1));
-	if (!m)
-		return cr_errf(err, CR_ENOMEM, "out of memory for a case of %s", v->t->name);
-	c->mem = m;
-	for (int k = 0; k < st->n_slots; k++) {
-		if (st->slots[k].role == CR_SLOT_IN) {
-			c->in[k] = m;
-			m += c->numel[k];
-		} else if (st->slots[k].role == CR_SLOT_OUT) {
-			c->got[k] = m; m += c->numel[k];
-			if (refs) {
-				c->ref[k] = m; m += c->numel[k];
-				c->base[k] = m; m += c->numel[k];
-				c->got2[k] = m; m += c->numel[k];
-			}
-		}
-	}
-	c->ready = true;
-	return CR_OK;
-}
-
-enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
-			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
-			    struct cr_err *err)
-{
-	enum cr_status st = vr_case_alloc(v, c, s, d, true, err);
-
-	c->prof = p;
-	c->seed = seed;
-	if (st || !c->ready)
-		return st;
-	return case_generate(v, c, err);
-}
-
-void vr_case_release(struct vr_case *c)
-{
-	free(c->mem);
-	c->mem = NULL;
-}
-
-/* Writes the header for a case into a worker's shared memory. */
-bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
-{
-	struct cr_shm_hdr *h = (struct cr_shm_hdr *)shm;
-	const struct cr_pstage *st = &v->plan.st[c->stage];
-
-	memset(h, 0, sizeof *h);
-	h->magic = CR_SHM_MAGIC;
-	h->stage = (uint32_t)c->stage;
-	h->n_slots = (uint32_t)c->n_slots;
-	h->n_launch = (uint32_t)st->n_launch;
-	h->n_sets = (uint32_t)n_sets;
-	memcpy(h->dims, c->dims.v, sizeof h->dims);
-	for (int s = 0; s < n_sets; s++)
-		for (int k = 0; k < c->n_slots; k++)
-			h->off[s][k] = c->off[s][k];
-	for (int i = 0; i < st->n_launch; i++)
-		for (int a = 0; a < st->launch[i].n_args; a++)
-			if (st->launch[i].args[a].kind == CR_PARG_INT)
-				h->argv[i][a] = c->vals[st->launch[i].args[a].expr];
-	snprintf(h->so_path, sizeof h->so_path, "%s/cand.so", v->workdir);
-	snprintf(h->task_path, sizeof h->task_path, "%s", v->t->path);
-	snprintf(h->task_name, sizeof h->task_name, "%s", v->t->name);
-	if (v->cuda) {
-		char cubin[700];
-		struct cr_err e2;
-		cr_err_init(&e2);
-		snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, v->cubin);
-		if (cr_backend_cuda_ltab(shm, &v->plan, c->stage, c->vals, cubin, v->path, v->trusted, &e2)) {
-			vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
-			return false;
-		}
-	}
-	return true;
-}
-
-const char *vr_worker_mode(const struct vr *v)
-{
-	return v->cuda ? "cuda" : "cand";
-}
-
-/* Stores inputs, poisons outputs, fills scratch with garbage. */
-void vr_fill_buffers(struct vr *v, struct vr_case *c, char *shm, int set, int poison,
-		     uint64_t key)
-{
-	const struct cr_pstage *st = &v->plan.st[c->stage];
-	for (int k = 0; k < c->n_slots; k++) {
-		char *b = shm + c->off[set][k];
-		if (st->slots[k].role == CR_SLOT_IN)
-			task_gen_store(st->slots[k].dtype, c->in[k], b, c->numel[k]);
-		else if (st->slots[k].role == CR_SLOT_OUT)
-			check_poison(b, c->bytes[k], poison, key + (uint64_t)k);
-		else
-			check_fill_pattern(b, c->bytes[k], key ^ 0x5c7a7c4ull ^ (uint64_t)k);
-	}
-}
-
-/* Reads outputs of a set into dst (got or got2). */
-void vr_read_outputs(struct vr *v, struct vr_case *c, const char *shm, int set, double **dst)
-{
-	const struct cr_pstage *st = &v->plan.st[c->stage];
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_OUT)
-			task_gen_load(st->slots[k].dtype, shm + c->off[set][k], dst[k], c->numel[k]);
-}
-
-/* Input verification: every input must hold exactly what was stored. */
-bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set, char *why,
-		      size_t cap)
-{
-	const struct cr_pstage *st = &v->plan.st[c->stage];
-	for (int k = 0; k < c->n_slots; k++) {
-		double x;
-		if (st->slots[k].role != CR_SLOT_IN)
-			continue;
-		for (int64_t e = 0; e < c->numel[k]; e++) {
-			task_gen_load(st->slots[k].dtype, shm + c->off[set][k] +
-				      (size_t)e * task_dtype_size(st->slots[k].dtype), &x, 1);
-			if (x != c->in[k][e] && !(isnan(x) && isnan(c->in[k][e]))) {
-				snprintf(why, cap, "input '%s' changed at element %lld (%.6g -> %.6g)",
-					 st->slots[k].name, (long long)e, c->in[k][e], x);
-				return false;
-			}
-		}
-	}
-	return true;
-}
+#include "checks/cuda_build.h"
+#include "harness/worker/compile.h"
 
 /* ---- the whole candidate ---- */
 
@@ -393,7 +55,7 @@ static bool in_dir(const char *path, const char *dir)
 	return !strncmp(rp, rd, n) && rp[n] == '/';
 }
 
-enum cr_status cr_verify(const struct task *t, const char *path, const char *src, size_t len,
+enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 			 const struct cr_verify_opts *o, struct cr_result *r, struct cr_err *err)
 {
 	struct vr v;
@@ -402,6 +64,8 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 	enum cr_status st = CR_OK;
 	char log[2048];
 	bool bound = false, have_dir = false;
+	const char *path = f->path, *src = f->src;
+	size_t len = f->len;
 
 	memset(&v, 0, sizeof v);
 	memset(&cand, 0, sizeof cand);
@@ -409,12 +73,15 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 	v.o = o;
 	v.status = CHECK_OK;
 	cr_result_init(r);
-	cr_sha256_hex(src, len, r->sha256);
+	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
 	cr_err_init(&e2);
-	if (cr_cand_parse(&cand, path, src, len, &e2)) {
-		vr_fail(&v, CHECK_FORMAT_ERROR, "%s", e2.msg);
+	if (!f->parsed) {
+		vr_fail(&v, CHECK_FORMAT_ERROR, "%s", f->error);
 		goto done;
 	}
+	cand = f->cand;           /* the plan takes the parsed directives over */
+	memset(&f->cand, 0, sizeof f->cand);
+	f->parsed = false;
 	v.cuda = o->cuda;
 	v.path = path;
 	v.trusted = o->cuda && in_dir(path, o->baseline_dir); /* our own GPU baselines */
@@ -443,7 +110,8 @@ enum cr_status cr_verify(const struct task *t, const char *path, const char *src
 		char cubin[700];
 		cr_result_init(&cr);
 		snprintf(cubin, sizeof cubin, "%s/%s", v.workdir, v.cubin);
-		if ((st = cr_backend_cuda_build(t, path, src, len, o->arch, cubin, &cr, err)))
+		struct cr_cuda_opts co = { .arch = o->arch, .timeout_s = 60 };
+		if ((st = check_cuda_build(&v.plan, path, src, len, &co, cubin, &cr, err)))
 			goto done;
 		if (cr.status != CHECK_OK) {
 			vr_fail(&v, cr.status, "%s", cr.detail);
@@ -517,11 +185,3 @@ done:
 	return st;
 }
 
-enum check_verdict vr_run_verdict(const struct cr_proc *w, enum cr_run res)
-{
-	if (res == CR_RUN_TIMEOUT)
-		return CHECK_TIMEOUT;
-	if (res == CR_RUN_FAULT && w->fault >= 0 && w->fault < CHECK_OK)
-		return (enum check_verdict)w->fault;
-	return CHECK_RUNTIME_ERROR;
-}

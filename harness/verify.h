@@ -1,4 +1,4 @@
-/* verify.h — one candidate, start to verdict: parse, bind, compile, the
+/* verify.h — one candidate, start to verdict: bind, compile, the
  * forward and backward correctness stages in fresh workers, then timing
  * against the baseline. Fills one results row. */
 #ifndef CR_VERIFY_H
@@ -6,46 +6,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "checks/check.h"
+#include "checks/result.h"
+#include "harness/cand/cand.h"
 #include "tasks/task.h"
 
-struct cr_verify_opts {
-	uint64_t seed;           /* mixed from --seed and CRUCIBLE_SEED; never sent to a worker */
-	double call_timeout_s;   /* wall-clock budget of one call */
-	double compile_timeout_s;
-	double time_cap_s;       /* timing cap per candidate */
-	double rel_target;       /* timing: relative CI half-width target */
-	int min_samples;
-	bool no_timing;
-	bool quick;              /* fewer init profiles (own, large, offset) */
-	const char *workroot;    /* private temp dir for this run */
-	bool cuda;               /* the cuda backend: .cu candidates on the GPU */
-	const char *arch;        /* cuda: NVRTC's target ("sm_90"), the device's */
-	const char *baseline_dir; /* cuda: the GPU baselines (DIR/TASK-NAME.cu); NULL: none */
-	double peak_tflops, peak_tbps; /* cuda: the device's peaks for the roofline (0: unknown) */
-};
-
-struct cr_result {
-	enum check_verdict status;
-	char detail[768];
-	char backward[8];        /* pass, fail, absent, none */
-	double max_abs_err, max_rel_err;
-	double err_vs_baseline;  /* candidate's worst abs error / baseline's, on the worst case */
-	double time_us, time_lo_us, time_hi_us, baseline_us;
-	double speedup, speedup_lo, speedup_hi;
-	int samples;
-	bool noisy;
-	bool timed;
-	char sha256[65];
-	char dims[128];          /* the timed shape */
-	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
-	double roofline;         /* roofline time / measured time (1 = at the roofline) */
-};
-
-void cr_result_init(struct cr_result *r);
 /* Never fails for a bad candidate (that is a verdict in r); fails only when
  * the environment cannot do the work (CR_EENV) or memory runs out. */
-enum cr_status cr_verify(const struct task *t, const char *path, const char *src, size_t len,
+/* f was loaded (cr_cand_load) once by the caller; its parsed directives
+ * move into the plan here (f->parsed is false afterwards). */
+enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 			 const struct cr_verify_opts *o, struct cr_result *r, struct cr_err *err);
 
 #endif

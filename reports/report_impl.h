@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 
 /* SPEC §4 verdicts, in the order of the pipeline; RS_OK last. */
 enum report_rs {

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 
 #define TASK_MAX_DIMS 16
 #define TASK_MAX_TENSORS 24

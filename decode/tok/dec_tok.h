@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "harness/cr_status.h"
+#include "common/cr_status.h"
 
 struct dec_tok_vocab {
 	const char *model;          /* tokenizer.ggml.model */

@@ -18,8 +18,11 @@
 #include <jansson.h>
 
 #include "checks/check.h"
-#include "harness/cuda_compile.h"
-#include "harness/cuda_worker.h"
+#include "checks/cuda_build.h"
+#include "common/sha256.h"
+#include "cuda/cuda_compile.h"
+#include "harness/cand/cand.h"
+#include "cuda/cuda_worker.h"
 
 #ifndef SRC_ROOT
 #error SRC_ROOT must name the source tree
@@ -71,7 +74,7 @@ static enum cr_status check_src(const char *path, const char *src, size_t len,
 	struct task *t = load_task_of(src);
 	struct cr_err e;
 	cr_err_init(&e);
-	enum cr_status st = cr_cuda_check_compile_opts(t, path, src, len, o, r, &e);
+	enum cr_status st = check_cuda_compile(t, path, src, len, o, r, &e);
 	if (st)
 		print_message("environment: %s\n", e.msg);
 	free(t);
@@ -143,7 +146,7 @@ static void batch_matches(void **state)
 	char dir[512];
 	struct dirent **ents;
 	int n, m = 0;
-	struct cr_cuda_check_job *jobs;
+	struct check_cuda_job *jobs;
 	char **srcs;
 	struct task **tasks;
 	char (*paths)[600];
@@ -163,7 +166,7 @@ static void batch_matches(void **state)
 			snprintf(paths[m], sizeof paths[m], "%s/%s", dir, ents[i]->d_name);
 			srcs[m] = slurp(paths[m], &sl);
 			tasks[m] = load_task_of(srcs[m]);
-			jobs[m] = (struct cr_cuda_check_job){ tasks[m], paths[m], srcs[m], sl, { 0 } };
+			jobs[m] = (struct check_cuda_job){ .t = tasks[m], .path = paths[m], .src = srcs[m], .len = sl };
 			m++;
 		}
 		free(ents[i]);
@@ -172,8 +175,16 @@ static void batch_matches(void **state)
 	for (int pass = 0; pass < 2; pass++) {
 		struct cr_cuda_opts o = { .arch = pass ? "sm_89" : "sm_90", .timeout_s = 120,
 					  .cache_dir = cache_dir };
+		/* each call takes the parsed directives over: parse afresh per pass */
+		for (int i = 0; i < m; i++) {
+			cr_err_init(&e);
+			memset(&jobs[i].cand, 0, sizeof jobs[i].cand);
+			assert_int_equal(cr_cand_parse(&jobs[i].cand, paths[i], srcs[i], jobs[i].len, &e), CR_OK);
+			cr_result_init(&jobs[i].r);
+			cr_sha256_hex(srcs[i], jobs[i].len, jobs[i].r.sha256);
+		}
 		cr_err_init(&e);
-		assert_int_equal(cr_cuda_check_compile_many(jobs, m, &o, 0, &e), CR_OK);
+		assert_int_equal(check_cuda_compile_many(jobs, m, &o, 0, &e), CR_OK);
 		for (int i = 0; i < m; i++) {
 			struct cr_result one;
 			assert_int_equal(check_src(paths[i], srcs[i], jobs[i].len, &o, &one), CR_OK);

@@ -16,10 +16,11 @@
 #include <unistd.h>
 
 #include "checks/check.h"
-#include "harness/cuda_compile.h"
-#include "harness/cuda_drv.h"
-#include "harness/cuda_drv_impl.h"
-#include "harness/cuda_worker.h"
+#include "checks/cuda_build.h"
+#include "cuda/cuda_compile.h"
+#include "cuda/cuda_drv.h"
+#include "cuda/cuda_drv_impl.h"
+#include "cuda/cuda_worker.h"
 
 #ifndef SRC_ROOT
 #error SRC_ROOT must name the source tree
@@ -104,7 +105,7 @@ static enum check_verdict setup_run(struct run *r, const char *file, int64_t n, 
 	free(src);
 	r->compile_s = b.seconds;
 	if (b.res != CR_COMPILED) {
-		cr_cuda_compile_detail(&b, file, 120, detail, cap);
+		check_cuda_compile_detail(&b, file, 120, detail, cap);
 		cr_cuda_build_release(&b);
 		return CHECK_COMPILE_ERROR;
 	}

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "harness/cuda_drv.h"
-#include "harness/cuda_worker.h"
+#include "cuda/cuda_drv.h"
+#include "cuda/cuda_worker.h"
 
 static struct cr_cuda_ltab tab;
 

@@ -14,7 +14,7 @@
 
 #include <cuda.h>
 
-#include "harness/cuda_cubin.h"
+#include "cuda/cuda_cubin.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "harness/cuda_cubin.h"
+#include "cuda/cuda_cubin.h"
 
 /* dirname(lib) + "/fakecuda-kernels.so" into out; -1 when it does not fit. */
 int fakecuda_kernels_path(const char *lib, char *out, size_t cap);

@@ -1,0 +1,48 @@
+/* result.h — what the verifier's stages share: the options of one
+ * verification and the results row they fill (status and detail from the
+ * checks, errors, backward, and the figures timing/ adds). The stages in
+ * checks/ and timing/ fill it; harness/results.c writes it; reports/ reads
+ * the CSV back. */
+#ifndef CHECK_RESULT_H
+#define CHECK_RESULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "common/cr_verdict.h"
+
+struct cr_verify_opts {
+	uint64_t seed;           /* mixed from --seed and CRUCIBLE_SEED; never sent to a worker */
+	double call_timeout_s;   /* wall-clock budget of one call */
+	double compile_timeout_s;
+	double time_cap_s;       /* timing cap per candidate */
+	double rel_target;       /* timing: relative CI half-width target */
+	int min_samples;
+	bool no_timing;
+	bool quick;              /* fewer init profiles (own, large, offset) */
+	const char *workroot;    /* private temp dir for this run */
+	bool cuda;               /* the cuda backend: .cu candidates on the GPU */
+	const char *arch;        /* cuda: NVRTC's target ("sm_90"), the device's */
+	const char *baseline_dir; /* cuda: the GPU baselines (DIR/TASK-NAME.cu); NULL: none */
+	double peak_tflops, peak_tbps; /* cuda: the device's peaks for the roofline (0: unknown) */
+};
+
+struct cr_result {
+	enum check_verdict status;
+	char detail[768];
+	char backward[8];        /* pass, fail, absent, none */
+	double max_abs_err, max_rel_err;
+	double err_vs_baseline;  /* candidate's worst abs error / baseline's, on the worst case */
+	double time_us, time_lo_us, time_hi_us, baseline_us;
+	double speedup, speedup_lo, speedup_hi;
+	int samples;
+	bool noisy;
+	bool timed;
+	char sha256[65];
+	char dims[128];          /* the timed shape */
+	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
+	double roofline;         /* roofline time / measured time (1 = at the roofline) */
+};
+
+void cr_result_init(struct cr_result *r);
+
+#endif

@@ -1,0 +1,261 @@
+/* verify_stage.c — one correctness stage of a candidate in its own worker:
+ * every case, every check. */
+#include "checks/stage.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tasks/task_rng.h"
+
+static uint64_t hash_doubles(uint64_t h, const double *x, int64_t n)
+{
+	const unsigned char *b = (const unsigned char *)x;
+	for (size_t i = 0; i < (size_t)n * sizeof *x; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void sleep_ns(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+/* The largest shared-memory size any case of the stage needs; 0 (with a
+ * format_error recorded) when some shape cannot be sized, so nothing runs
+ * before every expression has evaluated on every shape. */
+static size_t stage_shm_size(struct vr *v, enum cr_stage s, const struct task_dimset *shapes,
+			     int n_shapes, int n_sets)
+{
+	size_t best = 0;
+	for (int i = 0; i < n_shapes; i++) {
+		struct vr_case c;
+		memset(&c, 0, sizeof c);
+		if (!vr_case_sizes(v, &c, s, &shapes[i]))
+			return 0;
+		size_t sz = vr_layout(&c, n_sets);
+		if (sz > best)
+			best = sz;
+	}
+	return best;
+}
+
+static const char *stage_name(enum cr_stage s)
+{
+	return s == CR_FWD ? "forward" : "backward";
+}
+
+/* Maps a failed call to a verdict. */
+static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const char *what,
+			const char *detail)
+{
+	char tail[200];
+	cr_proc_log_tail(w, tail, sizeof tail);
+	for (char *p = tail; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	enum check_verdict s = vr_run_verdict(w, res);
+
+	if (res == CR_RUN_TIMEOUT || res == CR_RUN_FAULT)
+		vr_fail(v, s, "%s: %s", what, detail);
+	else
+		vr_fail(v, s, "%s: %s%s%s", what, detail, tail[0] ? "; output: " : "",
+			tail);
+}
+
+/* Runs one case through the worker and all buffer checks. Returns false
+ * when the worker is gone (crash, timeout). */
+static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int call_no,
+		     bool repeat, uint64_t *out_hash)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	char detail[300], why[300], ds[128], what[300];
+	uint64_t key = task_mix(v->o->seed, 0x9a4dull + (uint64_t)call_no);
+	size_t total = vr_layout(c, 1);
+	int64_t ns = 0, cpu0, cpu1, settle, win;
+	enum cr_run res;
+
+	task_dims_str(t, &c->dims, ds, sizeof ds);
+	snprintf(what, sizeof what, "%s {%s} %s", stage_name(c->stage), ds, task_profile_name(c->prof));
+	if (!vr_write_header(v, c, w->shm, 1))
+		return false; /* format_error recorded */
+	vr_guard_fill(c, w->shm, 1, total, key);
+	vr_fill_buffers(v, c, w->shm, 0, call_no & 1, key);
+	res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
+	if (res != CR_RUN_OK) {
+		call_failed(v, w, res, what, detail);
+		return false;
+	}
+	/* the output as it stood when the call returned: the worker is frozen
+	 * first, so a thread it left behind cannot finish the work meanwhile */
+	cr_proc_freeze(w);
+	vr_read_outputs(v, c, w->shm, 0, c->got);
+	cpu0 = cr_proc_cpu_ns(w);
+	win = cr_now_ns();
+	cr_proc_thaw(w);
+	settle = ns * 2 < 1000000 ? 1000000 : ns * 2 > 20000000 ? 20000000 : ns * 2;
+	sleep_ns(settle);
+	cr_proc_freeze(w);
+	cpu1 = cr_proc_cpu_ns(w);
+	/* the window as it really was: on a loaded machine the sleep overshoots */
+	win = cr_now_ns() - win;
+	vr_read_outputs(v, c, w->shm, 0, c->got2);
+	cr_proc_thaw(w);
+	for (int k = 0; k < c->n_slots; k++) {
+		if (st->slots[k].role != CR_SLOT_OUT)
+			continue;
+		if (memcmp(c->got[k], c->got2[k], sizeof(double) * (size_t)c->numel[k]))
+			vr_fail(v, CHECK_STALE_RESULT, "%s: '%s' changed after the call returned (work finished late)",
+				what, st->slots[k].name);
+	}
+	/* margins absorb thread pools going back to sleep on a loaded machine;
+	 * a thread doing real work after return uses most of the window */
+	/* (a cuda worker runs no candidate code on the CPU: nothing to catch) */
+	if (!v->cuda && cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + win / 2)
+		vr_fail(v, CHECK_STALE_RESULT, "%s: worker used %.1f ms of CPU in %.1f ms after returning",
+			what, (double)(cpu1 - cpu0) / 1e6, (double)win / 1e6);
+	if (!vr_guard_check(c, st, w->shm, 1, total, key, why, sizeof why))
+		vr_fail(v, CHECK_OUT_OF_BOUNDS, "%s: %s", what, why);
+	if (!vr_inputs_intact(v, c, w->shm, 0, why, sizeof why))
+		vr_fail(v, CHECK_INPUT_MUTATED, "%s: %s", what, why);
+	*out_hash = 0xcbf29ce484222325ull;
+	for (int k = 0; k < c->n_slots; k++) {
+		const struct cr_slot *sl = &st->slots[k];
+		struct check_cmp cmp;
+		double scale, tol;
+		if (sl->role != CR_SLOT_OUT)
+			continue;
+		*out_hash = hash_doubles(*out_hash, c->got[k], c->numel[k]);
+		scale = fmax(1.0, check_rms(c->ref[k], c->numel[k]));
+		tol = t->atol * scale;
+		if (check_degenerate(c->got[k], c->ref[k], c->base[k], c->numel[k], tol, why, sizeof why))
+			vr_fail(v, CHECK_DEGENERATE, "%s: '%s': %s", what, sl->name, why);
+		for (int q = 0; q < c->n_slots; q++)
+			if (st->slots[q].role == CR_SLOT_IN && c->numel[q] == c->numel[k] &&
+			    check_equals_input(c->got[k], c->in[q], c->ref[k], c->numel[k], tol))
+				vr_fail(v, CHECK_DEGENERATE, "%s: '%s' equals the input '%s'", what,
+					sl->name, st->slots[q].name);
+		check_compare(c->got[k], c->ref[k], c->base[k], c->numel[k], t->atol, t->rtol, 2, &cmp);
+		if (!(cmp.max_abs <= v->worst_abs))
+			v->worst_abs = cmp.max_abs;
+		if (!(cmp.max_rel <= v->worst_rel))
+			v->worst_rel = cmp.max_rel;
+		if (cmp.base_max_abs > 0 && !(cmp.max_abs / cmp.base_max_abs <= v->err_vs_base))
+			v->err_vs_base = cmp.max_abs / cmp.base_max_abs;
+		if (!cmp.pass)
+			vr_fail(v, CHECK_MISMATCH,
+				"%s: '%s' element %lld: got %.9g, expected %.9g (%lld of %lld outside atol %g rtol %g)",
+				what, sl->name, (long long)cmp.worst, cmp.got, cmp.exp, (long long)cmp.n_bad,
+				(long long)cmp.n, t->atol, t->rtol);
+	}
+	if (repeat) {
+		/* the same inputs again, with the other poison */
+		double *keep[CR_MAX_SLOTS];
+		vr_guard_fill(c, w->shm, 1, total, key);
+		vr_fill_buffers(v, c, w->shm, 0, !(call_no & 1), key + 1);
+		res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
+		if (res != CR_RUN_OK) {
+			call_failed(v, w, res, what, detail);
+			return false;
+		}
+		memcpy(keep, c->got2, sizeof keep);
+		vr_read_outputs(v, c, w->shm, 0, c->got2);
+		for (int k = 0; k < c->n_slots; k++) {
+			struct check_cmp cmp;
+			if (st->slots[k].role != CR_SLOT_OUT)
+				continue;
+			check_compare(c->got2[k], c->got[k], NULL, c->numel[k], t->atol, t->rtol, 0, &cmp);
+			if (!cmp.pass)
+				vr_fail(v, CHECK_NONDETERMINISTIC,
+					"%s: '%s' element %lld: %.9g on one run, %.9g on the next",
+					what, st->slots[k].name, (long long)cmp.worst, cmp.got, cmp.exp);
+		}
+	}
+	return true;
+}
+
+enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	struct task_dimset shapes[TASK_MAX_CHECKS + 1];
+	enum task_profile profs[TASK_PROF_COUNT];
+	int n_shapes = 0, n_profs = 0, call_no = 0;
+	struct cr_proc w;
+	struct vr_case c;
+	enum cr_status st = CR_OK;
+	char detail[300];
+	enum cr_run res;
+	bool started = false;
+
+	for (int i = 0; i < t->n_checks; i++)
+		shapes[n_shapes++] = t->checks[i];
+	shapes[n_shapes++] = t->cpu;
+	for (int p = 0; p < TASK_PROF_COUNT; p++)
+		if (!v->o->quick || p == TASK_PROF_OWN || p == TASK_PROF_LARGE || p == TASK_PROF_OFFSET)
+			profs[n_profs++] = (enum task_profile)p;
+	size_t shm = stage_shm_size(v, s, shapes, n_shapes, 1);
+	if (!shm)
+		return CR_OK; /* format_error recorded */
+	if ((st = cr_proc_init(&w, shm, err)))
+		return st;
+	for (int i = 0; i < n_shapes && v->status > CHECK_TIMEOUT; i++) {
+		uint64_t first_hash = 0, first_ref = 0;
+		bool bench = i == n_shapes - 1;
+		for (int p = 0; p < n_profs && v->status > CHECK_TIMEOUT; p++) {
+			uint64_t h = 0, rh = 0xcbf29ce484222325ull;
+			if ((st = vr_case_init(v, &c, s, &shapes[i], profs[p],
+					       task_mix((uint64_t)s + 1, (uint64_t)(i * 16 + p)), err)))
+				goto out;
+			if (!c.ready) {
+				vr_case_release(&c);
+				goto out; /* format_error recorded */
+			}
+			if (!started) {
+				if (!vr_write_header(v, &c, w.shm, 1)) {
+					vr_case_release(&c);
+					goto out;
+				}
+				res = cr_proc_start(&w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10,
+						    detail, sizeof detail);
+				started = true;
+				if (res != CR_RUN_OK) {
+					if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
+						vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
+					else if (res == CR_RUN_SETUP && w.fault >= 0 && w.fault < CHECK_OK)
+						vr_fail(v, (enum check_verdict)w.fault, "%s: %s", v->path, detail);
+					else
+						call_failed(v, &w, res == CR_RUN_SETUP ? CR_RUN_CRASH : res,
+							    "loading the candidate", detail);
+					vr_case_release(&c);
+					goto out;
+				}
+			}
+			if (!run_case(v, &w, &c, call_no++, bench && profs[p] == TASK_PROF_OWN, &h)) {
+				vr_case_release(&c);
+				goto out;
+			}
+			for (int k = 0; k < c.n_slots; k++)
+				if (v->plan.st[s].slots[k].role == CR_SLOT_OUT)
+					rh = hash_doubles(rh, c.ref[k], c.numel[k]);
+			if (p == 0) {
+				first_hash = h;
+				first_ref = rh;
+			} else if (h == first_hash && rh != first_ref) {
+				char ds[128];
+				task_dims_str(t, &shapes[i], ds, sizeof ds);
+				vr_fail(v, CHECK_DEGENERATE,
+					"%s {%s}: output identical for inputs '%s' and '%s' (does not depend on the input)",
+					stage_name(s), ds, task_profile_name(profs[0]), task_profile_name(profs[p]));
+			}
+			vr_case_release(&c);
+		}
+	}
+out:
+	cr_proc_release(&w);
+	return st;
+}

@@ -1,0 +1,92 @@
+/* stage.h — what the verifier's stages share (checks/case.c, checks/stage.c,
+ * timing/time_cpu.c, timing/time_cuda.c, and harness/verify.c that runs
+ * them): one candidate's verification in progress and its cases. */
+#ifndef CR_VERIFY_IMPL_H
+#define CR_VERIFY_IMPL_H
+
+#include <stdarg.h>
+#include "harness/cand/plan.h"
+#include "harness/worker/proc.h"
+#include "harness/worker/shm.h"
+#include "checks/check.h"
+#include "checks/result.h"
+#include "tasks/task_exec.h"
+#include "tasks/task_gen.h"
+
+/* One candidate's verification in progress. */
+struct vr {
+	const struct task *t;
+	const struct cr_verify_opts *o;
+	struct cr_plan plan;
+	char workdir[600];
+	enum check_verdict status;   /* the earliest failing stage so far */
+	char detail[768];
+	double worst_abs, worst_rel, err_vs_base;
+	bool cuda;                   /* candidate runs in a cuda worker from workdir/cand.cubin */
+	const char *path;            /* the candidate file, for messages */
+	char cubin[32];              /* cuda: the cubin's name in workdir */
+	bool own_plan;               /* plan was bound (and must be released) */
+	bool trusted;                /* our GPU baseline: library calls allowed */
+};
+
+/* One case: a stage under one dim set and init profile. Double copies of
+ * inputs (as stored), reference outputs, baseline outputs and what the
+ * candidate wrote, per slot. */
+struct vr_case {
+	enum cr_stage stage;
+	struct task_dimset dims;
+	enum task_profile prof;
+	uint64_t seed;
+	bool ready;
+	int n_slots;
+	int64_t vals[CR_MAX_EXPRS];
+	int64_t numel[CR_MAX_SLOTS];
+	size_t bytes[CR_MAX_SLOTS];
+	size_t off[CR_MAX_SETS][CR_MAX_SLOTS];
+	double *in[CR_MAX_SLOTS], *ref[CR_MAX_SLOTS], *base[CR_MAX_SLOTS];
+	double *got[CR_MAX_SLOTS], *got2[CR_MAX_SLOTS];
+	void *mem;
+};
+
+void vr_fail(struct vr *v, enum check_verdict s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The verdict of a failed call: timeout, the worker's FAULT verdict (a
+ * cuda launch error, a parameter mismatch), else runtime_error. */
+enum check_verdict vr_run_verdict(const struct cr_proc *w, enum cr_run res);
+size_t vr_layout(struct vr_case *c, int n_sets);
+void vr_guard_fill(struct vr_case *c, char *shm, int n_sets, size_t total, uint64_t key);
+bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, int n_sets,
+		    size_t total, uint64_t key, char *why, size_t cap);
+/* The plan's expression values and every slot's element count and bytes
+ * for a dim set (c->stage, dims, n_slots, vals, numel, bytes). false, with
+ * a format_error recorded, when an expression fails or a size is out of
+ * range. */
+bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struct task_dimset *d);
+/* Sizes (vr_case_sizes) and the double arrays of a case: in and got, and
+ * with refs also ref, base and got2; c->ready false when a size failed
+ * (format_error recorded). */
+enum cr_status vr_case_alloc(struct vr *v, struct vr_case *c, enum cr_stage s,
+			     const struct task_dimset *d, bool refs, struct cr_err *err);
+enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
+			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
+			    struct cr_err *err);
+void vr_case_release(struct vr_case *c);
+/* Writes the shared-memory header for a case (and a cuda worker's launch
+ * table); false, with a format_error recorded, when a launch is out of range. */
+bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets);
+/* "cuda" or "cand": the worker mode for v's candidate. */
+const char *vr_worker_mode(const struct vr *v);
+void vr_fill_buffers(struct vr *v, struct vr_case *c, char *shm, int set, int poison,
+		     uint64_t key);
+void vr_read_outputs(struct vr *v, struct vr_case *c, const char *shm, int set, double **dst);
+bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set, char *why,
+		      size_t cap);
+/* Correctness of one stage (verify_stage.c). */
+enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err);
+/* Timing of the forward plan against the baseline (verify_time.c). */
+enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err);
+/* The same on the GPU (verify_time_cuda.c): device-timed calls against the
+ * task's GPU baseline. */
+enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *err);
+
+#endif

@@ -1,0 +1,119 @@
+/* cuda_dev.c — what the rest of crucible asks of the NVIDIA stack, with or
+ * without CUDA built in (the one file of cuda/ built either way): is a GPU
+ * there, which one and its peaks, NVML's clocks, a cuda worker's launch
+ * table, and the device worker's entry. Without CUDA each says so. */
+#include "cuda/cuda_dev.h"
+#include "cr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if HAVE_CUDA
+#include "cuda/cuda_compile.h"
+#include "cuda/cuda_drv.h"
+#include "cuda/cuda_worker.h"
+#endif
+
+bool cr_cuda_dev_available(char *why, size_t cap)
+{
+#if HAVE_CUDA
+	return cr_cuda_available(why, cap);
+#else
+	snprintf(why, cap, "built without CUDA (meson -Dcuda=disabled)");
+	return false;
+#endif
+}
+
+#if HAVE_CUDA
+/* Datasheet figures (FP32 without tensor cores, memory bandwidth) of the
+ * devices we know; others from the reported clocks: FP32 lanes per SM (64
+ * on sm_60/70/80, 128 on sm_86 and later) x 2 flops x SM clock, and memory
+ * clock x 2 (double data rate) x bus width. */
+static void device_peaks(const struct cr_cuda_device *d, double *tflops, double *tbps)
+{
+	static const struct { const char *name; double tflops, tbps; } tab[] = {
+		{ "H200", 67.0, 4.8 }, { "H100 SXM", 67.0, 3.35 }, { "H100 PCIe", 51.2, 2.0 },
+		{ "H100 NVL", 60.0, 3.9 }, { "A100-SXM4-80GB", 19.5, 2.039 },
+		{ "A100-SXM4-40GB", 19.5, 1.555 }, { "A100-PCIE-40GB", 19.5, 1.555 },
+		{ "A100 80GB PCIe", 19.5, 1.935 }, { "L40S", 91.6, 0.864 }, { "L4", 30.3, 0.3 },
+		{ "RTX 4090", 82.6, 1.008 }, { "A10G", 31.2, 0.6 },
+	};
+	int lanes = d->cc_major >= 9 || (d->cc_major == 8 && d->cc_minor >= 6) ? 128 : 64;
+
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (strstr(d->name, tab[i].name)) {
+			*tflops = tab[i].tflops;
+			*tbps = tab[i].tbps;
+			return;
+		}
+	*tflops = (double)d->sm_count * lanes * 2 * d->clock_khz * 1e3 / 1e12;
+	*tbps = (double)d->mem_clock_khz * 1e3 * 2 * d->bus_bits / 8 / 1e12;
+}
+#endif
+
+enum cr_status cr_cuda_dev_describe(char *desc, size_t dcap, char *arch, size_t acap,
+				      double *peak_tflops, double *peak_tbps, struct cr_err *err)
+{
+#if HAVE_CUDA
+	struct cr_cuda_device d;
+	enum cr_status st = cr_cuda_device_info(0, &d, err);
+	if (st)
+		return st;
+	snprintf(desc, dcap, "%s (%s, %d SMs, driver %d.%d)", d.name, d.arch, d.sm_count,
+		 d.driver_version / 1000, d.driver_version % 1000 / 10);
+	snprintf(arch, acap, "%s", d.arch);
+	device_peaks(&d, peak_tflops, peak_tbps);
+	return CR_OK;
+#else
+	(void)desc; (void)dcap; (void)arch; (void)acap; (void)peak_tflops; (void)peak_tbps;
+	return cr_errf(err, CR_EENV, "built without CUDA");
+#endif
+}
+
+enum cr_status cr_cuda_ltab_write(char *shm, const struct cr_plan *p, enum cr_stage s,
+				    const int64_t *vals, const char *cubin_path, const char *path,
+				    bool trusted, struct cr_err *err)
+{
+#if HAVE_CUDA
+	struct cr_cuda_ltab *t = (struct cr_cuda_ltab *)(shm + CR_CUDA_LTAB_OFF);
+	enum cr_status st = cr_cuda_ltab_fill(t, p, s, vals, cubin_path, path, err);
+	if (!st && trusted) {
+		t->flags |= CR_CUDA_LTAB_TRUSTED;
+		cr_cuda_toolkit_lib("libcublas.so.13", t->cublas_path, sizeof t->cublas_path);
+	}
+	return st;
+#else
+	(void)shm; (void)p; (void)s; (void)vals; (void)cubin_path; (void)path; (void)trusted;
+	return cr_errf(err, CR_EENV, "built without CUDA");
+#endif
+}
+
+int cr_cuda_worker_entry(char *shm, size_t size)
+{
+#if HAVE_CUDA
+	return cr_cuda_worker_main(shm, size);
+#else
+	(void)shm; (void)size;
+	fprintf(stderr, "crucible __worker cuda: built without CUDA\n");
+	return 2;
+#endif
+}
+
+void cr_cuda_clocks_line(char *buf, size_t cap)
+{
+#if HAVE_CUDA
+	struct cr_nvml_clocks c;
+	struct cr_err e;
+	cr_err_init(&e);
+	if (cr_nvml_clocks(0, &c, &e)) {
+		snprintf(buf, cap, "unknown (%s)", e.msg);
+		return;
+	}
+	snprintf(buf, cap, "sm %u/%u MHz, memory %u/%u MHz, %u C, %.0f W, throttle %s, driver %s", c.sm_mhz,
+		 c.sm_max_mhz, c.mem_mhz, c.mem_max_mhz, c.temp_c, c.power_mw / 1000.0, c.throttle_str,
+		 c.driver);
+#else
+	snprintf(buf, cap, "unknown (built without CUDA)");
+#endif
+}
