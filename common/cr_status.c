@@ -1,9 +1,12 @@
 /* cr_status.c — status names, exit codes and the error context. */
 #include "common/cr_status.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 void cr_err_init(struct cr_err *e)
@@ -79,4 +82,21 @@ char *cr_read_file(const char *path, size_t max, size_t *len)
 out:
 	fclose(f);
 	return buf;
+}
+
+uint64_t cr_secure_u64(void)
+{
+	uint64_t v;
+	size_t got = 0;
+	while (got < sizeof v) {
+		ssize_t n = getrandom((char *)&v + got, sizeof v - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "crucible: getrandom: %s\n", strerror(errno));
+			abort();
+		}
+		got += (size_t)n;
+	}
+	return v;
 }

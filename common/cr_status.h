@@ -35,6 +35,11 @@ void cr_err_init(struct cr_err *e);
  * NULL. */
 enum cr_status cr_errf(struct cr_err *e, enum cr_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* 64 bits from the kernel's CSPRNG (getrandom): for what a candidate must
+ * not predict or replay (timing inputs, which outputs are re-checked, guard
+ * patterns, per-run shapes). Never derived from the run seed; aborts the
+ * process if the kernel cannot supply them (there is no honest fallback). */
+uint64_t cr_secure_u64(void);
 /* The monotonic clock in nanoseconds (deadlines, compile times). */
 int64_t cr_now_ns(void);
 /* The whole file at path, NUL-terminated, into a malloc'd buffer; NULL when
