@@ -1,9 +1,11 @@
-/* proc.c — spawning and talking to worker processes. */
+/* proc.c — spawning and talking to worker processes: each worker is PID 1
+ * of fresh PID, network and IPC namespaces (cr_proc_spawn), so killing it
+ * kills everything it started; its log is created by root in the root-owned
+ * run directory; the shared memory is sealed against resizing. */
 #include "harness/worker/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,27 +13,179 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness/worker/sandbox.h"
 
 #define LOG_CAP (1 << 20)   /* worker stdout+stderr bytes before SIGXFSZ */
 
+/* ---- spawning in fresh namespaces ---- */
+
+#define NS_FLAGS (CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)
+enum ns_level { NS_UNKNOWN, NS_FULL, NS_USER, NS_NONE };
+static enum ns_level ns_level = NS_UNKNOWN;
+static char ns_why[160];
+
+/* glibc's setuid family signals every thread the parent had and waits for
+ * them: in a child cloned from a multithreaded orchestrator that waits for
+ * ever. The raw calls change this thread's credentials, the only thread. */
+int cr_proc_drop_to_nobody(void)
+{
+	if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, 65534, 65534, 65534) ||
+	    syscall(SYS_setresuid, 65534, 65534, 65534))
+		return -1;
+	return 0;
+}
+
+/* In a child made with CLONE_NEWUSER: map our own uid and gid onto
+ * themselves, so files keep their owner. */
+static int map_self(uid_t uid, gid_t gid)
+{
+	char buf[64];
+	int fd, n, rc = 0;
+	static const char *files[] = { "/proc/self/setgroups", "/proc/self/uid_map",
+				       "/proc/self/gid_map" };
+	for (int i = 0; i < 3 && !rc; i++) {
+		if (i == 0)
+			n = snprintf(buf, sizeof buf, "deny");
+		else
+			n = snprintf(buf, sizeof buf, "%u %u 1", i == 1 ? (unsigned)uid : (unsigned)gid,
+				     i == 1 ? (unsigned)uid : (unsigned)gid);
+		fd = open(files[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n)
+			rc = -1;
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
+static pid_t clone_level(enum ns_level l)
+{
+	unsigned long flags = SIGCHLD;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	pid_t pid;
+
+	if (l == NS_FULL)
+		flags |= NS_FLAGS;
+	else if (l == NS_USER)
+		flags |= NS_FLAGS | CLONE_NEWUSER;
+	fflush(NULL);
+	/* the raw call with no stack behaves like fork, new namespaces aside */
+	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	if (pid == 0 && l == NS_USER && map_self(uid, gid))
+		_exit(79);
+	return pid;
+}
+
+pid_t cr_proc_spawn(void)
+{
+	static const char *names[] = { "", "PID, network and IPC namespaces",
+				       "a user namespace with PID, network and IPC namespaces", "fork" };
+	enum ns_level l = ns_level == NS_UNKNOWN ? NS_FULL : ns_level;
+	int why = 0;
+	for (;; l++) {
+		pid_t pid = clone_level(l);
+		if (pid >= 0 || l == NS_NONE) {
+			if (pid > 0 && ns_level != l) {
+				if (l != NS_FULL)
+					snprintf(ns_why, sizeof ns_why, "%s refused (%s): children run in %s",
+						 names[l - 1], strerror(why), names[l]);
+				ns_level = l;
+			}
+			return pid;
+		}
+		why = errno;
+		if (why != EPERM && why != EINVAL && why != ENOSPC && why != EUSERS)
+			return -1;
+	}
+}
+
+const char *cr_proc_ns_level(void)
+{
+	if (ns_level == NS_UNKNOWN) {
+		/* a probe: one throw-away child at the best level the kernel allows */
+		pid_t pid = cr_proc_spawn();
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+	}
+	switch (ns_level) {
+	case NS_FULL: return "pid+net+ipc";
+	case NS_USER: return "user+pid+net+ipc";
+	case NS_NONE: return "none";
+	default: return "unknown";
+	}
+}
+
+const char *cr_proc_ns_why(void)
+{
+	return ns_why;
+}
+
+/* Kills a spawned child and everything it started, and reaps it (status:
+ * its wait status, may be NULL). In a PID namespace the child is its init:
+ * when it dies the kernel kills every other process of the namespace, and
+ * the child is reaped only after they are all gone. Without one, its
+ * process group is killed, while the unreaped leader still reserves the
+ * group's id, and again until none is left (a process that left the group
+ * with setsid survives: the fallback is weaker, and recorded as such). */
+static void reap(pid_t pid, int *status)
+{
+	int st = 0;
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (status)
+		*status = st;
+	if (ns_level != NS_NONE)
+		return;
+	for (int i = 0; i < 1000 && kill(-pid, 0) == 0; i++) {
+		kill(-pid, SIGKILL);
+		usleep(1000);
+	}
+}
+
+void cr_proc_kill(pid_t pid)
+{
+	if (pid > 0)
+		reap(pid, NULL);
+}
+
+/* ---- the shared memory ---- */
+
 enum cr_status cr_proc_init(struct cr_proc *w, size_t shm_size, struct cr_err *err)
 {
+	/* a worker that dies between calls must cost its candidate a verdict,
+	 * not crucible its life: writes to a dead worker's pipe return EPIPE
+	 * (handled as a crash in cr_proc_call) instead of raising SIGPIPE.
+	 * Children set it back to the default before they exec. */
+	signal(SIGPIPE, SIG_IGN);
 	memset(w, 0, sizeof *w);
 	w->pid = -1;
 	w->fault = -1;
 	w->cmd_fd = w->rep_fd = w->log_fd = -1;
 	w->shm_size = shm_size;
-	w->shm_fd = memfd_create("crucible-shm", MFD_CLOEXEC);
+	w->shm_fd = memfd_create("crucible-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (w->shm_fd < 0)
 		return cr_errf(err, CR_EENV, "memfd_create: %s", strerror(errno));
 	if (ftruncate(w->shm_fd, (off_t)shm_size)) {
 		cr_errf(err, CR_ENOMEM, "cannot size shared memory to %zu bytes: %s", shm_size,
 			strerror(errno));
+		goto fail;
+	}
+	/* a worker that shrank the region would kill crucible with SIGBUS on
+	 * its next access; once sealed, nobody can resize it or lift the seals */
+	if (fcntl(w->shm_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		cr_errf(err, CR_EENV, "cannot seal the shared memory: %s", strerror(errno));
 		goto fail;
 	}
 	w->shm = mmap(NULL, shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, w->shm_fd, 0);
@@ -70,8 +224,7 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 		int64_t left = deadline - cr_now_ns();
 		int rc;
 		if (left <= 0) {
-			kill(w->pid, SIGKILL);
-			waitpid(w->pid, NULL, 0);
+			reap(w->pid, NULL);
 			w->pid = -1;
 			snprintf(detail, cap, "no answer within %.1f s (killed)", timeout_s);
 			return CR_RUN_TIMEOUT;
@@ -86,7 +239,7 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 			continue;
 		if (n <= 0) {
 			int status = 0;
-			waitpid(w->pid, &status, 0);
+			reap(w->pid, &status);
 			w->pid = -1;
 			describe_exit(status, detail, cap);
 			return CR_RUN_CRASH;
@@ -96,15 +249,15 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 	if (r->kind == CR_REP_SYSCALL) {
 		snprintf(detail, cap, "forbidden system call %s (%d)",
 			 cr_sandbox_syscall_name(r->code), r->code);
-		kill(w->pid, SIGKILL);
-		waitpid(w->pid, NULL, 0);
+		reap(w->pid, NULL);
 		w->pid = -1;
 		return CR_RUN_SYSCALL;
 	}
 	return CR_RUN_OK;
 }
 
-static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, const char *workdir)
+static void child(struct cr_proc *w, int cmd_r, int cmd_w, int rep_w, const char *mode,
+		  const char *workdir)
 {
 	struct rlimit rl;
 	char *argv[] = { "crucible", "__worker", (char *)mode, NULL };
@@ -128,7 +281,13 @@ static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, con
 	snprintf(nthreads, sizeof nthreads, "OMP_NUM_THREADS=%ld", ncpu > 0 ? ncpu : 1);
 	snprintf(blas, sizeof blas, "OPENBLAS_NUM_THREADS=%ld",
 		 1L);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGPIPE, SIG_DFL);
+	/* its own group: the kill at release reaches what it started even
+	 * where no PID namespace could be made */
+	setpgid(0, 0);
+	/* only the orchestrator holds the command pipe's write end: its end
+	 * hanging up means the orchestrator is gone */
+	close(cmd_w);
 	/* move every fd above the targets first, so no dup2 clobbers another */
 	int hi_cmd = fcntl(cmd_r, F_DUPFD, 100), hi_rep = fcntl(rep_w, F_DUPFD, 100);
 	int hi_shm = fcntl(w->shm_fd, F_DUPFD, 100), hi_log = fcntl(w->log_fd, F_DUPFD, 100);
@@ -153,9 +312,14 @@ static void child(struct cr_proc *w, int cmd_r, int rep_w, const char *mode, con
 	/* never run a candidate as root: a different uid cannot read the
 	 * orchestrator's memory or environment through /proc */
 	if (!strcmp(mode, "cand") && (getuid() == 0 || geteuid() == 0)) {
-		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		if (cr_proc_drop_to_nobody())
 			_exit(74);
 	}
+	/* after the uid change, which clears it; then make sure the
+	 * orchestrator did not die before it was set */
+	struct pollfd pfd = { .fd = 3, .events = POLLIN };
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP)))
+		_exit(78);
 	rl.rlim_cur = rl.rlim_max = 0;
 	setrlimit(RLIMIT_CORE, &rl);
 	rl.rlim_cur = rl.rlim_max = LOG_CAP;
@@ -184,27 +348,33 @@ enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workd
 {
 	int cp[2], rp[2];
 	struct cr_reply r;
+	struct stat sb;
 	enum cr_run res;
 
+	/* workdir is root's (harness/verify.c): nothing the candidate runs can
+	 * plant a link, FIFO or directory here; the flags are the second line */
 	snprintf(w->log_path, sizeof w->log_path, "%s/worker-%s.log", workdir, mode);
-	w->log_fd = open(w->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->log_fd < 0) {
-		snprintf(detail, cap, "cannot create %s: %s", w->log_path, strerror(errno));
+	if (w->log_fd >= 0)
+		close(w->log_fd);
+	w->log_fd = open(w->log_path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			 0644);
+	if (w->log_fd < 0 || fstat(w->log_fd, &sb) || !S_ISREG(sb.st_mode)) {
+		snprintf(detail, cap, "cannot create %s as a regular file: %s", w->log_path,
+			 w->log_fd < 0 ? strerror(errno) : "not a regular file");
 		return CR_RUN_SETUP;
 	}
 	if (pipe2(cp, O_CLOEXEC) || pipe2(rp, O_CLOEXEC)) {
 		snprintf(detail, cap, "pipe: %s", strerror(errno));
 		return CR_RUN_SETUP;
 	}
-	fflush(NULL);
-	w->pid = fork();
+	w->pid = cr_proc_spawn();
 	if (w->pid < 0) {
-		snprintf(detail, cap, "fork: %s", strerror(errno));
+		snprintf(detail, cap, "clone: %s", strerror(errno));
 		close(cp[0]); close(cp[1]); close(rp[0]); close(rp[1]);
 		return CR_RUN_SETUP;
 	}
 	if (w->pid == 0)
-		child(w, cp[0], rp[1], mode, workdir);
+		child(w, cp[0], cp[1], rp[1], mode, workdir);
 	close(cp[0]);
 	close(rp[1]);
 	w->cmd_fd = cp[1];
@@ -225,6 +395,22 @@ enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workd
 	return res;
 }
 
+/* A worker that is PID 1 of its namespace ignores SIGXFSZ (the kernel
+ * delivers only SIGKILL and SIGSTOP to a namespace's init by default), so
+ * a full log is seen here: at the cap the write failed, and the worker is
+ * stopped as if the signal had killed it. */
+static bool log_full(struct cr_proc *w, char *detail, size_t cap)
+{
+	struct stat sb;
+	if (w->log_fd < 0 || fstat(w->log_fd, &sb) || sb.st_size < LOG_CAP)
+		return false;
+	cr_proc_kill(w->pid);
+	w->pid = -1;
+	snprintf(detail, cap, "killed by signal XFSZ (stdout/stderr reached the %d-byte cap)",
+		 LOG_CAP);
+	return true;
+}
+
 enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 			 double timeout_s, int64_t *ns, char *detail, size_t cap)
 {
@@ -238,9 +424,10 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 		return CR_RUN_CRASH;
 	}
 	t0 = cr_now_ns();
+	/* a dead worker: EPIPE here (SIGPIPE is ignored, see cr_proc_init) */
 	if (write(w->cmd_fd, &c, sizeof c) != (ssize_t)sizeof c) {
 		int status = 0;
-		waitpid(w->pid, &status, 0);
+		reap(w->pid, &status);
 		w->pid = -1;
 		describe_exit(status, detail, cap);
 		return CR_RUN_CRASH;
@@ -248,12 +435,13 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 	res = wait_reply(w, timeout_s, &r, detail, cap);
 	if (ns)
 		*ns = cr_now_ns() - t0;
+	if (res == CR_RUN_OK && log_full(w, detail, cap))
+		return CR_RUN_CRASH;
 	if (res == CR_RUN_OK && r.kind == CR_REP_FAULT && r.seq == c.seq) {
 		w->fault = r.code;
 		w->last = r;
 		snprintf(detail, cap, "%.*s", (int)sizeof r.msg, r.msg);
-		kill(w->pid, SIGKILL);
-		waitpid(w->pid, NULL, 0);
+		reap(w->pid, NULL);
 		w->pid = -1;
 		return CR_RUN_FAULT;
 	}
@@ -261,8 +449,7 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 		w->last = r;
 	if (res == CR_RUN_OK && (r.kind != CR_REP_DONE || r.seq != c.seq)) {
 		snprintf(detail, cap, "worker protocol error (reply kind %u, seq %u)", r.kind, r.seq);
-		kill(w->pid, SIGKILL);
-		waitpid(w->pid, NULL, 0);
+		reap(w->pid, NULL);
 		w->pid = -1;
 		return CR_RUN_CRASH;
 	}
@@ -294,28 +481,25 @@ int64_t cr_proc_cpu_ns(struct cr_proc *w)
 
 void cr_proc_log_tail(struct cr_proc *w, char *buf, size_t cap)
 {
-	FILE *f;
-	long sz;
-	size_t n;
+	struct stat sb;
+	off_t from;
+	ssize_t n;
 
 	buf[0] = '\0';
-	if (!w->log_path[0] || !(f = fopen(w->log_path, "rb")))
+	/* read through root's own descriptor, never by path */
+	if (w->log_fd < 0 || fstat(w->log_fd, &sb) || cap < 2)
 		return;
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	fseek(f, sz > (long)cap - 1 ? sz - (long)cap + 1 : 0, SEEK_SET);
-	n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	from = sb.st_size > (off_t)cap - 1 ? sb.st_size - (off_t)cap + 1 : 0;
+	n = pread(w->log_fd, buf, cap - 1, from);
+	buf[n > 0 ? n : 0] = '\0';
 }
 
 void cr_proc_release(struct cr_proc *w)
 {
 	if (w->pid > 0) {
 		struct cr_cmd c = { .op = CR_CMD_QUIT };
-		if (write(w->cmd_fd, &c, sizeof c) < 0) { /* ignore */ }
-		kill(w->pid, SIGKILL);
-		waitpid(w->pid, NULL, 0);
+		if (write(w->cmd_fd, &c, sizeof c) < 0) { /* ignore: EPIPE from a dead worker */ }
+		cr_proc_kill(w->pid);
 	}
 	w->pid = -1;
 	if (w->cmd_fd >= 0) close(w->cmd_fd);

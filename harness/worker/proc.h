@@ -1,6 +1,7 @@
 /* proc.h — the orchestrator's handle on one worker process: shared memory,
  * pipes, limits, timeouts, and the wall-clock timer around each call (the
- * worker's own clocks are never trusted). */
+ * worker's own clocks are never trusted); and the spawn in fresh PID,
+ * network and IPC namespaces that the worker and the compiler share. */
 #ifndef CR_PROC_H
 #define CR_PROC_H
 
@@ -56,6 +57,23 @@ int64_t cr_proc_cpu_ns(struct cr_proc *w);
 void cr_proc_release(struct cr_proc *w);
 /* Last bytes of the worker's captured stdout/stderr (NUL-terminated). */
 void cr_proc_log_tail(struct cr_proc *w, char *buf, size_t cap);
+
+/* Like fork, but the child is PID 1 of fresh PID, network and IPC
+ * namespaces (adding a user namespace that maps the caller's uid when that
+ * is refused, plain fork when even that is); returns 0 in the child, the
+ * pid in the parent, -1 with errno. The child should be ended with
+ * cr_proc_kill. */
+pid_t cr_proc_spawn(void);
+/* The isolation children get, after a probe if none was spawned yet:
+ * "pid+net+ipc", "user+pid+net+ipc", or "none" (plain fork: a worker's
+ * descendants are then contained by its process group and seccomp only). */
+const char *cr_proc_ns_level(void);
+/* Empty at full isolation, else what was refused and why (one line). */
+const char *cr_proc_ns_why(void);
+/* In a spawned child (one thread): uid, gid nobody, no groups; 0 or -1. */
+int cr_proc_drop_to_nobody(void);
+/* SIGKILL to a spawned child and all it started, reaped; none left after. */
+void cr_proc_kill(pid_t pid);
 
 
 #endif

@@ -1,0 +1,54 @@
+#!/bin/sh
+# proc_contain.sh CRUCIBLE SRCDIR OUTDIR — workers do not outlive their run
+# (docs/VERIFIER.md, "Process control and the compiler"):
+#  1. a worker mid-call is PID 1 of its own PID namespace, in network and
+#     IPC namespaces of its own, as uid nobody when we are root;
+#  2. crucible killed with SIGKILL takes that worker with it;
+#  3. after an eval whose worker left a thread running, no process of that
+#     worker is left.
+# A kernel without these namespaces fails this test (it is not skipped):
+# crucible then runs workers with a weaker fallback, and says so.
+set -u
+crucible=$1; src=$2; out=$3
+fail() { echo "FAIL: $*"; [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null; exit 1; }
+find_comm() { # prints the pids whose comm is $1
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
+	done
+}
+rm -rf "$out"; mkdir -p "$out"
+
+"$crucible" check "$src/proc_linger.c" --no-timing --timeout 60 >"$out/linger.txt" 2>&1 &
+pid=$!
+w=""
+for i in $(seq 1 200); do
+	w=$(find_comm crproc_linger | head -n 1)
+	[ -n "$w" ] && break
+	sleep 0.05
+done
+[ -n "$w" ] || fail "the lingering worker never started ($(cat "$out/linger.txt"))"
+nspid=$(awk '/^NSpid:/ { print $NF }' "/proc/$w/status")
+[ "$nspid" = 1 ] || fail "worker $w is not PID 1 of its own PID namespace (NSpid ends in $nspid)"
+for ns in pid net ipc; do
+	[ "$(readlink "/proc/$w/ns/$ns")" != "$(readlink /proc/self/ns/$ns)" ] ||
+		fail "worker $w shares crucible's $ns namespace"
+done
+if [ "$(id -u)" = 0 ]; then
+	uid=$(awk '/^Uid:/ { print $2 }' "/proc/$w/status")
+	[ "$uid" = 65534 ] || fail "worker $w runs as uid $uid, not nobody"
+fi
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+for i in $(seq 1 40); do
+	[ -z "$(find_comm crproc_linger)" ] && break
+	sleep 0.05
+done
+left=$(find_comm crproc_linger)
+[ -z "$left" ] || { kill -9 $left; fail "worker $left outlived crucible killed with SIGKILL"; }
+pid=""
+
+"$crucible" eval "$src/proc_leave_thread.c" --check-expect --no-timing --out "$out/eval" \
+	>"$out/eval.txt" 2>&1 || fail "eval of proc_leave_thread.c: $(cat "$out/eval.txt")"
+left=$(find_comm crproc_left)
+[ -z "$left" ] || { kill -9 $left; fail "processes $left of a finished eval are still running"; }
+echo "ok: worker in fresh pid/net/ipc namespaces, gone with crucible, none left after eval"
