@@ -6,6 +6,7 @@
 #include "harness/verify.h"
 #include "checks/stage.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,29 +20,27 @@
 
 /* ---- the whole candidate ---- */
 
+/* The run directory is root's (0755: the worker, as nobody, reads cand.so
+ * in it): nothing a candidate runs can create anything here, so the logs
+ * root opens in it cannot be planted links, FIFOs or directories. The
+ * compiler gets a subdirectory of its own for the compile only
+ * (harness/worker/compile.c). */
 static enum cr_status make_workdir(struct vr *v, const char *root, struct cr_err *err)
 {
 	snprintf(v->workdir, sizeof v->workdir, "%s/cXXXXXX", root);
 	if (!mkdtemp(v->workdir))
-		return cr_errf(err, CR_EENV, "cannot create a work directory under %s", root);
-	/* the unprivileged compiler writes here and the worker reads */
-	chmod(v->workdir, 0755);
-	if (geteuid() == 0 && chown(v->workdir, 65534, 65534))
-		return cr_errf(err, CR_EENV, "cannot hand %s to the unprivileged user", v->workdir);
+		return cr_errf(err, CR_EENV, "cannot create a work directory under %s: %s", root,
+			       strerror(errno));
+	if (chmod(v->workdir, 0755))
+		return cr_errf(err, CR_EENV, "cannot open %s to the unprivileged user: %s", v->workdir,
+			       strerror(errno));
 	return CR_OK;
 }
 
 static void remove_workdir(struct vr *v)
 {
-	static const char *files[] = { "cand.c", "tramp.c", "cand.so", "compile.log",
-				       "worker-cand.log", "worker-base.log", "cand.cubin", "base.cubin",
-				       "worker-cuda.log", NULL };
-	char p[700];
-	for (int i = 0; files[i]; i++) {
-		snprintf(p, sizeof p, "%s/%s", v->workdir, files[i]);
-		unlink(p);
-	}
-	rmdir(v->workdir);
+	if (cr_remove_tree(v->workdir))
+		fprintf(stderr, "crucible: cannot remove %s: %s\n", v->workdir, strerror(errno));
 }
 
 /* path lies under dir (both resolved). */
@@ -127,13 +126,15 @@ enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 		goto done;
 	case CR_COMPILE_TIMEOUT:
 	case CR_COMPILE_FAILED: {
-		/* the first error line is the most useful detail */
-		char *e = strstr(log, "error");
+		/* the first error line is the most useful detail ("error:" from
+		 * the compiler, "Error:" from the assembler) */
+		char *e = strcasestr(log, "error");
 		char *start = e, *nl;
 		while (start && start > log && start[-1] != '\n')
 			start--;
-		if (!start)
-			start = log;
+		if (!start)  /* no error line ("cc1: out of memory …"): the first non-blank one */
+			for (start = log; *start == '\n' || *start == ' '; start++)
+				;
 		if ((nl = strchr(start, '\n')))
 			*nl = '\0';
 		{
