@@ -78,7 +78,13 @@ static pid_t clone_level(enum ns_level l)
 	fflush(NULL);
 	/* the raw call with no stack behaves like fork, new namespaces aside */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
-	if (pid == 0 && l == NS_USER && map_self(uid, gid))
+	/* the maps are written by the child itself, which must be dumpable
+	 * for its /proc files to be its own; it is non-dumpable again before
+	 * it does anything else (in that window only a same-uid process that
+	 * may ptrace could read this copy of the orchestrator: the workers'
+	 * seccomp forbids ptrace) */
+	if (pid == 0 && l == NS_USER &&
+	    (prctl(PR_SET_DUMPABLE, 1) || map_self(uid, gid) || prctl(PR_SET_DUMPABLE, 0)))
 		_exit(79);
 	return pid;
 }
