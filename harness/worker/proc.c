@@ -89,40 +89,47 @@ static pid_t clone_level(enum ns_level l)
 	return pid;
 }
 
-pid_t cr_proc_spawn(void)
+/* Once: the best level at which a child can be made and set up (a user
+ * namespace's maps written); the refusals on the way are kept in ns_why. */
+static void probe(void)
 {
 	static const char *names[] = { "", "PID, network and IPC namespaces",
-				       "a user namespace with PID, network and IPC namespaces", "fork" };
-	enum ns_level l = ns_level == NS_UNKNOWN ? NS_FULL : ns_level;
-	int why = 0;
-	for (;; l++) {
+				       "a user namespace with PID, network and IPC namespaces" };
+	char why[2][64] = { "", "" };
+	enum ns_level l;
+	for (l = NS_FULL; l < NS_NONE; l++) {
+		int st = 0;
 		pid_t pid = clone_level(l);
-		if (pid >= 0 || l == NS_NONE) {
-			if (pid > 0 && ns_level != l) {
-				if (l != NS_FULL)
-					snprintf(ns_why, sizeof ns_why, "%s refused (%s): children run in %s",
-						 names[l - 1], strerror(why), names[l]);
-				ns_level = l;
-			}
-			return pid;
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0) {
+			snprintf(why[l - 1], sizeof why[0], "%s", strerror(errno));
+			continue;
 		}
-		why = errno;
-		if (why != EPERM && why != EINVAL && why != ENOSPC && why != EUSERS)
-			return -1;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			break;
+		snprintf(why[l - 1], sizeof why[0], "the child's setup failed");
 	}
+	ns_level = l;
+	if (l > NS_FULL)
+		snprintf(ns_why, sizeof ns_why, "%s refused (%s)%s%s%s%s", names[1], why[0],
+			 l > NS_USER ? "; " : "", l > NS_USER ? names[2] : "",
+			 l > NS_USER ? " refused: " : "", l > NS_USER ? why[1] : "");
+}
+
+pid_t cr_proc_spawn(void)
+{
+	if (ns_level == NS_UNKNOWN)
+		probe();
+	return clone_level(ns_level);
 }
 
 const char *cr_proc_ns_level(void)
 {
-	if (ns_level == NS_UNKNOWN) {
-		/* a probe: one throw-away child at the best level the kernel allows */
-		pid_t pid = cr_proc_spawn();
-		if (pid == 0)
-			_exit(0);
-		if (pid > 0)
-			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-				;
-	}
+	if (ns_level == NS_UNKNOWN)
+		probe();
 	switch (ns_level) {
 	case NS_FULL: return "pid+net+ipc";
 	case NS_USER: return "user+pid+net+ipc";

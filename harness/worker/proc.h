@@ -60,9 +60,9 @@ void cr_proc_log_tail(struct cr_proc *w, char *buf, size_t cap);
 
 /* Like fork, but the child is PID 1 of fresh PID, network and IPC
  * namespaces (adding a user namespace that maps the caller's uid when that
- * is refused, plain fork when even that is); returns 0 in the child, the
- * pid in the parent, -1 with errno. The child should be ended with
- * cr_proc_kill. */
+ * is refused, plain fork when even that is: the level is found once, by a
+ * throw-away child); returns 0 in the child, the pid in the parent, -1
+ * with errno. The child should be ended with cr_proc_kill. */
 pid_t cr_proc_spawn(void);
 /* The isolation children get, after a probe if none was spawned yet:
  * "pid+net+ipc", "user+pid+net+ipc", or "none" (plain fork: a worker's
