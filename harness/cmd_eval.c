@@ -17,6 +17,7 @@
 
 #include "cr_config.h"
 #include "checks/cuda_build.h"
+#include "common/cr_text.h"
 #include "common/sha256.h"
 #include "cuda/cuda_dev.h"
 #include "harness/backend.h"
@@ -27,6 +28,14 @@
 #include "harness/verify.h"
 #include "reports/report.h"
 #include "tasks/task_registry.h"
+
+/* Text a candidate controls (its file name, @task, any detail), safe to
+ * print: control bytes, invalid UTF-8 and bidi overrides escaped. */
+static const char *safe(const char *s, char *buf, size_t cap)
+{
+	cr_text_escape(s, strlen(s), buf, cap);
+	return buf;
+}
 
 struct cands {
 	char **paths;
@@ -89,6 +98,9 @@ static enum cr_status collect(struct cands *c, const char *path, int depth, stru
 struct eval_opts {
 	const char *tasks, *out, *backend;
 	uint64_t seed;
+	bool seed_given;         /* --seed N on the command line */
+	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */
+	const char *seed_source; /* "--seed", "drawn", "secret" */
 	bool resume, no_timing, quick, check_expect, verbose, compile_only;
 	const char *arch;
 	double timeout, time_cap;
@@ -135,8 +147,10 @@ static void compiler_version(const char *workroot, char *buf, size_t cap)
 
 static void json_str(FILE *f, const char *key, const char *val, bool comma)
 {
+	char esc[4096];
 	fprintf(f, "  \"%s\": \"", key);
-	for (const char *p = val; *p; p++)
+	cr_text_escape(val, strlen(val), esc, sizeof esc);
+	for (const char *p = esc; *p; p++)
 		if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
 		else if ((unsigned char)*p >= 0x20)
@@ -178,9 +192,26 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 		fprintf(f, "  \"seed\": \"secret\",\n");
 	else
 		fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)o->seed);
+	json_str(f, "seed_source", o->seed_source, true);
 	fprintf(f, "  \"timing\": %s,\n  \"quick\": %s\n}\n", o->no_timing ? "false" : "true",
 		o->quick ? "true" : "false");
 	fclose(f);
+}
+
+/* The run's seed (SPEC §1): --seed N, mixed with CRUCIBLE_SEED when that is
+ * set (then "secret"); without either, drawn from the kernel's CSPRNG so no
+ * input of a default run is known in advance. 53 bits, so every JSON
+ * reader keeps it exact. */
+static void settle_seed(struct eval_opts *o)
+{
+	if (!o->seed_given && !cr_seed_is_secret())
+		o->seed = cr_secure_u64() >> 11;
+	o->seed = cr_seed(o->seed);
+	o->seed_source = cr_seed_is_secret() ? "secret" : o->seed_given ? "--seed" : "drawn";
+	if (cr_seed_is_secret())
+		snprintf(o->seed_str, sizeof o->seed_str, "secret");
+	else
+		snprintf(o->seed_str, sizeof o->seed_str, "%llu", (unsigned long long)o->seed);
 }
 
 static int cmp_task_name(const void *a, const void *b)
@@ -220,7 +251,8 @@ static void print_usage_eval(FILE *f)
 		"  --backend B         auto (default), cpu, or cuda\n"
 		"  --out DIR           output directory (default crucible-out)\n"
 		"  --resume            skip candidates already in DIR/results.csv (same file hash)\n"
-		"  --seed N            seed of every random choice (mixed with $CRUCIBLE_SEED)\n"
+		"  --seed N            seed of the correctness cases (mixed with $CRUCIBLE_SEED);\n"
+		"                      without it one is drawn per run and recorded (run.json, rows)\n"
 		"  --no-timing         correctness only\n"
 		"  --quick             three init profiles instead of six\n"
 		"  --timeout S         wall-clock budget of one call (default 5)\n"
@@ -341,6 +373,8 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
 	if (!(st = task_for(f, task_override, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
 		st = cr_verify(t, f, &vo, r, err);
+	cr_text_escape_inplace(r->detail, sizeof r->detail);
+	cr_text_escape_inplace(task_name, tcap);
 	return st;
 }
 
@@ -361,7 +395,8 @@ static void progress(int i, int n, const char *cand)
 	if (tty < 0)
 		tty = isatty(2);
 	if (!tty) {
-		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, n, cand);
+		char sb[1100];
+		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, n, safe(cand, sb, sizeof sb));
 		return;
 	}
 	char bar[31];
@@ -370,7 +405,8 @@ static void progress(int i, int n, const char *cand)
 		bar[k] = k < fill ? '#' : '.';
 	bar[30] = '\0';
 	const char *base = strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand;
-	fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, i + 1, n, base);
+	char sb[1100];
+	fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, i + 1, n, safe(base, sb, sizeof sb));
 	fflush(stderr);
 }
 
@@ -407,7 +443,8 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 's':
 			errno = 0;
 			o->seed = strtoull(optarg, &end, 10);
-			if (errno || *end || !optarg[0]) {
+			o->seed_given = true;
+			if (errno || *end || !optarg[0] || optarg[0] == '-') {
 				fprintf(stderr, "crucible %s: --seed: '%s' is not a non-negative integer\n", argv[0], optarg);
 				return 2;
 			}
@@ -509,6 +546,10 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 	st = check_cuda_compile_many(jobs, m, &co, 0, err);
 	for (int k = 0; k < m; k++)
 		rs[of[k]] = jobs[k].r;
+	for (int i = 0; i < n; i++) {
+		cr_text_escape_inplace(rs[i].detail, sizeof rs[i].detail);
+		cr_text_escape_inplace(tnames[i], sizeof tnames[i]);
+	}
 	if (st || !res) /* !res: only warming the compile cache for a run on the GPU */
 		goto out;
 	for (int i = 0; i < n; i++) {
@@ -521,15 +562,18 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			memset(&meta, 0, sizeof meta);
 		}
 		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path,
-				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta };
+				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta,
+				       .verify_seed = o->seed_str };
 		if ((st = cr_results_write(res, &row, err)))
 			goto out;
 		(*done)++;
 		want = meta.expect_compile[0] ? meta.expect_compile : "";
 		bad = o->check_expect && want[0] && strcmp(want, check_verdict_name(rs[i].status));
 		*unexpected += bad;
-		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tnames[i],
-		       strrchr(fs[i].path, '/') ? strrchr(fs[i].path, '/') + 1 : fs[i].path,
+		char s1[300], s2[1100];
+		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", safe(tnames[i], s1, sizeof s1),
+		       safe(strrchr(fs[i].path, '/') ? strrchr(fs[i].path, '/') + 1 : fs[i].path, s2,
+			    sizeof s2),
 		       check_verdict_name(rs[i].status), rs[i].backward, "-", 90, rs[i].detail,
 		       bad ? "  <-- UNEXPECTED" : "");
 		if (bad)
@@ -582,8 +626,11 @@ static int check_compile_only(const char *path, const char *task_override,
 			goto fail;
 		r = j.r;
 	}
+	cr_text_escape_inplace(r.detail, sizeof r.detail);
+	char s1[300], s2[1100];
 	printf("candidate   %s\ntask        %s\nbackend     cuda, compile only (%s)\nstatus      %s\n",
-	       path, tname[0] ? tname : "?", check_cuda_arch(o->arch), check_verdict_name(r.status));
+	       safe(path, s2, sizeof s2), tname[0] ? safe(tname, s1, sizeof s1) : "?",
+	       check_cuda_arch(o->arch), check_verdict_name(r.status));
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
 	printf("sha256      %s\n", r.sha256);
@@ -621,7 +668,7 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible eval")))
 		return rc;
-	o.seed = cr_seed(o.seed);
+	settle_seed(&o);
 	cr_err_init(&err);
 	if (optind >= argc) {
 		snprintf(path, sizeof path, "%s/candidates/%s", task_datadir(),
@@ -753,14 +800,17 @@ int cr_cmd_eval(int argc, char **argv)
 		if (st_one)
 			goto fail;
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
-				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m };
+				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
+				       .verify_seed = o.seed_str };
 		if (cr_results_write(res, &row, &err))
 			goto fail;
 		done++;
 		bool bad = o.check_expect && m.expect[0] && strcmp(m.expect, check_verdict_name(r.status));
 		progress_done(); /* the row goes where the bar was */
 		unexpected += bad;
-		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname, strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand,
+		char sb[1100];
+		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname,
+		       safe(strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand, sb, sizeof sb),
 		       check_verdict_name(r.status), r.backward, fmt_speed(&r, sp, sizeof sp), 70,
 		       r.detail, bad ? "  <-- UNEXPECTED" : "");
 		if (bad)
@@ -858,7 +908,7 @@ int cr_cmd_check(int argc, char **argv)
 		fprintf(stderr, "crucible check: %s: %s\n", argv[optind], strerror(errno));
 		return 2;
 	}
-	o.seed = cr_seed(o.seed);
+	settle_seed(&o);
 	cr_err_init(&err);
 	workroot = make_workroot();
 	if (!workroot) {
@@ -879,8 +929,10 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	rmdir(workroot);
 	free(workroot);
-	printf("candidate   %s\ntask        %s\nstatus      %s\nbackward    %s\n", argv[optind],
-	       tname[0] ? tname : "?", check_verdict_name(r.status), r.backward);
+	char sb[1100];
+	printf("candidate   %s\ntask        %s\nstatus      %s\nbackward    %s\n",
+	       safe(argv[optind], sb, sizeof sb), tname[0] ? tname : "?", check_verdict_name(r.status),
+	       r.backward);
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
 	if (!isnan(r.max_abs_err))
@@ -899,6 +951,8 @@ int cr_cmd_check(int argc, char **argv)
 		printf("\n");
 	}
 	printf("sha256      %s\n", r.sha256);
+	printf("seed        %s (%s)\n", o.seed_str, !strcmp(o.seed_source, "drawn") ?
+	       "drawn for this run; --seed with it reproduces the fixed cases" : o.seed_source);
 	free(tasks);
 	return r.status == CHECK_OK ? 0 : 1;
 }

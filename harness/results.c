@@ -1,5 +1,6 @@
 /* results.c — results.csv rows, resume keys, sidecar metadata. */
 #include "harness/results.h"
+#include "common/cr_text.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -15,7 +16,8 @@ const char *const cr_results_columns[] = {
 	"detail", "max_abs_err", "max_rel_err", "time_us", "time_lo_us", "time_hi_us",
 	"baseline_us", "speedup", "speedup_lo", "speedup_hi", "samples", "reasoning_tokens",
 	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
-	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline", NULL
+	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline",
+	"verify_seed", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -38,6 +40,32 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 	struct stat sb;
 	bool fresh = stat(path, &sb) || sb.st_size == 0;
 
+	if (!fresh) {
+		/* appending (--resume): the header must be this version's */
+		FILE *old = fopen(path, "r");
+		char line[4096], want[4096];
+		size_t n = 0;
+		want[0] = '\0';
+		for (int i = 0; cr_results_columns[i]; i++)
+			n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? "," : "",
+					      cr_results_columns[i]);
+		if (!old || !fgets(line, sizeof line, old)) {
+			if (old)
+				fclose(old);
+			return cr_errf(err, CR_EIO, "cannot read %s: %s", path, strerror(errno));
+		}
+		fclose(old);
+		line[strcspn(line, "\r\n")] = '\0';
+		n = 0;   /* the header's names without csv quotes */
+		for (char *p = line; *p; p++)
+			if (*p != '"')
+				line[n++] = *p;
+		line[n] = '\0';
+		if (strcmp(line, want))
+			return cr_errf(err, CR_EINPUT,
+				       "%s:1: the header is not this crucible's (%d columns ending in verify_seed): "
+				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
+	}
 	*f = fopen(path, "a");
 	if (!*f)
 		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -58,10 +86,9 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	const char *cols[40];
 	int i = 0;
 
-	snprintf(detail, sizeof detail, "%s", r->detail);
-	for (char *p = detail; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
+	/* every field a candidate or its sidecar controls, escaped again here
+	 * (escaping is idempotent) so no row can carry a control sequence */
+	cr_text_escape(r->detail, strlen(r->detail), detail, sizeof detail);
 
 	num(b[0], 64, r->max_abs_err, "%.6g");
 	num(b[1], 64, r->max_rel_err, "%.6g");
@@ -114,8 +141,12 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	cols[i++] = b[11];
 	cols[i++] = b[12];
 	cols[i++] = b[13];
-	for (int k = 0; k < i; k++)
-		put(f, cols[k], k == 0);
+	cols[i++] = row->verify_seed ? row->verify_seed : "";
+	for (int k = 0; k < i; k++) {
+		char esc[2048];
+		cr_text_escape(cols[k], strlen(cols[k]), esc, sizeof esc);
+		put(f, esc, k == 0);
+	}
 	fputc('\n', f);
 	if (fflush(f) || fsync(fileno(f)))
 		return cr_errf(err, CR_EIO, "cannot write results: %s", strerror(errno));
@@ -204,6 +235,7 @@ static void get_str(json_t *o, const char *key, char *dst, size_t cap)
 		snprintf(dst, cap, "%lld", (long long)json_integer_value(v));
 	else if (json_is_real(v))
 		snprintf(dst, cap, "%g", json_real_value(v));
+	cr_text_escape_inplace(dst, cap);   /* a sidecar is the candidate's too */
 }
 
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err)

@@ -19,13 +19,16 @@ struct cr_meta {
 
 struct cr_row {
 	const char *run_id, *task, *candidate, *backend, *device;
+	const char *verify_seed;     /* the run's seed ("secret" when CRUCIBLE_SEED is set) */
 	const struct cr_result *r;
 	const struct cr_meta *m;
 };
 
 extern const char *const cr_results_columns[];
 
-/* Opens DIR/results.csv for appending (header written when new). */
+/* Opens DIR/results.csv for appending (header written when new). An
+ * existing file must have this version's header (CR_EINPUT naming it
+ * otherwise: rows of two column sets never share a file). */
 enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err);
 enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err *err);
 /* Reads the candidate (column 3) and source_sha256 of every complete row of

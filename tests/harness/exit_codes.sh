@@ -20,6 +20,12 @@ expect 2 list nosuchset
 expect 2 frobnicate
 expect 2 eval --frobnicate
 expect 2 eval --seed notanumber
+expect 2 eval --seed -1
+# --resume onto a results.csv of another column set (an older crucible)
+old=$(mktemp -d)
+printf '"run_id","task","candidate"\n' > "$old/results.csv"
+expect 2 eval --no-timing --resume --out "$old"
+rm -rf "$old"
 expect 2 eval --backend tpu
 expect 2 dump smoke/relu --dims Q=3 --out /tmp/crucible-exit-codes
 expect 2 report /nonexistent/results.csv
