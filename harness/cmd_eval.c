@@ -280,8 +280,13 @@ static void print_usage_check(FILE *f)
  * *out is NULL with a format_error in r when the candidate names none or an
  * unknown one; the status is an error only when memory runs out. *tasks may
  * move: pointers into it are valid until the next call. */
+/* The candidate's task: --task, else its @task line (found even when a
+ * later directive is broken), else the sidecar's "task", else the one task
+ * of --tasks (fallback). The row names it whenever any of them does. A
+ * task file that exists but does not load is an input error (CR_EINPUT,
+ * naming the task file and line), not the candidate's. */
 static enum cr_status task_for(const struct cr_cand_file *f, const char *override,
-			       struct task **tasks, int *n_tasks,
+			       const char *fallback, struct task **tasks, int *n_tasks,
 			       struct cr_result *r, char *tname, size_t tcap,
 			       const struct task **out, struct cr_err *err)
 {
@@ -297,6 +302,10 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 	} else if (f->parsed) {
 		snprintf(tname, tcap, "%s", f->cand.task);
 		line = f->cand.task_line;
+	} else if (f->task_hint[0]) {
+		snprintf(tname, tcap, "%s", f->task_hint);
+	} else if (fallback && fallback[0]) {
+		snprintf(tname, tcap, "%s", fallback);
 	}
 	if (!tname[0]) {
 		r->status = CHECK_FORMAT_ERROR;
@@ -314,8 +323,13 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 	*tasks = nt;
 	cr_err_init(&e);
 	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
+		if (task_registry_exists(tname))
+			return cr_errf(err, CR_EINPUT, "%s", e.msg);
 		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
+		if (f->parsed)
+			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
+		else
+			snprintf(r->detail, sizeof r->detail, "%s", f->error);
 		return CR_OK;
 	}
 	*out = &nt[(*n_tasks)++];
@@ -350,7 +364,7 @@ static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char 
 }
 
 static enum cr_status verify_one(struct cr_cand_file *f, const char *task_override,
-				 struct task **tasks, int *n_tasks, const struct eval_opts *o,
+				 const char *fallback, struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
 				 size_t tcap, struct cr_err *err)
 {
@@ -371,7 +385,7 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 		return CR_OK;
 	}
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
-	if (!(st = task_for(f, task_override, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
+	if (!(st = task_for(f, task_override, fallback, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
 		st = cr_verify(t, f, &vo, r, err);
 	cr_text_escape_inplace(r->detail, sizeof r->detail);
 	cr_text_escape_inplace(task_name, tcap);
@@ -522,7 +536,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", cs->paths[i]);
 		} else {
 			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
-			if ((st = task_for(&fs[n], NULL, tasks, n_tasks, &rs[n], tnames[n],
+			if ((st = task_for(&fs[n], NULL, NULL, tasks, n_tasks, &rs[n], tnames[n],
 					   sizeof tnames[n], &t, err)))
 				goto out;
 			if (t)
@@ -612,7 +626,7 @@ static int check_compile_only(const char *path, const char *task_override,
 	cr_result_init(&r);
 	snprintf(r.sha256, sizeof r.sha256, "%s", f.sha256);
 	cr_err_init(&err);
-	if (task_for(&f, task_override, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err))
+	if (task_for(&f, task_override, NULL, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err))
 		goto fail;
 	if (t && !f.parsed) {
 		r.status = CHECK_FORMAT_ERROR;
@@ -651,6 +665,7 @@ int cr_cmd_eval(int argc, char **argv)
 	struct cands cs = { 0 };
 	struct task *tasks = NULL, *filter = NULL;
 	int n_tasks = 0, n_filter = 0, rc = 0, unexpected = 0, skipped = 0, done = 0;
+	int filtered = 0, resumed = 0;
 	char **keys = NULL, path[1024], run_id[64], device[256], *workroot = NULL;
 	int n_keys = 0;
 	const char *dummy = NULL;
@@ -776,9 +791,12 @@ int cr_cmd_eval(int argc, char **argv)
 		cr_cand_load(&cf, cand);
 		if (o.tasks) {
 			bool in = false;
-			for (int k = 0; cf.parsed && k < n_filter; k++)
-				in |= !strcmp(filter[k].name, cf.cand.task);
+			const char *tn = cf.task_hint[0] ? cf.task_hint : m.task;
+			for (int k = 0; k < n_filter; k++)
+				in |= !strcmp(filter[k].name, tn);
+			in |= !tn[0] && n_filter == 1;   /* the one task of --tasks is its task */
 			if (!in) {
+				filtered++;
 				cr_cand_file_release(&cf);
 				continue;
 			}
@@ -790,12 +808,14 @@ int cr_cmd_eval(int argc, char **argv)
 			if (skip) {
 				fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
 					i + 1, cs.n, cand);
+				resumed++;
 				cr_cand_file_release(&cf);
 				continue;
 			}
 		}
 		progress(i, cs.n, cand);
-		st_one = verify_one(&cf, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
+		st_one = verify_one(&cf, NULL, m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL,
+				    &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
 		cr_cand_file_release(&cf);
 		if (st_one)
 			goto fail;
@@ -844,6 +864,18 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if (defaulted && !unexpected)
 		fprintf(stderr, "crucible eval: every bundled sample got its expected status\n");
+	if (done == 0 && resumed == 0) {
+		/* nothing evaluated is not success (SPEC §1: exit 5, as pytest) */
+		if (cs.n == 0)
+			fprintf(stderr, "crucible eval: nothing evaluated: no candidate file (.c, .cu) under the paths given\n");
+		else if (filtered && filtered + skipped == cs.n)
+			fprintf(stderr, "crucible eval: nothing evaluated: --tasks %s matched none of the %d candidate(s)%s\n",
+				o.tasks, cs.n, skipped ? " of this backend" : "");
+		else
+			fprintf(stderr, "crucible eval: nothing evaluated: the %d candidate(s) are all for the other backend\n",
+				cs.n);
+		rc = 5;
+	}
 	goto out;
 fail:
 	fprintf(stderr, "crucible eval: %s\n", err.msg);
@@ -917,7 +949,7 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	struct cr_cand_file cf;
 	cr_cand_load(&cf, argv[optind]);
-	enum cr_status st_one = verify_one(&cf, task, &tasks, &n_tasks, &o, workroot, &r, tname,
+	enum cr_status st_one = verify_one(&cf, task, NULL, &tasks, &n_tasks, &o, workroot, &r, tname,
 					   sizeof tname, &err);
 	cr_cand_file_release(&cf);
 	if (st_one) {

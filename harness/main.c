@@ -27,7 +27,8 @@ static void usage(FILE *f)
 		"  dump TASK --out DIR       one case's inputs and references as .npy\n"
 		"  decode --model M.gguf     raw completion from a GGUF model\n"
 		"  generate --model M.gguf   write candidates with the built-in decoder\n\n"
-		"Exit codes: 0 ok, 1 a check or gate failed, 2 bad usage or input, 3 environment.\n",
+		"Exit codes: 0 ok, 1 a check or gate failed, 2 bad usage or input, 3 environment,\n"
+		"5 eval evaluated nothing.\n",
 		CRUCIBLE_VERSION);
 }
 

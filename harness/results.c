@@ -259,6 +259,7 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 		return cr_errf(err, CR_EINPUT, "%s: expected a JSON object", path);
 	}
 	get_str(o, "model", m->model, sizeof m->model);
+	get_str(o, "task", m->task, sizeof m->task);
 	get_str(o, "sample", m->sample, sizeof m->sample);
 	get_str(o, "seed", m->seed, sizeof m->seed);
 	get_str(o, "temperature", m->temperature, sizeof m->temperature);

@@ -11,6 +11,7 @@
 /* Generation metadata from a candidate's sidecar <stem>.json (SPEC §3). */
 struct cr_meta {
 	char model[128];
+	char task[128];          /* the task the generator asked for ("" if absent) */
 	char sample[16], seed[32], temperature[32], top_p[32], top_k[32], min_p[32], turn[16];
 	char reasoning_tokens[32], completion_tokens[32], prompt_tokens[32], strategy[64];
 	char expect[32];         /* crucible's own sample metadata: the expected status */

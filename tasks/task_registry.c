@@ -74,6 +74,18 @@ static void free_list(char **v, int n)
 	free(v);
 }
 
+bool task_registry_exists(const char *name)
+{
+	char path[1024];
+	const char *slash = strchr(name, '/');
+	struct stat sb;
+
+	if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/') || strstr(name, ".."))
+		return false;
+	snprintf(path, sizeof path, "%s/tasks/%s.json", task_datadir(), name);
+	return !stat(path, &sb);
+}
+
 enum cr_status task_registry_find(const char *name, struct task *t, struct cr_err *err)
 {
 	char path[1024];

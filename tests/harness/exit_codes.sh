@@ -26,6 +26,12 @@ old=$(mktemp -d)
 printf '"run_id","task","candidate"\n' > "$old/results.csv"
 expect 2 eval --no-timing --resume --out "$old"
 rm -rf "$old"
+# nothing evaluated is not success: exit 5, with the reason
+empty=$(mktemp -d)
+expect 5 eval "$empty" --out "$empty/out"
+expect 5 eval "$CRUCIBLE_DATADIR/candidates/smoke" --tasks L1 --no-timing --out "$empty/out"
+expect 5 eval "$CRUCIBLE_DATADIR/candidates/smoke-cuda" --backend cpu --no-timing --out "$empty/out"
+rm -rf "$empty"
 expect 2 eval --backend tpu
 expect 2 dump smoke/relu --dims Q=3 --out /tmp/crucible-exit-codes
 expect 2 report /nonexistent/results.csv
