@@ -561,6 +561,8 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 	for (int k = 0; k < m; k++)
 		rs[of[k]] = jobs[k].r;
 	for (int i = 0; i < n; i++) {
+		if (rs[i].status == CHECK_OK)
+			rs[i].status = CHECK_COMPILED;   /* built, never run: not "ok" */
 		cr_text_escape_inplace(rs[i].detail, sizeof rs[i].detail);
 		cr_text_escape_inplace(tnames[i], sizeof tnames[i]);
 	}
@@ -639,6 +641,8 @@ static int check_compile_only(const char *path, const char *task_override,
 		if (check_cuda_compile_many(&j, 1, &co, 1, &err))
 			goto fail;
 		r = j.r;
+		if (r.status == CHECK_OK)
+			r.status = CHECK_COMPILED;
 	}
 	cr_text_escape_inplace(r.detail, sizeof r.detail);
 	char s1[300], s2[1100];
@@ -650,7 +654,7 @@ static int check_compile_only(const char *path, const char *task_override,
 	printf("sha256      %s\n", r.sha256);
 	cr_cand_file_release(&f);
 	free(tasks);
-	return r.status == CHECK_OK ? 0 : 1;
+	return r.status == CHECK_COMPILED ? 0 : 1;
 fail:
 	fprintf(stderr, "crucible check: %s\n", err.msg);
 	rc = cr_status_exit_code(err.status);

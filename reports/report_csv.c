@@ -17,7 +17,7 @@
 const char *const report_status_names[RS_COUNT] = {
 	"format_error", "compile_error", "runtime_error", "timeout",
 	"out_of_bounds", "input_mutated", "degenerate", "mismatch",
-	"nondeterministic", "stale_result", "ok",
+	"nondeterministic", "stale_result", "ok", "compiled",
 };
 const char *const report_bw_names[RB_COUNT] = { "pass", "fail", "absent", "none" };
 
