@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "cr_config.h"
+#include "cr_version.h"
 #include "checks/cuda_build.h"
 #include "common/cr_text.h"
 #include "common/sha256.h"
@@ -98,6 +100,10 @@ static enum cr_status collect(struct cands *c, const char *path, int depth, stru
 struct eval_opts {
 	const char *tasks, *out, *backend;
 	uint64_t seed;
+	int argc;                /* the command line, for run.json */
+	char **argv;
+	const char *label;       /* --label NAME (run.json and every row) */
+	double load_start;       /* 1-minute load average when the run began */
 	bool seed_given;         /* --seed N on the command line */
 	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */
 	const char *seed_source; /* "--seed", "drawn", "secret" */
@@ -145,57 +151,156 @@ static void compiler_version(const char *workroot, char *buf, size_t cap)
 	unlink(log);
 }
 
-static void json_str(FILE *f, const char *key, const char *val, bool comma)
+/* A JSON string of text crucible did not write itself: escaped first. */
+static json_t *jstr(const char *s)
 {
 	char esc[4096];
-	fprintf(f, "  \"%s\": \"", key);
-	cr_text_escape(val, strlen(val), esc, sizeof esc);
-	for (const char *p = esc; *p; p++)
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if ((unsigned char)*p >= 0x20)
-			fputc(*p, f);
-	fprintf(f, "\"%s\n", comma ? "," : "");
+	cr_text_escape(s ? s : "", s ? strlen(s) : 0, esc, sizeof esc);
+	return json_string(esc);
 }
 
+/* The CPU frequency governor of cpu0 ("" when the kernel does not say). */
+static void cpu_governor(char *buf, size_t cap)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "r");
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)cap, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* sha256 of the seed's decimal text: lets --resume compare seeds, also a
+ * secret one, without writing it down. */
+static void seed_check(uint64_t seed, char *hex)
+{
+	char t[32];
+	int n = snprintf(t, sizeof t, "%llu", (unsigned long long)seed);
+	cr_sha256_hex(t, (size_t)n, hex);
+}
+
+/* run.json (SPEC §6) through jansson, written to a temp file and renamed,
+ * so a killed run never leaves it empty or half written. Written at the
+ * start of a run and again at its end (load average, task set). */
 static void write_run_json(const char *dir, const char *run_id, const struct eval_opts *o,
 			   const char *device, int n_tasks, const char *taskhash,
-			   const char *workroot)
+			   const char *workroot, bool final)
 {
-	char ccv[256];
-	char path[1024];
+	char ccv[256], path[1024], tmp[1100], host[256] = "", gov[64], sc[65];
 	struct utsname u;
-	FILE *f;
-	snprintf(path, sizeof path, "%s/run.json", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return;
+	double la[3] = { NAN, NAN, NAN };
+	json_t *j = json_object(), *cmd = json_array();
+
 	uname(&u);
+	gethostname(host, sizeof host - 1);
 	compiler_version(workroot, ccv, sizeof ccv);
-	fprintf(f, "{\n  \"tool\": \"crucible\",\n  \"version\": \"%s\",\n  \"run_id\": \"%s\",\n",
-		CRUCIBLE_VERSION, run_id);
-	fprintf(f, "  \"backend\": \"%s\",\n", o->cuda ? "cuda" : "cpu");
+	cpu_governor(gov, sizeof gov);
+	getloadavg(la, 3);
+	seed_check(o->seed, sc);
+	for (int i = 0; i < o->argc; i++)
+		json_array_append_new(cmd, jstr(o->argv[i]));
+	json_object_set_new(j, "tool", json_string("crucible"));
+	json_object_set_new(j, "version", json_string(CRUCIBLE_VERSION));
+	json_object_set_new(j, "revision", json_string(CRUCIBLE_REVISION));
+	json_object_set_new(j, "run_id", json_string(run_id));
+	json_object_set_new(j, "command", cmd);
+	json_object_set_new(j, "label", jstr(o->label ? o->label : ""));
+	json_object_set_new(j, "backend", json_string(o->cuda ? "cuda" : "cpu"));
 	if (o->cuda && getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA"))
-		json_str(f, "libcuda", getenv("CRUCIBLE_LIBCUDA"), true);
-	json_str(f, "device", device, true);
+		json_object_set_new(j, "libcuda", jstr(getenv("CRUCIBLE_LIBCUDA")));
+	json_object_set_new(j, "device", jstr(device));
 	if (o->cuda) {
 		char clk[400];
 		cr_cuda_clocks_line(clk, sizeof clk);
-		json_str(f, "gpu_clocks", clk, true);
+		json_object_set_new(j, "gpu_clocks", jstr(clk));
 	}
-	json_str(f, "compiler", ccv, true);
-	fprintf(f, "  \"cores\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "  \"kernel\": \"%s %s\",\n  \"task_set\": \"%s\",\n  \"tasks\": %d,\n", u.sysname,
-		u.release, o->tasks ? o->tasks : "", n_tasks);
-	fprintf(f, "  \"task_set_sha256\": \"%s\",\n", taskhash);
+	json_object_set_new(j, "compiler", jstr(ccv));
+	json_object_set_new(j, "host", jstr(host));
+	json_object_set_new(j, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+	json_object_set_new(j, "cpu_governor", jstr(gov[0] ? gov : "unknown"));
+	json_object_set_new(j, "kernel", jstr(u.release));
+	json_object_set_new(j, "task_set", jstr(o->tasks ? o->tasks : ""));
+	json_object_set_new(j, "tasks", json_integer(n_tasks));
+	json_object_set_new(j, "task_set_sha256", json_string(taskhash));
 	if (cr_seed_is_secret())
-		fprintf(f, "  \"seed\": \"secret\",\n");
+		json_object_set_new(j, "seed", json_string("secret"));
 	else
-		fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)o->seed);
-	json_str(f, "seed_source", o->seed_source, true);
-	fprintf(f, "  \"timing\": %s,\n  \"quick\": %s\n}\n", o->no_timing ? "false" : "true",
-		o->quick ? "true" : "false");
-	fclose(f);
+		json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
+	json_object_set_new(j, "seed_source", json_string(o->seed_source));
+	json_object_set_new(j, "seed_sha256", json_string(sc));
+	json_object_set_new(j, "timing", json_boolean(!o->no_timing));
+	json_object_set_new(j, "quick", json_boolean(o->quick));
+	json_object_set_new(j, "time_cap_s", json_real(o->time_cap));
+	json_object_set_new(j, "timeout_s", json_real(o->timeout));
+	json_object_set_new(j, "load_start", json_real(o->load_start));
+	if (final)
+		json_object_set_new(j, "load_end", json_real(la[0]));
+	json_object_set_new(j, "complete", json_boolean(final));
+	snprintf(path, sizeof path, "%s/run.json", dir);
+	snprintf(tmp, sizeof tmp, "%s/.run.json.%d", dir, (int)getpid());
+	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) || rename(tmp, path)) {
+		fprintf(stderr, "crucible eval: cannot write %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+	}
+	json_decref(j);
+}
+
+/* --resume continues a run only under its own options: the ones that
+ * change verdicts or figures must match run.json (named when they do not),
+ * and a drawn seed is taken over. Returns 0, or 2 with the reason printed. */
+static int resume_check(struct eval_opts *o)
+{
+	char path[1024], sc[65], diff[1024] = "";
+	size_t n = 0;
+	json_error_t je;
+	json_t *j, *v;
+
+	snprintf(path, sizeof path, "%s/run.json", o->out);
+	if (access(path, F_OK))
+		return 0;                 /* nothing to compare (a run killed before it) */
+	if (!(j = json_load_file(path, 0, &je))) {
+		fprintf(stderr, "crucible eval: --resume: %s:%d: %s\n", path, je.line, je.text);
+		return 2;
+	}
+#define DIFF(...) (n += (size_t)snprintf(diff + n, n < sizeof diff ? sizeof diff - n : 0, __VA_ARGS__))
+	v = json_object_get(j, "version");
+	if (!json_is_string(v) || strcmp(json_string_value(v), CRUCIBLE_VERSION))
+		DIFF(" version %s (was %s);", CRUCIBLE_VERSION, json_is_string(v) ? json_string_value(v) : "?");
+	v = json_object_get(j, "backend");
+	if (json_is_string(v) && strcmp(json_string_value(v), o->cuda ? "cuda" : "cpu"))
+		DIFF(" --backend %s (was %s);", o->cuda ? "cuda" : "cpu", json_string_value(v));
+	v = json_object_get(j, "timing");
+	if (json_is_boolean(v) && json_is_true(v) != !o->no_timing)
+		DIFF(" %s (was %s);", o->no_timing ? "--no-timing" : "timed", json_is_true(v) ? "timed" : "--no-timing");
+	v = json_object_get(j, "quick");
+	if (json_is_boolean(v) && json_is_true(v) != o->quick)
+		DIFF(" --quick %s (was %s);", o->quick ? "on" : "off", json_is_true(v) ? "on" : "off");
+	v = json_object_get(j, "time_cap_s");
+	if (json_is_number(v) && fabs(json_number_value(v) - o->time_cap) > 1e-9)
+		DIFF(" --time-cap %g (was %g);", o->time_cap, json_number_value(v));
+	v = json_object_get(j, "label");
+	if (json_is_string(v) && strcmp(json_string_value(v), o->label ? o->label : ""))
+		DIFF(" --label '%s' (was '%s');", o->label ? o->label : "", json_string_value(v));
+	v = json_object_get(j, "seed");
+	if (!o->seed_given && !cr_seed_is_secret() && json_is_integer(v)) {
+		/* the run's own drawn seed goes on */
+		o->seed = (uint64_t)json_integer_value(v);
+		snprintf(o->seed_str, sizeof o->seed_str, "%llu", (unsigned long long)o->seed);
+	}
+	seed_check(o->seed, sc);
+	v = json_object_get(j, "seed_sha256");
+	if (json_is_string(v) && strcmp(json_string_value(v), sc))
+		DIFF(" the seed (%s, was %s);", o->seed_str,
+		     json_is_integer(json_object_get(j, "seed")) ? "another" : "a secret one");
+#undef DIFF
+	json_decref(j);
+	if (n) {
+		fprintf(stderr, "crucible eval: --resume: %s was made under other options:%s start a new --out, "
+				"or resume with the same options\n", path, diff);
+		return 2;
+	}
+	return 0;
 }
 
 /* The run's seed (SPEC §1): --seed N, mixed with CRUCIBLE_SEED when that is
@@ -251,6 +356,7 @@ static void print_usage_eval(FILE *f)
 		"  --backend B         auto (default), cpu, or cuda\n"
 		"  --out DIR           output directory (default crucible-out)\n"
 		"  --resume            skip candidates already in DIR/results.csv (same file hash)\n"
+		"  --label NAME        a name for this run (run.json, every row; report shows it)\n"
 		"  --seed N            seed of the correctness cases (mixed with $CRUCIBLE_SEED);\n"
 		"                      without it one is drawn per run and recorded (run.json, rows)\n"
 		"  --no-timing         correctness only\n"
@@ -387,6 +493,10 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
 	if (!(st = task_for(f, task_override, fallback, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
 		st = cr_verify(t, f, &vo, r, err);
+	if (r->status <= CHECK_TIMEOUT) {
+		/* nothing was compared to the end: unknown, not 0 (which reads as exact) */
+		r->max_abs_err = r->max_rel_err = r->err_vs_baseline = NAN;
+	}
 	cr_text_escape_inplace(r->detail, sizeof r->detail);
 	cr_text_escape_inplace(task_name, tcap);
 	return st;
@@ -441,7 +551,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "timeout", required_argument, 0, 'x' }, { "time-cap", required_argument, 0, 'c' },
 		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
 		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
-		{ 0, 0, 0, 0 }
+		{ "label", required_argument, 0, 'L' }, { 0, 0, 0, 0 }
 	};
 	int c;
 	char *end;
@@ -478,6 +588,13 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'e': o->check_expect = true; break;
 		case 'C': o->compile_only = true; break;
 		case 'A': o->arch = optarg; break;
+		case 'L':
+			if (!optarg[0] || strlen(optarg) > 64) {
+				fprintf(stderr, "crucible %s: --label: give a name of 1 to 64 characters\n", argv[0]);
+				return 2;
+			}
+			o->label = optarg;
+			break;
 		case 'h':
 			if (check) print_usage_check(stdout); else print_usage_eval(stdout);
 			return -1;
@@ -579,7 +696,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		}
 		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path,
 				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta,
-				       .verify_seed = o->seed_str };
+				       .verify_seed = o->seed_str, .label = o->label };
 		if ((st = cr_results_write(res, &row, err)))
 			goto out;
 		(*done)++;
@@ -678,9 +795,14 @@ int cr_cmd_eval(int argc, char **argv)
 	bool defaulted = false;
 	enum cr_backend backend = CR_BACKEND_CPU;
 	int prc = parse_common(argc, argv, &o, &dummy, false);
+	double la[1] = { NAN };
 
 	if (prc)
 		return prc < 0 ? 0 : prc;
+	o.argc = argc;
+	o.argv = argv;
+	getloadavg(la, 1);
+	o.load_start = la[0];
 	if (dummy) {
 		fprintf(stderr, "crucible eval: --task is for `crucible check`; use --tasks\n");
 		return 2;
@@ -719,6 +841,8 @@ int cr_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 	snprintf(path, sizeof path, "%s/results.csv", o.out);
+	if (o.resume && (rc = resume_check(&o)))
+		goto out;
 	if (o.resume) {
 		/* drop a row cut short by a kill, then collect finished keys */
 		int fd = open(path, O_RDWR);
@@ -754,7 +878,7 @@ int cr_cmd_eval(int argc, char **argv)
 	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
 	if (!o.cuda)
 		cpu_model(device, sizeof device);
-	write_run_json(o.out, run_id, &o, device, 0, "", workroot);
+	write_run_json(o.out, run_id, &o, device, 0, "", workroot, false);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
 	if (o.cuda) {
@@ -825,7 +949,7 @@ int cr_cmd_eval(int argc, char **argv)
 			goto fail;
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
 				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
-				       .verify_seed = o.seed_str };
+				       .verify_seed = o.seed_str, .label = o.label };
 		if (cr_results_write(res, &row, &err))
 			goto fail;
 		done++;
@@ -855,7 +979,7 @@ int cr_cmd_eval(int argc, char **argv)
 		/* the task set actually used: a hash over the files, in name order */
 		char h[65];
 		task_set_hash(tasks, n_tasks, h);
-		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot);
+		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot, true);
 	}
 	if ((done > 0 || n_keys > 0) && (backend == CR_BACKEND_CPU || o.cuda)) {
 		printf("\n");

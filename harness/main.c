@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 
 #include "cr_config.h"
+#include "cr_version.h"
 #include "decode/dec.h"
 #include "cuda/cuda_dev.h"
 #include "harness/cli.h"
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("crucible %s\n", CRUCIBLE_VERSION);
+		printf("crucible %s (%s)\n", CRUCIBLE_VERSION, CRUCIBLE_REVISION);
 		return 0;
 	}
 	if (!strcmp(cmd, "list")) return cr_cmd_list(argc - 1, argv + 1);

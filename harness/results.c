@@ -17,7 +17,7 @@ const char *const cr_results_columns[] = {
 	"baseline_us", "speedup", "speedup_lo", "speedup_hi", "samples", "reasoning_tokens",
 	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
 	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline",
-	"verify_seed", NULL
+	"verify_seed", "label", "noisy", "load1", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -63,7 +63,7 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 		line[n] = '\0';
 		if (strcmp(line, want))
 			return cr_errf(err, CR_EINPUT,
-				       "%s:1: the header is not this crucible's (%d columns ending in verify_seed): "
+				       "%s:1: the header is not this crucible's (%d columns ending in load1): "
 				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
 	}
 	*f = fopen(path, "a");
@@ -142,6 +142,17 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	cols[i++] = b[12];
 	cols[i++] = b[13];
 	cols[i++] = row->verify_seed ? row->verify_seed : "";
+	cols[i++] = row->label ? row->label : "";
+	cols[i++] = r->timed ? (r->noisy ? "1" : "0") : "";
+	{
+		/* the machine's load when the row was written: noisy neighbours */
+		double la[1];
+		if (getloadavg(la, 1) == 1)
+			snprintf(b[14], 64, "%.2f", la[0]);
+		else
+			b[14][0] = '\0';
+		cols[i++] = b[14];
+	}
 	for (int k = 0; k < i; k++) {
 		char esc[2048];
 		cr_text_escape(cols[k], strlen(cols[k]), esc, sizeof esc);

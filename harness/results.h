@@ -21,6 +21,7 @@ struct cr_meta {
 struct cr_row {
 	const char *run_id, *task, *candidate, *backend, *device;
 	const char *verify_seed;     /* the run's seed ("secret" when CRUCIBLE_SEED is set) */
+	const char *label;           /* eval --label (NULL: none) */
 	const struct cr_result *r;
 	const struct cr_meta *m;
 };

@@ -26,6 +26,13 @@ old=$(mktemp -d)
 printf '"run_id","task","candidate"\n' > "$old/results.csv"
 expect 2 eval --no-timing --resume --out "$old"
 rm -rf "$old"
+# --resume under other options than run.json's: refused, naming them
+rd=$(mktemp -d)
+"$exe" eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --out "$rd" >/dev/null 2>&1
+expect 2 eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --quick --resume --out "$rd"
+expect 2 eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --seed 3 --resume --out "$rd"
+expect 2 eval --label ""
+rm -rf "$rd"
 # nothing evaluated is not success: exit 5, with the reason
 empty=$(mktemp -d)
 expect 5 eval "$empty" --out "$empty/out"
