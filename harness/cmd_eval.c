@@ -791,7 +791,7 @@ int cr_cmd_eval(int argc, char **argv)
 	int n_keys = 0;
 	const char *dummy = NULL;
 	struct cr_err err;
-	FILE *res = NULL;
+	FILE *res = NULL, *samples = NULL;
 	bool defaulted = false;
 	enum cr_backend backend = CR_BACKEND_CPU;
 	int prc = parse_common(argc, argv, &o, &dummy, false);
@@ -870,6 +870,18 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if (cr_results_open(path, &res, &err))
 		goto fail;
+	{
+		char sp[1100];
+		snprintf(sp, sizeof sp, "%s/samples.csv", o.out);
+		if (!o.resume) {
+			/* results.csv went to .prev: its samples go with it */
+			char old[1200];
+			snprintf(old, sizeof old, "%s.prev", sp);
+			rename(sp, old);
+		}
+		if (cr_samples_open(sp, &samples, &err))
+			goto fail;
+	}
 	workroot = make_workroot();
 	if (!workroot) {
 		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
@@ -950,7 +962,7 @@ int cr_cmd_eval(int argc, char **argv)
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
 				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
 				       .verify_seed = o.seed_str, .label = o.label };
-		if (cr_results_write(res, &row, &err))
+		if (cr_results_write(res, &row, &err) || cr_samples_write(samples, cand, &r, &err))
 			goto fail;
 		done++;
 		bool bad = o.check_expect && m.expect[0] && strcmp(m.expect, check_verdict_name(r.status));
@@ -1011,6 +1023,8 @@ fail:
 out:
 	if (res)
 		fclose(res);
+	if (samples)
+		fclose(samples);
 	if (workroot) {
 		rmdir(workroot);
 		free(workroot);

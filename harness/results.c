@@ -164,6 +164,41 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	return CR_OK;
 }
 
+enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err)
+{
+	struct stat sb;
+	bool fresh = stat(path, &sb) || sb.st_size == 0;
+
+	*f = fopen(path, "a");
+	if (!*f)
+		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (fresh && (fputs("candidate,source_sha256,side,us\n", *f) < 0 || fflush(*f)))
+		return cr_errf(err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+	return CR_OK;
+}
+
+enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_result *r,
+				struct cr_err *err)
+{
+	char esc[2048];
+	int n = r->n_raw < CR_RAW_MAX ? r->n_raw : CR_RAW_MAX;
+
+	if (!r->timed || n <= 0)
+		return CR_OK;
+	cr_text_escape(candidate, strlen(candidate), esc, sizeof esc);
+	for (int i = 0; i < n; i++)
+		for (int side = 0; side < 2; side++) {
+			double us = side ? r->raw_base_us[i] : r->raw_cand_us[i];
+			if (!isfinite(us))
+				continue;
+			csv_fwrite(f, esc, strlen(esc));
+			fprintf(f, ",%s,%s,%.4f\n", r->sha256, side ? "base" : "cand", us);
+		}
+	if (fflush(f) || fsync(fileno(f)))
+		return cr_errf(err, CR_EIO, "cannot write samples: %s", strerror(errno));
+	return CR_OK;
+}
+
 /* ---- resume ---- */
 
 struct rd {

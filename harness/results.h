@@ -37,6 +37,15 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
  * an existing results.csv, for --resume. keys[i] = "candidate\tsha". */
 enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, struct cr_err *err);
 
+/* DIR/samples.csv, next to results.csv: every timed sample of every row
+ * (header candidate,source_sha256,side,us; side cand or base, interleaved
+ * in time order), so the gate can test raw samples, not only intervals.
+ * Opened for appending like results.csv; a row's samples are flushed and
+ * fsynced with it. */
+enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err);
+enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_result *r,
+				struct cr_err *err);
+
 /* Reads a sidecar (missing file: empty meta, CR_OK; malformed: CR_EINPUT). */
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err);
 
