@@ -103,6 +103,7 @@ struct eval_opts {
 	int argc;                /* the command line, for run.json */
 	char **argv;
 	const char *label;       /* --label NAME (run.json and every row) */
+	bool json;               /* check --json */
 	double load_start;       /* 1-minute load average when the run began */
 	bool seed_given;         /* --seed N on the command line */
 	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */
@@ -321,7 +322,7 @@ static void settle_seed(struct eval_opts *o)
 
 static int cmp_task_name(const void *a, const void *b)
 {
-	return strcmp(((const struct task *)a)->name, ((const struct task *)b)->name);
+	return strverscmp(((const struct task *)a)->name, ((const struct task *)b)->name);
 }
 
 /* sha256 over "name\0file contents" of every task, sorted by name. */
@@ -376,21 +377,20 @@ static void print_usage_check(FILE *f)
 {
 	fprintf(f,
 		"usage: crucible check FILE [--task T] [--seed N] [--no-timing] [--timeout S]\n"
-		"                       [--backend auto|cpu|cuda] [--compile-only [--arch SM]]\n"
-		"Verifies one candidate and prints the full verdict with diagnostics.\n"
+		"                       [--backend auto|cpu|cuda] [--compile-only [--arch SM]] [--json]\n"
+		"Verifies one candidate and prints the full verdict with diagnostics\n"
+		"(--json: the same as one JSON object).\n"
 		"A .cu candidate takes --compile-only (NVRTC, no GPU needed).\n"
 		"Exit 0 when it is ok, 1 when it is not.\n");
 }
 
-/* Finds (loading it if needed) the task a candidate names, or task_override.
- * *out is NULL with a format_error in r when the candidate names none or an
- * unknown one; the status is an error only when memory runs out. *tasks may
- * move: pointers into it are valid until the next call. */
 /* The candidate's task: --task, else its @task line (found even when a
  * later directive is broken), else the sidecar's "task", else the one task
  * of --tasks (fallback). The row names it whenever any of them does. A
  * task file that exists but does not load is an input error (CR_EINPUT,
- * naming the task file and line), not the candidate's. */
+ * naming the task file and line), not the candidate's. *out is NULL with a
+ * format_error in r when no task is named or an unknown one is; *tasks may
+ * move: pointers into it are valid until the next call. */
 static enum cr_status task_for(const struct cr_cand_file *f, const char *override,
 			       const char *fallback, struct task **tasks, int *n_tasks,
 			       struct cr_result *r, char *tname, size_t tcap,
@@ -551,7 +551,8 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "timeout", required_argument, 0, 'x' }, { "time-cap", required_argument, 0, 'c' },
 		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
 		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
-		{ "label", required_argument, 0, 'L' }, { 0, 0, 0, 0 }
+		{ "label", required_argument, 0, 'L' }, { "json", no_argument, 0, 'J' },
+		{ 0, 0, 0, 0 }
 	};
 	int c;
 	char *end;
@@ -565,10 +566,8 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'o': o->out = optarg; break;
 		case 'r': o->resume = true; break;
 		case 's':
-			errno = 0;
-			o->seed = strtoull(optarg, &end, 10);
 			o->seed_given = true;
-			if (errno || *end || !optarg[0] || optarg[0] == '-') {
+			if (!cr_parse_u64(optarg, &o->seed)) {
 				fprintf(stderr, "crucible %s: --seed: '%s' is not a non-negative integer\n", argv[0], optarg);
 				return 2;
 			}
@@ -588,6 +587,13 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'e': o->check_expect = true; break;
 		case 'C': o->compile_only = true; break;
 		case 'A': o->arch = optarg; break;
+		case 'J':
+			if (!check) {
+				fprintf(stderr, "crucible %s: --json is for `crucible check` (eval writes results.csv)\n", argv[0]);
+				return 2;
+			}
+			o->json = true;
+			break;
 		case 'L':
 			if (!optarg[0] || strlen(optarg) > 64) {
 				fprintf(stderr, "crucible %s: --label: give a name of 1 to 64 characters\n", argv[0]);
@@ -1103,6 +1109,39 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	rmdir(workroot);
 	free(workroot);
+	if (o.json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "candidate", jstr(argv[optind]));
+		json_object_set_new(j, "task", jstr(tname));
+		json_object_set_new(j, "status", json_string(check_verdict_name(r.status)));
+		json_object_set_new(j, "backward", json_string(r.backward));
+		json_object_set_new(j, "detail", jstr(r.detail));
+#define JNUM(k, x) json_object_set_new(j, k, isnan(x) ? json_null() : json_real(x))
+		JNUM("max_abs_err", r.max_abs_err);
+		JNUM("max_rel_err", r.max_rel_err);
+		JNUM("err_vs_baseline", r.err_vs_baseline);
+		JNUM("time_us", r.time_us);
+		JNUM("time_lo_us", r.time_lo_us);
+		JNUM("time_hi_us", r.time_hi_us);
+		JNUM("baseline_us", r.baseline_us);
+		JNUM("speedup", r.speedup);
+		JNUM("speedup_lo", r.speedup_lo);
+		JNUM("speedup_hi", r.speedup_hi);
+#undef JNUM
+		json_object_set_new(j, "samples", json_integer(r.samples));
+		json_object_set_new(j, "noisy", json_boolean(r.noisy));
+		json_object_set_new(j, "shape", jstr(r.dims));
+		json_object_set_new(j, "sha256", json_string(r.sha256));
+		json_object_set_new(j, "seed", json_string(o.seed_str));
+		json_object_set_new(j, "seed_source", json_string(o.seed_source));
+		char *txt = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+		if (txt)
+			printf("%s\n", txt);
+		free(txt);
+		json_decref(j);
+		free(tasks);
+		return r.status == CHECK_OK ? 0 : 1;
+	}
 	char sb[1100];
 	printf("candidate   %s\ntask        %s\nstatus      %s\nbackward    %s\n",
 	       safe(argv[optind], sb, sizeof sb), tname[0] ? tname : "?", check_verdict_name(r.status),

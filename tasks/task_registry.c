@@ -21,7 +21,7 @@ const char *task_datadir(void)
 
 static int cmp_str(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Lists entries of dir (files ending in suffix, or directories when suffix
@@ -122,7 +122,8 @@ static enum cr_status add_task(struct task **v, int *n, int *cap, const char *na
 
 static int cmp_task(const void *a, const void *b)
 {
-	return strcmp(((const struct task *)a)->name, ((const struct task *)b)->name);
+	/* natural order: L1/2_x before L1/10_x */
+	return strverscmp(((const struct task *)a)->name, ((const struct task *)b)->name);
 }
 
 enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,

@@ -21,6 +21,10 @@ expect 2 frobnicate
 expect 2 eval --frobnicate
 expect 2 eval --seed notanumber
 expect 2 eval --seed -1
+expect 2 eval --seed 12abc
+expect 2 dump smoke/relu --seed x --out /nonexistent-dump
+expect 2 dump smoke/relu --seed 12abc --out /nonexistent-dump
+expect 2 eval --json
 # --resume onto a results.csv of another column set (an older crucible)
 old=$(mktemp -d)
 printf '"run_id","task","candidate"\n' > "$old/results.csv"
@@ -33,6 +37,11 @@ expect 2 eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --qu
 expect 2 eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --seed 3 --resume --out "$rd"
 expect 2 eval --label ""
 rm -rf "$rd"
+# --json output: list is one array naming every task, check one object with the status
+lj=$("$exe" list smoke --json 2>/dev/null)
+case "$lj" in "["*'"task": "smoke/relu"'*"]") pass=$((pass + 1)) ;; *) echo "FAIL: list --json: $lj"; fail=$((fail + 1)) ;; esac
+cj=$("$exe" check "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --json 2>/dev/null)
+case "$cj" in "{"*'"status": "ok"'*"}") pass=$((pass + 1)) ;; *) echo "FAIL: check --json: $cj"; fail=$((fail + 1)) ;; esac
 # nothing evaluated is not success: exit 5, with the reason
 empty=$(mktemp -d)
 expect 5 eval "$empty" --out "$empty/out"
