@@ -18,12 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef __O_TMPFILE
-#define __O_TMPFILE 020000000
-#endif
 #define TSYNC_ESRCH (1UL << 4)   /* SECCOMP_FILTER_FLAG_TSYNC_ESRCH, Linux 5.7 */
-/* open flags that make an open more than a read */
-#define OPEN_WRITE_BITS (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE)
+/* open flags that make an open more than a read (O_TMPFILE's own bit:
+ * glibc's __O_TMPFILE includes O_DIRECTORY, which a read may carry) */
+#define TMPFILE_BIT 020000000
+#define OPEN_WRITE_BITS (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | TMPFILE_BIT)
 
 static int sigsys_fd = -1;
 static scmp_filter_ctx stage2_ctx;   /* built before stage 1 is loaded */
