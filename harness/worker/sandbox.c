@@ -271,8 +271,11 @@ enum cr_status cr_sandbox_probe_layers(struct cr_sandbox_layers *l, struct cr_er
 		memset(&c, 0, sizeof c);
 		close(p[0]);
 		/* as the worker runs: never as root */
-		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534) ||
+				       prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)))
 			snprintf(c.why, sizeof c.why, "cannot drop to uid nobody: %s", strerror(errno));
+		/* (dumpable again, as after the worker's exec: else its
+		 * /proc/self files, id maps among them, stay root's) */
 		else
 			probe_child(&c);
 		_exit(write(p[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
