@@ -24,6 +24,9 @@
 #define TMPFILE_BIT 020000000
 #define OPEN_WRITE_BITS (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | TMPFILE_BIT)
 
+#define CLONE_NS_BITS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
+		       CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+
 static int sigsys_fd = -1;
 static scmp_filter_ctx stage2_ctx;   /* built before stage 1 is loaded */
 
@@ -98,9 +101,10 @@ static int add_common(scmp_filter_ctx ctx, int reply_fd)
 		rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0) ? 1 : 0;
 	for (size_t i = 0; i < sizeof soft / sizeof soft[0]; i++)
 		rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(soft[i].err), soft[i].nr, 0) ? 1 : 0;
-	/* threads only: clone must carry CLONE_THREAD */
+	/* threads only: clone must carry CLONE_THREAD, and no namespace or
+	 * ptrace flag */
 	rc |= RULE(ctx, SCMP_ACT_ALLOW, clone, 1,
-		   SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+		   SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_BITS | CLONE_PTRACE, CLONE_THREAD));
 	rc |= RULE(ctx, SCMP_ACT_ALLOW, tgkill, 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
 	/* getrlimit through prlimit64 (no new limit) on itself */
 	rc |= RULE(ctx, SCMP_ACT_ALLOW, prlimit64, 2, SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0));
