@@ -46,9 +46,10 @@ static int in_child(int (*fn)(void))
 static void test_probe_line(void **state)
 {
 	char line[232];
+	int64_t t0 = cr_now_ns();
 	(void)state;
 	assert_int_equal(cr_sandbox_probe(line, sizeof line), 0);
-	printf("# sandbox level here: %s\n", line);
+	printf("# sandbox level here: %s (probe: %.2f ms)\n", line, (double)(cr_now_ns() - t0) / 1e6);
 	assert_non_null(strstr(line, layers.seccomp_tsync ? "seccomp allow-list+tsync" : "NO seccomp"));
 	assert_non_null(strstr(line, layers.ns ? "user,mount,net,ipc ns" : "NO namespaces"));
 	if (cr_landlock_abi() > 0) {
