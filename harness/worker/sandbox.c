@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +29,13 @@
 		       CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
 
 static int sigsys_fd = -1;
-static scmp_filter_ctx stage2_ctx;   /* built before stage 1 is loaded */
+/* Stage 2's proof of presence: sched_getparam and sched_getscheduler on
+ * a random pid fail with random errnos under stage 2 only (a filter that
+ * guesses both has odds of 1 in 3000^2). Drawn after the candidate is
+ * loaded, so no filter a constructor installed can know them. */
+static const int canary_nr[2] = { SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler) };
+static long canary_pid[2];
+static int canary_errno[2];
 
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
@@ -69,8 +76,8 @@ static int add_common(scmp_filter_ctx ctx, int reply_fd)
 		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(madvise),
 		SCMP_SYS(brk), SCMP_SYS(mremap), SCMP_SYS(futex), SCMP_SYS(set_robust_list),
 		SCMP_SYS(get_robust_list), SCMP_SYS(rseq), SCMP_SYS(set_tid_address),
-		SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_yield), SCMP_SYS(sched_getparam),
-		SCMP_SYS(sched_getscheduler), SCMP_SYS(sched_get_priority_max),
+		SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_yield),
+		SCMP_SYS(sched_get_priority_max),
 		SCMP_SYS(sched_get_priority_min), SCMP_SYS(getpid), SCMP_SYS(gettid),
 		SCMP_SYS(getppid), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
 		SCMP_SYS(getegid), SCMP_SYS(exit), SCMP_SYS(exit_group),
@@ -134,6 +141,22 @@ static int add_opens(scmp_filter_ctx ctx, uint32_t read_act)
 	return rc;
 }
 
+static int add_canary(scmp_filter_ctx ctx, int stage)
+{
+	int rc = 0;
+	for (int i = 0; i < 2; i++) {
+		if (stage == 1) {
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, canary_nr[i], 0) ? 1 : 0;
+			continue;
+		}
+		rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, canary_nr[i], 1,
+				       SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)canary_pid[i])) ? 1 : 0;
+		rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO((uint32_t)canary_errno[i]), canary_nr[i], 1,
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)canary_pid[i])) ? 1 : 0;
+	}
+	return rc;
+}
+
 static scmp_filter_ctx build(int stage, int reply_fd, struct cr_err *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -148,6 +171,7 @@ static scmp_filter_ctx build(int stage, int reply_fd, struct cr_err *err)
 	rc |= seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) ? 1 : 0;
 	rc |= seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) ? 1 : 0;
 	rc |= add_common(ctx, reply_fd);
+	rc |= add_canary(ctx, stage);
 	if (stage == 1) {
 		/* the loader opens the library; our own stage 2 and Landlock
 		 * calls follow (a constructor may use them too: they can only
@@ -191,9 +215,6 @@ enum cr_status cr_sandbox_stage1(int reply_fd, struct cr_err *err)
 
 	if (sigsys_fd != reply_fd)
 		return cr_errf(err, CR_EINTERNAL, "seccomp stage 1 before cr_sandbox_prepare");
-	/* stage 2 is built now, while libseccomp may still query the kernel */
-	if (!(stage2_ctx = build(2, reply_fd, err)))
-		return err->status;
 	if (!(ctx = build(1, reply_fd, err)))
 		return err->status;
 	return load(ctx, 1, err);
@@ -201,12 +222,28 @@ enum cr_status cr_sandbox_stage1(int reply_fd, struct cr_err *err)
 
 enum cr_status cr_sandbox_stage2(int reply_fd, struct cr_err *err)
 {
-	scmp_filter_ctx ctx = stage2_ctx;
-	(void)reply_fd;
-	stage2_ctx = NULL;
-	if (!ctx)
-		return cr_errf(err, CR_EINTERNAL, "seccomp stage 2 before stage 1");
-	return load(ctx, 2, err);
+	scmp_filter_ctx ctx;
+	long got;
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t r = cr_secure_u64();
+		/* a pid above any pid_max (2^22), an errno no call returns */
+		canary_pid[i] = 0x10000000L | (long)(r & 0x0fffffff);
+		canary_errno[i] = 1000 + (int)((r >> 32) % 3000);
+	}
+	if (!(ctx = build(2, reply_fd, err)) || load(ctx, 2, err))
+		return err->status;
+	/* a constructor may have installed a filter that answers seccomp()
+	 * with success: then the canaries reach the kernel (ESRCH, EINVAL) */
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		got = syscall(canary_nr[i], canary_pid[i], NULL);
+		if (got != -1 || errno != canary_errno[i])
+			return cr_errf(err, CR_EFAIL, "seccomp stage 2 is not in force after loading "
+				       "(canary %d returned %ld, errno %d): something loaded before it "
+				       "interferes", i, got, errno);
+	}
+	return CR_OK;
 }
 
 const char *cr_sandbox_syscall_name(int nr)

@@ -9,7 +9,10 @@
  * Stage 2, installed with TSYNC after loading, before the first call: the
  * same allow-list without any open (read-only opens fail with EACCES, so
  * libc falls back, e.g. sysconf(_SC_NPROCESSORS_ONLN)) and without seccomp
- * or Landlock calls. Both: io_uring, exec, fork, sockets, ptrace, signals to
+ * or Landlock calls; once installed, two canaries drawn after loading
+ * (sched_getparam/sched_getscheduler on random pids must fail with random
+ * errnos only stage 2 returns) prove that no filter a constructor installed
+ * faked its installation. Both: io_uring, exec, fork, sockets, ptrace, signals to
  * others, mount/unshare, writes to files, dup/pipe, ftruncate raise SIGSYS;
  * the handler reports the syscall number on the reply pipe (CR_REP_SYSCALL)
  * and the worker dies. Calls with a libc fallback fail with an errno
