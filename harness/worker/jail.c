@@ -73,27 +73,6 @@ enum cr_status cr_jail_unshare(struct cr_err *err)
 	return write_file("/proc/self/gid_map", map, err);
 }
 
-static enum cr_status copy_in(int src, const char *name, struct cr_err *err)
-{
-	char buf[65536];
-	int dst = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555);
-	enum cr_status st = CR_OK;
-	ssize_t n;
-
-	if (dst < 0)
-		return cr_errf(err, CR_EENV, "jail: create %s in the new root: %s", name, strerror(errno));
-	while ((n = read(src, buf, sizeof buf)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || write(dst, buf, (size_t)n) != n) {
-			st = cr_errf(err, CR_EENV, "jail: copy of the library: %s", strerror(errno));
-			break;
-		}
-	}
-	close(dst);
-	return st;
-}
-
 static enum cr_status drop_caps(struct cr_err *err)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
@@ -110,39 +89,46 @@ static enum cr_status drop_caps(struct cr_err *err)
 enum cr_status cr_jail_root(const char *so_path, struct cr_err *err)
 {
 	enum cr_status st = CR_OK;
-	int so = -1, fs = -1, mnt = -1;
-	char size[64];
-	struct stat sb = { 0 };
+	int so = -1, fs = -1, mnt = -1, ph;
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 
-	if (so_path) {
-		if ((so = open(so_path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(so, &sb)) {
-			st = cr_errf(err, CR_EENV, "jail: open %s: %s", so_path, strerror(errno));
-			goto out;
-		}
-	}
 	/* nothing done here may reach the orchestrator's mount namespace */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 		st = cr_errf(err, CR_EENV, "jail: make mounts private: %s", strerror(errno));
 		goto out;
 	}
+	/* the library enters as a read-only bind mount of that one file: a
+	 * copy would be bounded by the worker's RLIMIT_FSIZE */
+	if (so_path && ((so = open_tree(AT_FDCWD, so_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) < 0 ||
+			mount_setattr(so, "", AT_EMPTY_PATH, &ro, sizeof ro))) {
+		st = cr_errf(err, CR_EENV, "jail: bind %s read-only: %s", so_path, strerror(errno));
+		goto out;
+	}
 	/* a detached tmpfs (new mount API): no directory of the old root is
 	 * needed as a mount point */
-	snprintf(size, sizeof size, "%lld", (long long)sb.st_size + (1 << 20));
 	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) ||
-	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0 ||
-	    fchdir(mnt)) {
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
 		st = cr_errf(err, CR_EENV, "jail: a tmpfs for the new root: %s", strerror(errno));
 		goto out;
 	}
-	if (so >= 0 && (st = copy_in(so, CR_JAIL_SO + 1, err)))
-		goto out;
 	/* attach it over / and make it the root; the old root is detached, so
 	 * no path leads out (no /proc, /sys, /tmp, /dev) */
-	if (move_mount(mnt, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) || fchdir(mnt) ||
-	    syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH) || chdir("/")) {
+	if (move_mount(mnt, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) || fchdir(mnt)) {
+		st = cr_errf(err, CR_EENV, "jail: attach the new root: %s", strerror(errno));
+		goto out;
+	}
+	if (so >= 0) {
+		if ((ph = open(CR_JAIL_SO + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0 ||
+		    close(ph) || move_mount(so, "", AT_FDCWD, CR_JAIL_SO + 1, MOVE_MOUNT_F_EMPTY_PATH)) {
+			st = cr_errf(err, CR_EENV, "jail: place the library in the new root: %s",
+				     strerror(errno));
+			goto out;
+		}
+	}
+	if (syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH) || chdir("/")) {
 		st = cr_errf(err, CR_EENV, "jail: pivot into the empty root: %s", strerror(errno));
 		goto out;
 	}

@@ -1,7 +1,7 @@
 /* jail.h — the worker's jail, entered by the worker itself after exec and
  * before any candidate code runs: fresh user, mount, network and IPC
- * namespaces, an empty tmpfs root that holds only a read-only copy of the
- * candidate library (CR_JAIL_SO), the old root detached (no /proc, /sys,
+ * namespaces, an empty tmpfs root that holds only the candidate library
+ * (CR_JAIL_SO, a read-only bind mount of that one file), the old root detached (no /proc, /sys,
  * /tmp), no capabilities; and Landlock rulesets that handle every access
  * right of the kernel's ABI. The PID namespace is made at clone time by the
  * orchestrator (harness/worker/proc.c): unsharing it here would forbid the
@@ -18,8 +18,8 @@
 /* Enters the namespaces (user, mount, net, ipc) with the caller's uid and
  * gid mapped to themselves. */
 enum cr_status cr_jail_unshare(struct cr_err *err);
-/* After cr_jail_unshare: makes an empty tmpfs the root, with so_path (read
- * from the old root) copied to CR_JAIL_SO read-only when so_path is not
+/* After cr_jail_unshare: makes an empty tmpfs the root, with so_path (from
+ * the old root) bind-mounted read-only at CR_JAIL_SO when so_path is not
  * NULL; detaches the old root; drops every capability. */
 enum cr_status cr_jail_root(const char *so_path, struct cr_err *err);
 /* The kernel's Landlock ABI version, 0 when it has none (or it is off). */
