@@ -1,7 +1,8 @@
 /* test_sandbox.c — the worker's sandbox layers on this kernel: the probe
  * answers and names every layer; the jail's root is empty (no /proc, no
  * other file); Landlock denies the root directory; a stage-2 filter makes
- * read-only opens fail with EACCES and sched_setaffinity with EPERM.
+ * read-only opens fail with EACCES and sched_setaffinity with EPERM; a
+ * kernel without namespaces or Landlock is reported as such.
  * Each check runs in a forked child (the layers cannot be undone). A layer
  * the probe says is missing is printed and that test is skipped, never
  * passed. */
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <seccomp.h>
 
 #include "harness/worker/jail.h"
 #include "harness/worker/sandbox.h"
@@ -146,6 +148,41 @@ static void test_stage2_errnos(void **state)
 	assert_int_equal(in_child(stage2_errnos), 0);
 }
 
+/* A kernel without user namespaces or Landlock, imitated by a filter that
+ * refuses unshare (EPERM) and landlock_create_ruleset (ENOSYS): the probe
+ * must name both layers missing, not pass them over. */
+static int degraded(void)
+{
+	struct cr_sandbox_layers l;
+	struct cr_err err;
+	char line[232];
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+	cr_err_init(&err);
+	if (!ctx || prctl_nnp() ||
+	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) ||
+	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) ||
+	    seccomp_load(ctx))
+		return 1;
+	if (cr_sandbox_probe_layers(&l, &err))
+		return 2;
+	if (l.ns || l.empty_root || l.landlock_abi || !l.seccomp_tsync)
+		return 3;
+	cr_sandbox_level(&l, line, sizeof line);
+	if (!strstr(line, "NO namespaces") || !strstr(line, "NO empty root") ||
+	    !strstr(line, "NO landlock") || !strstr(line, "seccomp allow-list+tsync"))
+		return 4;
+	if (!strstr(l.why, "unshare"))
+		return 5;
+	return 0;
+}
+
+static void test_degraded(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child(degraded), 0);
+}
+
 int main(void)
 {
 	struct cr_err err;
@@ -154,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_empty_root),
 		cmocka_unit_test(test_landlock),
 		cmocka_unit_test(test_stage2_errnos),
+		cmocka_unit_test(test_degraded),
 	};
 	cr_err_init(&err);
 	if (cr_sandbox_probe_layers(&layers, &err)) {
