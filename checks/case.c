@@ -174,6 +174,7 @@ bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struc
 {
 	const struct cr_pstage *st = &v->plan.st[s];
 	struct cr_err e2;
+	size_t scratch = 0, tensors = 0;
 
 	c->stage = s;
 	c->dims = *d;
@@ -195,11 +196,28 @@ bool vr_case_sizes(struct vr *v, struct vr_case *c, enum cr_stage s, const struc
 		}
 		c->numel[k] = n;
 		c->bytes[k] = (size_t)n * es;
-		if (sl->role == CR_SLOT_SCRATCH && c->bytes[k] > (1ull << 30)) {
-			vr_fail(v, CHECK_FORMAT_ERROR, "@scratch %s: %zu bytes is more than the 1 GiB allowed",
-				sl->name, c->bytes[k]);
-			return false;
-		}
+		if (sl->role == CR_SLOT_SCRATCH)
+			scratch += c->bytes[k];
+		else
+			tensors += c->bytes[k];
+	}
+	/* all scratch of a case together: at most 8x the stage's tensors (an
+	 * honest workspace is of their order), at least 64 MiB, never above
+	 * 1 GiB — the orchestrator maps, fills and guards every byte of it */
+	size_t cap = tensors > (SIZE_MAX >> 4) ? SIZE_MAX : 8 * tensors;
+	if (cap < (64ull << 20))
+		cap = 64ull << 20;
+	if (cap > (1ull << 30))
+		cap = 1ull << 30;
+	if (scratch > cap) {
+		char ds[128];
+		task_dims_str(v->t, d, ds, sizeof ds);
+		vr_fail(v, CHECK_FORMAT_ERROR,
+			"%s:%d: @scratch: %zu bytes in all at {%s}, more than the %zu allowed (8x the tensors' %zu bytes, at least 64 MiB, at most 1 GiB)",
+			v->path ? v->path : "<candidate>",
+			v->plan.cand.n_scratch ? v->plan.cand.scratch[0].line : 0, scratch, ds, cap,
+			tensors);
+		return false;
 	}
 	return true;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include "common/cr_verdict.h"
 
+#define CR_RAW_MAX 512           /* raw timing samples a row keeps (samples.csv) */
+
 struct cr_verify_opts {
 	uint64_t seed;           /* mixed from --seed and CRUCIBLE_SEED; never sent to a worker */
 	double call_timeout_s;   /* wall-clock budget of one call */
@@ -41,6 +43,8 @@ struct cr_result {
 	char dims[128];          /* the timed shape */
 	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
 	double roofline;         /* roofline time / measured time (1 = at the roofline) */
+	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
+	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */
 };
 
 void cr_result_init(struct cr_result *r);

@@ -100,3 +100,17 @@ uint64_t cr_secure_u64(void)
 	}
 	return v;
 }
+
+bool cr_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (!s || s[0] < '0' || s[0] > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = (uint64_t)v;
+	return true;
+}

@@ -4,6 +4,7 @@
 #ifndef CR_STATUS_H
 #define CR_STATUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,10 @@ enum cr_status cr_errf(struct cr_err *e, enum cr_status st, const char *fmt, ...
 uint64_t cr_secure_u64(void);
 /* The monotonic clock in nanoseconds (deadlines, compile times). */
 int64_t cr_now_ns(void);
+/* A non-negative decimal integer filling all of s (no sign, no blanks, no
+ * trailing text, within 64 bits): the one rule every option's number
+ * follows. false otherwise. */
+bool cr_parse_u64(const char *s, uint64_t *out);
 /* The whole file at path, NUL-terminated, into a malloc'd buffer; NULL when
  * it cannot be read or is larger than max bytes. */
 char *cr_read_file(const char *path, size_t max, size_t *len);

@@ -5,7 +5,7 @@
 
 static const char *names[] = {
 	"format_error", "compile_error", "runtime_error", "timeout", "out_of_bounds",
-	"input_mutated", "degenerate", "mismatch", "nondeterministic", "stale_result", "ok",
+	"input_mutated", "degenerate", "mismatch", "nondeterministic", "stale_result", "ok", "compiled",
 };
 
 const char *check_verdict_name(enum check_verdict v)

@@ -23,6 +23,7 @@ enum check_verdict {
 	CHECK_NONDETERMINISTIC,
 	CHECK_STALE_RESULT,
 	CHECK_OK,
+	CHECK_COMPILED,          /* compile-only: built and its launches match; never run, never correct */
 	CHECK_VERDICT_COUNT
 };
 

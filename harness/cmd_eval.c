@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@
 #include <unistd.h>
 
 #include "cr_config.h"
+#include "cr_version.h"
 #include "checks/cuda_build.h"
+#include "common/cr_text.h"
 #include "common/sha256.h"
 #include "cuda/cuda_dev.h"
 #include "harness/backend.h"
@@ -27,6 +30,14 @@
 #include "harness/verify.h"
 #include "reports/report.h"
 #include "tasks/task_registry.h"
+
+/* Text a candidate controls (its file name, @task, any detail), safe to
+ * print: control bytes, invalid UTF-8 and bidi overrides escaped. */
+static const char *safe(const char *s, char *buf, size_t cap)
+{
+	cr_text_escape(s, strlen(s), buf, cap);
+	return buf;
+}
 
 struct cands {
 	char **paths;
@@ -89,6 +100,14 @@ static enum cr_status collect(struct cands *c, const char *path, int depth, stru
 struct eval_opts {
 	const char *tasks, *out, *backend;
 	uint64_t seed;
+	int argc;                /* the command line, for run.json */
+	char **argv;
+	const char *label;       /* --label NAME (run.json and every row) */
+	bool json;               /* check --json */
+	double load_start;       /* 1-minute load average when the run began */
+	bool seed_given;         /* --seed N on the command line */
+	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */
+	const char *seed_source; /* "--seed", "drawn", "secret" */
 	bool resume, no_timing, quick, check_expect, verbose, compile_only;
 	const char *arch;
 	double timeout, time_cap;
@@ -133,59 +152,177 @@ static void compiler_version(const char *workroot, char *buf, size_t cap)
 	unlink(log);
 }
 
-static void json_str(FILE *f, const char *key, const char *val, bool comma)
+/* A JSON string of text crucible did not write itself: escaped first. */
+static json_t *jstr(const char *s)
 {
-	fprintf(f, "  \"%s\": \"", key);
-	for (const char *p = val; *p; p++)
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if ((unsigned char)*p >= 0x20)
-			fputc(*p, f);
-	fprintf(f, "\"%s\n", comma ? "," : "");
+	char esc[4096];
+	cr_text_escape(s ? s : "", s ? strlen(s) : 0, esc, sizeof esc);
+	return json_string(esc);
 }
 
+/* The CPU frequency governor of cpu0 ("" when the kernel does not say). */
+static void cpu_governor(char *buf, size_t cap)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "r");
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)cap, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* sha256 of the seed's decimal text: lets --resume compare seeds, also a
+ * secret one, without writing it down. */
+static void seed_check(uint64_t seed, char *hex)
+{
+	char t[32];
+	int n = snprintf(t, sizeof t, "%llu", (unsigned long long)seed);
+	cr_sha256_hex(t, (size_t)n, hex);
+}
+
+/* run.json (SPEC §6) through jansson, written to a temp file and renamed,
+ * so a killed run never leaves it empty or half written. Written at the
+ * start of a run and again at its end (load average, task set). */
 static void write_run_json(const char *dir, const char *run_id, const struct eval_opts *o,
 			   const char *device, int n_tasks, const char *taskhash,
-			   const char *workroot)
+			   const char *workroot, bool final)
 {
-	char ccv[256];
-	char path[1024];
+	char ccv[256], path[1024], tmp[1100], host[256] = "", gov[64], sc[65];
 	struct utsname u;
-	FILE *f;
-	snprintf(path, sizeof path, "%s/run.json", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return;
+	double la[3] = { NAN, NAN, NAN };
+	json_t *j = json_object(), *cmd = json_array();
+
 	uname(&u);
+	gethostname(host, sizeof host - 1);
 	compiler_version(workroot, ccv, sizeof ccv);
-	fprintf(f, "{\n  \"tool\": \"crucible\",\n  \"version\": \"%s\",\n  \"run_id\": \"%s\",\n",
-		CRUCIBLE_VERSION, run_id);
-	fprintf(f, "  \"backend\": \"%s\",\n", o->cuda ? "cuda" : "cpu");
+	cpu_governor(gov, sizeof gov);
+	getloadavg(la, 3);
+	seed_check(o->seed, sc);
+	for (int i = 0; i < o->argc; i++)
+		json_array_append_new(cmd, jstr(o->argv[i]));
+	json_object_set_new(j, "tool", json_string("crucible"));
+	json_object_set_new(j, "version", json_string(CRUCIBLE_VERSION));
+	json_object_set_new(j, "revision", json_string(CRUCIBLE_REVISION));
+	json_object_set_new(j, "run_id", json_string(run_id));
+	json_object_set_new(j, "command", cmd);
+	json_object_set_new(j, "label", jstr(o->label ? o->label : ""));
+	json_object_set_new(j, "backend", json_string(o->cuda ? "cuda" : "cpu"));
 	if (o->cuda && getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA"))
-		json_str(f, "libcuda", getenv("CRUCIBLE_LIBCUDA"), true);
-	json_str(f, "device", device, true);
+		json_object_set_new(j, "libcuda", jstr(getenv("CRUCIBLE_LIBCUDA")));
+	json_object_set_new(j, "device", jstr(device));
 	if (o->cuda) {
 		char clk[400];
 		cr_cuda_clocks_line(clk, sizeof clk);
-		json_str(f, "gpu_clocks", clk, true);
+		json_object_set_new(j, "gpu_clocks", jstr(clk));
 	}
-	json_str(f, "compiler", ccv, true);
-	fprintf(f, "  \"cores\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "  \"kernel\": \"%s %s\",\n  \"task_set\": \"%s\",\n  \"tasks\": %d,\n", u.sysname,
-		u.release, o->tasks ? o->tasks : "", n_tasks);
-	fprintf(f, "  \"task_set_sha256\": \"%s\",\n", taskhash);
+	json_object_set_new(j, "compiler", jstr(ccv));
+	json_object_set_new(j, "host", jstr(host));
+	json_object_set_new(j, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+	json_object_set_new(j, "cpu_governor", jstr(gov[0] ? gov : "unknown"));
+	json_object_set_new(j, "kernel", jstr(u.release));
+	json_object_set_new(j, "task_set", jstr(o->tasks ? o->tasks : ""));
+	json_object_set_new(j, "tasks", json_integer(n_tasks));
+	json_object_set_new(j, "task_set_sha256", json_string(taskhash));
 	if (cr_seed_is_secret())
-		fprintf(f, "  \"seed\": \"secret\",\n");
+		json_object_set_new(j, "seed", json_string("secret"));
 	else
-		fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)o->seed);
-	fprintf(f, "  \"timing\": %s,\n  \"quick\": %s\n}\n", o->no_timing ? "false" : "true",
-		o->quick ? "true" : "false");
-	fclose(f);
+		json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
+	json_object_set_new(j, "seed_source", json_string(o->seed_source));
+	json_object_set_new(j, "seed_sha256", json_string(sc));
+	json_object_set_new(j, "timing", json_boolean(!o->no_timing));
+	json_object_set_new(j, "quick", json_boolean(o->quick));
+	json_object_set_new(j, "time_cap_s", json_real(o->time_cap));
+	json_object_set_new(j, "timeout_s", json_real(o->timeout));
+	json_object_set_new(j, "load_start", json_real(o->load_start));
+	if (final)
+		json_object_set_new(j, "load_end", json_real(la[0]));
+	json_object_set_new(j, "complete", json_boolean(final));
+	snprintf(path, sizeof path, "%s/run.json", dir);
+	snprintf(tmp, sizeof tmp, "%s/.run.json.%d", dir, (int)getpid());
+	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) || rename(tmp, path)) {
+		fprintf(stderr, "crucible eval: cannot write %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+	}
+	json_decref(j);
+}
+
+/* --resume continues a run only under its own options: the ones that
+ * change verdicts or figures must match run.json (named when they do not),
+ * and a drawn seed is taken over. Returns 0, or 2 with the reason printed. */
+static int resume_check(struct eval_opts *o)
+{
+	char path[1024], sc[65], diff[1024] = "";
+	size_t n = 0;
+	json_error_t je;
+	json_t *j, *v;
+
+	snprintf(path, sizeof path, "%s/run.json", o->out);
+	if (access(path, F_OK))
+		return 0;                 /* nothing to compare (a run killed before it) */
+	if (!(j = json_load_file(path, 0, &je))) {
+		fprintf(stderr, "crucible eval: --resume: %s:%d: %s\n", path, je.line, je.text);
+		return 2;
+	}
+#define DIFF(...) (n += (size_t)snprintf(diff + n, n < sizeof diff ? sizeof diff - n : 0, __VA_ARGS__))
+	v = json_object_get(j, "version");
+	if (!json_is_string(v) || strcmp(json_string_value(v), CRUCIBLE_VERSION))
+		DIFF(" version %s (was %s);", CRUCIBLE_VERSION, json_is_string(v) ? json_string_value(v) : "?");
+	v = json_object_get(j, "backend");
+	if (json_is_string(v) && strcmp(json_string_value(v), o->cuda ? "cuda" : "cpu"))
+		DIFF(" --backend %s (was %s);", o->cuda ? "cuda" : "cpu", json_string_value(v));
+	v = json_object_get(j, "timing");
+	if (json_is_boolean(v) && json_is_true(v) != !o->no_timing)
+		DIFF(" %s (was %s);", o->no_timing ? "--no-timing" : "timed", json_is_true(v) ? "timed" : "--no-timing");
+	v = json_object_get(j, "quick");
+	if (json_is_boolean(v) && json_is_true(v) != o->quick)
+		DIFF(" --quick %s (was %s);", o->quick ? "on" : "off", json_is_true(v) ? "on" : "off");
+	v = json_object_get(j, "time_cap_s");
+	if (json_is_number(v) && fabs(json_number_value(v) - o->time_cap) > 1e-9)
+		DIFF(" --time-cap %g (was %g);", o->time_cap, json_number_value(v));
+	v = json_object_get(j, "label");
+	if (json_is_string(v) && strcmp(json_string_value(v), o->label ? o->label : ""))
+		DIFF(" --label '%s' (was '%s');", o->label ? o->label : "", json_string_value(v));
+	v = json_object_get(j, "seed");
+	if (!o->seed_given && !cr_seed_is_secret() && json_is_integer(v)) {
+		/* the run's own drawn seed goes on */
+		o->seed = (uint64_t)json_integer_value(v);
+		snprintf(o->seed_str, sizeof o->seed_str, "%llu", (unsigned long long)o->seed);
+	}
+	seed_check(o->seed, sc);
+	v = json_object_get(j, "seed_sha256");
+	if (json_is_string(v) && strcmp(json_string_value(v), sc))
+		DIFF(" the seed (%s, was %s);", o->seed_str,
+		     json_is_integer(json_object_get(j, "seed")) ? "another" : "a secret one");
+#undef DIFF
+	json_decref(j);
+	if (n) {
+		fprintf(stderr, "crucible eval: --resume: %s was made under other options:%s start a new --out, "
+				"or resume with the same options\n", path, diff);
+		return 2;
+	}
+	return 0;
+}
+
+/* The run's seed (SPEC §1): --seed N, mixed with CRUCIBLE_SEED when that is
+ * set (then "secret"); without either, drawn from the kernel's CSPRNG so no
+ * input of a default run is known in advance. 53 bits, so every JSON
+ * reader keeps it exact. */
+static void settle_seed(struct eval_opts *o)
+{
+	if (!o->seed_given && !cr_seed_is_secret())
+		o->seed = cr_secure_u64() >> 11;
+	o->seed = cr_seed(o->seed);
+	o->seed_source = cr_seed_is_secret() ? "secret" : o->seed_given ? "--seed" : "drawn";
+	if (cr_seed_is_secret())
+		snprintf(o->seed_str, sizeof o->seed_str, "secret");
+	else
+		snprintf(o->seed_str, sizeof o->seed_str, "%llu", (unsigned long long)o->seed);
 }
 
 static int cmp_task_name(const void *a, const void *b)
 {
-	return strcmp(((const struct task *)a)->name, ((const struct task *)b)->name);
+	return strverscmp(((const struct task *)a)->name, ((const struct task *)b)->name);
 }
 
 /* sha256 over "name\0file contents" of every task, sorted by name. */
@@ -220,7 +357,9 @@ static void print_usage_eval(FILE *f)
 		"  --backend B         auto (default), cpu, or cuda\n"
 		"  --out DIR           output directory (default crucible-out)\n"
 		"  --resume            skip candidates already in DIR/results.csv (same file hash)\n"
-		"  --seed N            seed of every random choice (mixed with $CRUCIBLE_SEED)\n"
+		"  --label NAME        a name for this run (run.json, every row; report shows it)\n"
+		"  --seed N            seed of the correctness cases (mixed with $CRUCIBLE_SEED);\n"
+		"                      without it one is drawn per run and recorded (run.json, rows)\n"
 		"  --no-timing         correctness only\n"
 		"  --quick             three init profiles instead of six\n"
 		"  --timeout S         wall-clock budget of one call (default 5)\n"
@@ -238,18 +377,22 @@ static void print_usage_check(FILE *f)
 {
 	fprintf(f,
 		"usage: crucible check FILE [--task T] [--seed N] [--no-timing] [--timeout S]\n"
-		"                       [--backend auto|cpu|cuda] [--compile-only [--arch SM]]\n"
-		"Verifies one candidate and prints the full verdict with diagnostics.\n"
+		"                       [--backend auto|cpu|cuda] [--compile-only [--arch SM]] [--json]\n"
+		"Verifies one candidate and prints the full verdict with diagnostics\n"
+		"(--json: the same as one JSON object).\n"
 		"A .cu candidate takes --compile-only (NVRTC, no GPU needed).\n"
 		"Exit 0 when it is ok, 1 when it is not.\n");
 }
 
-/* Finds (loading it if needed) the task a candidate names, or task_override.
- * *out is NULL with a format_error in r when the candidate names none or an
- * unknown one; the status is an error only when memory runs out. *tasks may
+/* The candidate's task: --task, else its @task line (found even when a
+ * later directive is broken), else the sidecar's "task", else the one task
+ * of --tasks (fallback). The row names it whenever any of them does. A
+ * task file that exists but does not load is an input error (CR_EINPUT,
+ * naming the task file and line), not the candidate's. *out is NULL with a
+ * format_error in r when no task is named or an unknown one is; *tasks may
  * move: pointers into it are valid until the next call. */
 static enum cr_status task_for(const struct cr_cand_file *f, const char *override,
-			       struct task **tasks, int *n_tasks,
+			       const char *fallback, struct task **tasks, int *n_tasks,
 			       struct cr_result *r, char *tname, size_t tcap,
 			       const struct task **out, struct cr_err *err)
 {
@@ -265,6 +408,10 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 	} else if (f->parsed) {
 		snprintf(tname, tcap, "%s", f->cand.task);
 		line = f->cand.task_line;
+	} else if (f->task_hint[0]) {
+		snprintf(tname, tcap, "%s", f->task_hint);
+	} else if (fallback && fallback[0]) {
+		snprintf(tname, tcap, "%s", fallback);
 	}
 	if (!tname[0]) {
 		r->status = CHECK_FORMAT_ERROR;
@@ -282,8 +429,13 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 	*tasks = nt;
 	cr_err_init(&e);
 	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
+		if (task_registry_exists(tname))
+			return cr_errf(err, CR_EINPUT, "%s", e.msg);
 		r->status = CHECK_FORMAT_ERROR;
-		snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
+		if (f->parsed)
+			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
+		else
+			snprintf(r->detail, sizeof r->detail, "%s", f->error);
 		return CR_OK;
 	}
 	*out = &nt[(*n_tasks)++];
@@ -318,7 +470,7 @@ static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char 
 }
 
 static enum cr_status verify_one(struct cr_cand_file *f, const char *task_override,
-				 struct task **tasks, int *n_tasks, const struct eval_opts *o,
+				 const char *fallback, struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
 				 size_t tcap, struct cr_err *err)
 {
@@ -339,8 +491,14 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 		return CR_OK;
 	}
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
-	if (!(st = task_for(f, task_override, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
+	if (!(st = task_for(f, task_override, fallback, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
 		st = cr_verify(t, f, &vo, r, err);
+	if (r->status <= CHECK_TIMEOUT) {
+		/* nothing was compared to the end: unknown, not 0 (which reads as exact) */
+		r->max_abs_err = r->max_rel_err = r->err_vs_baseline = NAN;
+	}
+	cr_text_escape_inplace(r->detail, sizeof r->detail);
+	cr_text_escape_inplace(task_name, tcap);
 	return st;
 }
 
@@ -361,7 +519,8 @@ static void progress(int i, int n, const char *cand)
 	if (tty < 0)
 		tty = isatty(2);
 	if (!tty) {
-		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, n, cand);
+		char sb[1100];
+		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, n, safe(cand, sb, sizeof sb));
 		return;
 	}
 	char bar[31];
@@ -370,7 +529,8 @@ static void progress(int i, int n, const char *cand)
 		bar[k] = k < fill ? '#' : '.';
 	bar[30] = '\0';
 	const char *base = strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand;
-	fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, i + 1, n, base);
+	char sb[1100];
+	fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, i + 1, n, safe(base, sb, sizeof sb));
 	fflush(stderr);
 }
 
@@ -391,6 +551,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "timeout", required_argument, 0, 'x' }, { "time-cap", required_argument, 0, 'c' },
 		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
 		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
+		{ "label", required_argument, 0, 'L' }, { "json", no_argument, 0, 'J' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -405,9 +566,8 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'o': o->out = optarg; break;
 		case 'r': o->resume = true; break;
 		case 's':
-			errno = 0;
-			o->seed = strtoull(optarg, &end, 10);
-			if (errno || *end || !optarg[0]) {
+			o->seed_given = true;
+			if (!cr_parse_u64(optarg, &o->seed)) {
 				fprintf(stderr, "crucible %s: --seed: '%s' is not a non-negative integer\n", argv[0], optarg);
 				return 2;
 			}
@@ -427,6 +587,20 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'e': o->check_expect = true; break;
 		case 'C': o->compile_only = true; break;
 		case 'A': o->arch = optarg; break;
+		case 'J':
+			if (!check) {
+				fprintf(stderr, "crucible %s: --json is for `crucible check` (eval writes results.csv)\n", argv[0]);
+				return 2;
+			}
+			o->json = true;
+			break;
+		case 'L':
+			if (!optarg[0] || strlen(optarg) > 64) {
+				fprintf(stderr, "crucible %s: --label: give a name of 1 to 64 characters\n", argv[0]);
+				return 2;
+			}
+			o->label = optarg;
+			break;
 		case 'h':
 			if (check) print_usage_check(stdout); else print_usage_eval(stdout);
 			return -1;
@@ -485,7 +659,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", cs->paths[i]);
 		} else {
 			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
-			if ((st = task_for(&fs[n], NULL, tasks, n_tasks, &rs[n], tnames[n],
+			if ((st = task_for(&fs[n], NULL, NULL, tasks, n_tasks, &rs[n], tnames[n],
 					   sizeof tnames[n], &t, err)))
 				goto out;
 			if (t)
@@ -509,6 +683,12 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 	st = check_cuda_compile_many(jobs, m, &co, 0, err);
 	for (int k = 0; k < m; k++)
 		rs[of[k]] = jobs[k].r;
+	for (int i = 0; i < n; i++) {
+		if (rs[i].status == CHECK_OK)
+			rs[i].status = CHECK_COMPILED;   /* built, never run: not "ok" */
+		cr_text_escape_inplace(rs[i].detail, sizeof rs[i].detail);
+		cr_text_escape_inplace(tnames[i], sizeof tnames[i]);
+	}
 	if (st || !res) /* !res: only warming the compile cache for a run on the GPU */
 		goto out;
 	for (int i = 0; i < n; i++) {
@@ -521,15 +701,18 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			memset(&meta, 0, sizeof meta);
 		}
 		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path,
-				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta };
+				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta,
+				       .verify_seed = o->seed_str, .label = o->label };
 		if ((st = cr_results_write(res, &row, err)))
 			goto out;
 		(*done)++;
 		want = meta.expect_compile[0] ? meta.expect_compile : "";
 		bad = o->check_expect && want[0] && strcmp(want, check_verdict_name(rs[i].status));
 		*unexpected += bad;
-		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tnames[i],
-		       strrchr(fs[i].path, '/') ? strrchr(fs[i].path, '/') + 1 : fs[i].path,
+		char s1[300], s2[1100];
+		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", safe(tnames[i], s1, sizeof s1),
+		       safe(strrchr(fs[i].path, '/') ? strrchr(fs[i].path, '/') + 1 : fs[i].path, s2,
+			    sizeof s2),
 		       check_verdict_name(rs[i].status), rs[i].backward, "-", 90, rs[i].detail,
 		       bad ? "  <-- UNEXPECTED" : "");
 		if (bad)
@@ -568,7 +751,7 @@ static int check_compile_only(const char *path, const char *task_override,
 	cr_result_init(&r);
 	snprintf(r.sha256, sizeof r.sha256, "%s", f.sha256);
 	cr_err_init(&err);
-	if (task_for(&f, task_override, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err))
+	if (task_for(&f, task_override, NULL, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err))
 		goto fail;
 	if (t && !f.parsed) {
 		r.status = CHECK_FORMAT_ERROR;
@@ -581,15 +764,20 @@ static int check_compile_only(const char *path, const char *task_override,
 		if (check_cuda_compile_many(&j, 1, &co, 1, &err))
 			goto fail;
 		r = j.r;
+		if (r.status == CHECK_OK)
+			r.status = CHECK_COMPILED;
 	}
+	cr_text_escape_inplace(r.detail, sizeof r.detail);
+	char s1[300], s2[1100];
 	printf("candidate   %s\ntask        %s\nbackend     cuda, compile only (%s)\nstatus      %s\n",
-	       path, tname[0] ? tname : "?", check_cuda_arch(o->arch), check_verdict_name(r.status));
+	       safe(path, s2, sizeof s2), tname[0] ? safe(tname, s1, sizeof s1) : "?",
+	       check_cuda_arch(o->arch), check_verdict_name(r.status));
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
 	printf("sha256      %s\n", r.sha256);
 	cr_cand_file_release(&f);
 	free(tasks);
-	return r.status == CHECK_OK ? 0 : 1;
+	return r.status == CHECK_COMPILED ? 0 : 1;
 fail:
 	fprintf(stderr, "crucible check: %s\n", err.msg);
 	rc = cr_status_exit_code(err.status);
@@ -604,24 +792,30 @@ int cr_cmd_eval(int argc, char **argv)
 	struct cands cs = { 0 };
 	struct task *tasks = NULL, *filter = NULL;
 	int n_tasks = 0, n_filter = 0, rc = 0, unexpected = 0, skipped = 0, done = 0;
+	int filtered = 0, resumed = 0;
 	char **keys = NULL, path[1024], run_id[64], device[256], *workroot = NULL;
 	int n_keys = 0;
 	const char *dummy = NULL;
 	struct cr_err err;
-	FILE *res = NULL;
+	FILE *res = NULL, *samples = NULL;
 	bool defaulted = false;
 	enum cr_backend backend = CR_BACKEND_CPU;
 	int prc = parse_common(argc, argv, &o, &dummy, false);
+	double la[1] = { NAN };
 
 	if (prc)
 		return prc < 0 ? 0 : prc;
+	o.argc = argc;
+	o.argv = argv;
+	getloadavg(la, 1);
+	o.load_start = la[0];
 	if (dummy) {
 		fprintf(stderr, "crucible eval: --task is for `crucible check`; use --tasks\n");
 		return 2;
 	}
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible eval")))
 		return rc;
-	o.seed = cr_seed(o.seed);
+	settle_seed(&o);
 	cr_err_init(&err);
 	if (optind >= argc) {
 		snprintf(path, sizeof path, "%s/candidates/%s", task_datadir(),
@@ -653,6 +847,8 @@ int cr_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 	snprintf(path, sizeof path, "%s/results.csv", o.out);
+	if (o.resume && (rc = resume_check(&o)))
+		goto out;
 	if (o.resume) {
 		/* drop a row cut short by a kill, then collect finished keys */
 		int fd = open(path, O_RDWR);
@@ -680,6 +876,18 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if (cr_results_open(path, &res, &err))
 		goto fail;
+	{
+		char sp[1100];
+		snprintf(sp, sizeof sp, "%s/samples.csv", o.out);
+		if (!o.resume) {
+			/* results.csv went to .prev: its samples go with it */
+			char old[1200];
+			snprintf(old, sizeof old, "%s.prev", sp);
+			rename(sp, old);
+		}
+		if (cr_samples_open(sp, &samples, &err))
+			goto fail;
+	}
 	workroot = make_workroot();
 	if (!workroot) {
 		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
@@ -688,7 +896,7 @@ int cr_cmd_eval(int argc, char **argv)
 	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
 	if (!o.cuda)
 		cpu_model(device, sizeof device);
-	write_run_json(o.out, run_id, &o, device, 0, "", workroot);
+	write_run_json(o.out, run_id, &o, device, 0, "", workroot, false);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
 	if (o.cuda) {
@@ -729,9 +937,12 @@ int cr_cmd_eval(int argc, char **argv)
 		cr_cand_load(&cf, cand);
 		if (o.tasks) {
 			bool in = false;
-			for (int k = 0; cf.parsed && k < n_filter; k++)
-				in |= !strcmp(filter[k].name, cf.cand.task);
+			const char *tn = cf.task_hint[0] ? cf.task_hint : m.task;
+			for (int k = 0; k < n_filter; k++)
+				in |= !strcmp(filter[k].name, tn);
+			in |= !tn[0] && n_filter == 1;   /* the one task of --tasks is its task */
 			if (!in) {
+				filtered++;
 				cr_cand_file_release(&cf);
 				continue;
 			}
@@ -743,24 +954,29 @@ int cr_cmd_eval(int argc, char **argv)
 			if (skip) {
 				fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
 					i + 1, cs.n, cand);
+				resumed++;
 				cr_cand_file_release(&cf);
 				continue;
 			}
 		}
 		progress(i, cs.n, cand);
-		st_one = verify_one(&cf, NULL, &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
+		st_one = verify_one(&cf, NULL, m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL,
+				    &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
 		cr_cand_file_release(&cf);
 		if (st_one)
 			goto fail;
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
-				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m };
-		if (cr_results_write(res, &row, &err))
+				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
+				       .verify_seed = o.seed_str, .label = o.label };
+		if (cr_results_write(res, &row, &err) || cr_samples_write(samples, cand, &r, &err))
 			goto fail;
 		done++;
 		bool bad = o.check_expect && m.expect[0] && strcmp(m.expect, check_verdict_name(r.status));
 		progress_done(); /* the row goes where the bar was */
 		unexpected += bad;
-		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname, strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand,
+		char sb[1100];
+		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname,
+		       safe(strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand, sb, sizeof sb),
 		       check_verdict_name(r.status), r.backward, fmt_speed(&r, sp, sizeof sp), 70,
 		       r.detail, bad ? "  <-- UNEXPECTED" : "");
 		if (bad)
@@ -781,7 +997,7 @@ int cr_cmd_eval(int argc, char **argv)
 		/* the task set actually used: a hash over the files, in name order */
 		char h[65];
 		task_set_hash(tasks, n_tasks, h);
-		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot);
+		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot, true);
 	}
 	if ((done > 0 || n_keys > 0) && (backend == CR_BACKEND_CPU || o.cuda)) {
 		printf("\n");
@@ -794,6 +1010,18 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if (defaulted && !unexpected)
 		fprintf(stderr, "crucible eval: every bundled sample got its expected status\n");
+	if (done == 0 && resumed == 0) {
+		/* nothing evaluated is not success (SPEC §1: exit 5, as pytest) */
+		if (cs.n == 0)
+			fprintf(stderr, "crucible eval: nothing evaluated: no candidate file (.c, .cu) under the paths given\n");
+		else if (filtered && filtered + skipped == cs.n)
+			fprintf(stderr, "crucible eval: nothing evaluated: --tasks %s matched none of the %d candidate(s)%s\n",
+				o.tasks, cs.n, skipped ? " of this backend" : "");
+		else
+			fprintf(stderr, "crucible eval: nothing evaluated: the %d candidate(s) are all for the other backend\n",
+				cs.n);
+		rc = 5;
+	}
 	goto out;
 fail:
 	fprintf(stderr, "crucible eval: %s\n", err.msg);
@@ -801,6 +1029,8 @@ fail:
 out:
 	if (res)
 		fclose(res);
+	if (samples)
+		fclose(samples);
 	if (workroot) {
 		rmdir(workroot);
 		free(workroot);
@@ -858,7 +1088,7 @@ int cr_cmd_check(int argc, char **argv)
 		fprintf(stderr, "crucible check: %s: %s\n", argv[optind], strerror(errno));
 		return 2;
 	}
-	o.seed = cr_seed(o.seed);
+	settle_seed(&o);
 	cr_err_init(&err);
 	workroot = make_workroot();
 	if (!workroot) {
@@ -867,7 +1097,7 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	struct cr_cand_file cf;
 	cr_cand_load(&cf, argv[optind]);
-	enum cr_status st_one = verify_one(&cf, task, &tasks, &n_tasks, &o, workroot, &r, tname,
+	enum cr_status st_one = verify_one(&cf, task, NULL, &tasks, &n_tasks, &o, workroot, &r, tname,
 					   sizeof tname, &err);
 	cr_cand_file_release(&cf);
 	if (st_one) {
@@ -879,8 +1109,43 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	rmdir(workroot);
 	free(workroot);
-	printf("candidate   %s\ntask        %s\nstatus      %s\nbackward    %s\n", argv[optind],
-	       tname[0] ? tname : "?", check_verdict_name(r.status), r.backward);
+	if (o.json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "candidate", jstr(argv[optind]));
+		json_object_set_new(j, "task", jstr(tname));
+		json_object_set_new(j, "status", json_string(check_verdict_name(r.status)));
+		json_object_set_new(j, "backward", json_string(r.backward));
+		json_object_set_new(j, "detail", jstr(r.detail));
+#define JNUM(k, x) json_object_set_new(j, k, isnan(x) ? json_null() : json_real(x))
+		JNUM("max_abs_err", r.max_abs_err);
+		JNUM("max_rel_err", r.max_rel_err);
+		JNUM("err_vs_baseline", r.err_vs_baseline);
+		JNUM("time_us", r.time_us);
+		JNUM("time_lo_us", r.time_lo_us);
+		JNUM("time_hi_us", r.time_hi_us);
+		JNUM("baseline_us", r.baseline_us);
+		JNUM("speedup", r.speedup);
+		JNUM("speedup_lo", r.speedup_lo);
+		JNUM("speedup_hi", r.speedup_hi);
+#undef JNUM
+		json_object_set_new(j, "samples", json_integer(r.samples));
+		json_object_set_new(j, "noisy", json_boolean(r.noisy));
+		json_object_set_new(j, "shape", jstr(r.dims));
+		json_object_set_new(j, "sha256", json_string(r.sha256));
+		json_object_set_new(j, "seed", json_string(o.seed_str));
+		json_object_set_new(j, "seed_source", json_string(o.seed_source));
+		char *txt = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+		if (txt)
+			printf("%s\n", txt);
+		free(txt);
+		json_decref(j);
+		free(tasks);
+		return r.status == CHECK_OK ? 0 : 1;
+	}
+	char sb[1100];
+	printf("candidate   %s\ntask        %s\nstatus      %s\nbackward    %s\n",
+	       safe(argv[optind], sb, sizeof sb), tname[0] ? tname : "?", check_verdict_name(r.status),
+	       r.backward);
 	if (r.detail[0])
 		printf("detail      %s\n", r.detail);
 	if (!isnan(r.max_abs_err))
@@ -899,6 +1164,8 @@ int cr_cmd_check(int argc, char **argv)
 		printf("\n");
 	}
 	printf("sha256      %s\n", r.sha256);
+	printf("seed        %s (%s)\n", o.seed_str, !strcmp(o.seed_source, "drawn") ?
+	       "drawn for this run; --seed with it reproduces the fixed cases" : o.seed_source);
 	free(tasks);
 	return r.status == CHECK_OK ? 0 : 1;
 }

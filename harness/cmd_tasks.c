@@ -102,17 +102,23 @@ static void coverage(const struct task *ts, int n)
 int cr_cmd_list(int argc, char **argv)
 {
 	struct task *ts = NULL;
-	int n = 0, rc = 0;
+	int n = 0, rc = 0, w[6] = { 4, 10, 4, 8, 5, 5 };
 	struct cr_err err;
 	char *spec = NULL;
 	size_t sl = 0;
+	bool json = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: crucible list [SET|TASK...]\n"
+			printf("usage: crucible list [SET|TASK...] [--json]\n"
 			       "Lists tasks: name, primitives, bench dims, backward, flops and bytes at the\n"
-			       "bench shape, and the KernelBench source each mirrors. No argument: every set.\n");
+			       "bench shape, and the KernelBench source each mirrors. No argument: every set.\n"
+			       "--json: one JSON array of the same, for scripts.\n");
 			return 0;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			continue;
 		}
 		if (argv[i][0] == '-') {
 			fprintf(stderr, "crucible list: unknown option '%s' (see --help)\n", argv[i]);
@@ -130,23 +136,59 @@ int cr_cmd_list(int argc, char **argv)
 		free(spec);
 		return cr_status_exit_code(err.status);
 	}
-	printf("%-24s %-28s %-30s %-8s %-9s %-9s %s\n", "task", "primitives", "dims", "backward",
-	       "flops", "bytes", "source");
+	struct row { char prims[256], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
+	if (!rows) {
+		fprintf(stderr, "crucible list: out of memory\n");
+		free(ts);
+		free(spec);
+		return 3;
+	}
 	for (int i = 0; i < n; i++) {
-		char prims[256] = "", dims[256], fl[32], by[32];
+		struct row *r = &rows[i];
 		for (int k = 0; k < ts[i].n_nodes; k++) {
 			if (k)
-				strncat(prims, ",", sizeof prims - strlen(prims) - 1);
-			strncat(prims, ts[i].nodes[k].op, sizeof prims - strlen(prims) - 1);
+				strncat(r->prims, ",", sizeof r->prims - strlen(r->prims) - 1);
+			strncat(r->prims, ts[i].nodes[k].op, sizeof r->prims - strlen(r->prims) - 1);
 		}
-		task_dims_str(&ts[i], &ts[i].bench, dims, sizeof dims);
-		eval_metric(&ts[i], ts[i].flops, fl, sizeof fl);
-		eval_metric(&ts[i], ts[i].bytes, by, sizeof by);
-		printf("%-24s %-28s %-30s %-8s %-9s %-9s %s\n", ts[i].name, prims, dims,
-		       ts[i].backward ? "yes" : "no", fl, by, ts[i].source[0] ? ts[i].source : "-");
+		task_dims_str(&ts[i], &ts[i].bench, r->dims, sizeof r->dims);
+		eval_metric(&ts[i], ts[i].flops, r->fl, sizeof r->fl);
+		eval_metric(&ts[i], ts[i].bytes, r->by, sizeof r->by);
+		/* column widths from the data */
+		int lens[6] = { (int)strlen(ts[i].name), (int)strlen(r->prims), (int)strlen(r->dims), 8,
+				(int)strlen(r->fl), (int)strlen(r->by) };
+		for (int k = 0; k < 6; k++)
+			if (lens[k] > w[k])
+				w[k] = lens[k];
 	}
-	printf("%d task(s)\n", n);
-	coverage(ts, n);
+	if (json) {
+		json_t *a = json_array();
+		for (int i = 0; i < n; i++) {
+			json_t *o = json_object();
+			json_object_set_new(o, "task", json_string(ts[i].name));
+			json_object_set_new(o, "primitives", json_string(rows[i].prims));
+			json_object_set_new(o, "dims", json_string(rows[i].dims));
+			json_object_set_new(o, "backward", json_boolean(ts[i].backward));
+			json_object_set_new(o, "flops", json_string(rows[i].fl));
+			json_object_set_new(o, "bytes", json_string(rows[i].by));
+			json_object_set_new(o, "source", json_string(ts[i].source));
+			json_array_append_new(a, o);
+		}
+		char *txt = json_dumps(a, JSON_INDENT(2));
+		if (txt)
+			printf("%s\n", txt);
+		free(txt);
+		json_decref(a);
+	} else {
+		printf("%-*s %-*s %-*s %-*s %-*s %-*s %s\n", w[0], "task", w[1], "primitives", w[2], "dims",
+		       w[3], "backward", w[4], "flops", w[5], "bytes", "source");
+		for (int i = 0; i < n; i++)
+			printf("%-*s %-*s %-*s %-*s %-*s %-*s %s\n", w[0], ts[i].name, w[1], rows[i].prims,
+			       w[2], rows[i].dims, w[3], ts[i].backward ? "yes" : "no", w[4], rows[i].fl,
+			       w[5], rows[i].by, ts[i].source[0] ? ts[i].source : "-");
+		printf("%d task(s)\n", n);
+		coverage(ts, n);
+	}
+	free(rows);
 	free(ts);
 	free(spec);
 	return rc;
@@ -237,7 +279,12 @@ int cr_cmd_dump(int argc, char **argv)
 		switch (c) {
 		case 'd': dims = optarg; break;
 		case 'p': profile = optarg; break;
-		case 's': seed = strtoull(optarg, NULL, 10); break;
+		case 's':
+			if (!cr_parse_u64(optarg, &seed)) {
+				fprintf(stderr, "crucible dump: --seed: '%s' is not a non-negative integer\n", optarg);
+				return 2;
+			}
+			break;
 		case 'o': out = optarg; break;
 		case 'h':
 			printf("usage: crucible dump TASK [--dims K=V,...] [--profile P] [--seed N] --out DIR\n"

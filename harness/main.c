@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 
 #include "cr_config.h"
+#include "cr_version.h"
 #include "decode/dec.h"
 #include "cuda/cuda_dev.h"
 #include "harness/cli.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 		"  dump TASK --out DIR       one case's inputs and references as .npy\n"
 		"  decode --model M.gguf     raw completion from a GGUF model\n"
 		"  generate --model M.gguf   write candidates with the built-in decoder\n\n"
-		"Exit codes: 0 ok, 1 a check or gate failed, 2 bad usage or input, 3 environment.\n",
+		"Exit codes: 0 ok, 1 a check or gate failed, 2 bad usage or input, 3 environment,\n"
+		"5 eval evaluated nothing.\n",
 		CRUCIBLE_VERSION);
 }
 
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("crucible %s\n", CRUCIBLE_VERSION);
+		printf("crucible %s (%s)\n", CRUCIBLE_VERSION, CRUCIBLE_REVISION);
 		return 0;
 	}
 	if (!strcmp(cmd, "list")) return cr_cmd_list(argc - 1, argv + 1);

@@ -1,5 +1,6 @@
 /* results.c — results.csv rows, resume keys, sidecar metadata. */
 #include "harness/results.h"
+#include "common/cr_text.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -15,7 +16,8 @@ const char *const cr_results_columns[] = {
 	"detail", "max_abs_err", "max_rel_err", "time_us", "time_lo_us", "time_hi_us",
 	"baseline_us", "speedup", "speedup_lo", "speedup_hi", "samples", "reasoning_tokens",
 	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
-	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline", NULL
+	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline",
+	"verify_seed", "label", "noisy", "load1", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -38,6 +40,32 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 	struct stat sb;
 	bool fresh = stat(path, &sb) || sb.st_size == 0;
 
+	if (!fresh) {
+		/* appending (--resume): the header must be this version's */
+		FILE *old = fopen(path, "r");
+		char line[4096], want[4096];
+		size_t n = 0;
+		want[0] = '\0';
+		for (int i = 0; cr_results_columns[i]; i++)
+			n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? "," : "",
+					      cr_results_columns[i]);
+		if (!old || !fgets(line, sizeof line, old)) {
+			if (old)
+				fclose(old);
+			return cr_errf(err, CR_EIO, "cannot read %s: %s", path, strerror(errno));
+		}
+		fclose(old);
+		line[strcspn(line, "\r\n")] = '\0';
+		n = 0;   /* the header's names without csv quotes */
+		for (char *p = line; *p; p++)
+			if (*p != '"')
+				line[n++] = *p;
+		line[n] = '\0';
+		if (strcmp(line, want))
+			return cr_errf(err, CR_EINPUT,
+				       "%s:1: the header is not this crucible's (%d columns ending in load1): "
+				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
+	}
 	*f = fopen(path, "a");
 	if (!*f)
 		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -58,10 +86,9 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	const char *cols[40];
 	int i = 0;
 
-	snprintf(detail, sizeof detail, "%s", r->detail);
-	for (char *p = detail; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
+	/* every field a candidate or its sidecar controls, escaped again here
+	 * (escaping is idempotent) so no row can carry a control sequence */
+	cr_text_escape(r->detail, strlen(r->detail), detail, sizeof detail);
 
 	num(b[0], 64, r->max_abs_err, "%.6g");
 	num(b[1], 64, r->max_rel_err, "%.6g");
@@ -114,11 +141,61 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	cols[i++] = b[11];
 	cols[i++] = b[12];
 	cols[i++] = b[13];
-	for (int k = 0; k < i; k++)
-		put(f, cols[k], k == 0);
+	cols[i++] = row->verify_seed ? row->verify_seed : "";
+	cols[i++] = row->label ? row->label : "";
+	cols[i++] = r->timed ? (r->noisy ? "1" : "0") : "";
+	{
+		/* the machine's load when the row was written: noisy neighbours */
+		double la[1];
+		if (getloadavg(la, 1) == 1)
+			snprintf(b[14], 64, "%.2f", la[0]);
+		else
+			b[14][0] = '\0';
+		cols[i++] = b[14];
+	}
+	for (int k = 0; k < i; k++) {
+		char esc[2048];
+		cr_text_escape(cols[k], strlen(cols[k]), esc, sizeof esc);
+		put(f, esc, k == 0);
+	}
 	fputc('\n', f);
 	if (fflush(f) || fsync(fileno(f)))
 		return cr_errf(err, CR_EIO, "cannot write results: %s", strerror(errno));
+	return CR_OK;
+}
+
+enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err)
+{
+	struct stat sb;
+	bool fresh = stat(path, &sb) || sb.st_size == 0;
+
+	*f = fopen(path, "a");
+	if (!*f)
+		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (fresh && (fputs("candidate,source_sha256,side,us\n", *f) < 0 || fflush(*f)))
+		return cr_errf(err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+	return CR_OK;
+}
+
+enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_result *r,
+				struct cr_err *err)
+{
+	char esc[2048];
+	int n = r->n_raw < CR_RAW_MAX ? r->n_raw : CR_RAW_MAX;
+
+	if (!r->timed || n <= 0)
+		return CR_OK;
+	cr_text_escape(candidate, strlen(candidate), esc, sizeof esc);
+	for (int i = 0; i < n; i++)
+		for (int side = 0; side < 2; side++) {
+			double us = side ? r->raw_base_us[i] : r->raw_cand_us[i];
+			if (!isfinite(us))
+				continue;
+			csv_fwrite(f, esc, strlen(esc));
+			fprintf(f, ",%s,%s,%.4f\n", r->sha256, side ? "base" : "cand", us);
+		}
+	if (fflush(f) || fsync(fileno(f)))
+		return cr_errf(err, CR_EIO, "cannot write samples: %s", strerror(errno));
 	return CR_OK;
 }
 
@@ -204,6 +281,7 @@ static void get_str(json_t *o, const char *key, char *dst, size_t cap)
 		snprintf(dst, cap, "%lld", (long long)json_integer_value(v));
 	else if (json_is_real(v))
 		snprintf(dst, cap, "%g", json_real_value(v));
+	cr_text_escape_inplace(dst, cap);   /* a sidecar is the candidate's too */
 }
 
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err)
@@ -227,6 +305,7 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 		return cr_errf(err, CR_EINPUT, "%s: expected a JSON object", path);
 	}
 	get_str(o, "model", m->model, sizeof m->model);
+	get_str(o, "task", m->task, sizeof m->task);
 	get_str(o, "sample", m->sample, sizeof m->sample);
 	get_str(o, "seed", m->seed, sizeof m->seed);
 	get_str(o, "temperature", m->temperature, sizeof m->temperature);

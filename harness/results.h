@@ -11,6 +11,7 @@
 /* Generation metadata from a candidate's sidecar <stem>.json (SPEC §3). */
 struct cr_meta {
 	char model[128];
+	char task[128];          /* the task the generator asked for ("" if absent) */
 	char sample[16], seed[32], temperature[32], top_p[32], top_k[32], min_p[32], turn[16];
 	char reasoning_tokens[32], completion_tokens[32], prompt_tokens[32], strategy[64];
 	char expect[32];         /* crucible's own sample metadata: the expected status */
@@ -19,18 +20,31 @@ struct cr_meta {
 
 struct cr_row {
 	const char *run_id, *task, *candidate, *backend, *device;
+	const char *verify_seed;     /* the run's seed ("secret" when CRUCIBLE_SEED is set) */
+	const char *label;           /* eval --label (NULL: none) */
 	const struct cr_result *r;
 	const struct cr_meta *m;
 };
 
 extern const char *const cr_results_columns[];
 
-/* Opens DIR/results.csv for appending (header written when new). */
+/* Opens DIR/results.csv for appending (header written when new). An
+ * existing file must have this version's header (CR_EINPUT naming it
+ * otherwise: rows of two column sets never share a file). */
 enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err);
 enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err *err);
 /* Reads the candidate (column 3) and source_sha256 of every complete row of
  * an existing results.csv, for --resume. keys[i] = "candidate\tsha". */
 enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, struct cr_err *err);
+
+/* DIR/samples.csv, next to results.csv: every timed sample of every row
+ * (header candidate,source_sha256,side,us; side cand or base, interleaved
+ * in time order), so the gate can test raw samples, not only intervals.
+ * Opened for appending like results.csv; a row's samples are flushed and
+ * fsynced with it. */
+enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err);
+enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_result *r,
+				struct cr_err *err);
 
 /* Reads a sidecar (missing file: empty meta, CR_OK; malformed: CR_EINPUT). */
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err);

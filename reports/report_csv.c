@@ -12,11 +12,12 @@
 #include <string.h>
 
 #include "reports/report_impl.h"
+#include "common/cr_text.h"
 
 const char *const report_status_names[RS_COUNT] = {
 	"format_error", "compile_error", "runtime_error", "timeout",
 	"out_of_bounds", "input_mutated", "degenerate", "mismatch",
-	"nondeterministic", "stale_result", "ok",
+	"nondeterministic", "stale_result", "ok", "compiled",
 };
 const char *const report_bw_names[RB_COUNT] = { "pass", "fail", "absent", "none" };
 
@@ -54,17 +55,6 @@ struct load {
 	int failed;
 };
 
-static char *xstrndup(const char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-
-	if (!d)
-		return NULL;
-	memcpy(d, s, n);
-	d[n] = '\0';
-	return d;
-}
-
 static void on_field(void *field, size_t len, void *data)
 {
 	struct load *L = data;
@@ -89,7 +79,11 @@ static void on_field(void *field, size_t len, void *data)
 		L->fields = nf;
 		L->cap_fields = cap;
 	}
-	copy = xstrndup(field ? field : "", field ? len : 0);
+	/* escaped as read: a results.csv may come from anyone, and its text
+	 * reaches a terminal, markdown and html (4 bytes out per byte in at most) */
+	copy = malloc(4 * len + 1);
+	if (copy)
+		cr_text_escape(field ? field : "", field ? len : 0, copy, 4 * len + 1);
 	if (!copy) {
 		L->failed = 1;
 		cr_errf(L->e, CR_ENOMEM, "%s: out of memory", L->path);

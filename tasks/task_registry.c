@@ -21,7 +21,7 @@ const char *task_datadir(void)
 
 static int cmp_str(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Lists entries of dir (files ending in suffix, or directories when suffix
@@ -74,6 +74,18 @@ static void free_list(char **v, int n)
 	free(v);
 }
 
+bool task_registry_exists(const char *name)
+{
+	char path[1024];
+	const char *slash = strchr(name, '/');
+	struct stat sb;
+
+	if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/') || strstr(name, ".."))
+		return false;
+	snprintf(path, sizeof path, "%s/tasks/%s.json", task_datadir(), name);
+	return !stat(path, &sb);
+}
+
 enum cr_status task_registry_find(const char *name, struct task *t, struct cr_err *err)
 {
 	char path[1024];
@@ -110,7 +122,8 @@ static enum cr_status add_task(struct task **v, int *n, int *cap, const char *na
 
 static int cmp_task(const void *a, const void *b)
 {
-	return strcmp(((const struct task *)a)->name, ((const struct task *)b)->name);
+	/* natural order: L1/2_x before L1/10_x */
+	return strverscmp(((const struct task *)a)->name, ((const struct task *)b)->name);
 }
 
 enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,

@@ -13,6 +13,8 @@ const char *task_datadir(void);
 enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,
 				  struct cr_err *err);
 /* Loads one task by name ("smoke/relu"). */
+/* A task of that name has a file in the registry (well-formed or not). */
+bool task_registry_exists(const char *name);
 enum cr_status task_registry_find(const char *name, struct task *t, struct cr_err *err);
 
 #endif

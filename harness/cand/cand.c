@@ -3,6 +3,7 @@
  * lengths, and each limit is an error, never a truncation. */
 #include "harness/cand/cand.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -559,6 +560,39 @@ void cr_cand_release(struct cr_cand *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* The name on the first `// @task NAME` line, by the directive rule of
+ * cr_cand_parse, without parsing anything else. */
+static void scan_task(const char *src, size_t len, char *out, size_t cap)
+{
+	size_t i = 0;
+	out[0] = '\0';
+	while (i < len) {
+		size_t e = i, k, n = 0;
+		while (e < len && src[e] != '\n')
+			e++;
+		k = i;
+		while (k < e && (src[k] == ' ' || src[k] == '\t'))
+			k++;
+		if (e - k > 2 && src[k] == '/' && src[k + 1] == '/') {
+			k += 2;
+			while (k < e && (src[k] == ' ' || src[k] == '\t'))
+				k++;
+			if (e - k > 5 && !strncmp(src + k, "@task", 5) &&
+			    (src[k + 5] == ' ' || src[k + 5] == '\t')) {
+				k += 5;
+				while (k < e && (src[k] == ' ' || src[k] == '\t'))
+					k++;
+				while (k < e && n + 1 < cap &&
+				       (isalnum((unsigned char)src[k]) || strchr("_/.-", src[k])) && src[k])
+					out[n++] = src[k++];
+				out[n] = '\0';
+				return;
+			}
+		}
+		i = e + 1;
+	}
+}
+
 void cr_cand_load(struct cr_cand_file *f, const char *path)
 {
 	struct cr_err e;
@@ -574,9 +608,11 @@ void cr_cand_load(struct cr_cand_file *f, const char *path)
 	cr_err_init(&e);
 	if (cr_cand_parse(&f->cand, path, f->src, f->len, &e)) {
 		snprintf(f->error, sizeof f->error, "%s", e.msg[0] ? e.msg : "no @task line");
+		scan_task(f->src, f->len, f->task_hint, sizeof f->task_hint);
 		return;
 	}
 	f->parsed = true;
+	snprintf(f->task_hint, sizeof f->task_hint, "%s", f->cand.task);
 }
 
 void cr_cand_file_release(struct cr_cand_file *f)

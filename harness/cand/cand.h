@@ -104,6 +104,8 @@ struct cr_cand_file {
 	size_t len;
 	char sha256[65];           /* of src ("" when unreadable) */
 	bool parsed;               /* cand holds the directives */
+	char task_hint[CR_CAND_TASK]; /* the first @task line's name, found even when
+				       * the parse failed later (a broken @forward) */
 	struct cr_cand cand;
 	char error[1024];          /* when !parsed: "PATH:LINE: ..." or "PATH: cannot read ..." */
 };

@@ -1,6 +1,9 @@
 /* worker.h — the isolated worker process (`crucible __worker MODE`).
- * MODE "cand": loads the compiled candidate, sandboxes itself, runs launches
- * on request. MODE "base": runs the task's baseline (our own code) the same
+ * MODE "cand": sandboxes itself (jail.h: namespaces, empty root, Landlock;
+ * sandbox.h: seccomp stage 1), loads the compiled candidate, seals itself
+ * (Landlock, seccomp stage 2), runs launches on request. Its READY reply's
+ * msg is the sandbox level reached (cr_sandbox_level); "base" reports its
+ * own (jail and Landlock, no seccomp). MODE "base": runs the task's baseline (our own code) the same
  * way, in a separate process so a candidate can never touch it.
  * MODE "cuda": loads a CUDA candidate's cubin and launches its kernels
  * through the driver (cuda/cuda_worker.c); the candidate has no host code.

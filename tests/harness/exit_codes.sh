@@ -20,6 +20,34 @@ expect 2 list nosuchset
 expect 2 frobnicate
 expect 2 eval --frobnicate
 expect 2 eval --seed notanumber
+expect 2 eval --seed -1
+expect 2 eval --seed 12abc
+expect 2 dump smoke/relu --seed x --out /nonexistent-dump
+expect 2 dump smoke/relu --seed 12abc --out /nonexistent-dump
+expect 2 eval --json
+# --resume onto a results.csv of another column set (an older crucible)
+old=$(mktemp -d)
+printf '"run_id","task","candidate"\n' > "$old/results.csv"
+expect 2 eval --no-timing --resume --out "$old"
+rm -rf "$old"
+# --resume under other options than run.json's: refused, naming them
+rd=$(mktemp -d)
+"$exe" eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --out "$rd" >/dev/null 2>&1
+expect 2 eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --quick --resume --out "$rd"
+expect 2 eval "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --seed 3 --resume --out "$rd"
+expect 2 eval --label ""
+rm -rf "$rd"
+# --json output: list is one array naming every task, check one object with the status
+lj=$("$exe" list smoke --json 2>/dev/null)
+case "$lj" in "["*'"task": "smoke/relu"'*"]") pass=$((pass + 1)) ;; *) echo "FAIL: list --json: $lj"; fail=$((fail + 1)) ;; esac
+cj=$("$exe" check "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c" --no-timing --json 2>/dev/null)
+case "$cj" in "{"*'"status": "ok"'*"}") pass=$((pass + 1)) ;; *) echo "FAIL: check --json: $cj"; fail=$((fail + 1)) ;; esac
+# nothing evaluated is not success: exit 5, with the reason
+empty=$(mktemp -d)
+expect 5 eval "$empty" --out "$empty/out"
+expect 5 eval "$CRUCIBLE_DATADIR/candidates/smoke" --tasks L1 --no-timing --out "$empty/out"
+expect 5 eval "$CRUCIBLE_DATADIR/candidates/smoke-cuda" --backend cpu --no-timing --out "$empty/out"
+rm -rf "$empty"
 expect 2 eval --backend tpu
 expect 2 dump smoke/relu --dims Q=3 --out /tmp/crucible-exit-codes
 expect 2 report /nonexistent/results.csv
