@@ -4,17 +4,20 @@
 #  1. a worker mid-call is PID 1 of its own PID namespace, in network and
 #     IPC namespaces of its own, as uid nobody when we are root;
 #  2. crucible killed with SIGKILL takes that worker with it;
-#  3. after an eval whose worker left a thread running, no process of that
-#     worker is left.
+#  3. after an eval whose worker left a thread running, none of the workers
+#     seen during it is left.
 # A kernel without these namespaces fails this test (it is not skipped):
 # crucible then runs workers with a weaker fallback, and says so.
 set -u
 crucible=$1; src=$2; out=$3
 fail() { echo "FAIL: $*"; [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null; exit 1; }
-find_comm() { # prints the pids whose comm is $1
-	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
+workers_of() { # prints the pids of the worker processes whose parent is $1
+	for p in $(pgrep -P "$1"); do
+		is_worker "$p" && echo "$p"
 	done
+}
+is_worker() { # $1 still names a worker process
+	tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -q '__worker'
 }
 rm -rf "$out"; mkdir -p "$out"
 
@@ -22,7 +25,7 @@ rm -rf "$out"; mkdir -p "$out"
 pid=$!
 w=""
 for i in $(seq 1 200); do
-	w=$(find_comm crproc_linger | head -n 1)
+	w=$(workers_of "$pid" | head -n 1)
 	[ -n "$w" ] && break
 	sleep 0.05
 done
@@ -40,15 +43,26 @@ fi
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 for i in $(seq 1 40); do
-	[ -z "$(find_comm crproc_linger)" ] && break
+	is_worker "$w" || break
 	sleep 0.05
 done
-left=$(find_comm crproc_linger)
-[ -z "$left" ] || { kill -9 $left; fail "worker $left outlived crucible killed with SIGKILL"; }
 pid=""
+! is_worker "$w" || { kill -9 "$w"; fail "worker $w outlived crucible killed with SIGKILL"; }
 
 "$crucible" eval "$src/proc_leave_thread.c" --check-expect --no-timing --out "$out/eval" \
-	>"$out/eval.txt" 2>&1 || fail "eval of proc_leave_thread.c: $(cat "$out/eval.txt")"
-left=$(find_comm crproc_left)
-[ -z "$left" ] || { kill -9 $left; fail "processes $left of a finished eval are still running"; }
+	>"$out/eval.txt" 2>&1 &
+pid=$!
+seen=""
+while kill -0 "$pid" 2>/dev/null; do
+	for p in $(workers_of "$pid"); do
+		case " $seen " in *" $p "*) ;; *) seen="$seen $p" ;; esac
+	done
+	sleep 0.02
+done
+wait "$pid" || { pid=""; fail "eval of proc_leave_thread.c: $(cat "$out/eval.txt")"; }
+pid=""
+[ -n "$seen" ] || fail "never saw a worker of the eval"
+for p in $seen; do
+	! is_worker "$p" || { kill -9 "$p"; fail "worker $p of a finished eval is still running"; }
+done
 echo "ok: worker in fresh pid/net/ipc namespaces, gone with crucible, none left after eval"
