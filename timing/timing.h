@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 struct timing_rule {
-	int min_samples;      /* at least this many samples of each side */
+	int min_samples;      /* at least this many samples of each side, whatever the time cap */
 	int max_samples;
 	double rel_target;    /* stop when the 95% CI half-width of the median is under this fraction */
 	double max_seconds;   /* time cap for the whole measurement */
@@ -27,7 +27,10 @@ void timing_summarize(const double *x, int n, uint64_t seed, struct timing_stats
 /* Speedup base/cand as the ratio of medians with a bootstrap interval. */
 void timing_speedup(const double *base, int nb, const double *cand, int nc, uint64_t seed,
 		    double *med, double *lo, double *hi);
-/* Whether to stop, given both sides' samples so far and elapsed seconds. */
+/* Whether to stop, given both sides' samples so far and elapsed seconds:
+ * never below min_samples, at max_samples, when both medians' intervals are
+ * within rel_target, or past max_seconds (then *noisy says whether the
+ * target was missed). */
 bool timing_should_stop(const struct timing_rule *r, const double *a, int na, const double *b,
 			int nb, double elapsed_s, bool *noisy);
 /* Evicts the CPU caches by writing and reading a buffer larger than the
