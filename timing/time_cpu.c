@@ -252,12 +252,14 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	uint64_t gkey = cr_secure_u64();
 	bool noisy = false;
 	enum cr_run res;
+	sigset_t pipe_mask;
 
+	timing_pipe_guard_begin(&pipe_mask);
 	wk_init(&wc, "candidate", v->o->call_timeout_s);
 	wk_init(&wb, "baseline", BASE_TIMEOUT_S);
 	/* sizes and arrays only: every value the workers see is drawn below */
 	if ((s = vr_case_alloc(v, &c, CR_FWD, &t->cpu, true, err)))
-		return s;
+		goto out;
 	c.prof = TASK_PROF_OWN;
 	if (!c.ready)
 		goto out;
@@ -387,5 +389,6 @@ out:
 		free(saved[k]);
 	free(tc);
 	free(tb);
+	timing_pipe_guard_end(&pipe_mask);
 	return s;
 }

@@ -368,7 +368,9 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	bool have_base = false, noisy = false, cupti = false;
 	int64_t t0 = cr_now_ns(), rows[CR_MAX_SLOTS], rows_b[CR_MAX_SLOTS];
 	enum cr_run res;
+	sigset_t pipe_mask;
 
+	timing_pipe_guard_begin(&pipe_mask);
 	side_init(&sc, v, gkey);
 	side_init(&sb, NULL, cr_secure_u64());
 	if ((s = baseline_build(v, &vb, bpath, sizeof bpath, &have_base, err)))
@@ -564,5 +566,6 @@ out:
 	free(ratio);
 	if (vb.own_plan)
 		cr_plan_release(&vb.plan);
+	timing_pipe_guard_end(&pipe_mask);
 	return s;
 }

@@ -2,8 +2,10 @@
 #include "timing/timing.h"
 #include "tasks/task_rng.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BOOT 400
 
@@ -124,4 +126,23 @@ void timing_flush_cpu_cache(void)
 	for (size_t i = 0; i < n; i += 64)
 		sum += buf[i];
 	(void)sum;
+}
+
+void timing_pipe_guard_begin(sigset_t *old)
+{
+	sigset_t pipe;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, old);
+}
+
+void timing_pipe_guard_end(const sigset_t *old)
+{
+	sigset_t pipe;
+	struct timespec zero = { 0, 0 };
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	while (sigtimedwait(&pipe, NULL, &zero) > 0)
+		;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }

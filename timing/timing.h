@@ -4,6 +4,7 @@
 #ifndef TIMING_H
 #define TIMING_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,5 +37,13 @@ bool timing_should_stop(const struct timing_rule *r, const double *a, int na, co
 /* Evicts the CPU caches by writing and reading a buffer larger than the
  * last-level cache (64 MiB, allocated once). */
 void timing_flush_cpu_cache(void);
+
+/* SIGPIPE blocked for the calling thread while a timing stage talks to
+ * workers that may have exited (a candidate's thread can exit right after
+ * its reply): a write to a dead worker's pipe then fails with EPIPE, which
+ * harness/worker/proc.c handles, instead of killing the orchestrator and the
+ * batch. _end drains a SIGPIPE raised meanwhile and restores the mask. */
+void timing_pipe_guard_begin(sigset_t *old);
+void timing_pipe_guard_end(const sigset_t *old);
 
 #endif
