@@ -101,7 +101,7 @@ static const char *run_what(enum cr_run res)
 	switch (res) {
 	case CR_RUN_TIMEOUT: return "timed out";
 	case CR_RUN_SYSCALL: return "made a forbidden system call";
-	case CR_RUN_SETUP: return "failed to start";
+	case CR_RUN_SETUP: return "failed its setup";
 	case CR_RUN_FAULT: return "reported a fault";
 	default: return "crashed";
 	}
