@@ -368,6 +368,12 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	}
 	{
 		struct timing_stats sc, sb;
+		/* the raw samples, in time order, for samples.csv (the gate) */
+		r->n_raw = n < CR_RAW_MAX ? n : CR_RAW_MAX;
+		for (int i = 0; i < r->n_raw; i++) {
+			r->raw_cand_us[i] = (float)tc[i];
+			r->raw_base_us[i] = (float)tb[i];
+		}
 		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sc);
 		timing_summarize(tb, n, task_mix(v->o->seed, 2), &sb);
 		r->time_us = sc.median;

@@ -520,6 +520,12 @@ done:
 		goto out;
 	{
 		struct timing_stats sct, sbt;
+		/* the raw samples, in time order, for samples.csv (the gate) */
+		r->n_raw = n < CR_RAW_MAX ? n : CR_RAW_MAX;
+		for (int i = 0; i < r->n_raw; i++) {
+			r->raw_cand_us[i] = (float)tc[i];
+			r->raw_base_us[i] = (float)tb[i];
+		}
 		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sct);
 		r->time_us = sct.median;
 		r->time_lo_us = sct.lo;
