@@ -166,22 +166,9 @@ static enum cr_status run_report(char **files, size_t nf, const struct report_op
 	for (; summed < nf; summed++)
 		if ((st = report_summary_compute(&runs[summed], o, &sums[summed], e)) != CR_OK)
 			goto out;
-	/* runs whose metadata gives the same label are told apart by number */
-	for (size_t i = 0; i < nf; i++)
-		for (size_t k = 0; k < nf; k++)
-			if (k != i && !strcmp(sums[i].label, sums[k].label)) {
-				char tmp[sizeof sums[i].label];
-				for (size_t q = 0; q < nf; q++)
-					if (!strcmp(sums[q].label, sums[i].label) && q != i) {
-						snprintf(tmp, sizeof tmp, "%.*s (run %zu)",
-							 (int)sizeof tmp - 12, sums[q].label, q + 1);
-						memcpy(sums[q].label, tmp, sizeof tmp);
-					}
-				snprintf(tmp, sizeof tmp, "%.*s (run %zu)", (int)sizeof tmp - 12,
-					 sums[i].label, i + 1);
-				memcpy(sums[i].label, tmp, sizeof tmp);
-				break;
-			}
+	/* runs are named by label or by the options that differ (issue 11 item 8) */
+	if ((st = report_name_runs(sums, runs, nf, e)) != CR_OK)
+		goto out;
 	switch (fmt) {
 	case RF_MD:
 		fprintf(out, "# crucible report\n\n");
@@ -412,6 +399,7 @@ int report_gate_main(int argc, char **argv)
 		{ "confirm", required_argument, NULL, 'n' },
 		{ "crucible", required_argument, NULL, 'x' },
 		{ "eval-arg", required_argument, NULL, 'e' },
+		{ "tasks", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -434,6 +422,14 @@ int report_gate_main(int argc, char **argv)
 		case 'm': md = v; break;
 		case 'J': json = v; break;
 		case 'x': o.crucible = v; break;
+		case 'T':
+			if (!*v || strstr(v, ",,") || *v == ',' || v[strlen(v) - 1] == ',') {
+				fprintf(stderr, "crucible gate: --tasks: expected task names or sets, "
+					"comma separated, got '%s'\n", v);
+				goto out;
+			}
+			o.tasks = v;
+			break;
 		case 'e': eval_args[o.n_eval_args++] = optarg; break;
 		case 't':
 			if (opt_double("gate", "threshold", v, 0, 1, 1, &o.threshold))

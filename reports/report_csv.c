@@ -29,7 +29,7 @@ enum col {
 	C_SAMPLES, C_REASONING_TOKENS, C_COMPLETION_TOKENS, C_MODEL, C_TEMPERATURE,
 	C_TOP_P, C_TOP_K, C_SEED, C_TURN, C_SOURCE_SHA256,
 	C_REQUIRED, /* optional columns follow */
-	C_STRATEGY = C_REQUIRED, C_LABEL, C_NOISY, C_COUNT
+	C_STRATEGY = C_REQUIRED, C_LABEL, C_NOISY, C_VERIFY_SEED, C_COUNT
 };
 static const char *const col_names[C_COUNT] = {
 	"run_id", "task", "candidate", "sample", "backend", "device", "status",
@@ -37,6 +37,7 @@ static const char *const col_names[C_COUNT] = {
 	"time_hi_us", "baseline_us", "speedup", "speedup_lo", "speedup_hi",
 	"samples", "reasoning_tokens", "completion_tokens", "model", "temperature",
 	"top_p", "top_k", "seed", "turn", "source_sha256", "strategy", "label", "noisy",
+	"verify_seed",
 };
 
 /* Before the noisy column existed the flag was only this detail prefix. */
@@ -230,7 +231,7 @@ static int parse_row(struct load *L, struct report_row *r)
 		double dummy;
 		if (num(L, C_MAX_ABS_ERR, 0, &dummy) || num(L, C_MAX_REL_ERR, 0, &dummy) ||
 		    num(L, C_TIME_LO_US, 1, &dummy) || num(L, C_TIME_HI_US, 1, &dummy) ||
-		    num(L, C_SAMPLES, 1, &dummy) || num(L, C_SEED, 1, &dummy))
+		    num(L, C_SAMPLES, 1, &r->n_samples) || num(L, C_SEED, 1, &dummy))
 			return -1;
 	}
 	if (r->speedup == 0)
@@ -242,6 +243,7 @@ static int parse_row(struct load *L, struct report_row *r)
 	r->strategy = strdup(field(L, C_STRATEGY));
 	r->label = strdup(field(L, C_LABEL));
 	r->sha256 = strdup(field(L, C_SOURCE_SHA256));
+	r->verify_seed = strdup(field(L, C_VERIFY_SEED));
 	r->line = L->rec_start;
 	if (L->colidx[C_NOISY] >= 0) {
 		const char *nz = field(L, C_NOISY);
@@ -257,7 +259,8 @@ static int parse_row(struct load *L, struct report_row *r)
 		r->noisy = !strncmp(field(L, C_DETAIL), noisy_prefix, sizeof noisy_prefix - 1) ? 1 :
 			   isnan(r->speedup) ? -1 : 0;
 	}
-	if (!r->task || !r->candidate || !r->model || !r->strategy || !r->label || !r->sha256) {
+	if (!r->task || !r->candidate || !r->model || !r->strategy || !r->label || !r->sha256 ||
+	    !r->verify_seed) {
 		cr_errf(L->e, CR_ENOMEM, "%s: out of memory", L->path);
 		L->failed = 1;
 		return -1;
@@ -273,6 +276,7 @@ static void free_row(struct report_row *r)
 	free(r->strategy);
 	free(r->label);
 	free(r->sha256);
+	free(r->verify_seed);
 	free(r->s_cand);
 	free(r->s_base);
 }

@@ -12,7 +12,8 @@
  * - Otherwise the rows' intervals: ratio = cur/base, ratio interval
  *   [cur_lo/base_hi, cur_hi/base_lo]. A change needs the interval clear of 1
  *   and the point beyond the threshold; when either row is noisy, the whole
- *   interval beyond the threshold ("far outside the noise").
+ *   interval beyond the threshold ("far outside the noise"). A row timed
+ *   with fewer than 3 samples counts as noisy (no estimate of its noise).
  * - No change decided: INCONCLUSIVE when either row is noisy, else SAME. */
 #include <math.h>
 #include <stdio.h>
@@ -52,13 +53,29 @@ static int cmp_best(const void *a, const void *b)
 	return report_name_cmp(((const struct best *)a)->name, ((const struct best *)b)->name);
 }
 
+/* --tasks: a comma-separated list of task names or sets (the part before
+ * '/'); NULL keeps every task. */
+static int task_selected(const char *list, const char *task)
+{
+	size_t tl = strlen(task);
+
+	while (list && *list) {
+		const char *end = strchr(list, ',');
+		size_t l = end ? (size_t)(end - list) : strlen(list);
+		if (l && l <= tl && !strncmp(list, task, l) && (task[l] == '\0' || task[l] == '/'))
+			return 1;
+		list += l + (end != NULL);
+	}
+	return !list;
+}
+
 /* One struct best per task of the run, in natural order; *out owned by caller. */
-static enum cr_status best_per_task(const struct report_run *run, int strict,
+static enum cr_status best_per_task(const struct report_run *run, int strict, const char *sel,
 				    struct best **out, size_t *n, struct cr_err *e)
 {
 	struct report_opts o;
 	struct best *v = malloc((run->n_rows ? run->n_rows : 1) * sizeof *v);
-	size_t m = 0;
+	size_t m = 0, kept;
 
 	*out = NULL;
 	*n = 0;
@@ -68,13 +85,18 @@ static enum cr_status best_per_task(const struct report_run *run, int strict,
 	o.strict_backward = strict;
 	for (size_t i = 0; i < run->n_rows; i++) {
 		const struct report_row *r = &run->rows[i];
-		v[i].name = r->task;
-		v[i].row = r;
-		v[i].ok = report_row_correct(r, &o);
-		v[i].sp = v[i].ok ? r->speedup : NAN;
+		if (!task_selected(sel, r->task))
+			continue;
+		v[m].name = r->task;
+		v[m].row = r;
+		v[m].ok = report_row_correct(r, &o);
+		v[m].sp = v[m].ok ? r->speedup : NAN;
+		m++;
 	}
-	qsort(v, run->n_rows, sizeof *v, cmp_best);
-	for (size_t i = 0; i < run->n_rows; i++) {
+	qsort(v, m, sizeof *v, cmp_best);
+	kept = m;
+	m = 0;
+	for (size_t i = 0; i < kept; i++) {
 		struct best *b = m ? &v[m - 1] : NULL;
 		if (!b || strcmp(b->name, v[i].name)) {
 			v[m++] = v[i];
@@ -176,8 +198,13 @@ void report_gate_decide(struct report_gate_task *t, const struct report_gate_opt
 	t->verdict = slower ? RV_SLOWER : faster ? RV_FASTER : noisy ? RV_INCONCLUSIVE : RV_SAME;
 	how = slower ? "slower" : faster ? "faster" : noisy ? "inconclusive, timing noisy" :
 	      "same within noise";
-	snprintf(t->reason, sizeof t->reason, "%s: speedup %.3f -> %.3f (%+.1f%%)%s", how,
-		 t->base_sp, t->cur_sp, (t->ratio - 1) * 100, extra);
+	if (t->method == RM_INTERVALS)
+		snprintf(t->reason, sizeof t->reason, "%s: speedup %.3f -> %.3f (%+.1f%%)%s", how,
+			 t->base_sp, t->cur_sp, (t->ratio - 1) * 100, extra);
+	else
+		snprintf(t->reason, sizeof t->reason, "%s: median speedup %.3f -> %.3f (%+.1f%%)%s",
+			 how, median_copy(t->obs_base, t->n_obs_base),
+			 median_copy(t->obs_cur, t->n_obs_cur), (t->ratio - 1) * 100, extra);
 }
 
 /* The correctness verdict; 1 when the task needs a speed verdict. */
@@ -206,6 +233,18 @@ static int classify_correctness(struct report_gate_task *t)
 	return 0;
 }
 
+/* A row timed with fewer than 3 samples has no estimate of its noise (its
+ * interval may even have zero width): it counts as noisy, without interval. */
+static int few_samples(const struct report_row *r)
+{
+	return !isnan(r->n_samples) && r->n_samples < 3 && !isnan(r->speedup);
+}
+
+static int row_noisy(const struct report_row *r)
+{
+	return few_samples(r) ? 1 : r->noisy;
+}
+
 static void side_init(struct report_gate_task *t, int side, const struct best *b)
 {
 	const struct report_row *r = b->row;
@@ -215,13 +254,17 @@ static void side_init(struct report_gate_task *t, int side, const struct best *b
 		t->cur_sp = b->ok ? r->speedup : NAN;
 		t->cur_lo = b->ok ? r->speedup_lo : NAN;
 		t->cur_hi = b->ok ? r->speedup_hi : NAN;
-		t->cur_noisy = r->noisy;
+		t->cur_noisy = row_noisy(r);
+		if (few_samples(r))
+			t->cur_lo = t->cur_hi = NAN;
 	} else {
 		t->in_base = 1, t->base_ok = b->ok, t->base_row = r;
 		t->base_sp = b->ok ? r->speedup : NAN;
 		t->base_lo = b->ok ? r->speedup_lo : NAN;
 		t->base_hi = b->ok ? r->speedup_hi : NAN;
-		t->base_noisy = r->noisy;
+		t->base_noisy = row_noisy(r);
+		if (few_samples(r))
+			t->base_lo = t->base_hi = NAN;
 	}
 }
 
@@ -245,11 +288,12 @@ enum cr_status report_gate_compute(const struct report_run *base, const struct r
 	enum cr_status st;
 
 	memset(g, 0, sizeof *g);
-	if ((st = best_per_task(base, o->strict_backward, &B, &nb, e)) != CR_OK ||
-	    (st = best_per_task(cur, o->strict_backward, &C, &nc, e)) != CR_OK)
+	if ((st = best_per_task(base, o->strict_backward, o->tasks, &B, &nb, e)) != CR_OK ||
+	    (st = best_per_task(cur, o->strict_backward, o->tasks, &C, &nc, e)) != CR_OK)
 		goto out;
 	if (nb == 0) {
-		st = cr_errf(e, CR_EINPUT, "%s: the baseline has no candidate rows", base->path);
+		st = cr_errf(e, CR_EINPUT, "%s: the baseline has no candidate rows%s%s", base->path,
+			     o->tasks ? " for --tasks " : "", o->tasks ? o->tasks : "");
 		goto out;
 	}
 	g->tasks = calloc(nb + nc, sizeof *g->tasks);

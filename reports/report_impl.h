@@ -38,7 +38,9 @@ struct report_row {
 	double temperature, top_p, top_k;
 	char *label;         /* owned, "" when the optional column is absent or empty */
 	char *sha256;        /* owned source_sha256, "" when empty */
+	char *verify_seed;   /* owned, the optional verify_seed column, "" when absent */
 	int noisy;           /* 1 noisy timing, 0 not, -1 unknown (untimed or no flag) */
+	double n_samples;    /* the samples column (timed samples), NAN when empty */
 	/* Raw timing samples of the row from samples.csv (us), time order; NULL
 	 * when the run has no samples.csv or none for this row. Owned. */
 	double *s_cand, *s_base;
@@ -183,6 +185,13 @@ double report_summary_fast_at(const struct report_summary *s, double p);
 /* pass@k averaged over tasks like pass_k, for any k (for plots). */
 double report_summary_pass_at(const struct report_summary *s, int k);
 
+/* report_names.c: the names of several runs (ablations) into s[i].label:
+ * their labels, else the options that differ (rows and run.json beside each
+ * results.csv), else the directory; never a number. With one run, a label
+ * from run.json or the rows is put before the metadata label. */
+enum cr_status report_name_runs(struct report_summary *s, const struct report_run *runs,
+				size_t n, struct cr_err *e);
+
 /* Printers: only print. */
 enum report_fmt { RF_MD, RF_HTML, RF_JSON, RF_CSV };
 void report_print_md(FILE *f, const struct report_summary *s, size_t n);
@@ -208,6 +217,7 @@ struct report_gate_opts {
 	const char *crucible;  /* binary for the re-runs (default /proc/self/exe) */
 	char **eval_args;      /* extra arguments of each `crucible eval` re-run */
 	size_t n_eval_args;
+	const char *tasks;     /* --tasks SET[,SET]: only these tasks or sets, or NULL */
 };
 void report_gate_opts_default(struct report_gate_opts *o);
 
