@@ -229,7 +229,8 @@ static int parse_row(struct load *L, struct report_row *r)
 	/* Validated for the error message, otherwise unused by the tables. */
 	{
 		double dummy;
-		if (num(L, C_MAX_ABS_ERR, 0, &dummy) || num(L, C_MAX_REL_ERR, 0, &dummy) ||
+		if (num(L, C_MAX_ABS_ERR, 0, &r->max_abs_err) ||
+		    num(L, C_MAX_REL_ERR, 0, &r->max_rel_err) ||
 		    num(L, C_TIME_LO_US, 1, &dummy) || num(L, C_TIME_HI_US, 1, &dummy) ||
 		    num(L, C_SAMPLES, 1, &r->n_samples) || num(L, C_SEED, 1, &dummy))
 			return -1;

@@ -34,6 +34,7 @@ struct report_row {
 	enum report_bw backward;
 	double speedup, speedup_lo, speedup_hi; /* baseline / candidate time */
 	double time_us, baseline_us;
+	double max_abs_err, max_rel_err;  /* NAN when empty (crashed, timed out): unknown */
 	double reasoning_tokens, completion_tokens;
 	double temperature, top_p, top_k;
 	char *label;         /* owned, "" when the optional column is absent or empty */
