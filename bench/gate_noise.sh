@@ -8,13 +8,13 @@
 # A's matmul: a PASS is a missed regression. Every gate runs with
 # --confirm N, re-running its suspects through this same crucible binary.
 # Usage: bench/gate_noise.sh [path/to/crucible]
-#   GATE_NOISE_ITERS (default 20), GATE_NOISE_CONFIRM (default 3),
+#   GATE_NOISE_ITERS (default 20), GATE_NOISE_CONFIRM (default 5; 0 for no re-runs),
 #   GATE_NOISE_CAP (time cap, default 0.3)
 set -euo pipefail
 exe=$(realpath "${1:-build/harness/crucible}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 iters=${GATE_NOISE_ITERS:-20}
-confirm=${GATE_NOISE_CONFIRM:-3}
+confirm=${GATE_NOISE_CONFIRM:-5}
 cap=${GATE_NOISE_CAP:-0.3}
 smoke=$root/data/candidates/smoke
 cands=("$smoke/matmul_plain.c" "$smoke/softmax_fast.c" "$smoke/rowsum_plain.c" "$smoke/gelu_fast.c")
@@ -75,8 +75,9 @@ ev() { # ev OUT SEED CANDIDATE...
 gate() { # gate BASE CUR [ARGS]; prints the first line, returns the gate's exit code
 	local b=$1 c=$2 rc=0
 	shift 2
-	"$exe" gate --baseline "$b" --current "$c" --confirm "$confirm" --eval-arg=--time-cap \
-		--eval-arg="$cap" --eval-arg=--quick "$@" >gate.out 2>gate.err || rc=$?
+	local re=()
+	[ "$confirm" -gt 0 ] && re=(--confirm "$confirm" --eval-arg=--time-cap --eval-arg="$cap" --eval-arg=--quick)
+	"$exe" gate --baseline "$b" --current "$c" "${re[@]}" "$@" >gate.out 2>gate.err || rc=$?
 	if [ "$rc" -ge 2 ]; then
 		echo "gate_noise: crucible gate failed (exit $rc)" >&2
 		cat gate.out gate.err >&2

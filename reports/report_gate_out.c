@@ -331,6 +331,21 @@ out:
 	return st;
 }
 
+/* The smallest two-sided Mann-Whitney p of na vs nb observations (perfect
+ * separation): below it no difference can be significant. */
+static double min_p(size_t na, size_t nb)
+{
+	double *v = malloc((na + nb + 1) * sizeof *v), p;
+
+	if (!v)
+		return NAN;
+	for (size_t i = 0; i < na + nb; i++)
+		v[i] = (double)i;
+	p = report_mann_whitney(v, na, v + na, nb);
+	free(v);
+	return p;
+}
+
 static int suspect(const struct report_gate_task *t, const struct report_gate_opts *o)
 {
 	return t->verdict == RV_SLOWER ||
@@ -374,6 +389,12 @@ enum cr_status report_gate_confirm(struct report_gate *g, const struct report_ga
 			    (st = report_gate_obs_push(t, 1, t->cur_sp, e)) != CR_OK)
 				break;
 		}
+		if (log && min_p(t->n_obs_base + (base_too ? (size_t)o->confirm : 0),
+				 t->n_obs_cur + (size_t)o->confirm) >= o->alpha)
+			fprintf(log, "crucible gate: warning: %zu vs %zu observations can never reach "
+				"p < %g (Mann-Whitney); %s cannot be confirmed, raise --confirm\n",
+				t->n_obs_base + (base_too ? (size_t)o->confirm : 0),
+				t->n_obs_cur + (size_t)o->confirm, o->alpha, t->name);
 		if (log)
 			fprintf(log, "crucible gate: confirming %s (%s): %d re-run(s) of %s%s\n",
 				t->name, report_verdict_names[t->verdict], o->confirm,
