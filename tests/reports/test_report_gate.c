@@ -349,7 +349,7 @@ static void write_file(const char *p, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
-/* --confirm N with a stand-in for `crucible eval` (data/fake_crucible.sh):
+/* --confirm N with a stand-in for `crucible eval` (data/gate_fake_crucible.sh):
  * a real 30% slowdown hidden in noise is confirmed SLOWER after pooling the
  * re-runs; a slow-by-chance current run of the same code is not. */
 static void test_gate_confirm(void **state)
@@ -369,7 +369,7 @@ static void test_gate_confirm(void **state)
 	snprintf(pb, sizeof pb, "%s/base.csv", dir);
 	snprintf(pc, sizeof pc, "%s/cur.csv", dir);
 	snprintf(json, sizeof json, "%s/gate.json", dir);
-	path(fake, "fake_crucible.sh");
+	path(fake, "gate_fake_crucible.sh");
 	snprintf(row, sizeof row, "%sr,t/x,%s,0,cpu,x,ok,none,,,,,,,,1.0,0.5,2.0,5,,,m,,,,,,"
 		 "sha-fast,1\n", hdr, fast);
 	write_file(pb, row);

@@ -408,19 +408,19 @@ static void test_run_names(void **state)
 	char *t;
 	(void)state;
 	/* run.json: seed and quick differ */
-	t = run_report("md", "abl_seed1/results.csv", "abl_seed2/results.csv");
+	t = run_report("md", "gate_abl_seed1/results.csv", "gate_abl_seed2/results.csv");
 	assert_non_null(strstr(t, "| seed=1 no-quick |"));
 	assert_non_null(strstr(t, "| seed=2 quick |"));
 	assert_null(strstr(t, "(run "));
 	free(t);
 	/* nothing differs: the directories name them */
-	t = run_report("md", "abl_seed1/results.csv", "abl_copy/results.csv");
-	assert_non_null(strstr(t, "abl_seed1 |"));
-	assert_non_null(strstr(t, "abl_copy |"));
+	t = run_report("md", "gate_abl_seed1/results.csv", "gate_abl_copy/results.csv");
+	assert_non_null(strstr(t, "gate_abl_seed1 |"));
+	assert_non_null(strstr(t, "gate_abl_copy |"));
 	assert_null(strstr(t, "(run "));
 	free(t);
 	/* a label column names its run; the other by its differing options */
-	t = run_report("md", "abl_labelled/results.csv", "abl_seed1/results.csv");
+	t = run_report("md", "gate_abl_labelled/results.csv", "gate_abl_seed1/results.csv");
 	assert_non_null(strstr(t, "| fp16-try |"));
 	assert_non_null(strstr(t, "| n=1-2 seed=1 no-quick timing backend=cpu version=0.1.0 |"));
 	free(t);
@@ -430,7 +430,7 @@ static void test_run_names(void **state)
 	assert_null(strstr(t, "(run "));
 	free(t);
 	/* every plot's legend names each run */
-	t = run_report("html", "abl_seed1/results.csv", "abl_seed2/results.csv");
+	t = run_report("html", "gate_abl_seed1/results.csv", "gate_abl_seed2/results.csv");
 	{
 		const char *p = t;
 		int svgs = 0;
@@ -483,7 +483,7 @@ static void test_html_plots(void **state)
 	free(t);
 	/* speedups of 40x and 2000x: the Fast_p axis is not cut at 16, the
 	 * histogram's not at 1024x */
-	t = run_report("html", "big_speedup.csv", "basic.csv");
+	t = run_report("html", "gate_big_speedup.csv", "basic.csv");
 	sec = section(t, "Fast_p vs p");
 	assert_non_null(strstr(sec, ">2000</text>"));
 	free(sec);

@@ -1,14 +1,14 @@
 #!/bin/sh
-# fake_crucible.sh — stands in for `crucible eval CAND --out DIR [ARGS]` in the
+# gate_fake_crucible.sh — stands in for `crucible eval CAND --out DIR [ARGS]` in the
 # --confirm tests: writes DIR/results.csv with one noisy, correct row for
 # CAND, speedup 0.7 when its name has "slow" in it, else 1.0, times a jitter
 # of +-2% ($RANDOM-free: from the process id, so re-runs differ).
-[ "$1" = eval ] || { echo "fake_crucible: expected eval" >&2; exit 2; }
+[ "$1" = eval ] || { echo "gate_fake_crucible: expected eval" >&2; exit 2; }
 cand=$2
-[ "$3" = --out ] || { echo "fake_crucible: expected --out" >&2; exit 2; }
+[ "$3" = --out ] || { echo "gate_fake_crucible: expected --out" >&2; exit 2; }
 dir=$4
 shift 4
-[ "$1" = --time-cap ] && [ "$2" = 0.3 ] || { echo "fake_crucible: eval args not passed" >&2; exit 2; }
+[ "$1" = --time-cap ] && [ "$2" = 0.3 ] || { echo "gate_fake_crucible: eval args not passed" >&2; exit 2; }
 mkdir -p "$dir"
 base=1.0
 case "$cand" in *slow*) base=0.7 ;; esac
