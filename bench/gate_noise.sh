@@ -114,6 +114,11 @@ for i in $(seq 1 "$iters"); do
 done
 t1=$(date +%s)
 echo "uptime after: $(uptime)"
-echo "samples.csv from eval: $samples ($([ $samples = yes ] && echo 'per-sample speedups' || echo 'interval fallback, per-run speedups with --confirm'))"
+if [ "$samples" = yes ]; then
+	how="the gate compared per-sample speedups"
+else
+	how="the gate compared speedup intervals and noisy flags$([ "$confirm" -gt 0 ] && echo ', then per-run speedups of the re-runs')"
+fi
+echo "samples.csv from eval: $samples ($how)"
 printf 'gate_noise: false alarms %d/%d (same code, seeds differ), slowdowns caught %d/%d (1.3x matmul), %d s\n' \
 	"$alarms" "$iters" "$caught" "$iters" $((t1 - t0))
