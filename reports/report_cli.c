@@ -2,6 +2,7 @@
  * loading the files and handing the summaries to a printer; plus
  * report_print_summary() for `crucible eval`. Exit codes are SPEC §1's. */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,45 +35,73 @@ static const char gate_usage[] =
 	"usage: crucible gate --baseline A.csv --current B.csv [options]\n"
 	"\n"
 	"CI regression gate. Per task it compares the best candidate (correct, highest\n"
-	"speedup) of the baseline and the current run. A task regresses when it was\n"
-	"correct and no longer is, when it is missing from the current run, or when its\n"
-	"speedup fell beyond both its interval (current speedup_hi < baseline\n"
-	"speedup_lo) and the threshold (current < baseline x (1 - threshold)).\n"
+	"speedup) of the baseline and the current run and says SAME, FASTER, SLOWER or\n"
+	"INCONCLUSIVE, or for correctness LOST, MISSING, FIXED, NEW or FAILING. It fails\n"
+	"only on LOST, MISSING, SLOWER (or the fast_1 floor).\n"
 	"\n"
-	"options:\n"
+	"With samples.csv beside both files the per-sample speedups are compared\n"
+	"(Mann-Whitney p < alpha and the ratio of medians beyond the threshold); else\n"
+	"the speedup intervals, where a noisy row needs its whole ratio interval\n"
+	"beyond the threshold. Undecided noisy tasks are INCONCLUSIVE, never a failure.\n"
+	"\n"
+	"options (--opt VALUE or --opt=VALUE):\n"
 	"  --baseline FILE   results.csv of the baseline (required)\n"
 	"  --current FILE    results.csv of the current run (required)\n"
-	"  --threshold X     relative slowdown tolerated (default 0.05)\n"
+	"  --threshold X     relative change that matters, in [0, 1) (default 0.05)\n"
+	"  --alpha P         significance of the sample test, in (0, 0.5] (default 0.01)\n"
+	"  --confirm N       re-run each suspect (SLOWER, or INCONCLUSIVE and slower\n"
+	"                    than the threshold) N times with `crucible eval`, baseline\n"
+	"                    and current candidate alternating, and decide again on\n"
+	"                    the pooled speedups (default 0: no re-runs)\n"
+	"  --eval-arg ARG    an argument for those `crucible eval` runs (repeat it:\n"
+	"                    --eval-arg=--time-cap --eval-arg=0.3)\n"
+	"  --crucible PATH   the crucible binary for the re-runs (default: this one)\n"
+	"  --tasks SET,...   only these tasks or task sets (smoke, L1/softmax)\n"
 	"  --min-fast1 F     fail when the current best-of-n fast_1 is below F\n"
 	"  --strict-backward count backward=absent as incorrect\n"
 	"  --junit FILE      write JUnit XML (one testcase per task)\n"
 	"  --markdown FILE   write a pull-request comment in markdown\n"
+	"  --json FILE       write the verdicts as json (\"-\": stdout, no text)\n"
 	"  --help            this text\n"
 	"\n"
-	"exit: 0 clean, 1 regression or floor missed, 2 bad usage or bad input file.\n";
+	"exit: 0 clean, 1 regression or floor missed, 2 bad usage or bad input file.\n"
+	"See docs/REPORTS.md for the decision rule and its measured noise figures.\n";
 
-/* "--name VALUE" or "--name=VALUE"; advances *i. NULL with a message on error. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name,
-			     const char *cmd, int *matched)
+/* A number option: the whole string must be a finite number in [lo, hi]
+ * (hi_open: [lo, hi)). On error prints "crucible CMD: --OPT: ..." and
+ * returns -1 (the caller exits 2). */
+static int opt_double(const char *cmd, const char *opt, const char *v, double lo, double hi,
+		      int hi_open, double *out)
 {
-	size_t len = strlen(name);
-	const char *a = argv[*i];
+	char *end;
+	double x;
 
-	*matched = 0;
-	if (strncmp(a, name, len))
-		return NULL;
-	if (a[len] == '=') {
-		*matched = 1;
-		return a + len + 1;
+	errno = 0;
+	x = strtod(v, &end);
+	if (end == v || *end || errno == ERANGE || !isfinite(x) || x < lo ||
+	    (hi_open ? x >= hi : x > hi)) {
+		fprintf(stderr, "crucible %s: --%s: expected a number in [%g, %g%s, got '%s'\n",
+			cmd, opt, lo, hi, hi_open ? ")" : "]", v);
+		return -1;
 	}
-	if (a[len])
-		return NULL;
-	*matched = 1;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "crucible %s: %s needs a value\n", cmd, name);
-		return NULL;
+	*out = x;
+	return 0;
+}
+
+static int opt_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (end == v || *end || errno == ERANGE || x < lo || x > hi) {
+		fprintf(stderr, "crucible %s: --%s: expected an integer in [%ld, %ld], got '%s'\n",
+			cmd, opt, lo, hi, v);
+		return -1;
 	}
-	return argv[++*i];
+	*out = x;
+	return 0;
 }
 
 static int parse_p_list(const char *s, struct report_opts *o)
@@ -152,22 +181,9 @@ static enum cr_status run_report(char **files, size_t nf, const struct report_op
 	for (; summed < nf; summed++)
 		if ((st = report_summary_compute(&runs[summed], o, &sums[summed], e)) != CR_OK)
 			goto out;
-	/* runs whose metadata gives the same label are told apart by number */
-	for (size_t i = 0; i < nf; i++)
-		for (size_t k = 0; k < nf; k++)
-			if (k != i && !strcmp(sums[i].label, sums[k].label)) {
-				char tmp[sizeof sums[i].label];
-				for (size_t q = 0; q < nf; q++)
-					if (!strcmp(sums[q].label, sums[i].label) && q != i) {
-						snprintf(tmp, sizeof tmp, "%.*s (run %zu)",
-							 (int)sizeof tmp - 12, sums[q].label, q + 1);
-						memcpy(sums[q].label, tmp, sizeof tmp);
-					}
-				snprintf(tmp, sizeof tmp, "%.*s (run %zu)", (int)sizeof tmp - 12,
-					 sums[i].label, i + 1);
-				memcpy(sums[i].label, tmp, sizeof tmp);
-				break;
-			}
+	/* runs are named by label or by the options that differ (issue 11 item 8) */
+	if ((st = report_name_runs(sums, runs, nf, e)) != CR_OK)
+		goto out;
 	switch (fmt) {
 	case RF_MD:
 		fprintf(out, "# crucible report\n\n");
@@ -204,26 +220,36 @@ int report_main(int argc, char **argv)
 	const char *out_path = NULL, *list_path = NULL;
 	size_t nf = 0, nt = 0;
 	FILE *out = stdout;
-	int rc = 2, m;
+	int rc = 2, c;
 	enum cr_status st;
+	static const struct option lo[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "strict-backward", no_argument, NULL, 'B' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "p", required_argument, NULL, 'p' },
+		{ "k", required_argument, NULL, 'k' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "task-list", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
 
 	report_opts_default(&o);
 	cr_err_init(&e);
 	files = calloc((size_t)argc + 1, sizeof *files);
 	if (!files)
 		goto out;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	optind = 0; /* glibc: full reset, the tests call this more than once */
+	while ((c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
+		const char *v = optarg;
+		switch (c) {
+		case 'h':
 			fputs(report_usage, stdout);
 			rc = 0;
 			goto out;
-		}
-		if (!strcmp(a, "--strict-backward")) {
+		case 'B':
 			o.strict_backward = 1;
-		} else if ((v = opt_value(argc, argv, &i, "--format", "report", &m)) || m) {
-			if (!v)
-				goto out;
+			break;
+		case 'f':
 			if (!strcmp(v, "md") || !strcmp(v, "markdown"))
 				fmt = RF_MD;
 			else if (!strcmp(v, "html"))
@@ -233,34 +259,38 @@ int report_main(int argc, char **argv)
 			else if (!strcmp(v, "csv"))
 				fmt = RF_CSV;
 			else {
-				fprintf(stderr, "crucible report: unknown format '%s' (md, html, json, csv)\n", v);
+				fprintf(stderr, "crucible report: --format: expected md, html, json or "
+					"csv, got '%s'\n", v);
 				goto out;
 			}
-		} else if ((v = opt_value(argc, argv, &i, "--p", "report", &m)) || m) {
-			if (!v || parse_p_list(v, &o)) {
-				fprintf(stderr, "crucible report: --p wants numbers >= 0, e.g. 0,1,1.5\n");
+			break;
+		case 'p':
+			if (parse_p_list(v, &o)) {
+				fprintf(stderr, "crucible report: --p: expected up to 32 numbers >= 0, "
+					"comma separated (e.g. 0,1,1.5), got '%s'\n", v);
 				goto out;
 			}
-		} else if ((v = opt_value(argc, argv, &i, "--k", "report", &m)) || m) {
-			if (!v || parse_k_list(v, &o)) {
-				fprintf(stderr, "crucible report: --k wants integers >= 1, e.g. 1,5,10\n");
+			break;
+		case 'k':
+			if (parse_k_list(v, &o)) {
+				fprintf(stderr, "crucible report: --k: expected up to 32 integers in "
+					"[1, 1000000], comma separated (e.g. 1,5,10), got '%s'\n", v);
 				goto out;
 			}
-		} else if ((v = opt_value(argc, argv, &i, "--out", "report", &m)) || m) {
-			if (!v)
-				goto out;
+			break;
+		case 'o':
 			out_path = v;
-		} else if ((v = opt_value(argc, argv, &i, "--task-list", "report", &m)) || m) {
-			if (!v)
-				goto out;
+			break;
+		case 't':
 			list_path = v;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "crucible report: unknown option '%s' (see --help)\n", a);
+			break;
+		default:
+			fprintf(stderr, "crucible report: see --help\n");
 			goto out;
-		} else {
-			files[nf++] = argv[i];
 		}
 	}
+	for (int i = optind; i < argc; i++)
+		files[nf++] = argv[i];
 	if (nf == 0) {
 		fprintf(stderr, "crucible report: no results.csv given (see --help)\n");
 		goto out;
@@ -340,95 +370,162 @@ int report_print_summary(const char *csv_path, FILE *out)
 	return 0;
 }
 
+/* Opens FILE for writing ("-": stdout). */
+static FILE *open_out(const char *path, struct cr_err *e)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+
+	if (!f)
+		cr_errf(e, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+	return f;
+}
+
+static int close_out(FILE *f, const char *path, struct cr_err *e)
+{
+	if (f == stdout ? fflush(f) : fclose(f)) {
+		cr_errf(e, CR_EIO, "write error on %s", path);
+		return -1;
+	}
+	return 0;
+}
+
 int report_gate_main(int argc, char **argv)
 {
-	struct report_gate_opts o = { 0.05, NAN, 0 };
+	struct report_gate_opts o;
 	struct report_run base, cur;
 	struct report_gate g;
 	struct cr_err e;
-	const char *bpath = NULL, *cpath = NULL, *junit = NULL, *md = NULL;
-	int rc = 2, m, have_base = 0, have_cur = 0, have_g = 0;
+	const char *bpath = NULL, *cpath = NULL, *junit = NULL, *md = NULL, *json = NULL;
+	char **eval_args = NULL;
+	int rc = 2, c, have_base = 0, have_cur = 0, have_g = 0;
+	long n;
 	FILE *f;
+	static const struct option lo[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "strict-backward", no_argument, NULL, 'B' },
+		{ "baseline", required_argument, NULL, 'b' },
+		{ "current", required_argument, NULL, 'c' },
+		{ "junit", required_argument, NULL, 'j' },
+		{ "markdown", required_argument, NULL, 'm' },
+		{ "json", required_argument, NULL, 'J' },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "min-fast1", required_argument, NULL, 'f' },
+		{ "alpha", required_argument, NULL, 'a' },
+		{ "confirm", required_argument, NULL, 'n' },
+		{ "crucible", required_argument, NULL, 'x' },
+		{ "eval-arg", required_argument, NULL, 'e' },
+		{ "tasks", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
 
 	cr_err_init(&e);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		char *end;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	report_gate_opts_default(&o);
+	if (!(eval_args = calloc((size_t)argc + 1, sizeof *eval_args)))
+		return 2;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		const char *v = optarg;
+		switch (c) {
+		case 'h':
 			fputs(gate_usage, stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--strict-backward")) {
-			o.strict_backward = 1;
-		} else if ((v = opt_value(argc, argv, &i, "--baseline", "gate", &m)) || m) {
-			if (!(bpath = v))
-				return 2;
-		} else if ((v = opt_value(argc, argv, &i, "--current", "gate", &m)) || m) {
-			if (!(cpath = v))
-				return 2;
-		} else if ((v = opt_value(argc, argv, &i, "--junit", "gate", &m)) || m) {
-			if (!(junit = v))
-				return 2;
-		} else if ((v = opt_value(argc, argv, &i, "--markdown", "gate", &m)) || m) {
-			if (!(md = v))
-				return 2;
-		} else if ((v = opt_value(argc, argv, &i, "--threshold", "gate", &m)) || m) {
-			if (!v)
-				return 2;
-			o.threshold = strtod(v, &end);
-			if (end == v || *end || !(o.threshold >= 0 && o.threshold < 1)) {
-				fprintf(stderr, "crucible gate: --threshold wants a number in [0, 1)\n");
-				return 2;
+			rc = 0;
+			goto out;
+		case 'B': o.strict_backward = 1; break;
+		case 'b': bpath = v; break;
+		case 'c': cpath = v; break;
+		case 'j': junit = v; break;
+		case 'm': md = v; break;
+		case 'J': json = v; break;
+		case 'x': o.crucible = v; break;
+		case 'T':
+			if (!*v || strstr(v, ",,") || *v == ',' || v[strlen(v) - 1] == ',') {
+				fprintf(stderr, "crucible gate: --tasks: expected task names or sets, "
+					"comma separated, got '%s'\n", v);
+				goto out;
 			}
-		} else if ((v = opt_value(argc, argv, &i, "--min-fast1", "gate", &m)) || m) {
-			if (!v)
-				return 2;
-			o.min_fast1 = strtod(v, &end);
-			if (end == v || *end || !(o.min_fast1 >= 0 && o.min_fast1 <= 1)) {
-				fprintf(stderr, "crucible gate: --min-fast1 wants a number in [0, 1]\n");
-				return 2;
-			}
-		} else {
-			fprintf(stderr, "crucible gate: unknown %s '%s' (see --help)\n",
-				a[0] == '-' ? "option" : "argument", a);
-			return 2;
+			o.tasks = v;
+			break;
+		case 'e': eval_args[o.n_eval_args++] = optarg; break;
+		case 't':
+			if (opt_double("gate", "threshold", v, 0, 1, 1, &o.threshold))
+				goto out;
+			break;
+		case 'f':
+			if (opt_double("gate", "min-fast1", v, 0, 1, 0, &o.min_fast1))
+				goto out;
+			break;
+		case 'a':
+			if (opt_double("gate", "alpha", v, 1e-9, 0.5, 0, &o.alpha))
+				goto out;
+			break;
+		case 'n':
+			if (opt_long("gate", "confirm", v, 0, 100, &n))
+				goto out;
+			o.confirm = (int)n;
+			break;
+		default:
+			fprintf(stderr, "crucible gate: see --help\n");
+			goto out;
 		}
+	}
+	o.eval_args = eval_args;
+	if (optind < argc) {
+		fprintf(stderr, "crucible gate: unexpected argument '%s' (see --help)\n", argv[optind]);
+		goto out;
 	}
 	if (!bpath || !cpath) {
 		fprintf(stderr, "crucible gate: --baseline and --current are required (see --help)\n");
-		return 2;
+		goto out;
+	}
+	if (o.n_eval_args && !o.confirm) {
+		fprintf(stderr, "crucible gate: --eval-arg is only used with --confirm N\n");
+		goto out;
 	}
 	if (report_run_load(bpath, &base, &e) != CR_OK)
 		goto out;
 	have_base = 1;
+	if (report_run_load_samples(&base, &e) != CR_OK)
+		goto out;
 	if (report_run_load(cpath, &cur, &e) != CR_OK)
 		goto out;
 	have_cur = 1;
+	if (report_run_load_samples(&cur, &e) != CR_OK)
+		goto out;
+	if (base.has_samples != cur.has_samples)
+		fprintf(stderr, "crucible gate: only the %s has a samples.csv; comparing the speedup "
+			"intervals\n", base.has_samples ? "baseline" : "current run");
 	if (report_gate_compute(&base, &cur, &o, &g, &e) != CR_OK)
 		goto out;
 	have_g = 1;
-	report_gate_print_text(stdout, &g, &o);
+	if (report_gate_confirm(&g, &o, stderr, &e) != CR_OK)
+		goto out;
+	if (!json || strcmp(json, "-"))
+		report_gate_print_text(stdout, &g, &o);
 	if (junit) {
-		if (!(f = fopen(junit, "w"))) {
-			cr_errf(&e, CR_EIO, "cannot write %s: %s", junit, strerror(errno));
+		if (!(f = open_out(junit, &e)))
 			goto out;
-		}
 		report_gate_print_junit(f, &g, &o);
-		if (fclose(f)) {
-			cr_errf(&e, CR_EIO, "write error on %s", junit);
+		if (close_out(f, junit, &e))
 			goto out;
-		}
 	}
 	if (md) {
-		if (!(f = fopen(md, "w"))) {
-			cr_errf(&e, CR_EIO, "cannot write %s: %s", md, strerror(errno));
+		if (!(f = open_out(md, &e)))
 			goto out;
-		}
 		report_gate_print_md(f, &g, &o);
-		if (fclose(f)) {
-			cr_errf(&e, CR_EIO, "write error on %s", md);
+		if (close_out(f, md, &e))
+			goto out;
+	}
+	if (json) {
+		if (!(f = open_out(json, &e)))
+			goto out;
+		if (report_gate_print_json(f, &g, &o)) {
+			if (f != stdout)
+				fclose(f);
+			cr_errf(&e, CR_EIO, "write error on %s", json);
 			goto out;
 		}
+		if (close_out(f, json, &e))
+			goto out;
 	}
 	rc = g.failed ? 1 : 0;
 out:
@@ -444,5 +541,6 @@ out:
 		report_run_release(&cur);
 	if (have_base)
 		report_run_release(&base);
+	free(eval_args);
 	return rc;
 }

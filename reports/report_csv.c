@@ -29,15 +29,19 @@ enum col {
 	C_SAMPLES, C_REASONING_TOKENS, C_COMPLETION_TOKENS, C_MODEL, C_TEMPERATURE,
 	C_TOP_P, C_TOP_K, C_SEED, C_TURN, C_SOURCE_SHA256,
 	C_REQUIRED, /* optional columns follow */
-	C_STRATEGY = C_REQUIRED, C_COUNT
+	C_STRATEGY = C_REQUIRED, C_LABEL, C_NOISY, C_VERIFY_SEED, C_COUNT
 };
 static const char *const col_names[C_COUNT] = {
 	"run_id", "task", "candidate", "sample", "backend", "device", "status",
 	"backward", "detail", "max_abs_err", "max_rel_err", "time_us", "time_lo_us",
 	"time_hi_us", "baseline_us", "speedup", "speedup_lo", "speedup_hi",
 	"samples", "reasoning_tokens", "completion_tokens", "model", "temperature",
-	"top_p", "top_k", "seed", "turn", "source_sha256", "strategy",
+	"top_p", "top_k", "seed", "turn", "source_sha256", "strategy", "label", "noisy",
+	"verify_seed",
 };
+
+/* Before the noisy column existed the flag was only this detail prefix. */
+static const char noisy_prefix[] = "timing noisy";
 
 /* Parser state shared with the libcsv callbacks. */
 struct load {
@@ -225,9 +229,10 @@ static int parse_row(struct load *L, struct report_row *r)
 	/* Validated for the error message, otherwise unused by the tables. */
 	{
 		double dummy;
-		if (num(L, C_MAX_ABS_ERR, 0, &dummy) || num(L, C_MAX_REL_ERR, 0, &dummy) ||
+		if (num(L, C_MAX_ABS_ERR, 0, &r->max_abs_err) ||
+		    num(L, C_MAX_REL_ERR, 0, &r->max_rel_err) ||
 		    num(L, C_TIME_LO_US, 1, &dummy) || num(L, C_TIME_HI_US, 1, &dummy) ||
-		    num(L, C_SAMPLES, 1, &dummy) || num(L, C_SEED, 1, &dummy))
+		    num(L, C_SAMPLES, 1, &r->n_samples) || num(L, C_SEED, 1, &dummy))
 			return -1;
 	}
 	if (r->speedup == 0)
@@ -237,8 +242,26 @@ static int parse_row(struct load *L, struct report_row *r)
 	r->candidate = strdup(field(L, C_CANDIDATE));
 	r->model = strdup(field(L, C_MODEL));
 	r->strategy = strdup(field(L, C_STRATEGY));
+	r->label = strdup(field(L, C_LABEL));
+	r->sha256 = strdup(field(L, C_SOURCE_SHA256));
+	r->verify_seed = strdup(field(L, C_VERIFY_SEED));
 	r->line = L->rec_start;
-	if (!r->task || !r->candidate || !r->model || !r->strategy) {
+	if (L->colidx[C_NOISY] >= 0) {
+		const char *nz = field(L, C_NOISY);
+		if (!strcmp(nz, "1"))
+			r->noisy = 1;
+		else if (!strcmp(nz, "0"))
+			r->noisy = 0;
+		else if (!*nz)
+			r->noisy = -1;
+		else
+			return fail(L, "column '%s': expected 1, 0 or empty, got '%s'", "noisy", nz);
+	} else {
+		r->noisy = !strncmp(field(L, C_DETAIL), noisy_prefix, sizeof noisy_prefix - 1) ? 1 :
+			   isnan(r->speedup) ? -1 : 0;
+	}
+	if (!r->task || !r->candidate || !r->model || !r->strategy || !r->label || !r->sha256 ||
+	    !r->verify_seed) {
 		cr_errf(L->e, CR_ENOMEM, "%s: out of memory", L->path);
 		L->failed = 1;
 		return -1;
@@ -252,6 +275,11 @@ static void free_row(struct report_row *r)
 	free(r->candidate);
 	free(r->model);
 	free(r->strategy);
+	free(r->label);
+	free(r->sha256);
+	free(r->verify_seed);
+	free(r->s_cand);
+	free(r->s_base);
 }
 
 static void on_record(int term, void *data)

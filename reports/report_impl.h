@@ -34,8 +34,18 @@ struct report_row {
 	enum report_bw backward;
 	double speedup, speedup_lo, speedup_hi; /* baseline / candidate time */
 	double time_us, baseline_us;
+	double max_abs_err, max_rel_err;  /* NAN when empty (crashed, timed out): unknown */
 	double reasoning_tokens, completion_tokens;
 	double temperature, top_p, top_k;
+	char *label;         /* owned, "" when the optional column is absent or empty */
+	char *sha256;        /* owned source_sha256, "" when empty */
+	char *verify_seed;   /* owned, the optional verify_seed column, "" when absent */
+	int noisy;           /* 1 noisy timing, 0 not, -1 unknown (untimed or no flag) */
+	double n_samples;    /* the samples column (timed samples), NAN when empty */
+	/* Raw timing samples of the row from samples.csv (us), time order; NULL
+	 * when the run has no samples.csv or none for this row. Owned. */
+	double *s_cand, *s_base;
+	size_t n_cand, n_base;
 };
 
 /* One results.csv file. */
@@ -43,6 +53,7 @@ struct report_run {
 	char *path;                /* owned */
 	struct report_row *rows;   /* [n_rows], owned */
 	size_t n_rows, cap;
+	int has_samples;           /* a samples.csv was found beside the file */
 };
 
 /* Options of the tables (p and k grids, task set, correctness rule). */
@@ -67,6 +78,12 @@ int report_row_correct(const struct report_row *r, const struct report_opts *o);
  * line and problem, and the status is CR_EINPUT (bad content) or CR_EIO. */
 enum cr_status report_run_load(const char *path, struct report_run *run, struct cr_err *e);
 void report_run_release(struct report_run *run);
+/* Reads samples.csv beside run->path (same directory) into the rows' s_cand /
+ * s_base, matched by candidate and source_sha256. A missing file is not an
+ * error (run->has_samples stays 0); a malformed one is (CR_EINPUT). */
+enum cr_status report_run_load_samples(struct report_run *run, struct cr_err *e);
+/* Natural order of task names (strverscmp): t/2 before t/10. */
+int report_name_cmp(const char *a, const char *b);
 /* Reads a task list file (one task name per line, '#' comments, blank lines
  * ignored) into a heap array of heap strings. */
 enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
@@ -86,6 +103,11 @@ double report_t_quantile(double prob, double df);
 /* Geometric mean of v[n] (all > 0) and its 95% t-interval on log values;
  * lo = hi = NAN when n < 2. */
 void report_geomean(const double *v, size_t n, double *gm, double *lo, double *hi);
+
+/* Two-sided p-value of the Mann-Whitney U test that a and b come from the
+ * same distribution: exact (no ties, both sizes <= 25) or the normal
+ * approximation with tie and continuity corrections. NAN when a side is empty. */
+double report_mann_whitney(const double *a, size_t na, const double *b, size_t nb);
 
 /* Difficulty bucket of an average reasoning length: 0 Easy (< 4000),
  * 1 Medium (4000 <= arl <= 8500), 2 Hard (> 8500). */
@@ -164,6 +186,13 @@ double report_summary_fast_at(const struct report_summary *s, double p);
 /* pass@k averaged over tasks like pass_k, for any k (for plots). */
 double report_summary_pass_at(const struct report_summary *s, int k);
 
+/* report_names.c: the names of several runs (ablations) into s[i].label:
+ * their labels, else the options that differ (rows and run.json beside each
+ * results.csv), else the directory; never a number. With one run, a label
+ * from run.json or the rows is put before the metadata label. */
+enum cr_status report_name_runs(struct report_summary *s, const struct report_run *runs,
+				size_t n, struct cr_err *e);
+
 /* Printers: only print. */
 enum report_fmt { RF_MD, RF_HTML, RF_JSON, RF_CSV };
 void report_print_md(FILE *f, const struct report_summary *s, size_t n);
@@ -179,38 +208,81 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n);
 /* Writes one CSV field, quoted through libcsv when it needs quoting. */
 void report_csv_field(FILE *f, const char *s, int last);
 
-/* report_gate.c */
+/* report_gate.c (decision) and report_gate_out.c (printers, re-runs) */
 struct report_gate_opts {
-	double threshold;  /* relative slowdown tolerated, default 0.05 */
+	double threshold;  /* relative change that matters, default 0.05 */
 	double min_fast1;  /* NAN: no floor */
 	int strict_backward;
+	double alpha;      /* significance of the sample test, default 0.01 */
+	int confirm;       /* --confirm N: re-runs of each suspect, 0 none */
+	const char *crucible;  /* binary for the re-runs (default /proc/self/exe) */
+	char **eval_args;      /* extra arguments of each `crucible eval` re-run */
+	size_t n_eval_args;
+	const char *tasks;     /* --tasks SET[,SET]: only these tasks or sets, or NULL */
 };
-enum report_verdict { RV_UNCHANGED, RV_IMPROVED, RV_REGRESSED, RV_NEW };
+void report_gate_opts_default(struct report_gate_opts *o);
+
+/* Per task: correctness first (LOST, MISSING, FIXED, NEW, FAILING), then for
+ * a task correct in both runs the speed verdict (SAME, FASTER, SLOWER,
+ * INCONCLUSIVE). LOST, MISSING and SLOWER fail the gate. */
+enum report_verdict {
+	RV_SAME, RV_FASTER, RV_SLOWER, RV_INCONCLUSIVE,
+	RV_LOST, RV_MISSING, RV_FIXED, RV_NEW, RV_FAILING, RV_COUNT
+};
+extern const char *const report_verdict_names[RV_COUNT];
+/* How a speed verdict was reached. */
+enum report_method { RM_NONE, RM_INTERVALS, RM_SAMPLES, RM_RERUNS };
+extern const char *const report_method_names[4];
+
 struct report_gate_task {
 	const char *name;
 	int in_base, in_cur;
 	int base_ok, cur_ok;
 	double base_sp, base_lo, base_hi;
 	double cur_sp, cur_lo, cur_hi;
+	int base_noisy, cur_noisy;           /* 1 noisy, 0 not, -1 unknown */
+	const struct report_row *base_row, *cur_row; /* best rows (borrowed), or NULL */
+	/* speedup observations: per-sample speedups (samples.csv pairs) or one
+	 * per run (with --confirm re-runs); owned */
+	double *obs_base, *obs_cur;
+	size_t n_obs_base, n_obs_cur;
+	enum report_method method;
+	double ratio, ratio_lo, ratio_hi;    /* current / baseline speedup */
+	double p;                            /* Mann-Whitney p, NAN without samples */
+	int reruns;                          /* re-runs done by --confirm */
 	enum report_verdict verdict;
-	char reason[160];
+	char reason[240];
 };
 struct report_gate {
-	struct report_gate_task *tasks; /* [n], sorted by name, names borrowed */
+	struct report_gate_task *tasks; /* [n], natural order of names, names borrowed */
 	size_t n;
-	int n_regressed, n_improved, n_unchanged, n_new;
+	int counts[RV_COUNT];
 	double fast1;       /* current best-of-n fast_1 over base ∪ current tasks */
 	double base_fast1;
 	int floor_failed;
-	int failed;         /* any regression or the floor */
+	int failed;         /* any LOST, MISSING, SLOWER, or the floor */
 };
 enum cr_status report_gate_compute(const struct report_run *base, const struct report_run *cur,
 				   const struct report_gate_opts *o, struct report_gate *g,
 				   struct cr_err *e);
+/* The speed verdict of a task correct in both runs, from its observations
+ * (>= 3 a side: Mann-Whitney) or else its intervals and noisy flags. */
+void report_gate_decide(struct report_gate_task *t, const struct report_gate_opts *o);
+/* Appends x to a task's observations (side 0 baseline, 1 current). */
+enum cr_status report_gate_obs_push(struct report_gate_task *t, int side, double x,
+				    struct cr_err *e);
+/* Recounts the verdicts and the failure after a task's verdict changed. */
+void report_gate_recount(struct report_gate *g);
+/* --confirm: re-runs every suspect (SLOWER, or INCONCLUSIVE with a ratio
+ * below 1 - threshold) o->confirm times with `crucible eval`, pools the
+ * speedups and decides again. */
+enum cr_status report_gate_confirm(struct report_gate *g, const struct report_gate_opts *o,
+				   FILE *log, struct cr_err *e);
 void report_gate_release(struct report_gate *g);
 void report_gate_print_text(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
 void report_gate_print_junit(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
 void report_gate_print_md(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
+int report_gate_print_json(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
 
 /* Formatting helper: "%.*f" or "—"-free "n/a" for NAN, into buf. */
 const char *report_fmt_num(char *buf, size_t len, double v, int prec);

@@ -216,10 +216,9 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "---:|");
 	fprintf(f, "\n| file |");
-	for (size_t i = 0; i < n; i++) {
-		const char *b = strrchr(s[i].path, '/');
-		fprintf(f, " %s |", b ? b + 1 : s[i].path);
-	}
+	/* the whole path: every eval directory holds a results.csv */
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s |", s[i].path);
 	fprintf(f, "\n| tasks N |");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, " %zu |", s[i].n_tasks);

@@ -13,6 +13,9 @@
 static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 				       "#9467bd", "#8c564b", "#e377c2", "#17becf" };
 #define COLOR(i) palette[(i) % 8]
+/* Dash pattern per run, so curves that coincide stay distinguishable. */
+static const char *const dashes[] = { "", "6 3", "2 2", "8 3 2 3" };
+#define DASH(i) dashes[(i) % 4]
 
 struct plot {
 	FILE *f;
@@ -152,17 +155,44 @@ static void plot_begin(struct plot *p, FILE *f, const char *title, const char *x
 	fprintf(f, "</text>\n");
 }
 
+/* Marker of run i: circle, square, triangle, diamond (then again), hollow
+ * for runs past the fourth, so markers that coincide stay visible. */
+static void marker(FILE *f, size_t i, double x, double y, double r)
+{
+	const char *c = COLOR(i);
+	const char *fill = i >= 4 ? "white" : c;
+
+	switch (i % 4) {
+	case 0:
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
+			"fill-opacity=\"0.7\"/>", x, y, r, fill, c);
+		break;
+	case 1:
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+			"stroke=\"%s\" fill-opacity=\"0.7\"/>", x - r, y - r, 2 * r, 2 * r, fill, c);
+		break;
+	case 2:
+		fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\" "
+			"stroke=\"%s\" fill-opacity=\"0.7\"/>", x, y - 1.3 * r, x - 1.2 * r,
+			y + r, x + 1.2 * r, y + r, fill, c);
+		break;
+	default:
+		fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\" "
+			"stroke=\"%s\" fill-opacity=\"0.7\"/>", x, y - 1.4 * r, x + 1.4 * r, y, x,
+			y + 1.4 * r, x - 1.4 * r, y, fill, c);
+	}
+}
+
 static void legend(const struct plot *p, const struct report_summary *s, size_t n,
 		   int points)
 {
 	for (size_t i = 0; i < n; i++) {
 		double y = p->mt + p->h + 54 + 18 * (double)i;
-		if (points)
-			fprintf(p->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
-				"fill-opacity=\"0.6\"/>", p->ml + 10, y - 4, COLOR(i));
-		else
-			fprintf(p->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"20\" height=\"4\" "
-				"fill=\"%s\"/>", p->ml, y - 6, COLOR(i));
+		if (!points)
+			fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+				"stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\"/>",
+				p->ml - 2, y - 4, p->ml + 22, y - 4, COLOR(i), DASH(i));
+		marker(p->f, i, p->ml + 10, y - 4, 4);
 		fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\">", p->ml + 28, y);
 		esc(p->f, s[i].label);
 		fprintf(p->f, "</text>\n");
@@ -190,28 +220,32 @@ void report_svg_pass_at_k(FILE *f, const struct report_summary *s, size_t n)
 	struct plot p = { 0 };
 	int kmax = 1;
 
-	/* k up to the smallest n of a run, so every point averages the same tasks. */
+	/* every k up to the largest n of any run; a run's curve ends at its own
+	 * largest n (report_summary_pass_at leaves out tasks with n < k) */
 	for (size_t i = 0; i < n; i++)
-		kmax = s[i].n_min > kmax ? s[i].n_min : kmax;
+		kmax = s[i].n_max > kmax ? s[i].n_max : kmax;
 	p.xint = 1;
 	p.x0 = 1;
 	p.x1 = kmax > 1 ? kmax : 2;
 	p.y0 = 0;
-	p.y1 = 1;
-	plot_begin(&p, f, "pass@k vs k", "k (samples per task, up to the smallest n)", "pass@k", (int)n);
+	p.y1 = 1.04; /* a curve at 1 stays visible above the frame's edge */
+	plot_begin(&p, f, "pass@k vs k", "k (samples per task; tasks with n < k left out)",
+		   "pass@k", (int)n);
 	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", COLOR(i));
-		for (int k = 1; k <= s[i].n_min; k++) {
+		/* later runs thinner and dashed, drawn on top: coinciding curves show */
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+			"stroke-dasharray=\"%s\" points=\"", COLOR(i), fmax(1, 3.0 - (double)i * 0.5),
+			DASH(i));
+		for (int k = 1; k <= s[i].n_max; k++) {
 			double v = report_summary_pass_at(&s[i], k);
 			if (!isnan(v))
 				fprintf(f, "%.1f,%.1f ", px(&p, k), py(&p, v));
 		}
 		fprintf(f, "\"/>\n");
-		for (int k = 1; k <= s[i].n_min && s[i].n_min <= 40; k++) {
+		for (int k = 1; k <= s[i].n_max; k++) {
 			double v = report_summary_pass_at(&s[i], k);
 			if (!isnan(v))
-				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>",
-					px(&p, k), py(&p, v), COLOR(i));
+				marker(f, i, px(&p, k), py(&p, v), kmax > 60 ? 2 : 3.5);
 		}
 		fprintf(f, "\n");
 	}
@@ -235,9 +269,9 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 			if (s[i].tasks[t].best_speedup * 1.1 > pmax)
 				pmax = s[i].tasks[t].best_speedup * 1.1;
 	p.x0 = 0;
-	p.x1 = pmax > 16 ? 16 : pmax;
+	p.x1 = pmax; /* never clip the largest speedup */
 	p.y0 = 0;
-	p.y1 = 1;
+	p.y1 = 1.04;
 	plot_begin(&p, f, "Fast_p vs p (best-of-n)", "p (speedup threshold, strict >)",
 		   "fast_p", (int)n);
 	vline(&p, 1, NULL);
@@ -252,8 +286,9 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 		qsort(b, m, sizeof *b, cmp_dbl);
 		/* Exact step function: fast_p drops right after each best speedup. */
 		y = report_summary_fast_at(&s[i], 0);
-		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%.1f,%.1f ",
-			COLOR(i), px(&p, 0), py(&p, y));
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+			"stroke-dasharray=\"%s\" points=\"%.1f,%.1f ", COLOR(i),
+			fmax(1, 3.0 - (double)i * 0.5), DASH(i), px(&p, 0), py(&p, y));
 		for (size_t j = 0; j < m && b[j] <= p.x1; j++) {
 			if (b[j] <= 0 || (j && b[j] == b[j - 1]))
 				continue;
@@ -282,8 +317,9 @@ void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n)
 			hi = any ? fmax(hi, v) : v;
 			any = 1;
 		}
-	lo = fmax(floor(fmin(lo, -1)), -10);
-	hi = fmin(ceil(fmax(hi, 1) + 1e-9), 10);
+	/* the axis covers every speedup: no clipping at either end */
+	lo = floor(fmin(lo, -1));
+	hi = ceil(fmax(hi, 1) + 1e-9);
 	nb = (int)lround((hi - lo) / binw);
 	counts = calloc((size_t)nb * n + 1, sizeof *counts);
 	if (!counts)
@@ -339,8 +375,8 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 	p.x0 = 0;
 	p.x1 = fmax(xmax * 1.05, 10000);
 	p.ylog = 1;
-	p.y0 = fmax(floor(fmin(ylo, -1)), -10);
-	p.y1 = fmin(ceil(fmax(yhi, 1) + 1e-9), 10);
+	p.y0 = floor(fmin(ylo, -1));
+	p.y1 = ceil(fmax(yhi, 1) + 1e-9);
 	plot_begin(&p, f, "Reasoning length vs speedup (correct candidates)",
 		   "reasoning tokens", "speedup (log scale)", (int)n);
 	vline(&p, 4000, NULL);
@@ -360,10 +396,7 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		for (int j = 0; j < s[i].r_speed_n; j++) {
 			double y = s[i].scatter[2 * j + 1];
-			y = fmin(fmax(y, exp2(p.y0)), exp2(p.y1));
-			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
-				"fill-opacity=\"0.6\"/>", px(&p, s[i].scatter[2 * j]), py(&p, y),
-				COLOR(i));
+			marker(f, i, px(&p, s[i].scatter[2 * j]), py(&p, y), 4);
 		}
 		fprintf(f, "\n");
 	}

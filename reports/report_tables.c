@@ -39,9 +39,10 @@ const char *report_fmt_num(char *buf, size_t len, double v, int prec)
 	return buf;
 }
 
+/* natural order (t/2 before t/10); also the bsearch order of find_task */
 static int cmp_str(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return report_name_cmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int cmp_long(const void *a, const void *b)

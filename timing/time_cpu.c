@@ -1,35 +1,134 @@
-/* verify_time.c — timing a verified candidate against the baseline.
+/* time_cpu.c — timing a verified candidate against the baseline on the cpu.
  *
- * Candidate and baseline run in two separate workers (the baseline is our
- * code, but sharing a process would let a candidate slow it down), called
- * alternately on the cpu bench shape. Every sample gets fresh input contents
- * (new random values, written outside the timed window, alternating between
- * two buffer sets) and a cache flush; a random fifth of the candidate's
- * timed outputs (and the first two) are re-checked against a reference for
- * their own inputs, so caching, replay and skipped work are caught
- * (stale_result). Time is the orchestrator's wall clock around the call,
- * less the median round trip of an empty call. */
+ * Candidate and baseline run in two separate workers, called alternately on
+ * the cpu bench shape, each on two buffer sets. Both workers are frozen
+ * (SIGSTOP, confirmed stopped) at all times except inside their own timed
+ * call: thawed right before the command is sent, frozen as soon as the
+ * reply is read. So neither can compute, prefetch or hog memory bandwidth
+ * while inputs are written, caches flushed, outputs checked or the other
+ * side runs; a frozen worker's CPU clock must not move (checked).
+ *
+ * Everything a candidate could use to predict a sample comes from the
+ * kernel's CSPRNG (cr_secure_u64), drawn per sample: the input values, the
+ * poison, the choice of re-checked samples; the guard pattern per run. The
+ * run seed governs only the correctness cases; nothing the worker sees is
+ * derived from it here.
+ *
+ * After every timed call, with the candidate frozen: outputs not written
+ * (poison still there), guard zones (out_of_bounds), inputs byte-identical
+ * to what was stored (input_mutated); every output re-checked against a
+ * double reference for its own inputs while a re-check is cheap, else the
+ * first two, a random quarter and the last (stale_result). At least
+ * MIN_SAMPLES samples (so at least three re-checks) whatever the time cap.
+ *
+ * Time is the orchestrator's wall clock around the call, overhead included:
+ * no round trip is subtracted (it cannot be measured with calls the worker
+ * cannot tell apart from real ones), which biases a speedup towards 1, never
+ * away from it. A baseline failure fails the row (runtime_error naming the
+ * baseline's failure), never the batch. */
 #include "checks/stage.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tasks/task_rng.h"
 #include "timing/timing.h"
 
 #define N_SETS 2
 #define MAX_SAMPLES 400
+#define MIN_SAMPLES 10          /* whatever the time cap */
+#define BASE_TIMEOUT_S 60.0     /* a baseline call; our code, at the cpu bench shape */
+#define RECHECK_CHEAP_NS 50000000
+#define FROZEN_SLACK_NS 1000000 /* CPU a frozen worker may show (clock granularity) */
 
-/* New random inputs for every input slot of c. */
-static void fresh_inputs(struct vr *v, struct vr_case *c, uint64_t seed)
+/* One worker and its freezing state. */
+struct wk {
+	struct cr_proc w;
+	const char *who;        /* "candidate" or "baseline", for messages */
+	double timeout_s;       /* per call */
+	bool frozen;
+	int64_t frozen_cpu;     /* its CPU clock when frozen (ns), -1 unknown */
+	int64_t ran_frozen_ns;  /* CPU it used while it should have been stopped */
+};
+
+static void wk_init(struct wk *k, const char *who, double timeout_s)
+{
+	memset(k, 0, sizeof *k);
+	k->w.pid = -1;
+	k->w.shm_fd = k->w.cmd_fd = k->w.rep_fd = k->w.log_fd = -1;
+	k->who = who;
+	k->timeout_s = timeout_s;
+	k->frozen_cpu = -1;
+}
+
+static void wk_freeze(struct wk *k)
+{
+	if (k->frozen || k->w.pid <= 0)
+		return;
+	cr_proc_freeze(&k->w);
+	k->frozen = true;
+	k->frozen_cpu = cr_proc_cpu_ns(&k->w);
+}
+
+/* Thaws; notes CPU the worker used while frozen (it must be none). */
+static void wk_thaw(struct wk *k)
+{
+	int64_t now;
+	if (!k->frozen)
+		return;
+	now = cr_proc_cpu_ns(&k->w);
+	if (now >= 0 && k->frozen_cpu >= 0 && now > k->frozen_cpu)
+		k->ran_frozen_ns += now - k->frozen_cpu;
+	cr_proc_thaw(&k->w);
+	k->frozen = false;
+}
+
+/* One call with the worker awake for exactly its duration. */
+static enum cr_run wk_call(struct wk *k, int set, int64_t *ns, char *detail, size_t cap)
+{
+	enum cr_run res;
+	wk_thaw(k);
+	res = cr_proc_call(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, ns, detail, cap);
+	if (res == CR_RUN_OK)
+		wk_freeze(k);
+	return res;
+}
+
+static const char *run_what(enum cr_run res)
+{
+	switch (res) {
+	case CR_RUN_TIMEOUT: return "timed out";
+	case CR_RUN_SYSCALL: return "made a forbidden system call";
+	case CR_RUN_SETUP: return "failed its setup";
+	case CR_RUN_FAULT: return "reported a fault";
+	default: return "crashed";
+	}
+}
+
+/* A baseline failure fails this row only. runtime_error: the row cannot be
+ * timed, and a candidate gains nothing from it (ok needs the whole timing
+ * stage; the candidate is frozen whenever the baseline runs and shares no
+ * memory or process with it, so it cannot cause one anyway). */
+static void base_failed(struct vr *v, enum cr_run res, const char *when, const char *detail)
+{
+	vr_fail(v, CHECK_RUNTIME_ERROR, "timing: the baseline worker %s %s (%s); not timed",
+		run_what(res), when, detail);
+}
+
+static double secure_uniform(void)
+{
+	return (double)(cr_secure_u64() >> 11) * 0x1.0p-53;
+}
+
+/* New random inputs for every input slot of c (key from the CSPRNG). */
+static void fresh_inputs(struct vr *v, struct vr_case *c, uint64_t key)
 {
 	const struct cr_pstage *st = &v->plan.st[CR_FWD];
 	for (int k = 0; k < c->n_slots; k++)
 		if (st->slots[k].role == CR_SLOT_IN)
-			task_gen_tensor(v->t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN, seed, c->in[k]);
+			task_gen_tensor(v->t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN, key, c->in[k]);
 }
 
 /* Reference outputs for c->in into c->ref. */
@@ -53,7 +152,8 @@ static enum cr_status reference(struct vr *v, struct vr_case *c, struct cr_err *
 	return CR_OK;
 }
 
-/* Re-checks the candidate's outputs of a set against a fresh reference. */
+/* Re-checks the candidate's outputs of a set against a fresh reference
+ * (the baseline's outputs for the same inputs give the f32 allowance). */
 static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_proc *wc,
 				  struct cr_proc *wb, int set, int n, struct cr_err *err)
 {
@@ -78,56 +178,91 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 	return CR_OK;
 }
 
-/* The worker's CPU clock once its threads are back asleep (a process CPU
- * clock is brought up to date when its threads block). */
-static int64_t settled_cpu(struct cr_proc *w)
+/* Writes a sample's inputs into both workers' set (both frozen) and keeps
+ * the stored bytes of each input (saved[k]) for the intact check. */
+static uint64_t fill_sample(struct vr *v, struct vr_case *c, struct wk *wc, struct wk *wb, int set,
+			    int poison, unsigned char **saved)
 {
-	struct timespec ts = { 0, 300000 };
-	nanosleep(&ts, NULL);
-	return cr_proc_cpu_ns(w);
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	uint64_t pkey = cr_secure_u64();
+	fresh_inputs(v, c, cr_secure_u64());
+	vr_fill_buffers(v, c, wc->w.shm, set, poison, pkey);
+	vr_fill_buffers(v, c, wb->w.shm, set, poison, pkey);
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN)
+			memcpy(saved[k], wc->w.shm + c->off[set][k], c->bytes[k]);
+	return pkey;
 }
 
-static double overhead_ns(struct cr_proc *w, double timeout)
+/* What is checked of every candidate call, the candidate frozen: unwritten
+ * outputs (head, and tail for the NaN-word poison), guards, inputs. */
+static void check_call(struct vr *v, struct vr_case *c, struct wk *wc, int set, int n, int poison,
+		       uint64_t pkey, size_t total, uint64_t gkey, unsigned char **saved)
 {
-	double x[31];
-	char d[200];
-	for (int i = 0; i < 31; i++) {
-		int64_t ns = 0;
-		if (cr_proc_call(w, CR_CMD_NOP, 0, timeout, &ns, d, sizeof d) != CR_RUN_OK)
-			return 0;
-		x[i] = (double)ns;
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	char why[300];
+
+	for (int k = 0; k < c->n_slots; k++) {
+		const char *b = wc->w.shm + c->off[set][k];
+		unsigned char probe[64];
+		size_t m = c->bytes[k] < sizeof probe ? c->bytes[k] : sizeof probe;
+		if (st->slots[k].role != CR_SLOT_OUT || !m)
+			continue;
+		/* the head; and the tail for the NaN-word poison (4-byte
+		 * periodic, so any aligned window matches the head) */
+		check_poison(probe, m, poison, pkey + (uint64_t)k);
+		if (!memcmp(b, probe, m) ||
+		    (!poison && c->bytes[k] >= 2 * m && !memcmp(b + ((c->bytes[k] - m) & ~(size_t)3), probe, m)))
+			vr_fail(v, CHECK_STALE_RESULT, "timed call %d: '%s' was not written (still holds its poison)",
+				n, st->slots[k].name);
 	}
-	return timing_median(x, 31);
+	if (!vr_guard_check(c, st, wc->w.shm, N_SETS, total, gkey, why, sizeof why))
+		vr_fail(v, CHECK_OUT_OF_BOUNDS, "timed call %d: %s", n, why);
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN && memcmp(saved[k], wc->w.shm + c->off[set][k], c->bytes[k])) {
+			if (!vr_inputs_intact(v, c, wc->w.shm, set, why, sizeof why))
+				vr_fail(v, CHECK_INPUT_MUTATED, "timed call %d: %s", n, why);
+			else
+				vr_fail(v, CHECK_INPUT_MUTATED, "timed call %d: input '%s' changed (bytes differ)",
+					n, st->slots[k].name);
+		}
+	if (wc->ran_frozen_ns > FROZEN_SLACK_NS)
+		vr_fail(v, CHECK_STALE_RESULT, "timing: the candidate worker used %.2f ms of CPU while frozen",
+			(double)wc->ran_frozen_ns / 1e6);
 }
 
 enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 {
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[CR_FWD];
-	struct cr_proc wc, wb;
+	struct wk wc, wb;
 	struct vr_case c;
 	enum cr_status s = CR_OK;
-	double *tc = NULL, *tb = NULL, oc, ob;
+	double *tc = NULL, *tb = NULL;
+	unsigned char *saved[CR_MAX_SLOTS] = { 0 };
 	char detail[300];
 	size_t total;
 	int n = 0;
-	struct task_rng rng;
-	struct timing_rule rule = { .min_samples = v->o->min_samples, .max_samples = MAX_SAMPLES,
-				    .rel_target = v->o->rel_target, .max_seconds = v->o->time_cap_s };
+	struct timing_rule rule = { .min_samples = v->o->min_samples > MIN_SAMPLES ? v->o->min_samples : MIN_SAMPLES,
+				    .max_samples = MAX_SAMPLES, .rel_target = v->o->rel_target,
+				    .max_seconds = v->o->time_cap_s };
 	int64_t ref_ns = 0;          /* slowest of the first two re-checks */
-	int64_t recheck_total = 0;   /* time spent re-checking, outside the cap */
-	int64_t t0, after_cpu = -1, after_wall = 0, idle_cpu = 0, idle_wall = 0;
-	bool noisy = false, frozen = false;
+	int64_t check_total = 0;     /* time spent checking, outside the cap */
+	int64_t t0;
+	uint64_t gkey = cr_secure_u64();
+	bool noisy = false;
 	enum cr_run res;
+	sigset_t pipe_mask;
 
-	memset(&wc, 0, sizeof wc);
-	memset(&wb, 0, sizeof wb);
-	wc.pid = wb.pid = -1;
-	wc.shm_fd = wb.shm_fd = wc.cmd_fd = wb.cmd_fd = wc.rep_fd = wb.rep_fd = wc.log_fd = wb.log_fd = -1;
-	if ((s = vr_case_init(v, &c, CR_FWD, &t->cpu, TASK_PROF_OWN, 0x7111e, err)))
-		return s;
+	timing_pipe_guard_begin(&pipe_mask);
+	wk_init(&wc, "candidate", v->o->call_timeout_s);
+	wk_init(&wb, "baseline", BASE_TIMEOUT_S);
+	/* sizes and arrays only: every value the workers see is drawn below */
+	if ((s = vr_case_alloc(v, &c, CR_FWD, &t->cpu, true, err)))
+		goto out;
+	c.prof = TASK_PROF_OWN;
 	if (!c.ready)
-		return CR_OK;
+		goto out;
 	total = vr_layout(&c, N_SETS);
 	tc = malloc(sizeof *tc * MAX_SAMPLES);
 	tb = malloc(sizeof *tb * MAX_SAMPLES);
@@ -135,43 +270,45 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 		s = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((s = cr_proc_init(&wc, total, err)) || (s = cr_proc_init(&wb, total, err)))
+	for (int k = 0; k < c.n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN && !(saved[k] = malloc(c.bytes[k] + 1))) {
+			s = cr_errf(err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+	if ((s = cr_proc_init(&wc.w, total, err)) || (s = cr_proc_init(&wb.w, total, err)))
 		goto out;
-	vr_write_header(v, &c, wc.shm, N_SETS);
-	vr_write_header(v, &c, wb.shm, N_SETS);
-	res = cr_proc_start(&wc, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
+	vr_write_header(v, &c, wc.w.shm, N_SETS);
+	vr_write_header(v, &c, wb.w.shm, N_SETS);
+	vr_guard_fill(&c, wc.w.shm, N_SETS, total, gkey);
+	vr_guard_fill(&c, wb.w.shm, N_SETS, total, cr_secure_u64());
+	/* the candidate first (its constructors run before the baseline
+	 * exists), then frozen while the baseline starts */
+	res = cr_proc_start(&wc.w, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
-		vr_fail(v, vr_run_verdict(&wc, res),
-			"timing: %s", detail);
+		vr_fail(v, vr_run_verdict(&wc.w, res), "timing: %s", detail);
 		goto out;
 	}
-	res = cr_proc_start(&wb, "base", v->workdir, 60, detail, sizeof detail);
+	wk_freeze(&wc);
+	res = cr_proc_start(&wb.w, "base", v->workdir, BASE_TIMEOUT_S, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
-		s = cr_errf(err, CR_EENV, "%s: the baseline worker failed: %s", t->name, detail);
+		base_failed(v, res, "at start", detail);
 		goto out;
 	}
-	oc = overhead_ns(&wc, v->o->call_timeout_s);
-	ob = overhead_ns(&wb, 60);
-	task_rng_seed(&rng, task_mix(v->o->seed, 0x71e5));
+	wk_freeze(&wb);
 	/* warm-up: one untimed call per side and buffer set (page faults,
 	 * thread pools, lazy binding), outputs checked like any other */
 	for (int set = 0; set < N_SETS; set++) {
-		uint64_t key = task_rng_next(&rng);
-		fresh_inputs(v, &c, key);
-		vr_fill_buffers(v, &c, wc.shm, set, 0, key);
-		vr_fill_buffers(v, &c, wb.shm, set, 0, key);
-		res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s, NULL, detail,
-				   sizeof detail);
-		if (res != CR_RUN_OK) {
-			vr_fail(v, vr_run_verdict(&wc, res),
-				"warm-up call: %s", detail);
+		uint64_t pkey = fill_sample(v, &c, &wc, &wb, set, 0, saved);
+		if ((res = wk_call(&wc, set, NULL, detail, sizeof detail)) != CR_RUN_OK) {
+			vr_fail(v, vr_run_verdict(&wc.w, res), "warm-up call: %s", detail);
 			goto out;
 		}
-		if (cr_proc_call(&wb, CR_CMD_RUN, (uint32_t)set, 60, NULL, detail, sizeof detail) != CR_RUN_OK) {
-			s = cr_errf(err, CR_EENV, "%s: baseline warm-up failed: %s", t->name, detail);
+		if ((res = wk_call(&wb, set, NULL, detail, sizeof detail)) != CR_RUN_OK) {
+			base_failed(v, res, "in its warm-up call", detail);
 			goto out;
 		}
-		if ((s = recheck_set(v, &c, &wc, &wb, set, -1 - set, err)))
+		check_call(v, &c, &wc, set, -1 - set, 0, pkey, total, gkey, saved);
+		if (v->status == CHECK_OK && (s = recheck_set(v, &c, &wc.w, &wb.w, set, -1 - set, err)))
 			goto out;
 		if (v->status != CHECK_OK)
 			goto out;
@@ -179,112 +316,50 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	t0 = cr_now_ns();
 	for (;;) {
 		int set = n % N_SETS;
-		uint64_t key = task_rng_next(&rng);
 		/* every timed output is re-checked while the reference is cheap
 		 * (measured on the first two); else the first two, a random
-		 * quarter and the last */
-		bool recheck = n < 2 || ref_ns < 50000000 || task_rng_uniform(&rng) < 0.25;
-		int64_t nsc = 0, nsb = 0;
+		 * quarter (CSPRNG: not predictable) and the last */
+		bool recheck = n < 2 || ref_ns < RECHECK_CHEAP_NS || secure_uniform() < 0.25;
+		int64_t nsc = 0, nsb = 0, c0;
+		uint64_t pkey = fill_sample(v, &c, &wc, &wb, set, n & 1, saved);
 
-		fresh_inputs(v, &c, key);
-		vr_fill_buffers(v, &c, wc.shm, set, n & 1, key);
-		vr_fill_buffers(v, &c, wb.shm, set, n & 1, key);
 		for (int side = 0; side < 2; side++) {
 			/* alternate which side goes first */
 			bool cand = (side == 0) == (n % 2 == 0);
-			timing_flush_cpu_cache();
+			timing_flush_cpu_cache(); /* both frozen */
 			if (cand) {
-				int64_t before;
-				if (frozen) {
-					cr_proc_thaw(&wc);
-					frozen = false;
-				}
-				before = cr_proc_cpu_ns(&wc);
-				if (after_cpu >= 0 && before >= 0) {
-					idle_cpu += before - after_cpu;
-					idle_wall += cr_now_ns() - after_wall;
-				}
-				res = cr_proc_call(&wc, CR_CMD_RUN, (uint32_t)set, v->o->call_timeout_s,
-						   &nsc, detail, sizeof detail);
-				if (res != CR_RUN_OK) {
-					vr_fail(v, vr_run_verdict(&wc, res),
-						"timed call %d: %s", n, detail);
+				if ((res = wk_call(&wc, set, &nsc, detail, sizeof detail)) != CR_RUN_OK) {
+					vr_fail(v, vr_run_verdict(&wc.w, res), "timed call %d: %s", n, detail);
 					goto out;
 				}
-				/* frozen while its outputs are inspected and while the
-				 * baseline is prepared; its CPU clock is exact when stopped */
-				cr_proc_freeze(&wc);
-				after_cpu = cr_proc_cpu_ns(&wc);
-				after_wall = cr_now_ns();
-				frozen = true;
-			} else {
-				if (frozen) {
-					cr_proc_thaw(&wc);
-					frozen = false;
-				}
-				int64_t idle0 = settled_cpu(&wc);
-				res = cr_proc_call(&wb, CR_CMD_RUN, (uint32_t)set, 60, &nsb, detail,
-						   sizeof detail);
-				int64_t idle1 = cr_proc_cpu_ns(&wc);
-				if (res != CR_RUN_OK) {
-					s = cr_errf(err, CR_EENV, "%s: baseline call failed: %s", t->name, detail);
-					goto out;
-				}
-				/* the candidate's worker must be idle while the baseline runs */
-				if (idle0 >= 0 && idle1 >= 0 && idle1 - idle0 > 1000000 + nsb / 4)
-					vr_fail(v, CHECK_STALE_RESULT,
-						"timing: candidate worker used %.2f ms of CPU while the baseline ran (%.2f ms)",
-						(double)(idle1 - idle0) / 1e6, (double)nsb / 1e6);
+			} else if ((res = wk_call(&wb, set, &nsb, detail, sizeof detail)) != CR_RUN_OK) {
+				base_failed(v, res, "in a timed call", detail);
+				goto out;
 			}
 		}
-		/* the candidate's worker must sleep between its calls */
-		if (idle_cpu > 2000000 + idle_wall / 20)
-			vr_fail(v, CHECK_STALE_RESULT,
-				"timing: candidate worker used %.2f ms of CPU between its calls (%.1f ms idle)",
-				(double)idle_cpu / 1e6, (double)idle_wall / 1e6);
-		/* every sample: an output still holding its poison was not written */
-		for (int k = 0; k < c.n_slots; k++) {
-			unsigned char probe[64];
-			size_t m = c.bytes[k] < sizeof probe ? c.bytes[k] : sizeof probe;
-			if (st->slots[k].role != CR_SLOT_OUT || !m)
-				continue;
-			check_poison(probe, m, n & 1, key + (uint64_t)k);
-			/* head of the buffer; and the tail for the NaN-word poison
-			 * (4-byte periodic, so any aligned tail matches the head) */
-			if (!memcmp(wc.shm + c.off[set][k], probe, m) ||
-			    (!(n & 1) && c.bytes[k] >= 2 * m &&
-			     !memcmp(wc.shm + c.off[set][k] + ((c.bytes[k] - m) & ~(size_t)3), probe, m)))
-				vr_fail(v, CHECK_STALE_RESULT,
-					"timed call %d: '%s' was not written (still holds its poison)", n,
-					st->slots[k].name);
-		}
-		tc[n] = fmax((double)nsc - oc, 1.0) / 1e3;
-		tb[n] = fmax((double)nsb - ob, 1.0) / 1e3;
-		if (recheck) {
+		c0 = cr_now_ns();
+		check_call(v, &c, &wc, set, n, n & 1, pkey, total, gkey, saved);
+		tc[n] = (double)nsc / 1e3;
+		tb[n] = (double)nsb / 1e3;
+		if (recheck && v->status == CHECK_OK) {
 			int64_t r0 = cr_now_ns();
-			if ((s = recheck_set(v, &c, &wc, &wb, set, n, err)))
+			if ((s = recheck_set(v, &c, &wc.w, &wb.w, set, n, err)))
 				goto out;
-			if (n < 2)
-				ref_ns = ref_ns > cr_now_ns() - r0 ? ref_ns : cr_now_ns() - r0;
-			recheck_total += cr_now_ns() - r0;
+			if (n < 2 && cr_now_ns() - r0 > ref_ns)
+				ref_ns = cr_now_ns() - r0;
 		}
-		/* idle time (input generation, cache flush, the baseline's call)
-		 * runs with the candidate awake, so work it left behind shows */
-		if (frozen) {
-			cr_proc_thaw(&wc);
-			frozen = false;
-		}
+		check_total += cr_now_ns() - c0;
 		n++;
 		if (v->status != CHECK_OK)
 			goto out;
-		/* the cap counts measuring, not re-checking (bounded at 3x by
-		 * the wall clock) */
-		double spent = (double)(cr_now_ns() - t0 - recheck_total) / 1e9;
+		/* the cap counts measuring, not checking (bounded at 3x by the
+		 * wall clock); the minimum holds regardless */
+		double spent = (double)(cr_now_ns() - t0 - check_total) / 1e9;
 		if ((double)(cr_now_ns() - t0) / 1e9 > 3 * rule.max_seconds)
 			spent = 2 * rule.max_seconds + 1;
 		if (timing_should_stop(&rule, tc, n, tb, n, spent, &noisy)) {
 			/* the last timed output is always re-checked */
-			if (!recheck && (s = recheck_set(v, &c, &wc, &wb, set, n - 1, err)))
+			if (!recheck && (s = recheck_set(v, &c, &wc.w, &wb.w, set, n - 1, err)))
 				goto out;
 			if (v->status != CHECK_OK)
 				goto out;
@@ -293,6 +368,12 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	}
 	{
 		struct timing_stats sc, sb;
+		/* the raw samples, in time order, for samples.csv (the gate) */
+		r->n_raw = n < CR_RAW_MAX ? n : CR_RAW_MAX;
+		for (int i = 0; i < r->n_raw; i++) {
+			r->raw_cand_us[i] = (float)tc[i];
+			r->raw_base_us[i] = (float)tb[i];
+		}
 		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sc);
 		timing_summarize(tb, n, task_mix(v->o->seed, 2), &sb);
 		r->time_us = sc.median;
@@ -307,10 +388,13 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 		task_dims_str(t, &t->cpu, r->dims, sizeof r->dims);
 	}
 out:
-	cr_proc_release(&wc);
-	cr_proc_release(&wb);
+	cr_proc_release(&wc.w);
+	cr_proc_release(&wb.w);
 	vr_case_release(&c);
+	for (int k = 0; k < CR_MAX_SLOTS; k++)
+		free(saved[k]);
 	free(tc);
 	free(tb);
+	timing_pipe_guard_end(&pipe_mask);
 	return s;
 }

@@ -1,4 +1,4 @@
-/* verify_time_cuda.c — timing a verified CUDA candidate on the GPU against
+/* time_cuda.c — timing a verified CUDA candidate on the GPU against
  * the task's GPU baseline (data/baselines/cuda/TASK.cu, our own kernels in
  * the candidate format, run by the same kind of worker).
  *
@@ -15,7 +15,17 @@
  * outputs for the same inputs (at bench shapes the baseline is the
  * reference; it is itself checked against the double reference on the
  * check shapes by tests/cuda). The worker is our code: the candidate has no
- * host code, so its device-side times can be trusted. */
+ * host code, so its device-side times can be trusted, and there is nothing of
+ * the candidate's to freeze on the host: its kernels run only inside the
+ * worker's launches, which end with a synchronisation before the reply.
+ *
+ * Pools, input windows, poison words, guard patterns and the choice of fully
+ * checked samples come from the kernel's CSPRNG (cr_secure_u64), never from
+ * the run seed. At least MIN_SAMPLES samples whatever the time cap; a full
+ * check (guards, pools, inputs, comparison) on the first two, the last and a
+ * random quarter. A failure of the baseline's worker, or CUPTI records that
+ * are not the plan's launches, fail this row (runtime_error), never the
+ * batch. */
 #include "checks/stage.h"
 
 #include <math.h>
@@ -31,6 +41,7 @@
 
 #define N_SETS 2
 #define MAX_SAMPLES 400
+#define MIN_SAMPLES 10    /* whatever the time cap */
 #define REL_TARGET 0.005  /* 0.5 % relative CI half-width, as nvbench's default spread */
 
 /* Binds and compiles the task's GPU baseline into vb (workdir/base.cubin).
@@ -347,16 +358,21 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	double *tc = NULL, *tb = NULL, *ratio = NULL;
 	char detail[300], bpath[1100];
 	int n = 0, rejected = 0, n_ratio = 0;
-	struct task_rng rng;
-	struct timing_rule rule = { .min_samples = v->o->min_samples, .max_samples = MAX_SAMPLES,
-				    .rel_target = REL_TARGET, .max_seconds = v->o->time_cap_s };
-	uint64_t gkey = task_mix(v->o->seed, 0x6c2d);
+	struct timing_rule rule = { .min_samples = v->o->min_samples > MIN_SAMPLES ? v->o->min_samples : MIN_SAMPLES,
+				    .max_samples = MAX_SAMPLES, .rel_target = REL_TARGET,
+				    .max_seconds = v->o->time_cap_s };
+	/* guards, pools, windows, poison words and the choice of fully checked
+	 * samples: all from the CSPRNG, nothing from the run seed */
+	uint64_t gkey = cr_secure_u64();
+	int rej_c = 0, rej_b = 0;
 	bool have_base = false, noisy = false, cupti = false;
 	int64_t t0 = cr_now_ns(), rows[CR_MAX_SLOTS], rows_b[CR_MAX_SLOTS];
 	enum cr_run res;
+	sigset_t pipe_mask;
 
+	timing_pipe_guard_begin(&pipe_mask);
 	side_init(&sc, v, gkey);
-	side_init(&sb, NULL, gkey ^ 1);
+	side_init(&sb, NULL, cr_secure_u64());
 	if ((s = baseline_build(v, &vb, bpath, sizeof bpath, &have_base, err)))
 		goto out;
 	/* no reference: bench shapes are too large for the double reference;
@@ -391,7 +407,7 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 		}
 		vr_guard_fill(&sb.c, sb.w.shm, N_SETS, sb.sets_end, sb.gkey);
 	}
-	if ((s = fill_pools(&sc, have_base ? &sb : NULL, task_mix(v->o->seed, 0x9001), err)))
+	if ((s = fill_pools(&sc, have_base ? &sb : NULL, cr_secure_u64(), err)))
 		goto out;
 	res = cr_proc_start(&sc.w, "cuda", v->workdir, v->o->call_timeout_s + 30, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
@@ -400,10 +416,11 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	}
 	if (have_base &&
 	    (res = cr_proc_start(&sb.w, "cuda", v->workdir, 60, detail, sizeof detail)) != CR_RUN_OK) {
-		s = cr_errf(err, CR_EENV, "%s: the GPU baseline's worker failed: %s", t->name, detail);
+		/* this row only: see time_cpu.c's base_failed */
+		vr_fail(v, CHECK_RUNTIME_ERROR, "timing: the GPU baseline's worker failed at start (%s); not timed",
+			detail);
 		goto out;
 	}
-	task_rng_seed(&rng, task_mix(v->o->seed, 0x71e6));
 	/* calls -2, -1: warm-up (RUN: the whole region, pools included, goes to
 	 * the device; sets from the host), untimed. Then timed samples with
 	 * device-side inputs; after the stopping rule, one more call brings
@@ -412,14 +429,14 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	for (int i = -N_SETS; ; i++) {
 		int set = (i + 2 * N_SETS) % N_SETS;
 		bool warm = i < 0;
-		bool full = warm || last || i < 2 || task_rng_uniform(&rng) < 0.25;
-		uint32_t word = (i & 1) ? (uint32_t)task_rng_next(&rng) : 0x7fc0deadu;
+		bool full = warm || last || i < 2 || (double)(cr_secure_u64() >> 11) * 0x1.0p-53 < 0.25;
+		uint32_t word = (i & 1) ? (uint32_t)cr_secure_u64() : 0x7fc0deadu;
 		int64_t nsc = 0, nsb = 0;
 
 		for (int k = 0; k < sc.c.n_slots; k++) {
 			rows[k] = 0;
 			if (st->slots[k].role == CR_SLOT_IN)
-				rows[k] = (int64_t)(task_rng_next(&rng) % (uint64_t)(sc.c.numel[k] / sc.row[k] + 1));
+				rows[k] = (int64_t)(cr_secure_u64() % (uint64_t)(sc.c.numel[k] / sc.row[k] + 1));
 			if (have_base) {
 				int j = same_slot(st, k, &vb.plan.st[CR_FWD]);
 				if (j >= 0)
@@ -444,7 +461,8 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 			res = cr_proc_call(w, warm ? CR_CMD_RUN : CR_CMD_TIME, (uint32_t)set,
 					   cand ? v->o->call_timeout_s : 60, NULL, detail, sizeof detail);
 			if (res != CR_RUN_OK && !cand) {
-				s = cr_errf(err, CR_EENV, "%s: GPU baseline call failed: %s", t->name, detail);
+				vr_fail(v, CHECK_RUNTIME_ERROR, "timing: the GPU baseline's call %d failed (%s); not timed",
+					i, detail);
 				goto out;
 			}
 			if (res != CR_RUN_OK) {
@@ -456,8 +474,13 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 			int64_t ns = sample_ns(&w->last, &rej);
 			if (w->last.n_kernels >= 0)
 				cupti = true;
-			if (rej)
+			if (rej) {
 				rejected++;
+				if (cand)
+					rej_c++;
+				else
+					rej_b++;
+			}
 			else if (cand)
 				nsc = ns;
 			else
@@ -480,9 +503,12 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 			tb[n] = have_base ? (double)nsb / 1e3 : tc[n];
 			n++;
 		}
+		/* a row's failure, never the batch's: extra kernels (dynamic
+		 * parallelism, other streams) are the candidate's doing */
 		if (rejected > 20 && rejected > n) {
-			s = cr_errf(err, CR_EENV, "%s: %d of %d GPU samples rejected (CUPTI records were not the plan's launches)",
-				    t->name, rejected, n + rejected);
+			vr_fail(v, CHECK_RUNTIME_ERROR,
+				"timing: %d of %d GPU samples rejected (CUPTI records were not the plan's launches: %d the candidate's, %d the baseline's)",
+				rejected, n + rejected, rej_c, rej_b);
 			goto out;
 		}
 		if (timing_should_stop(&rule, tc, n, tb, n, (double)(cr_now_ns() - t0) / 1e9, &noisy) &&
@@ -494,6 +520,12 @@ done:
 		goto out;
 	{
 		struct timing_stats sct, sbt;
+		/* the raw samples, in time order, for samples.csv (the gate) */
+		r->n_raw = n < CR_RAW_MAX ? n : CR_RAW_MAX;
+		for (int i = 0; i < r->n_raw; i++) {
+			r->raw_cand_us[i] = (float)tc[i];
+			r->raw_base_us[i] = (float)tb[i];
+		}
 		timing_summarize(tc, n, task_mix(v->o->seed, 1), &sct);
 		r->time_us = sct.median;
 		r->time_lo_us = sct.lo;
@@ -540,5 +572,6 @@ out:
 	free(ratio);
 	if (vb.own_plan)
 		cr_plan_release(&vb.plan);
+	timing_pipe_guard_end(&pipe_mask);
 	return s;
 }

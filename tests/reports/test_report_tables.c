@@ -376,6 +376,166 @@ static void test_ablation_union(void **state)
 	remove(out);
 }
 
+static char *slurp(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	char *s = calloc(1, 1 << 20);
+	assert_non_null(f);
+	assert_true(fread(s, 1, (1 << 20) - 1, f) > 0);
+	fclose(f);
+	return s;
+}
+
+/* report FILES... --format FMT into a string. */
+static char *run_report(const char *fmt, const char *a, const char *b)
+{
+	char out[] = "/tmp/crucible-report-names-XXXXXX", pa[4096], pb[4096], fo[64];
+	char *argv[] = { "report", pa, pb, fo, "--out", out, NULL };
+	char *text;
+	close(mkstemp(out));
+	snprintf(pa, sizeof pa, "%s", path(a));
+	snprintf(pb, sizeof pb, "%s", path(b));
+	snprintf(fo, sizeof fo, "--format=%s", fmt);
+	assert_int_equal(report_main(6, argv), 0);
+	text = slurp(out);
+	remove(out);
+	return text;
+}
+
+/* Issue 11 item 8: runs are named by label or by what differs, never "run k". */
+static void test_run_names(void **state)
+{
+	char *t;
+	(void)state;
+	/* run.json: seed and quick differ */
+	t = run_report("md", "gate_abl_seed1/results.csv", "gate_abl_seed2/results.csv");
+	assert_non_null(strstr(t, "| seed=1 no-quick |"));
+	assert_non_null(strstr(t, "| seed=2 quick |"));
+	assert_null(strstr(t, "(run "));
+	free(t);
+	/* nothing differs: the directories name them */
+	t = run_report("md", "gate_abl_seed1/results.csv", "gate_abl_copy/results.csv");
+	assert_non_null(strstr(t, "gate_abl_seed1 |"));
+	assert_non_null(strstr(t, "gate_abl_copy |"));
+	assert_null(strstr(t, "(run "));
+	free(t);
+	/* a label column names its run; the other by its differing options */
+	t = run_report("md", "gate_abl_labelled/results.csv", "gate_abl_seed1/results.csv");
+	assert_non_null(strstr(t, "| fp16-try |"));
+	assert_non_null(strstr(t, "| n=1-2 seed=1 no-quick timing backend=cpu version=0.1.0 |"));
+	free(t);
+	/* the same file twice: the path is all that tells them apart, and it
+	 * does not: both keep the same name rather than a made-up number */
+	t = run_report("md", "basic.csv", "basic.csv");
+	assert_null(strstr(t, "(run "));
+	free(t);
+	/* every plot's legend names each run */
+	t = run_report("html", "gate_abl_seed1/results.csv", "gate_abl_seed2/results.csv");
+	{
+		const char *p = t;
+		int svgs = 0;
+		while ((p = strstr(p, "<svg"))) {
+			const char *end = strstr(p, "</svg>");
+			char *one = strndup(p, (size_t)(end - p));
+			assert_non_null(strstr(one, ">seed=1 no-quick</text>"));
+			assert_non_null(strstr(one, ">seed=2 quick</text>"));
+			free(one);
+			svgs++;
+			p = end;
+		}
+		assert_int_equal(svgs, 4);
+	}
+	free(t);
+}
+
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+	for (; (s = strstr(s, what)); s += strlen(what))
+		n++;
+	return n;
+}
+
+static char *section(const char *html, const char *title)
+{
+	const char *p = strstr(html, title), *end;
+	assert_non_null(p);
+	end = strstr(p, "</svg>");
+	assert_non_null(end);
+	return strndup(p, (size_t)(end - p));
+}
+
+/* Issue 11 item 9: pass@k to the largest n with a marker per point; axes
+ * never clip the largest speedup. */
+static void test_html_plots(void **state)
+{
+	char *t, *sec;
+	(void)state;
+	/* basic.csv: n = 3 per task; gate_base.csv: n = 1 or 2 */
+	t = run_report("html", "basic.csv", "gate_base.csv");
+	sec = section(t, "pass@k vs k");
+	/* run 0 (circles): k = 1, 2, 3 and one in the legend */
+	assert_int_equal(count(sec, "<circle"), 4);
+	/* run 1 (squares) k = 1, 2: pass@2 averages the task with n >= 2 */
+	assert_int_equal(count(sec, "fill-opacity=\"0.7\"/><rect") +
+			 count(sec, "<rect x=") - 2 /* background, frame */, 3);
+	free(sec);
+	free(t);
+	/* speedups of 40x and 2000x: the Fast_p axis is not cut at 16, the
+	 * histogram's not at 1024x */
+	t = run_report("html", "gate_big_speedup.csv", "basic.csv");
+	sec = section(t, "Fast_p vs p");
+	assert_non_null(strstr(sec, ">2000</text>"));
+	free(sec);
+	sec = section(t, "Speedup distribution");
+	assert_non_null(strstr(sec, ">2048×</text>"));
+	free(sec);
+	free(t);
+}
+
+/* Issue 11 item 9 (reader half): empty error columns are unknown, not 0. */
+static void test_empty_errors_unknown(void **state)
+{
+	struct report_run run;
+	(void)state;
+	assert_int_equal(report_run_load(path("basic.csv"), &run, NULL), CR_OK);
+	for (size_t i = 0; i < run.n_rows; i++)
+		if (run.rows[i].status == RS_TIMEOUT || run.rows[i].status == RS_RUNTIME_ERROR) {
+			assert_true(isnan(run.rows[i].max_abs_err));
+			assert_true(isnan(run.rows[i].max_rel_err));
+		}
+	report_run_release(&run);
+}
+
+/* Issue 11 item 10: --opt=value and --opt value, numbers validated, natural order. */
+static void test_report_options(void **state)
+{
+	char pb[4096];
+	char *t;
+	(void)state;
+	snprintf(pb, sizeof pb, "%s", path("basic.csv"));
+	{
+		char *argv[] = { "report", pb, "--k=0", NULL };
+		assert_int_equal(report_main(3, argv), 2);
+	}
+	{
+		char *argv[] = { "report", pb, "--p", "1,-1", NULL };
+		assert_int_equal(report_main(4, argv), 2);
+	}
+	{
+		char *argv[] = { "report", pb, "--k", "1,2x", NULL };
+		assert_int_equal(report_main(4, argv), 2);
+	}
+	{
+		char *argv[] = { "report", pb, "--format", NULL };
+		assert_int_equal(report_main(3, argv), 2);
+	}
+	t = run_report("md", "gate_base.csv", "gate_cur.csv");
+	/* natural order would not matter here; the per-task table follows names */
+	assert_true(strstr(t, "t/fast") < strstr(t, "t/missing"));
+	free(t);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +548,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_csv_md_html),
 		cmocka_unit_test(test_cli),
 		cmocka_unit_test(test_ablation_union),
+		cmocka_unit_test(test_run_names),
+		cmocka_unit_test(test_html_plots),
+		cmocka_unit_test(test_empty_errors_unknown),
+		cmocka_unit_test(test_report_options),
 	};
 	if (argc > 1)
 		data_dir = argv[1];

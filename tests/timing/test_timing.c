@@ -69,6 +69,26 @@ static void test_stopping_rule(void **s)
 	assert_true(flag);
 }
 
+/* The minimum holds past any time cap: a candidate that sleeps through its
+ * first calls cannot end the measurement (and its re-checks) early. */
+static void test_minimum_past_cap(void **s)
+{
+	struct timing_rule r = { .min_samples = 10, .max_samples = 100, .rel_target = 0.02, .max_seconds = 1 };
+	double slow[10];
+	bool flag;
+	(void)s;
+	for (int i = 0; i < 10; i++)
+		slow[i] = 1.9e6;
+	for (int n = 1; n < 10; n++)
+		assert_false(timing_should_stop(&r, slow, n, slow, n, 1e3, &flag));
+	assert_true(timing_should_stop(&r, slow, 10, slow, 10, 1e3, &flag));
+	/* at max_samples it stops even below the time cap */
+	double many[100];
+	for (int i = 0; i < 100; i++)
+		many[i] = (i % 2) ? 100 : 300;
+	assert_true(timing_should_stop(&r, many, 100, many, 100, 0.1, &flag));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -76,6 +96,7 @@ int main(void)
 		cmocka_unit_test(test_summarize),
 		cmocka_unit_test(test_speedup),
 		cmocka_unit_test(test_stopping_rule),
+		cmocka_unit_test(test_minimum_past_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,227 @@
+/* report_names.c — names of the runs of a multi-run report (ablations): a
+ * run's own label (run.json "label", else the rows' label column), else the
+ * options that differ between the runs (model, temperature, n, strategy,
+ * turns from the rows; seed, quick, timing, backend, version, revision from
+ * run.json beside results.csv), else the file's directory. Never "run k":
+ * names that still collide get the differing options, then the path. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report_impl.h"
+
+enum { K_LABEL, K_MODEL, K_TEMP, K_N, K_STRATEGY, K_TURNS, K_SEED, K_QUICK, K_TIMING,
+       K_BACKEND, K_VERSION, K_REVISION, K_COUNT };
+/* How a differing key is written: "seed=1"; booleans as the word or "no-word". */
+static const char *const key_names[K_COUNT] = {
+	"label", "", "T", "n", "", "turns", "seed", "quick", "timing", "backend", "version",
+	"revision",
+};
+
+struct meta {
+	char v[K_COUNT][96]; /* "" unknown */
+};
+
+static void json_str(json_t *root, const char *key, char *out, size_t len)
+{
+	json_t *v = json_object_get(root, key);
+
+	if (json_is_string(v))
+		snprintf(out, len, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(out, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(out, len, "%g", json_real_value(v));
+	else if (json_is_boolean(v))
+		snprintf(out, len, "%s", json_is_true(v) ? "1" : "0");
+}
+
+/* run.json beside the results.csv, when there is one. A run.json that is
+ * not valid json is an error: its options name the run. */
+static enum cr_status read_run_json(const char *csv, struct meta *m, struct cr_err *e)
+{
+	char *p = malloc(strlen(csv) + sizeof "run.json"), *slash;
+	json_error_t je;
+	json_t *root;
+	FILE *f;
+
+	if (!p)
+		return cr_errf(e, CR_ENOMEM, "out of memory");
+	strcpy(p, csv);
+	slash = strrchr(p, '/');
+	strcpy(slash ? slash + 1 : p, "run.json");
+	if (!(f = fopen(p, "r"))) {
+		free(p);
+		return CR_OK;
+	}
+	fclose(f);
+	root = json_load_file(p, 0, &je);
+	if (!root || !json_is_object(root)) {
+		enum cr_status st = cr_errf(e, CR_EINPUT, "%s:%d: not a json object: %s", p,
+					    je.line, root ? "" : je.text);
+		json_decref(root);
+		free(p);
+		return st;
+	}
+	json_str(root, "label", m->v[K_LABEL], sizeof m->v[K_LABEL]);
+	if (!strcmp(json_string_value(json_object_get(root, "seed_source")) ?: "", "secret"))
+		snprintf(m->v[K_SEED], sizeof m->v[K_SEED], "secret");
+	else
+		json_str(root, "seed", m->v[K_SEED], sizeof m->v[K_SEED]);
+	json_str(root, "quick", m->v[K_QUICK], sizeof m->v[K_QUICK]);
+	json_str(root, "timing", m->v[K_TIMING], sizeof m->v[K_TIMING]);
+	json_str(root, "backend", m->v[K_BACKEND], sizeof m->v[K_BACKEND]);
+	json_str(root, "version", m->v[K_VERSION], sizeof m->v[K_VERSION]);
+	json_str(root, "revision", m->v[K_REVISION], sizeof m->v[K_REVISION]);
+	json_decref(root);
+	free(p);
+	return CR_OK;
+}
+
+static void from_rows(const struct report_run *run, const struct report_summary *s,
+		      struct meta *m)
+{
+	const char *label = NULL;
+	int mixed = 0;
+
+	for (size_t i = 0; i < run->n_rows; i++) {
+		const char *l = run->rows[i].label;
+		if (!label)
+			label = l;
+		else if (strcmp(label, l))
+			mixed = 1;
+	}
+	if (!*m->v[K_LABEL] && label && *label)
+		snprintf(m->v[K_LABEL], sizeof m->v[K_LABEL], "%s", mixed ? "mixed" : label);
+	snprintf(m->v[K_MODEL], sizeof m->v[K_MODEL], "%s", s->model);
+	if (!isnan(s->temperature))
+		snprintf(m->v[K_TEMP], sizeof m->v[K_TEMP], "%g", s->temperature);
+	if (s->n_min == s->n_max)
+		snprintf(m->v[K_N], sizeof m->v[K_N], "%d", s->n_max);
+	else
+		snprintf(m->v[K_N], sizeof m->v[K_N], "%d-%d", s->n_min, s->n_max);
+	snprintf(m->v[K_STRATEGY], sizeof m->v[K_STRATEGY], "%s", s->strategy);
+	if (s->max_turn >= 0)
+		snprintf(m->v[K_TURNS], sizeof m->v[K_TURNS], "%d", s->max_turn + 1);
+	/* a seed the rows agree on, when run.json does not say */
+	if (!*m->v[K_SEED] && run->n_rows && *run->rows[0].verify_seed) {
+		const char *v = run->rows[0].verify_seed;
+		for (size_t i = 1; i < run->n_rows && v; i++)
+			if (strcmp(run->rows[i].verify_seed, v))
+				v = NULL;
+		if (v)
+			snprintf(m->v[K_SEED], sizeof m->v[K_SEED], "%s", v);
+	}
+}
+
+static void append(char *out, size_t len, const char *s)
+{
+	size_t l = strlen(out);
+
+	if (l + 1 < len)
+		snprintf(out + l, len - l, "%s%s", l ? " " : "", s);
+}
+
+/* The options of run i that differ between the runs, "seed=1 quick". */
+static void differing(const struct meta *m, size_t n, size_t i, char *out, size_t len)
+{
+	char b[128];
+
+	for (int k = K_MODEL; k < K_COUNT; k++) {
+		int differ = 0;
+		for (size_t j = 0; j < n && !differ; j++)
+			differ = strcmp(m[j].v[k], m[i].v[k]) != 0;
+		if (!differ)
+			continue;
+		if (k == K_QUICK || k == K_TIMING) {
+			if (!*m[i].v[k])
+				snprintf(b, sizeof b, "%s=?", key_names[k]);
+			else
+				snprintf(b, sizeof b, "%s%s", strcmp(m[i].v[k], "1") ? "no-" : "",
+					 key_names[k]);
+		} else if (*key_names[k]) {
+			snprintf(b, sizeof b, "%s=%s", key_names[k], *m[i].v[k] ? m[i].v[k] : "?");
+		} else {
+			snprintf(b, sizeof b, "%s", *m[i].v[k] ? m[i].v[k] : "?");
+		}
+		append(out, len, b);
+	}
+}
+
+/* The directory of a results.csv ("out/a/results.csv" -> "out/a"), or the path. */
+static void dir_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash && !strcmp(slash + 1, "results.csv") && slash > path)
+		snprintf(out, len, "%.*s", (int)(slash - path), path);
+	else
+		snprintf(out, len, "%s", path);
+}
+
+enum cr_status report_name_runs(struct report_summary *s, const struct report_run *runs,
+				size_t n, struct cr_err *e)
+{
+	struct meta *m = calloc(n ? n : 1, sizeof *m);
+	char (*name)[sizeof s->label] = calloc(n ? n : 1, sizeof *name);
+	enum cr_status st = CR_OK;
+	char orig[sizeof s->label];
+
+	if (!m || !name) {
+		st = cr_errf(e, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((st = read_run_json(runs[i].path, &m[i], e)) != CR_OK)
+			goto out;
+		from_rows(&runs[i], &s[i], &m[i]);
+	}
+	if (n < 2) {
+		/* one run: its label, with the metadata label after it */
+		if (n == 1 && *m[0].v[K_LABEL]) {
+			char tmp[sizeof s->label];
+			snprintf(tmp, sizeof tmp, "%s (%s)", m[0].v[K_LABEL], s[0].label);
+			memcpy(s[0].label, tmp, sizeof tmp);
+		}
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (*m[i].v[K_LABEL])
+			snprintf(name[i], sizeof name[i], "%s", m[i].v[K_LABEL]);
+		else
+			differing(m, n, i, name[i], sizeof name[i]);
+		if (!*name[i])
+			dir_of(runs[i].path, name[i], sizeof name[i]);
+	}
+	/* collisions: first the differing options, then the path */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			int dup = 0;
+			for (size_t j = 0; j < n; j++)
+				dup |= j != i && !strcmp(name[i], name[j]);
+			if (!dup)
+				continue;
+			memcpy(orig, name[i], sizeof orig);
+			for (size_t j = i; j < n; j++) {
+				char extra[sizeof s->label] = "";
+				if (strcmp(name[j], orig))
+					continue;
+				if (pass == 0)
+					differing(m, n, j, extra, sizeof extra);
+				else
+					snprintf(extra, sizeof extra, "%s", runs[j].path);
+				if (*extra && !strstr(name[j], extra)) {
+					size_t l = strlen(name[j]);
+					snprintf(name[j] + l, sizeof name[j] - l, " (%s)", extra);
+				}
+			}
+		}
+	for (size_t i = 0; i < n; i++)
+		memcpy(s[i].label, name[i], sizeof s[i].label);
+out:
+	free(m);
+	free(name);
+	return st;
+}
