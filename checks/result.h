@@ -43,6 +43,7 @@ struct cr_result {
 	char dims[128];          /* the timed shape */
 	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
 	double roofline;         /* roofline time / measured time (1 = at the roofline) */
+	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */
 };

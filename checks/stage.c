@@ -223,6 +223,8 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 				res = cr_proc_start(&w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10,
 						    detail, sizeof detail);
 				started = true;
+				if (res == CR_RUN_OK && !v->sandbox[0])
+					snprintf(v->sandbox, sizeof v->sandbox, "%s", w.sandbox);
 				if (res != CR_RUN_OK) {
 					if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
 						vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);

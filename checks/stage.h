@@ -27,6 +27,7 @@ struct vr {
 	char cubin[32];              /* cuda: the cubin's name in workdir */
 	bool own_plan;               /* plan was bound (and must be released) */
 	bool trusted;                /* our GPU baseline: library calls allowed */
+	char sandbox[232];           /* the layers the candidate's first worker reported */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of

@@ -28,6 +28,8 @@
 #include "harness/worker/compile.h"
 #include "harness/seed.h"
 #include "harness/verify.h"
+#include "harness/worker/proc.h"
+#include "harness/worker/sandbox.h"
 #include "reports/report.h"
 #include "tasks/task_registry.h"
 
@@ -104,6 +106,7 @@ struct eval_opts {
 	char **argv;
 	const char *label;       /* --label NAME (run.json and every row) */
 	bool json;               /* check --json */
+	char sandbox_seen[232];  /* the first candidate worker's sandbox line */
 	double load_start;       /* 1-minute load average when the run began */
 	bool seed_given;         /* --seed N on the command line */
 	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */
@@ -181,6 +184,27 @@ static void seed_check(uint64_t seed, char *hex)
 	cr_sha256_hex(t, (size_t)n, hex);
 }
 
+/* The isolation of this run (SPEC §4): what the candidate's worker said it
+ * got (its READY line; probed when no worker ran yet), how workers are
+ * spawned, and how the compiler is confined. A missing layer reads "NO ...". */
+static json_t *sandbox_json(const char *worker_line)
+{
+	json_t *j = json_object();
+	char probe[300];
+	if (worker_line && worker_line[0]) {
+		json_object_set_new(j, "worker", jstr(worker_line));
+	} else {
+		/* no candidate worker ran: what a probe finds (marked as such) */
+		int rc = cr_sandbox_probe(probe, sizeof probe);
+		json_object_set_new(j, rc ? "worker_probe_failed" : "worker_probed", jstr(probe));
+	}
+	json_object_set_new(j, "spawn", jstr(cr_proc_ns_level()));
+	if (cr_proc_ns_why()[0])
+		json_object_set_new(j, "spawn_missing", jstr(cr_proc_ns_why()));
+	json_object_set_new(j, "compiler", jstr(cr_compile_sandbox()));
+	return j;
+}
+
 /* run.json (SPEC §6) through jansson, written to a temp file and renamed,
  * so a killed run never leaves it empty or half written. Written at the
  * start of a run and again at its end (load average, task set). */
@@ -237,6 +261,7 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	json_object_set_new(j, "load_start", json_real(o->load_start));
 	if (final)
 		json_object_set_new(j, "load_end", json_real(la[0]));
+	json_object_set_new(j, "sandbox", sandbox_json(o->sandbox_seen));
 	json_object_set_new(j, "complete", json_boolean(final));
 	snprintf(path, sizeof path, "%s/run.json", dir);
 	snprintf(tmp, sizeof tmp, "%s/.run.json.%d", dir, (int)getpid());
@@ -965,6 +990,8 @@ int cr_cmd_eval(int argc, char **argv)
 		cr_cand_file_release(&cf);
 		if (st_one)
 			goto fail;
+		if (!o.sandbox_seen[0] && r.sandbox[0])
+			snprintf(o.sandbox_seen, sizeof o.sandbox_seen, "%s", r.sandbox);
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
 				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
 				       .verify_seed = o.seed_str, .label = o.label };
@@ -1134,6 +1161,7 @@ int cr_cmd_check(int argc, char **argv)
 		json_object_set_new(j, "sha256", json_string(r.sha256));
 		json_object_set_new(j, "seed", json_string(o.seed_str));
 		json_object_set_new(j, "seed_source", json_string(o.seed_source));
+		json_object_set_new(j, "sandbox", sandbox_json(r.sandbox));
 		char *txt = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
 		if (txt)
 			printf("%s\n", txt);
@@ -1164,6 +1192,14 @@ int cr_cmd_check(int argc, char **argv)
 		printf("\n");
 	}
 	printf("sha256      %s\n", r.sha256);
+	{
+		char probe[300];
+		if (!r.sandbox[0] && !cr_sandbox_probe(probe, sizeof probe))
+			snprintf(r.sandbox, sizeof r.sandbox, "(probed) %s", probe);
+		printf("sandbox     worker: %s\n            spawn: %s%s%s; compiler: %s\n",
+		       r.sandbox[0] ? r.sandbox : "unknown", cr_proc_ns_level(),
+		       cr_proc_ns_why()[0] ? " — missing: " : "", cr_proc_ns_why(), cr_compile_sandbox());
+	}
 	printf("seed        %s (%s)\n", o.seed_str, !strcmp(o.seed_source, "drawn") ?
 	       "drawn for this run; --seed with it reproduces the fixed cases" : o.seed_source);
 	free(tasks);

@@ -173,6 +173,7 @@ run:
 	}
 done:
 	r->status = v.status;
+	snprintf(r->sandbox, sizeof r->sandbox, "%s", v.sandbox);
 	snprintf(r->detail, sizeof r->detail, "%s", v.detail);
 	if (r->status == CHECK_OK && r->noisy)
 		snprintf(r->detail, sizeof r->detail, "timing noisy (spread above target at the time cap)%s%.600s",

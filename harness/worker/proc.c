@@ -395,6 +395,8 @@ enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workd
 	w->have_cpu_clock = clock_getcpuclockid(w->pid, &w->cpu_clock) == 0;
 	res = wait_reply(w, timeout_s, &r, detail, cap);
 	w->fault = -1;
+	if (res == CR_RUN_OK && r.kind == CR_REP_READY)
+		snprintf(w->sandbox, sizeof w->sandbox, "%.*s", (int)sizeof r.msg, r.msg);
 	if (res == CR_RUN_OK && r.kind != CR_REP_READY) {
 		w->fault = r.kind == CR_REP_FAIL ? r.code : -1;
 		snprintf(detail, cap, "worker setup failed: %.*s", (int)sizeof r.msg, r.msg);
