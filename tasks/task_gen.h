@@ -34,7 +34,7 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
  * v = scale * (v0 * 10^U(-spread, spread) + offset), then a fraction
  * sparsity set to zero (positive inits: to their lower bound). Within the
  * span of the fixed profiles (scale 1e-3..1e3 but never within 2x of
- * 1e-3, 1 or 1e3; offset up to ±12 before scaling; 30-95% zeros; spread
+ * 1e-3, 1 or 1e3; offset 0..12 before scaling; 30-95% zeros; spread
  * up to 10^±3), at values no fixed profile takes, and independently per
  * tensor (mixtures). */
 struct task_prof_draw {
