@@ -37,9 +37,9 @@ struct check_tol {
 
 /* The verifier's margins (docs/VERIFIER.md, "Scale-aware tolerance"). */
 #define CHECK_ALLOW_FACTOR 16.0
-#define CHECK_AGG_FACTOR 8.0
+#define CHECK_AGG_FACTOR 32.0
 #define CHECK_AGG_FLOOR 0.1
-#define CHECK_BIAS_FACTOR 8.0
+#define CHECK_BIAS_FACTOR 32.0
 #define CHECK_BIAS_FLOOR 0.05
 /* An output whose reference rms is below this fraction of the largest rms
  * among the same case's outputs is zero in exact arithmetic (rounding noise
