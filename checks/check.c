@@ -1,4 +1,5 @@
-/* check.c — tolerance comparison, degeneracy tests, guard patterns. */
+/* check.c — tolerance comparison (worst element, aggregate error, bias),
+ * degeneracy tests, guard patterns. */
 #include "checks/check.h"
 #include "tasks/task_rng.h"
 
@@ -18,24 +19,44 @@ double check_rms(const double *v, int64_t n)
 	return m ? sqrt(s / (double)m) : 0;
 }
 
-void check_compare(const double *got, const double *exp, const double *base, int64_t n,
-		   double atol, double rtol, double allow_factor, struct check_cmp *out)
+void check_tol_default(struct check_tol *tol, double atol, double rtol, double scale)
 {
-	double scale = fmax(1.0, check_rms(exp, n)), worst_excess = -INFINITY, allow;
+	memset(tol, 0, sizeof *tol);
+	tol->atol = atol;
+	tol->rtol = rtol;
+	tol->scale = scale;
+	tol->allow_factor = CHECK_ALLOW_FACTOR;
+	tol->dist = true;
+	tol->agg_factor = CHECK_AGG_FACTOR;
+	tol->agg_floor = CHECK_AGG_FLOOR;
+	tol->bias_factor = CHECK_BIAS_FACTOR;
+	tol->bias_floor = CHECK_BIAS_FLOOR;
+}
 
-	memset(out, 0, sizeof *out);
-	out->n = n;
-	out->pass = true;
-	out->worst = n > 0 ? 0 : -1;
+double check_scale(const double *rms, int n_out, int k)
+{
+	double top = 0;
+	for (int j = 0; j < n_out; j++)
+		if (rms[j] > top)
+			top = rms[j];
+	return rms[k] < CHECK_NEAR_ZERO * top ? top : rms[k];
+}
+
+/* The worst-element bound; fills everything but the distribution figures. */
+static void compare_elements(const double *got, const double *exp, const double *base, int64_t n,
+			     const struct check_tol *tol, struct check_cmp *out)
+{
+	double worst_excess = -INFINITY, allow;
+
 	for (int64_t i = 0; base && i < n; i++)
 		if (isfinite(base[i]) && isfinite(exp[i]))
 			out->base_max_abs = fmax(out->base_max_abs, fabs(base[i] - exp[i]));
-	allow = allow_factor * out->base_max_abs;
+	allow = tol->allow_factor * out->base_max_abs;
 	for (int64_t i = 0; i < n; i++) {
 		double d = fabs(got[i] - exp[i]);
-		double tol = atol * scale + rtol * fabs(exp[i]);
+		double lim = tol->atol * tol->scale + tol->rtol * fabs(exp[i]);
 		double excess;
-		bool bad = !(d <= tol || d <= allow || got[i] == exp[i] ||
+		bool bad = !(d <= lim || d <= allow || got[i] == exp[i] ||
 			     (base && !isfinite(base[i]) && got[i] == base[i]));
 		if (!isnan(d)) {
 			if (d > out->max_abs)
@@ -45,7 +66,7 @@ void check_compare(const double *got, const double *exp, const double *base, int
 		} else if (bad) {
 			out->max_abs = out->max_rel = INFINITY;
 		}
-		excess = !bad ? -INFINITY : isnan(d) ? INFINITY : d - tol;
+		excess = !bad ? -INFINITY : isnan(d) ? INFINITY : d - lim;
 		if (bad) {
 			out->n_bad++;
 			out->pass = false;
@@ -55,9 +76,98 @@ void check_compare(const double *got, const double *exp, const double *base, int
 			out->worst = i;
 		}
 	}
+}
+
+/* The error distribution: rms and mean of the signed error over the
+ * elements whose reference (and, for the baseline, baseline) is finite and
+ * that got right or within reach (an element the element bound accepted
+ * as a shared overflow is left out). */
+static void compare_distribution(const double *got, const double *exp, const double *base,
+				 int64_t n, const struct check_tol *tol, struct check_cmp *out)
+{
+	double se = 0, me = 0, sb = 0, mb = 0, f = tol->atol + tol->rtol;
+	int64_t m = 0, mbn = 0;
+
+	for (int64_t i = 0; i < n; i++) {
+		if (!isfinite(exp[i]) || !isfinite(got[i]))
+			continue;
+		se += (got[i] - exp[i]) * (got[i] - exp[i]);
+		me += got[i] - exp[i];
+		m++;
+		if (isfinite(base[i])) {
+			sb += (base[i] - exp[i]) * (base[i] - exp[i]);
+			mb += base[i] - exp[i];
+			mbn++;
+		}
+	}
+	if (!m || !(tol->scale > 0))
+		return;
+	out->agg = sqrt(se / (double)m) / tol->scale;
+	out->bias = fabs(me / (double)m) / tol->scale;
+	if (mbn) {
+		out->base_agg = sqrt(sb / (double)mbn) / tol->scale;
+		out->base_bias = fabs(mb / (double)mbn) / tol->scale;
+	}
+	out->agg_bound = tol->agg_factor * out->base_agg + tol->agg_floor * f;
+	out->bias_bound = tol->bias_factor * (out->base_bias + out->base_agg / sqrt((double)m)) +
+			  tol->bias_floor * f;
+	if (out->pass && !(out->agg <= out->agg_bound)) {
+		out->pass = false;
+		out->failed = CHECK_BOUND_AGGREGATE;
+	} else if (out->pass && !(out->bias <= out->bias_bound)) {
+		out->pass = false;
+		out->failed = CHECK_BOUND_BIAS;
+	}
+}
+
+void check_compare_tol(const double *got, const double *exp, const double *base, int64_t n,
+		       const struct check_tol *tol, struct check_cmp *out)
+{
+	memset(out, 0, sizeof *out);
+	out->n = n;
+	out->pass = true;
+	out->worst = n > 0 ? 0 : -1;
+	out->scale = tol->scale;
+	compare_elements(got, exp, base, n, tol, out);
+	if (!out->pass)
+		out->failed = CHECK_BOUND_ELEMENT;
 	if (out->worst >= 0) {
 		out->got = got[out->worst];
 		out->exp = exp[out->worst];
+	}
+	if (tol->dist && base)
+		compare_distribution(got, exp, base, n, tol, out);
+}
+
+void check_compare(const double *got, const double *exp, const double *base, int64_t n,
+		   double atol, double rtol, double allow_factor, struct check_cmp *out)
+{
+	struct check_tol tol;
+	check_tol_default(&tol, atol, rtol, check_rms(exp, n));
+	tol.allow_factor = allow_factor;
+	tol.dist = allow_factor > 0;
+	check_compare_tol(got, exp, base, n, &tol, out);
+}
+
+void check_cmp_str(const struct check_cmp *c, const struct check_tol *tol, char *buf, size_t cap)
+{
+	switch (c->failed) {
+	case CHECK_BOUND_AGGREGATE:
+		snprintf(buf, cap, "rms error %.3g of the output's scale %.3g, above the bound %.3g "
+			 "(%g × the f32 baseline's %.3g + %g × (atol+rtol))",
+			 c->agg, c->scale, c->agg_bound, tol->agg_factor, c->base_agg, tol->agg_floor);
+		break;
+	case CHECK_BOUND_BIAS:
+		snprintf(buf, cap, "mean signed error %.3g of the output's scale %.3g, above the bound %.3g "
+			 "(%g × the f32 baseline's %.3g + its noise, + %g × (atol+rtol))",
+			 c->bias, c->scale, c->bias_bound, tol->bias_factor, c->base_bias, tol->bias_floor);
+		break;
+	default:
+		snprintf(buf, cap, "element %lld: got %.9g, expected %.9g (%lld of %lld outside "
+			 "atol %g × scale %.3g + rtol %g × |expected|)",
+			 (long long)c->worst, c->got, c->exp, (long long)c->n_bad, (long long)c->n,
+			 tol->atol, c->scale, tol->rtol);
+		break;
 	}
 }
 

@@ -1,5 +1,6 @@
 /* check.h — the verifier's pure checks on buffers: tolerance comparison
- * with the worst element, degeneracy tests, guard zones, poison patterns.
+ * (worst element, aggregate error, bias, at each output's own scale),
+ * degeneracy tests, guard zones, poison patterns.
  * The orchestrator (harness/verify.c) decides what to run them on; these
  * functions only look at numbers, so the CUDA path reuses them as they are. */
 #ifndef CHECK_H
@@ -11,6 +12,43 @@
 
 #include "common/cr_verdict.h"
 
+/* Which bound of the comparison failed first (in this order). */
+enum check_bound {
+	CHECK_BOUND_NONE,      /* passed */
+	CHECK_BOUND_ELEMENT,   /* some element outside its tolerance */
+	CHECK_BOUND_AGGREGATE, /* the error as a whole (rms) too large */
+	CHECK_BOUND_BIAS       /* the mean signed error too large */
+};
+
+/* The rule one output is judged by. scale: the output's own magnitude
+ * (check_scale), never a floor of 1. The distribution bounds (aggregate,
+ * bias) apply only with a baseline and dist set; each is a multiple of the
+ * f32 baseline's own figure plus a floor that is a fraction of the element
+ * tolerance, so a kernel as accurate as the baseline always passes and one
+ * that games the worst-element bound does not. */
+struct check_tol {
+	double atol, rtol;
+	double scale;          /* |got-exp| <= atol*scale + rtol*|exp| */
+	double allow_factor;   /* element: or <= this × the baseline's worst error */
+	bool dist;             /* aggregate and bias bounds (needs a baseline) */
+	double agg_factor, agg_floor;   /* rms(e)/scale <= f × baseline's + floor × (atol+rtol) */
+	double bias_factor, bias_floor; /* |mean(e)|/scale <= f × (baseline's + its rms/sqrt(n)) + floor × (atol+rtol) */
+};
+
+/* The verifier's margins (docs/VERIFIER.md, "Scale-aware tolerance"). */
+#define CHECK_ALLOW_FACTOR 16.0
+#define CHECK_AGG_FACTOR 32.0
+#define CHECK_AGG_FLOOR 0.1
+#define CHECK_BIAS_FACTOR 32.0
+#define CHECK_BIAS_FLOOR 0.05
+/* An output whose reference rms is below this fraction of the largest rms
+ * among the same case's outputs is zero in exact arithmetic (rounding noise
+ * of the double reference): it is judged at the other outputs' scale. */
+#define CHECK_NEAR_ZERO 1e-9
+
+/* The verifier's rule for one output at the given scale. */
+void check_tol_default(struct check_tol *tol, double atol, double rtol, double scale);
+
 struct check_cmp {
 	int64_t n;
 	int64_t worst;          /* index of the worst element (largest excess over tolerance) */
@@ -18,6 +56,11 @@ struct check_cmp {
 	double max_abs, max_rel;
 	int64_t n_bad;          /* elements outside tolerance */
 	double base_max_abs;    /* the baseline's worst finite error (0 without one) */
+	double scale;           /* the scale the output was judged at */
+	double agg, base_agg;   /* rms error / scale: candidate, baseline */
+	double bias, base_bias; /* |mean signed error| / scale: candidate, baseline */
+	double agg_bound, bias_bound; /* what agg and bias were held to (0: not applied) */
+	enum check_bound failed;
 	bool pass;
 };
 
@@ -26,9 +69,20 @@ struct check_cmp {
  * case (a kernel as accurate as the baseline always passes), or when got
  * equals exp, or when got equals a non-finite baseline value (a float
  * computation that overflows where the baseline does too). NaN matches
- * nothing else. scale = max(1, rms(exp)). base may be NULL. */
+ * nothing else. Then, with tol->dist and a baseline, the aggregate and bias
+ * bounds over the elements whose reference is finite. base may be NULL. */
+void check_compare_tol(const double *got, const double *exp, const double *base, int64_t n,
+		       const struct check_tol *tol, struct check_cmp *out);
+/* check_compare_tol with the verifier's rule at the output's own scale
+ * (rms of exp): distribution bounds when base is given and allow_factor > 0. */
 void check_compare(const double *got, const double *exp, const double *base, int64_t n,
 		   double atol, double rtol, double allow_factor, struct check_cmp *out);
+/* The scale output k of a case is judged at: its reference's rms, or, when
+ * that is below CHECK_NEAR_ZERO × the largest rms among the case's outputs
+ * (rms[0..n_out)), that largest rms. */
+double check_scale(const double *rms, int n_out, int k);
+/* One line naming the failed bound and its figures. */
+void check_cmp_str(const struct check_cmp *c, const struct check_tol *tol, char *buf, size_t cap);
 double check_rms(const double *v, int64_t n);
 
 /* Degeneracy of one output against its reference: writes a reason and
@@ -42,7 +96,9 @@ bool check_degenerate(const double *got, const double *ref, const double *base, 
 bool check_equals_input(const double *got, const double *inp, const double *ref, int64_t n,
 			double tol);
 
-/* Guard zones and poison: deterministic patterns from a 64-bit key. */
+/* Guard zones and poison: deterministic patterns from a 64-bit key. The
+ * stages draw keys from the CSPRNG (cr_secure_u64), never from the seed:
+ * a pattern reveals its key, so a key must reveal nothing else. */
 void check_fill_pattern(void *p, size_t n, uint64_t key);
 /* Offset of the first byte differing from the pattern, or -1. */
 int64_t check_verify_pattern(const void *p, size_t n, uint64_t key);

@@ -1,5 +1,6 @@
-/* verify_stage.c — one correctness stage of a candidate in its own worker:
- * every case, every check. */
+/* stage.c — one correctness stage of a candidate in its own worker: every
+ * case (listed shapes × fixed profiles, shapes and profile parameters
+ * drawn per run from the CSPRNG), every check. */
 #include "checks/stage.h"
 
 #include <math.h>
@@ -9,6 +10,9 @@
 #include <time.h>
 
 #include "tasks/task_rng.h"
+
+/* Shapes drawn per stage and run (one under --quick). */
+#define VR_DRAWN_SHAPES 2
 
 static uint64_t hash_doubles(uint64_t h, const double *x, int64_t n)
 {
@@ -69,23 +73,27 @@ static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const 
 
 /* Runs one case through the worker and all buffer checks. Returns false
  * when the worker is gone (crash, timeout). */
-static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int call_no,
-		     bool repeat, uint64_t *out_hash)
+static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool repeat,
+		     const char *note, uint64_t *out_hash)
 {
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[c->stage];
-	char detail[300], why[300], ds[128], what[300];
-	uint64_t key = task_mix(v->o->seed, 0x9a4dull + (uint64_t)call_no);
+	char detail[300], why[300], ds[128], what[480];
+	/* guard, poison and scratch patterns from the CSPRNG, fresh per call:
+	 * a pattern can be inverted to its key (8 guard bytes suffice), so the
+	 * key must be worth nothing else; never the run seed */
+	uint64_t key = cr_secure_u64();
+	int poison = (int)(cr_secure_u64() & 1);
 	size_t total = vr_layout(c, 1);
 	int64_t ns = 0, cpu0, cpu1, settle, win;
 	enum cr_run res;
 
 	task_dims_str(t, &c->dims, ds, sizeof ds);
-	snprintf(what, sizeof what, "%s {%s} %s", stage_name(c->stage), ds, task_profile_name(c->prof));
+	snprintf(what, sizeof what, "%s {%s} %s%s", stage_name(c->stage), ds, task_profile_name(c->prof), note);
 	if (!vr_write_header(v, c, w->shm, 1))
 		return false; /* format_error recorded */
 	vr_guard_fill(c, w->shm, 1, total, key);
-	vr_fill_buffers(v, c, w->shm, 0, call_no & 1, key);
+	vr_fill_buffers(v, c, w->shm, 0, poison, key);
 	res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
 		call_failed(v, w, res, what, detail);
@@ -124,15 +132,29 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 	if (!vr_inputs_intact(v, c, w->shm, 0, why, sizeof why))
 		vr_fail(v, CHECK_INPUT_MUTATED, "%s: %s", what, why);
 	*out_hash = 0xcbf29ce484222325ull;
+	/* each output at its own scale; one that is zero in exact arithmetic
+	 * (rounding noise of the reference) at the scale of the others */
+	double rms[CR_MAX_SLOTS];
+	int n_out = 0, slot_out[CR_MAX_SLOTS];
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT) {
+			slot_out[k] = n_out;
+			rms[n_out++] = check_rms(c->ref[k], c->numel[k]);
+		}
 	for (int k = 0; k < c->n_slots; k++) {
 		const struct cr_slot *sl = &st->slots[k];
 		struct check_cmp cmp;
-		double scale, tol;
+		struct check_tol tl;
+		double tol;
+		char line[400];
 		if (sl->role != CR_SLOT_OUT)
 			continue;
 		*out_hash = hash_doubles(*out_hash, c->got[k], c->numel[k]);
-		scale = fmax(1.0, check_rms(c->ref[k], c->numel[k]));
-		tol = t->atol * scale;
+		check_tol_default(&tl, t->atol, t->rtol, check_scale(rms, n_out, slot_out[k]));
+		check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
+		/* what counts as "varies" or "zero": beyond the tolerance at the
+		 * judged scale and beyond what the f32 baseline resolves */
+		tol = fmax(t->atol * tl.scale, tl.allow_factor * cmp.base_max_abs);
 		if (check_degenerate(c->got[k], c->ref[k], c->base[k], c->numel[k], tol, why, sizeof why))
 			vr_fail(v, CHECK_DEGENERATE, "%s: '%s': %s", what, sl->name, why);
 		for (int q = 0; q < c->n_slots; q++)
@@ -140,24 +162,23 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 			    check_equals_input(c->got[k], c->in[q], c->ref[k], c->numel[k], tol))
 				vr_fail(v, CHECK_DEGENERATE, "%s: '%s' equals the input '%s'", what,
 					sl->name, st->slots[q].name);
-		check_compare(c->got[k], c->ref[k], c->base[k], c->numel[k], t->atol, t->rtol, 2, &cmp);
 		if (!(cmp.max_abs <= v->worst_abs))
 			v->worst_abs = cmp.max_abs;
 		if (!(cmp.max_rel <= v->worst_rel))
 			v->worst_rel = cmp.max_rel;
 		if (cmp.base_max_abs > 0 && !(cmp.max_abs / cmp.base_max_abs <= v->err_vs_base))
 			v->err_vs_base = cmp.max_abs / cmp.base_max_abs;
-		if (!cmp.pass)
-			vr_fail(v, CHECK_MISMATCH,
-				"%s: '%s' element %lld: got %.9g, expected %.9g (%lld of %lld outside atol %g rtol %g)",
-				what, sl->name, (long long)cmp.worst, cmp.got, cmp.exp, (long long)cmp.n_bad,
-				(long long)cmp.n, t->atol, t->rtol);
+		if (!cmp.pass) {
+			check_cmp_str(&cmp, &tl, line, sizeof line);
+			vr_fail(v, CHECK_MISMATCH, "%s: '%s' %s", what, sl->name, line);
+		}
 	}
 	if (repeat) {
-		/* the same inputs again, with the other poison */
+		/* the same inputs again, with the other poison and fresh keys */
 		double *keep[CR_MAX_SLOTS];
+		key = cr_secure_u64();
 		vr_guard_fill(c, w->shm, 1, total, key);
-		vr_fill_buffers(v, c, w->shm, 0, !(call_no & 1), key + 1);
+		vr_fill_buffers(v, c, w->shm, 0, !poison, cr_secure_u64());
 		res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 		if (res != CR_RUN_OK) {
 			call_failed(v, w, res, what, detail);
@@ -165,6 +186,8 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 		}
 		memcpy(keep, c->got2, sizeof keep);
 		vr_read_outputs(v, c, w->shm, 0, c->got2);
+		if (!vr_guard_check(c, st, w->shm, 1, total, key, why, sizeof why))
+			vr_fail(v, CHECK_OUT_OF_BOUNDS, "%s (rerun): %s", what, why);
 		for (int k = 0; k < c->n_slots; k++) {
 			struct check_cmp cmp;
 			if (st->slots[k].role != CR_SLOT_OUT)
@@ -179,12 +202,106 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, int cal
 	return true;
 }
 
+static uint64_t secure_r64(void *ctx)
+{
+	(void)ctx;
+	return cr_secure_u64();
+}
+
+/* Whether the plan's expressions and sizes hold on d, without recording a
+ * verdict (vr_case_sizes records one); msg says why not. */
+static bool plan_fits(struct vr *v, enum cr_stage s, const struct task_dimset *d, char *msg, size_t cap)
+{
+	const struct cr_pstage *st = &v->plan.st[s];
+	int64_t vals[CR_MAX_EXPRS];
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (cr_plan_eval(&v->plan, d, vals, &e)) {
+		snprintf(msg, cap, "%s", e.msg);
+		return false;
+	}
+	for (int k = 0; k < st->n_slots; k++) {
+		int64_t n = cr_plan_slot_numel(&v->plan, s, k, d, vals);
+		size_t es = st->slots[k].role == CR_SLOT_SCRATCH
+				    ? (size_t)v->plan.scratch_esize[st->slots[k].scratch]
+				    : task_dtype_size(st->slots[k].dtype);
+		if (n < 0 || n > (1ll << 32) ||
+		    (st->slots[k].role == CR_SLOT_SCRATCH && (size_t)n * es > (1ull << 30))) {
+			snprintf(msg, cap, "@scratch %s: %lld elements is out of range", st->slots[k].name,
+				 (long long)n);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Appends up to want shapes drawn from the CSPRNG (task_gen_shape) to
+ * shapes. A draw the task rejects is drawn again; so is one the task
+ * accepts but the candidate's expressions do not, unless that happens on
+ * most draws: expressions that fail on shapes the task accepts while
+ * holding on every listed one are how a kernel would dodge unlisted
+ * shapes, a format_error. Returns the count added (-1: format_error). */
+static int draw_shapes(struct vr *v, enum cr_stage s, struct task_dimset *shapes, int want)
+{
+	struct task_shape_range sr;
+	int got = 0;
+
+	task_shape_range(v->t, &sr);
+	for (int i = 0; i < want; i++) {
+		int plan_rejects = 0, a;
+		char msg[300] = "", ds[128];
+		struct task_dimset d, bad = { { 0 } };
+		for (a = 0; a < 64; a++) {
+			if (!task_gen_shape(v->t, &sr, a, secure_r64, NULL, &d))
+				continue;
+			if (plan_fits(v, s, &d, msg, sizeof msg))
+				break;
+			plan_rejects++;
+			bad = d;
+		}
+		if (a < 64) {
+			shapes[got++] = d;
+			continue;
+		}
+		if (plan_rejects >= 8) {
+			task_dims_str(v->t, &bad, ds, sizeof ds);
+			vr_fail(v, CHECK_FORMAT_ERROR,
+				"%s: the expressions fail on %d of 64 shapes drawn within the task's range "
+				"(last {%s}, drawn per run, not from --seed: %s)",
+				v->path, plan_rejects, ds, msg);
+			return -1;
+		}
+		fprintf(stderr, "crucible: %s: %s: no valid shape drawn in 64 attempts; "
+			"this stage checks the listed shapes only\n", v->path, stage_name(s));
+		break;
+	}
+	return got;
+}
+
+/* The element count of the smallest float input at d. */
+static int64_t shape_values(struct vr *v, const struct task_dimset *d)
+{
+	int64_t least = INT64_MAX;
+	for (int i = 0; i < v->t->n_tensors; i++) {
+		const struct task_tensor *tt = &v->t->tensors[i];
+		if (tt->role != TASK_INPUT || !task_dtype_is_float(tt->dtype))
+			continue;
+		int64_t n = task_tensor_numel(v->t, i, d);
+		if (n < least)
+			least = n;
+	}
+	return least;
+}
+
 enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 {
 	const struct task *t = v->t;
-	struct task_dimset shapes[TASK_MAX_CHECKS + 1];
-	enum task_profile profs[TASK_PROF_COUNT];
-	int n_shapes = 0, n_profs = 0, call_no = 0;
+	/* the listed check shapes, the cpu bench shape, then shapes drawn
+	 * per run (not reproducible from --seed) */
+	struct task_dimset shapes[TASK_MAX_CHECKS + 1 + VR_DRAWN_SHAPES];
+	enum task_profile profs[TASK_PROF_COUNT + 1];
+	int n_shapes = 0, n_fixed, n_profs = 0, n_drawn;
 	struct cr_proc w;
 	struct vr_case c;
 	enum cr_status st = CR_OK;
@@ -195,6 +312,11 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 	for (int i = 0; i < t->n_checks; i++)
 		shapes[n_shapes++] = t->checks[i];
 	shapes[n_shapes++] = t->cpu;
+	n_fixed = n_shapes;
+	n_drawn = draw_shapes(v, s, shapes + n_shapes, v->o->quick ? 1 : VR_DRAWN_SHAPES);
+	if (n_drawn < 0)
+		return CR_OK; /* format_error recorded */
+	n_shapes += n_drawn;
 	for (int p = 0; p < TASK_PROF_COUNT; p++)
 		if (!v->o->quick || p == TASK_PROF_OWN || p == TASK_PROF_LARGE || p == TASK_PROF_OFFSET)
 			profs[n_profs++] = (enum task_profile)p;
@@ -205,16 +327,48 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 		return st;
 	for (int i = 0; i < n_shapes && v->status > CHECK_TIMEOUT; i++) {
 		uint64_t first_hash = 0, first_ref = 0;
-		bool bench = i == n_shapes - 1;
-		for (int p = 0; p < n_profs && v->status > CHECK_TIMEOUT; p++) {
+		bool bench = i == n_fixed - 1, drawn_shape = i >= n_fixed;
+		/* the case list of this shape: listed shapes get the fixed
+		 * profiles and (all of them, or under --quick the bench shape)
+		 * one drawn profile; drawn shapes the task's own init and a
+		 * drawn profile */
+		enum task_profile list[TASK_PROF_COUNT + 1];
+		int n_list = 0;
+		if (drawn_shape) {
+			list[n_list++] = TASK_PROF_OWN;
+		} else {
+			memcpy(list, profs, sizeof(profs[0]) * (size_t)n_profs);
+			n_list = n_profs;
+		}
+		/* not on a shape whose inputs hold fewer than 64 values each: a
+		 * drawn scale can then put every value in a function's tail
+		 * (GELU's backward below -4), where an honest float formula has
+		 * absolute but not relative accuracy and the output's own scale
+		 * would reject it; the fixed profiles cover those shapes */
+		if ((drawn_shape || !v->o->quick || bench) && shape_values(v, &shapes[i]) >= 64)
+			list[n_list++] = TASK_PROF_DRAWN;
+		for (int p = 0; p < n_list && v->status > CHECK_TIMEOUT; p++) {
 			uint64_t h = 0, rh = 0xcbf29ce484222325ull;
-			if ((st = vr_case_init(v, &c, s, &shapes[i], profs[p],
-					       task_mix((uint64_t)s + 1, (uint64_t)(i * 16 + p)), err)))
+			/* a drawn profile's parameters come from the CSPRNG */
+			uint64_t seed = list[p] == TASK_PROF_DRAWN ? cr_secure_u64()
+								   : task_mix((uint64_t)s + 1, (uint64_t)(i * 16 + p));
+			char note[300] = "", ds[128];
+			if ((st = vr_case_init(v, &c, s, &shapes[i], list[p], seed, err)))
 				goto out;
 			if (!c.ready) {
 				vr_case_release(&c);
 				goto out; /* format_error recorded */
 			}
+			task_dims_str(t, &shapes[i], ds, sizeof ds);
+			if (list[p] == TASK_PROF_DRAWN) {
+				char pd[200];
+				/* the seed case_generate gives task_gen_tensor */
+				task_prof_draw_str(t, task_mix(v->o->seed, seed), pd, sizeof pd);
+				snprintf(note, sizeof note, "(%s)%s", pd, drawn_shape ? "" : " [profile drawn per run, not from --seed]");
+			}
+			if (drawn_shape)
+				snprintf(note + strlen(note), sizeof note - strlen(note),
+					 " [shape drawn per run, not from --seed: reproduce with --dims %s]", ds);
 			if (!started) {
 				if (!vr_write_header(v, &c, w.shm, 1)) {
 					vr_case_release(&c);
@@ -237,7 +391,7 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 					goto out;
 				}
 			}
-			if (!run_case(v, &w, &c, call_no++, bench && profs[p] == TASK_PROF_OWN, &h)) {
+			if (!run_case(v, &w, &c, bench && list[p] == TASK_PROF_OWN, note, &h)) {
 				vr_case_release(&c);
 				goto out;
 			}
@@ -248,11 +402,10 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 				first_hash = h;
 				first_ref = rh;
 			} else if (h == first_hash && rh != first_ref) {
-				char ds[128];
-				task_dims_str(t, &shapes[i], ds, sizeof ds);
 				vr_fail(v, CHECK_DEGENERATE,
-					"%s {%s}: output identical for inputs '%s' and '%s' (does not depend on the input)",
-					stage_name(s), ds, task_profile_name(profs[0]), task_profile_name(profs[p]));
+					"%s {%s}: output identical for inputs '%s' and '%s' (does not depend on the input)%s",
+					stage_name(s), ds, task_profile_name(list[0]), task_profile_name(list[p]),
+					drawn_shape ? " [shape drawn per run]" : "");
 			}
 			vr_case_release(&c);
 		}

@@ -1,14 +1,17 @@
-/* task_gen.c — init families × profiles, and dtype conversion. */
+/* task_gen.c — init families × profiles (fixed and drawn), drawn shapes,
+ * and dtype conversion. */
 #include "tasks/task_gen.h"
+#include "tasks/task_ops.h"
 #include "tasks/task_rng.h"
 
+#include <stdio.h>
 #include <string.h>
 
-static const char *prof_names[] = { "own", "large", "small", "offset", "sparse", "mixed" };
+static const char *prof_names[] = { "own", "large", "small", "offset", "sparse", "mixed", "drawn" };
 
 const char *task_profile_name(enum task_profile p)
 {
-	return p < TASK_PROF_COUNT ? prof_names[p] : "?";
+	return p <= TASK_PROF_DRAWN ? prof_names[p] : "?";
 }
 
 int task_profile_parse(const char *s)
@@ -27,6 +30,53 @@ double task_profile_scale(enum task_profile p)
 	case TASK_PROF_OFFSET: return 10;
 	case TASK_PROF_MIXED: return 1e3;
 	default: return 1;
+	}
+}
+
+void task_prof_draw_params(const struct task *t, int i, uint64_t seed, struct task_prof_draw *pd)
+{
+	const struct task_tensor *tt = &t->tensors[i];
+	struct task_rng r;
+
+	task_rng_seed(&r, task_mix(seed, 0xd5a3ull + (uint64_t)i));
+	memset(pd, 0, sizeof *pd);
+	/* never within 2x of a fixed profile's scale (1e-3, 1, 1e3) */
+	do
+		pd->scale = pow(10.0, 6 * task_rng_uniform(&r) - 3);
+	while (fabs(log10(pd->scale)) < 0.3 || fabs(fabs(log10(pd->scale)) - 3) < 0.3);
+	/* a shift up, as the fixed offset profile's +10: a shift down would put
+	 * every input in a tail where an op's honest float formula keeps its
+	 * absolute accuracy but loses all relative accuracy (GELU's
+	 * 0.5x(1 + erf) below -5.3 rounds to 0), at outputs' own scale a false
+	 * mismatch; the fixed profiles never go there either */
+	if (task_rng_uniform(&r) < 0.5)
+		pd->offset = 12 * task_rng_uniform(&r);
+	if (task_rng_uniform(&r) < 1.0 / 3)
+		pd->sparsity = 0.3 + 0.65 * task_rng_uniform(&r);
+	if (task_rng_uniform(&r) < 1.0 / 3)
+		pd->spread = 0.5 + 2.5 * task_rng_uniform(&r);
+	if (tt->init.kind == TASK_INIT_PROBS) /* only zeros keep the domain */
+		pd->scale = 1, pd->offset = pd->spread = 0;
+}
+
+void task_prof_draw_str(const struct task *t, uint64_t seed, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (int i = 0; i < t->n_tensors && n < cap; i++) {
+		const struct task_tensor *tt = &t->tensors[i];
+		struct task_prof_draw pd;
+		if (tt->role != TASK_INPUT || !task_dtype_is_float(tt->dtype) ||
+		    tt->init.kind == TASK_INIT_ONES || tt->init.kind == TASK_INIT_ZEROS)
+			continue;
+		task_prof_draw_params(t, i, seed, &pd);
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s: x%.3g", n ? "; " : "", tt->name, pd.scale);
+		if (pd.offset != 0 && n < cap)
+			n += (size_t)snprintf(buf + n, cap - n, " %+.3g", pd.offset);
+		if (pd.spread > 0 && n < cap)
+			n += (size_t)snprintf(buf + n, cap - n, " spread 10^±%.2g", pd.spread);
+		if (pd.sparsity > 0 && n < cap)
+			n += (size_t)snprintf(buf + n, cap - n, " sparse %.0f%%", 100 * pd.sparsity);
 	}
 }
 
@@ -67,6 +117,9 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 			dst[k] = (double)(int64_t)(task_rng_uniform(&r) * (double)hi);
 		return;
 	}
+	struct task_prof_draw pd;
+	if (p == TASK_PROF_DRAWN)
+		task_prof_draw_params(t, i, seed, &pd);
 	if (tt->init.kind == TASK_INIT_PROBS) {
 		int64_t last = shape[tt->rank - 1];
 		for (int64_t row = 0; row < n / last; row++) {
@@ -74,6 +127,8 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 			for (int64_t k = 0; k < last; k++) {
 				double u = task_rng_uniform(&r);
 				if (p == TASK_PROF_SPARSE && task_rng_uniform(&r) < 0.8)
+					u = 0;
+				if (p == TASK_PROF_DRAWN && task_rng_uniform(&r) < pd.sparsity)
 					u = 0;
 				dst[row * last + k] = u;
 				s += u;
@@ -104,11 +159,198 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 				v = positive ? tt->init.a : 0;
 			break;
 		case TASK_PROF_MIXED: v *= pow(10.0, 6 * task_rng_uniform(&r) - 3); break;
+		case TASK_PROF_DRAWN:
+			if (pd.spread > 0)
+				v *= pow(10.0, pd.spread * (2 * task_rng_uniform(&r) - 1));
+			v = pd.scale * (v + pd.offset);
+			if (pd.sparsity > 0 && task_rng_uniform(&r) < pd.sparsity)
+				v = positive ? tt->init.a : 0;
+			break;
 		default: break;
 		}
 		dst[k] = v;
 	}
 	task_gen_round(tt->dtype, dst, n);
+}
+
+/* ---- drawn shapes ---- */
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t m = a % b;
+		a = b;
+		b = m;
+	}
+	return a;
+}
+
+void task_shape_range(const struct task *t, struct task_shape_range *r)
+{
+	bool in_in[TASK_MAX_DIMS] = { 0 }, in_out[TASK_MAX_DIMS] = { 0 };
+
+	memset(r, 0, sizeof *r);
+	for (int i = 0; i < t->n_tensors; i++)
+		for (int k = 0; k < t->tensors[i].rank; k++)
+			if (t->tensors[i].dim[k] >= 0) {
+				if (t->tensors[i].role == TASK_OUTPUT)
+					in_out[t->tensors[i].dim[k]] = true;
+				else
+					in_in[t->tensors[i].dim[k]] = true;
+			}
+	for (int q = 0; q <= t->n_checks; q++) {
+		const struct task_dimset *d = q < t->n_checks ? &t->checks[q] : &t->cpu;
+		int64_t total = 0;
+		for (int i = 0; i < t->n_tensors; i++)
+			total += task_tensor_numel(t, i, d);
+		if (total > r->budget)
+			r->budget = total;
+		for (int k = 0; k < t->n_dims; k++) {
+			r->gcd[k] = gcd64(r->gcd[k], d->v[k]);
+			if (q == 0 || d->v[k] < r->lo[k])
+				r->lo[k] = d->v[k];
+			if (q == 0 || d->v[k] > r->hi[k])
+				r->hi[k] = d->v[k];
+		}
+	}
+	for (int k = 0; k < t->n_dims; k++) {
+		r->kind[k] = in_in[k] ? 1 : in_out[k] ? 2 : 0;
+		if (r->kind[k] == 1 && r->lo[k] == r->hi[k])
+			r->kind[k] = 0;
+		if (r->kind[k] == 0)
+			r->lo[k] = r->hi[k] = t->cpu.v[k];
+	}
+}
+
+static bool is_prime(int64_t v)
+{
+	if (v < 2)
+		return false;
+	for (int64_t q = 2; q * q <= v; q++)
+		if (v % q == 0)
+			return false;
+	return true;
+}
+
+/* One value in [lo, hi], log-uniform, then made prime, odd, or 32q±(1..7),
+ * none of them a multiple of 8 where the range holds such a value. */
+static int64_t draw_dim(int64_t lo, int64_t hi, uint64_t (*r64)(void *), void *ctx)
+{
+	double u = (double)(r64(ctx) >> 11) * 0x1.0p-53;
+	int64_t v = (int64_t)exp(log((double)lo) + u * (log((double)hi + 1) - log((double)lo)));
+	int style = (int)(r64(ctx) % 3);
+
+	if (v < lo)
+		v = lo;
+	if (v > hi)
+		v = hi;
+	if (style == 0) {
+		int64_t p = v;
+		while (p <= hi && !is_prime(p))
+			p++;
+		if (p > hi)
+			for (p = v; p >= lo && !is_prime(p); p--)
+				;
+		if (p >= lo && p <= hi)
+			v = p;
+	} else if (style == 2 && hi - lo >= 40) {
+		int64_t off = 1 + (int64_t)(r64(ctx) % 7), q = (v + 16) / 32 * 32;
+		v = (r64(ctx) & 1) ? q + off : q - off;
+	} else {
+		v |= 1;
+	}
+	if (v > hi)
+		v = hi % 8 ? hi : hi - 1;
+	if (v < lo)
+		v = lo % 8 ? lo : lo + 1;
+	return v < lo || v > hi ? lo : v;
+}
+
+/* Shape inference over a dim set, solving derived dims from what the ops
+ * produce; false when an op rejects it or a declared shape disagrees. */
+static bool solve_shapes(const struct task *t, const struct task_shape_range *r, struct task_dimset *d)
+{
+	struct task_val v[TASK_MAX_VALUES];
+	bool set[TASK_MAX_DIMS];
+
+	memset(v, 0, sizeof v);
+	for (int k = 0; k < t->n_dims; k++)
+		set[k] = r->kind[k] != 2;
+	for (int i = 0; i < t->n_tensors; i++) {
+		v[i].rank = t->tensors[i].rank;
+		if (t->tensors[i].role == TASK_OUTPUT)
+			continue;
+		task_tensor_shape(t, i, d, v[i].shape);
+		v[i].n = task_tensor_numel(t, i, d);
+	}
+	for (int n = 0; n < t->n_nodes; n++) {
+		const struct task_node *nd = &t->nodes[n];
+		struct task_val in[4], out[4];
+		struct cr_err e;
+		for (int k = 0; k < nd->n_in; k++)
+			in[k] = v[nd->in[k]];
+		memset(out, 0, sizeof out);
+		cr_err_init(&e);
+		if (nd->def->infer(nd, in, nd->n_in, out, &e))
+			return false;
+		for (int k = 0; k < nd->n_out; k++) {
+			int o = nd->out[k];
+			if (o >= t->n_tensors) {
+				v[o] = out[k];
+				continue;
+			}
+			const struct task_tensor *tt = &t->tensors[o];
+			if (out[k].rank != tt->rank)
+				return false;
+			for (int a = 0; a < tt->rank; a++) {
+				int dim = tt->dim[a];
+				if (dim < 0 ? out[k].shape[a] != tt->lit[a]
+					    : set[dim] && d->v[dim] != out[k].shape[a])
+					return false;
+				if (dim >= 0 && !set[dim]) {
+					if (out[k].shape[a] < 1)
+						return false;
+					d->v[dim] = out[k].shape[a];
+					set[dim] = true;
+				}
+			}
+			v[o] = out[k];
+		}
+	}
+	for (int k = 0; k < t->n_dims; k++)
+		if (!set[k])
+			return false;
+	return true;
+}
+
+bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int attempt,
+		    uint64_t (*r64)(void *), void *ctx, struct task_dimset *out)
+{
+	int64_t total = 0;
+	double shrink = attempt < 8 ? 1 : pow(0.8, (attempt - 4) / 4);
+
+	memset(out, 0, sizeof *out);
+	for (int k = 0; k < t->n_dims; k++) {
+		int64_t lo = r->lo[k], hi = r->hi[k], g = (attempt & 1) ? r->gcd[k] : 1;
+		if (r->kind[k] != 1) {
+			out->v[k] = lo;
+			continue;
+		}
+		hi = lo + (int64_t)((double)(hi - lo) * shrink);
+		if (g > 1 && hi / g >= (lo + g - 1) / g)
+			out->v[k] = g * draw_dim((lo + g - 1) / g, hi / g, r64, ctx);
+		else
+			out->v[k] = draw_dim(lo, hi, r64, ctx);
+	}
+	if (!solve_shapes(t, r, out))
+		return false;
+	for (int i = 0; i < t->n_tensors; i++)
+		total += task_tensor_numel(t, i, out);
+	/* a listed shape is checked anyway: a drawn one must be new */
+	for (int q = 0; q <= t->n_checks; q++)
+		if (!memcmp(q < t->n_checks ? &t->checks[q] : &t->cpu, out, sizeof *out))
+			return false;
+	return total <= r->budget;
 }
 
 static uint16_t f32_to_f16(float f)

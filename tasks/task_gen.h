@@ -1,7 +1,8 @@
 /* task_gen.h — input generation: a task's init families under the init
- * profiles of the verifier (SPEC §4). Values are produced in double and
- * rounded to the tensor's storage dtype, so the reference sees exactly what
- * the candidate sees. */
+ * profiles of the verifier (SPEC §4), the per-run drawn profile, and drawn
+ * shapes within a task's range. Values are produced in double and rounded
+ * to the tensor's storage dtype, so the reference sees exactly what the
+ * candidate sees. */
 #ifndef TASK_GEN_H
 #define TASK_GEN_H
 
@@ -14,11 +15,13 @@ enum task_profile {
 	TASK_PROF_OFFSET,  /* +10 (catches softmax without max-subtraction, E[x²]−E[x]²) */
 	TASK_PROF_SPARSE,  /* 80% zeros */
 	TASK_PROF_MIXED,   /* per-element scale 10^U(-3,3) */
-	TASK_PROF_COUNT
+	TASK_PROF_COUNT,   /* the fixed, public list ends here */
+	TASK_PROF_DRAWN = TASK_PROF_COUNT /* parameters drawn per input tensor from the seed
+					   * (task_prof_draw); the stages seed it from the CSPRNG */
 };
 
 const char *task_profile_name(enum task_profile p);
-int task_profile_parse(const char *s); /* -1 if unknown */
+int task_profile_parse(const char *s); /* a fixed profile's index; -1 if unknown (or "drawn") */
 /* Magnitude factor of a profile (used to scale atol). */
 double task_profile_scale(enum task_profile p);
 
@@ -27,6 +30,49 @@ double task_profile_scale(enum task_profile p);
  * apply to inputs; params always get their own init. */
 void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 		     enum task_profile p, uint64_t seed, double *dst);
+/* The drawn profile's transform of one input tensor: per element
+ * v = scale * (v0 * 10^U(-spread, spread) + offset), then a fraction
+ * sparsity set to zero (positive inits: to their lower bound). Within the
+ * span of the fixed profiles (scale 1e-3..1e3 but never within 2x of
+ * 1e-3, 1 or 1e3; offset 0..12 before scaling; 30-95% zeros; spread
+ * up to 10^±3), at values no fixed profile takes, and independently per
+ * tensor (mixtures). */
+struct task_prof_draw {
+	double scale, offset, sparsity, spread;
+};
+/* The parameters tensor i of t gets under the drawn profile and seed
+ * (the seed task_gen_tensor receives). */
+void task_prof_draw_params(const struct task *t, int i, uint64_t seed, struct task_prof_draw *pd);
+/* "x: x312 +4.1 sparse 47%; y: x0.02" over t's input tensors. */
+void task_prof_draw_str(const struct task *t, uint64_t seed, char *buf, size_t cap);
+
+/* Drawn shapes. A dim is free when it sizes an input or param, derived
+ * when it sizes outputs only (solved by the graph's shape inference), and
+ * fixed (its cpu bench value) when it sizes no tensor (an index bound) or
+ * its range is a single value. Free dims range over the smallest to the
+ * largest value the task's check shapes and cpu bench shape give it; a
+ * drawn shape holds at most as many elements (all tensors) as the largest
+ * of those shapes. */
+struct task_shape_range {
+	int64_t lo[TASK_MAX_DIMS], hi[TASK_MAX_DIMS];
+	int64_t gcd[TASK_MAX_DIMS];  /* of the listed values: a divisibility an op may need (groups) */
+	int kind[TASK_MAX_DIMS];     /* 0 fixed, 1 free, 2 derived */
+	int64_t budget;              /* elements over all tensors */
+};
+void task_shape_range(const struct task *t, struct task_shape_range *r);
+/* Draws one shape from r64 (64-bit words from the caller's generator, so
+ * the stages can use the CSPRNG): every free dim odd, prime or a
+ * non-multiple of 8 (and so of 16 and 32) where its range allows, derived
+ * dims solved. false when the task rejects it (an op's shape rule, a
+ * derived dim below 1, over the budget) or it is one of the listed shapes:
+ * draw again with attempt + 1. Odd
+ * attempts draw a dim whose listed values share a factor as a multiple of
+ * it (channels divisible by groups); from attempt 8 on the ranges shrink
+ * towards their low ends (0.8x every 4 attempts), so that a task with
+ * many dims finds shapes within its element budget. */
+bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int attempt,
+		    uint64_t (*r64)(void *), void *ctx, struct task_dimset *out);
+
 /* Rounds in place to what dtype can hold (f32: float rounding). */
 void task_gen_round(enum task_dtype dt, double *v, int64_t n);
 /* Converts n doubles to the dtype's storage. */

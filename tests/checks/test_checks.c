@@ -1,13 +1,54 @@
-/* test_checks.c — the pure buffer checks: tolerance comparison, degeneracy,
+/* test_checks.c — the pure buffer checks: tolerance comparison (each
+ * gaming pattern that passed the old worst-element rule with its floor of
+ * 1, and the honest perturbations that must keep passing), degeneracy,
  * guard patterns, poison, verdict names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checks/check.h"
+#include "tasks/task_rng.h"
+
+/* The rule before issue 17: worst element only, scale max(1, rms). */
+static bool old_rule(const double *got, const double *exp, const double *base, int64_t n)
+{
+	struct check_tol tol;
+	struct check_cmp c;
+	check_tol_default(&tol, 1e-4, 1e-4, fmax(1.0, check_rms(exp, n)));
+	tol.dist = false;
+	check_compare_tol(got, exp, base, n, &tol, &c);
+	return c.pass;
+}
+
+/* The verifier's rule at the output's own scale; returns the failed bound. */
+static enum check_bound new_rule(const double *got, const double *exp, const double *base, int64_t n)
+{
+	struct check_tol tol;
+	struct check_cmp c;
+	check_tol_default(&tol, 1e-4, 1e-4, check_rms(exp, n));
+	check_compare_tol(got, exp, base, n, &tol, &c);
+	assert_true(c.pass == (c.failed == CHECK_BOUND_NONE));
+	return c.failed;
+}
+
+/* What an f32 kernel as good as the baseline returns: exp rounded to float. */
+static void f32_of(const double *exp, double *out, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		out[i] = (float)exp[i];
+}
+
+static void normal_vec(double *v, int64_t n, double sd, uint64_t seed)
+{
+	struct task_rng r;
+	task_rng_seed(&r, seed);
+	for (int64_t i = 0; i < n; i++)
+		v[i] = sd * task_rng_normal(&r);
+}
 
 static void test_compare_tolerance(void **s)
 {
@@ -62,6 +103,184 @@ static void test_compare_baseline_allowance(void **s)
 	got[0] = 101.1;
 	check_compare(got, exp, base, 2, 1e-4, 1e-4, 2, &c);
 	assert_false(c.pass);
+}
+
+#define N 4096
+
+/* softmax of one row of D = 1024, rounded to 1.9e-4 steps: median relative
+ * error 7%, worst element under the old floor of atol*1 */
+static void test_gaming_softmax_rounded(void **s)
+{
+	const int64_t d = 1024;
+	double *x = malloc(sizeof(double) * 3 * d), *exp = x + d, *got = exp + d, *base, sum = 0;
+	(void)s;
+	base = malloc(sizeof(double) * d);
+	normal_vec(x, d, 1, 1);
+	for (int64_t i = 0; i < d; i++)
+		sum += exp[i] = __builtin_exp(x[i]);
+	for (int64_t i = 0; i < d; i++) {
+		exp[i] /= sum;
+		got[i] = __builtin_round(exp[i] / 1.9e-4) * 1.9e-4;
+	}
+	f32_of(exp, base, d);
+	assert_true(old_rule(got, exp, base, d));
+	assert_int_equal(new_rule(got, exp, base, d), CHECK_BOUND_ELEMENT);
+	free(x);
+	free(base);
+}
+
+/* every element pushed by 0.9x its tolerance: within the worst-element
+ * bound everywhere; the aggregate error (same sign: also the bias) shows it */
+static void test_gaming_pushed(void **s)
+{
+	double *exp = malloc(sizeof(double) * 3 * N), *got = exp + N, *base = got + N, sc;
+	(void)s;
+	normal_vec(exp, N, 3, 2);
+	f32_of(exp, base, N);
+	sc = check_rms(exp, N);
+	for (int64_t i = 0; i < N; i++)
+		got[i] = exp[i] + 0.9 * (1e-4 * sc + 1e-4 * fabs(exp[i]));
+	assert_true(old_rule(got, exp, base, N));
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_AGGREGATE);
+	/* alternating signs: no bias, the aggregate still */
+	for (int64_t i = 0; i < N; i++)
+		got[i] = exp[i] + (i & 1 ? 0.9 : -0.9) * (1e-4 * sc + 1e-4 * fabs(exp[i]));
+	assert_true(old_rule(got, exp, base, N));
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_AGGREGATE);
+	/* a small push all one way stays under the aggregate floor; the bias shows it */
+	for (int64_t i = 0; i < N; i++)
+		got[i] = exp[i] + 0.12e-4 * sc;
+	assert_true(old_rule(got, exp, base, N));
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_BIAS);
+	free(exp);
+}
+
+/* cross-entropy backward without the softmax term: dlogits = -onehot/B.
+ * The softmax terms (1/(B*C)) all lie under the old floor of 1e-4. */
+static void test_gaming_ce_no_softmax(void **s)
+{
+	const int64_t b = 512, c = 1000, n = b * c; /* smoke/cross_entropy's cpu bench shape */
+	double *x = malloc(sizeof(double) * 4 * (size_t)n), *exp = x + n, *got = exp + n, *base = got + n;
+	(void)s;
+	normal_vec(x, n, 1, 3);
+	for (int64_t r = 0; r < b; r++) {
+		double sum = 0;
+		int64_t tgt = (r * 7919) % c;
+		for (int64_t k = 0; k < c; k++)
+			sum += __builtin_exp(x[r * c + k]);
+		for (int64_t k = 0; k < c; k++) {
+			double oh = k == tgt ? 1 : 0;
+			exp[r * c + k] = (__builtin_exp(x[r * c + k]) / sum - oh) / (double)b;
+			got[r * c + k] = -oh / (double)b;
+		}
+	}
+	f32_of(exp, base, n);
+	assert_true(old_rule(got, exp, base, n));
+	assert_int_equal(new_rule(got, exp, base, n), CHECK_BOUND_ELEMENT);
+	free(x);
+}
+
+/* a small-magnitude output (rms 1e-3) off by half the old absolute floor */
+static void test_gaming_small_scale(void **s)
+{
+	double *exp = malloc(sizeof(double) * 3 * N), *got = exp + N, *base = got + N;
+	(void)s;
+	normal_vec(exp, N, 1e-3, 4);
+	f32_of(exp, base, N);
+	for (int64_t i = 0; i < N; i++)
+		got[i] = exp[i] + 5e-5;
+	assert_true(old_rule(got, exp, base, N));
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_ELEMENT);
+	free(exp);
+}
+
+/* honest kernels: what float arithmetic done another way produces */
+static void test_honest_perturbations(void **s)
+{
+	double *exp = malloc(sizeof(double) * 3 * N), *got = exp + N, *base = got + N;
+	struct task_rng r;
+	(void)s;
+	task_rng_seed(&r, 5);
+	normal_vec(exp, N, 1, 6);
+	f32_of(exp, base, N);
+	/* another summation order: a few ulps either way */
+	for (int64_t i = 0; i < N; i++)
+		got[i] = (float)(exp[i] * (1 + 4e-7 * (2 * task_rng_uniform(&r) - 1)));
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_NONE);
+	/* an approximate exp/tanh within 1e-6 relative, random sign */
+	for (int64_t i = 0; i < N; i++)
+		got[i] = exp[i] * (1 + 1e-6 * (2 * task_rng_uniform(&r) - 1));
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_NONE);
+	/* the same approximation biased one way (a polynomial that always
+	 * errs high): mean error 1e-6 of the scale, under the bias floor 1e-5 */
+	for (int64_t i = 0; i < N; i++)
+		got[i] = exp[i] + 1e-6 * fabs(exp[i]);
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_NONE);
+	/* cancellation: the baseline itself is off by 1e-3 of the scale (a
+	 * sum of large terms that nearly cancel); a kernel twice as noisy, in
+	 * another order, passes on the baseline's multiples (its error is 20x
+	 * the aggregate floor) */
+	for (int64_t i = 0; i < N; i++) {
+		double u = 2 * task_rng_uniform(&r) - 1, w = 2 * task_rng_uniform(&r) - 1;
+		base[i] = exp[i] + 1e-3 * u;
+		got[i] = exp[i] + 1.9e-3 * w;
+	}
+	assert_int_equal(new_rule(got, exp, base, N), CHECK_BOUND_NONE);
+	free(exp);
+}
+
+/* the conv bias gradient before a training-mode BatchNorm (L2/73): zero in
+ * exact arithmetic, rounding noise of ~1e-13 in the double reference, ~1e-5
+ * in float; judged at the other gradients' scale (343), not its own */
+static void test_near_zero_scale(void **s)
+{
+	double rms[3] = { 1e-13, 343, 2 }, rms2[2] = { 1e-6, 1 };
+	double exp[8], got[8], base[8];
+	struct check_tol tol;
+	struct check_cmp c;
+	(void)s;
+	assert_true(check_scale(rms, 3, 0) == 343);
+	assert_true(check_scale(rms, 3, 1) == 343);
+	assert_true(check_scale(rms, 3, 2) == 2);
+	/* small but not zero in exact arithmetic: its own scale */
+	assert_true(check_scale(rms2, 2, 0) == 1e-6);
+	for (int i = 0; i < 8; i++) {
+		exp[i] = (i & 1 ? 1e-13 : -1e-13) * (1 + i);
+		got[i] = (i % 3 ? 2e-5 : -3e-5);
+		base[i] = (i & 2 ? 1e-6 : -1e-6);
+	}
+	check_tol_default(&tol, 1e-4, 1e-4, check_scale(rms, 3, 0));
+	check_compare_tol(got, exp, base, 8, &tol, &c);
+	assert_true(c.pass);
+	check_tol_default(&tol, 1e-4, 1e-4, check_rms(exp, 8));
+	check_compare_tol(got, exp, base, 8, &tol, &c);
+	assert_false(c.pass);
+	/* but noise at the other outputs' scale is still caught */
+	for (int i = 0; i < 8; i++)
+		got[i] = 0.1;
+	check_tol_default(&tol, 1e-4, 1e-4, check_scale(rms, 3, 0));
+	check_compare_tol(got, exp, base, 8, &tol, &c);
+	assert_false(c.pass);
+	assert_int_equal(c.failed, CHECK_BOUND_ELEMENT);
+}
+
+static void test_cmp_str(void **s)
+{
+	double exp[4] = { 1, 2, 3, 4 }, got[4] = { 1, 2, 3, 5 };
+	struct check_tol tol;
+	struct check_cmp c;
+	char buf[400];
+	(void)s;
+	check_tol_default(&tol, 1e-4, 1e-4, check_rms(exp, 4));
+	check_compare_tol(got, exp, exp, 4, &tol, &c);
+	check_cmp_str(&c, &tol, buf, sizeof buf);
+	assert_non_null(strstr(buf, "element 3: got 5, expected 4"));
+	for (int i = 0; i < 4; i++)
+		got[i] = exp[i] * (1 + 1e-4);
+	check_compare_tol(got, exp, exp, 4, &tol, &c);
+	assert_int_equal(c.failed, CHECK_BOUND_AGGREGATE);
+	check_cmp_str(&c, &tol, buf, sizeof buf);
+	assert_non_null(strstr(buf, "rms error"));
 }
 
 static void test_degenerate(void **s)
@@ -119,6 +338,13 @@ int main(void)
 		cmocka_unit_test(test_compare_tolerance),
 		cmocka_unit_test(test_compare_nan_inf_baseline),
 		cmocka_unit_test(test_compare_baseline_allowance),
+		cmocka_unit_test(test_gaming_softmax_rounded),
+		cmocka_unit_test(test_gaming_pushed),
+		cmocka_unit_test(test_gaming_ce_no_softmax),
+		cmocka_unit_test(test_gaming_small_scale),
+		cmocka_unit_test(test_honest_perturbations),
+		cmocka_unit_test(test_near_zero_scale),
+		cmocka_unit_test(test_cmp_str),
 		cmocka_unit_test(test_degenerate),
 		cmocka_unit_test(test_patterns),
 		cmocka_unit_test(test_verdict_names),

@@ -267,6 +267,79 @@ static void test_backward_fd(void **s)
 	assert_int_equal(bad, 0);
 }
 
+static uint64_t test_r64(void *ctx)
+{
+	return task_rng_next(ctx);
+}
+
+/* Every registry task admits drawn shapes (issue 17, item 14): 100 runs of
+ * the stages' schedule (up to 64 attempts each) all find one, each within
+ * range, free dims odd/prime/non-multiples of 8 where the range allows
+ * (dims whose listed values share a factor: channels by groups), every declared shape
+ * consistent (task_gen_shape runs the graph's shape inference), at most
+ * the budget of elements. */
+static void test_drawn_shapes(void **s)
+{
+	struct task *ts = NULL;
+	int n = 0, bad = 0;
+	struct cr_err e;
+	struct task_rng r;
+	(void)s;
+	cr_err_init(&e);
+	if (task_registry_load(NULL, &ts, &n, &e))
+		fail_msg("%s", e.msg);
+	task_rng_seed(&r, 17);
+	for (int i = 0; i < n; i++) {
+		const struct task *t = &ts[i];
+		struct task_shape_range sr;
+		int ok = 0, mult8 = 0, free_dims = 0, tries = 0;
+		task_shape_range(t, &sr);
+		for (int k = 0; k < t->n_dims; k++)
+			free_dims += sr.kind[k] == 1;
+		for (int q = 0; q < 100; q++) {
+			struct task_dimset d;
+			int64_t total = 0;
+			int a = 0;
+			while (a < 64 && !task_gen_shape(t, &sr, a, test_r64, &r, &d))
+				a++;
+			tries += a + 1;
+			if (a == 64)
+				continue;
+			ok++;
+			for (int k = 0; k < t->n_dims; k++) {
+				if (sr.kind[k] == 1 && (d.v[k] < sr.lo[k] || d.v[k] > sr.hi[k]))
+					fail_msg("%s: dim %s = %lld outside [%lld, %lld]", t->name, t->dim_names[k],
+						 (long long)d.v[k], (long long)sr.lo[k], (long long)sr.hi[k]);
+				if (sr.kind[k] == 1 && d.v[k] % 8 == 0 && sr.hi[k] - sr.lo[k] >= 8 &&
+				    sr.gcd[k] == 1)
+					mult8++;
+				if (sr.kind[k] == 0 && d.v[k] != t->cpu.v[k])
+					fail_msg("%s: fixed dim %s moved", t->name, t->dim_names[k]);
+			}
+			for (int k = 0; k < t->n_tensors; k++)
+				total += task_tensor_numel(t, k, &d);
+			assert_true(total <= sr.budget);
+			struct task_exec x;
+			struct cr_err e2;
+			cr_err_init(&e2);
+			if (q < 4 && task_exec_init(&x, t, &d, true, false, &e2) == CR_OK)
+				task_exec_release(&x);
+			else if (q < 4)
+				fail_msg("%s: drawn shape rejected by the executor: %s", t->name, e2.msg);
+		}
+		if (mult8)
+			fail_msg("%s: %d drawn dims are multiples of 8", t->name, mult8);
+		if (ok < 100 || free_dims == 0) {
+			print_message("%s: %d of 100 draws found a shape, %d free dims\n", t->name, ok, free_dims);
+			bad++;
+		}
+		if (tries > 400)
+			print_message("%s: %.1f attempts per drawn shape\n", t->name, tries / 100.0);
+	}
+	free(ts);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_loader_errors),
 		cmocka_unit_test(test_closed_forms),
 		cmocka_unit_test(test_backward_fd),
+		cmocka_unit_test(test_drawn_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,9 +182,20 @@ static int run_case(const struct cr_plan *p, enum cr_stage s, void *so, emu_laun
 		if (!bad)
 			launch(fn, lt->l[i].grid, lt->l[i].block, a);
 	}
+	/* as checks/stage.c: each output at check_scale over the outputs' rms */
+	double rms[CR_MAX_SLOTS];
+	int n_out = 0, out_ix[CR_MAX_SLOTS];
+	for (int k = 0; k < st->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT) {
+			const struct cr_slot *sl = &st->slots[k];
+			const struct task_val *rv = sl->grad ? &xd.g[sl->tensor] : &xd.v[sl->tensor];
+			out_ix[k] = n_out;
+			rms[n_out++] = check_rms(rv->d, numel[k]);
+		}
 	for (int k = 0; k < st->n_slots && !bad; k++) {
 		const struct cr_slot *sl = &st->slots[k];
 		struct check_cmp cc;
+		struct check_tol tl;
 		if (sl->role != CR_SLOT_OUT)
 			continue;
 		const struct task_val *rv = sl->grad ? &xd.g[sl->tensor] : &xd.v[sl->tensor];
@@ -193,8 +204,9 @@ static int run_case(const struct cr_plan *p, enum cr_stage s, void *so, emu_laun
 		task_gen_load(sl->dtype, buf[k], got, numel[k]);
 		for (int64_t q = 0; q < numel[k]; q++)
 			base[q] = ((float *)fv->d)[q];
-		/* as verify_stage.c: tolerance, or twice the f32 baseline's error */
-		check_compare(got, rv->d, base, numel[k], t->atol, t->rtol, 2, &cc);
+		/* as checks/stage.c: the verifier's rule (check_tol_default) */
+		check_tol_default(&tl, t->atol, t->rtol, check_scale(rms, n_out, out_ix[k]));
+		check_compare_tol(got, rv->d, base, numel[k], &tl, &cc);
 		if (!cc.pass) {
 			char ds[128];
 			task_dims_str(t, d, ds, sizeof ds);
