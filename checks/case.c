@@ -269,6 +269,18 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 	return case_generate(v, c, err);
 }
 
+int vr_output_rms(const struct vr *v, const struct vr_case *c, double *rms, int *slot_out)
+{
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	int n_out = 0;
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT) {
+			slot_out[k] = n_out;
+			rms[n_out++] = check_rms(c->ref[k], c->numel[k]);
+		}
+	return n_out;
+}
+
 void vr_case_release(struct vr_case *c)
 {
 	free(c->mem);

@@ -135,12 +135,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	/* each output at its own scale; one that is zero in exact arithmetic
 	 * (rounding noise of the reference) at the scale of the others */
 	double rms[CR_MAX_SLOTS];
-	int n_out = 0, slot_out[CR_MAX_SLOTS];
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_OUT) {
-			slot_out[k] = n_out;
-			rms[n_out++] = check_rms(c->ref[k], c->numel[k]);
-		}
+	int slot_out[CR_MAX_SLOTS], n_out = vr_output_rms(v, c, rms, slot_out);
 	for (int k = 0; k < c->n_slots; k++) {
 		const struct cr_slot *sl = &st->slots[k];
 		struct check_cmp cmp;

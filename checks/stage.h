@@ -72,6 +72,9 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
 			    struct cr_err *err);
 void vr_case_release(struct vr_case *c);
+/* The rms of every output's reference (rms[0..n_out), returned), and for
+ * each output slot k its index there (slot_out[k]): what check_scale takes. */
+int vr_output_rms(const struct vr *v, const struct vr_case *c, double *rms, int *slot_out);
 /* Writes the shared-memory header for a case (and a cuda worker's launch
  * table); false, with a format_error recorded, when a launch is out of range. */
 bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets);

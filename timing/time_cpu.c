@@ -168,12 +168,7 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 	/* the correctness stage's rule (checks/stage.c): each output at its own
 	 * scale, a near-zero one at the others' */
 	double rms[CR_MAX_SLOTS];
-	int n_out = 0, slot_out[CR_MAX_SLOTS];
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_OUT) {
-			slot_out[k] = n_out;
-			rms[n_out++] = check_rms(c->ref[k], c->numel[k]);
-		}
+	int slot_out[CR_MAX_SLOTS], n_out = vr_output_rms(v, c, rms, slot_out);
 	for (int k = 0; k < c->n_slots; k++) {
 		struct check_cmp cmp;
 		struct check_tol tl;
