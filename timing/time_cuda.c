@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checks/cuda_build.h"
 #include "cuda/cuda_dev.h"
@@ -55,7 +56,6 @@ static enum cr_status baseline_build(struct vr *v, struct vr *vb, char *bpath, s
 	struct cr_err e2;
 	size_t len = 0;
 	char *src = NULL, cubin[700];
-	FILE *f;
 	enum cr_status st = CR_OK;
 
 	*have = false;
@@ -71,16 +71,10 @@ static enum cr_status baseline_build(struct vr *v, struct vr *vb, char *bpath, s
 		return CR_OK;
 	snprintf(bpath, bcap, "%s/%s.cu", v->o->baseline_dir, v->t->name);
 	vb->path = bpath;
-	if (!(f = fopen(bpath, "rb")))
-		return CR_OK;
-	if (fseek(f, 0, SEEK_END) || (len = (size_t)ftell(f)) > (8u << 20) || fseek(f, 0, SEEK_SET) ||
-	    !(src = malloc(len + 1)) || fread(src, 1, len, f) != len) {
-		fclose(f);
-		free(src);
+	if (access(bpath, F_OK))
+		return CR_OK;          /* no GPU baseline for this task */
+	if (!(src = cr_read_file(bpath, CR_CAND_MAX_FILE, &len)))
 		return cr_errf(err, CR_EIO, "%s: cannot read", bpath);
-	}
-	fclose(f);
-	src[len] = '\0';
 	cr_err_init(&e2);
 	memset(&cand, 0, sizeof cand);
 	if (cr_cand_parse(&cand, bpath, src, len, &e2)) {

@@ -9,7 +9,7 @@ rm -rf "$out"; mkdir -p "$out/cands"
 cp "$src/data/candidates/exploits/orch_terminal_escape.c" "$out/cands/"
 # a file name with ESC and a bidi override in it
 name=$(printf 'evil\033[2K\342\200\256name.c')
-sed 's/@task smoke\/relu/@task smoke\/relu/' "$src/data/candidates/smoke/bad_crash.c" > "$out/cands/$name"
+cp "$src/data/candidates/smoke/bad_crash.c" "$out/cands/$name"
 bad() { # prints the offending bytes of file $1, if any
 	LC_ALL=C grep -c -P '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]' "$1" || true
 }
