@@ -26,6 +26,22 @@ struct cr_verify_opts {
 	const char *arch;        /* cuda: NVRTC's target ("sm_90"), the device's */
 	const char *baseline_dir; /* cuda: the GPU baselines (DIR/TASK-NAME.cu); NULL: none */
 	double peak_tflops, peak_tbps; /* cuda: the device's peaks for the roofline (0: unknown) */
+	/* called with true just before the timing stage and false just after
+	 * (crucible run pauses a CPU generator meanwhile); may be NULL */
+	void (*on_timing)(void *ctx, bool start);
+	void *hook_ctx;
+};
+
+/* One element, for diagnostics (check's worst-element line, run's refine
+ * feedback): where it was and what it was. Never a whole tensor. */
+struct cr_worst {
+	bool set;
+	char stage[12];          /* forward, backward */
+	char shape[128];         /* the case's dims ("N=4096") */
+	char profile[48];        /* the init profile's name */
+	char output[32];         /* the output tensor */
+	long long index;         /* flat element index */
+	double got, expected, abs_err, rel_err;
 };
 
 struct cr_result {
@@ -43,6 +59,8 @@ struct cr_result {
 	char dims[128];          /* the timed shape */
 	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
 	double roofline;         /* roofline time / measured time (1 = at the roofline) */
+	struct cr_worst worst;   /* mismatch: the first failing case's worst element; else the
+	                          * element of the largest error seen (set false: none compared) */
 	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */

@@ -725,7 +725,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			cr_err_init(err);
 			memset(&meta, 0, sizeof meta);
 		}
-		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path,
+		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path, .verify_s = NAN,
 				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta,
 				       .verify_seed = o->seed_str, .label = o->label };
 		if ((st = cr_results_write(res, &row, err)))
@@ -985,6 +985,7 @@ int cr_cmd_eval(int argc, char **argv)
 			}
 		}
 		progress(i, cs.n, cand);
+		int64_t t0 = cr_now_ns();
 		st_one = verify_one(&cf, NULL, m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL,
 				    &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
 		cr_cand_file_release(&cf);
@@ -993,6 +994,7 @@ int cr_cmd_eval(int argc, char **argv)
 		if (!o.sandbox_seen[0] && r.sandbox[0])
 			snprintf(o.sandbox_seen, sizeof o.sandbox_seen, "%s", r.sandbox);
 		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
+				       .verify_s = (double)(cr_now_ns() - t0) / 1e9,
 				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
 				       .verify_seed = o.seed_str, .label = o.label };
 		if (cr_results_write(res, &row, &err) || cr_samples_write(samples, cand, &r, &err))

@@ -17,7 +17,8 @@ const char *const cr_results_columns[] = {
 	"baseline_us", "speedup", "speedup_lo", "speedup_hi", "samples", "reasoning_tokens",
 	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
 	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline",
-	"verify_seed", "label", "noisy", "load1", NULL
+	"verify_seed", "label", "noisy", "load1", "parent", "generation", "prompt_tokens",
+	"cumulative_tokens", "gen_s", "verify_s", "group", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -63,7 +64,7 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 		line[n] = '\0';
 		if (strcmp(line, want))
 			return cr_errf(err, CR_EINPUT,
-				       "%s:1: the header is not this crucible's (%d columns ending in load1): "
+				       "%s:1: the header is not this crucible's (%d columns ending in group): "
 				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
 	}
 	*f = fopen(path, "a");
@@ -83,7 +84,7 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	const struct cr_result *r = row->r;
 	const struct cr_meta *m = row->m;
 	char b[20][64], detail[sizeof r->detail];
-	const char *cols[40];
+	const char *cols[48];
 	int i = 0;
 
 	/* every field a candidate or its sidecar controls, escaped again here
@@ -153,6 +154,14 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 			b[14][0] = '\0';
 		cols[i++] = b[14];
 	}
+	cols[i++] = m->parent;
+	cols[i++] = m->generation;
+	cols[i++] = m->prompt_tokens;
+	cols[i++] = m->cumulative_tokens;
+	cols[i++] = m->gen_s;
+	num(b[15], 64, row->verify_s, "%.3f");
+	cols[i++] = b[15];
+	cols[i++] = row->group ? row->group : "";
 	for (int k = 0; k < i; k++) {
 		char esc[2048];
 		cr_text_escape(cols[k], strlen(cols[k]), esc, sizeof esc);
@@ -317,6 +326,10 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 	get_str(o, "reasoning_tokens", m->reasoning_tokens, sizeof m->reasoning_tokens);
 	get_str(o, "completion_tokens", m->completion_tokens, sizeof m->completion_tokens);
 	get_str(o, "strategy", m->strategy, sizeof m->strategy);
+	get_str(o, "parent", m->parent, sizeof m->parent);
+	get_str(o, "generation", m->generation, sizeof m->generation);
+	get_str(o, "cumulative_tokens", m->cumulative_tokens, sizeof m->cumulative_tokens);
+	get_str(o, "gen_s", m->gen_s, sizeof m->gen_s);
 	get_str(o, "expect", m->expect, sizeof m->expect);
 	get_str(o, "expect_compile", m->expect_compile, sizeof m->expect_compile);
 	json_decref(o);

@@ -14,6 +14,7 @@ struct cr_meta {
 	char task[128];          /* the task the generator asked for ("" if absent) */
 	char sample[16], seed[32], temperature[32], top_p[32], top_k[32], min_p[32], turn[16];
 	char reasoning_tokens[32], completion_tokens[32], prompt_tokens[32], strategy[64];
+	char parent[128], generation[16], cumulative_tokens[32], gen_s[32]; /* crucible run */
 	char expect[32];         /* crucible's own sample metadata: the expected status */
 	char expect_compile[32]; /* ... and the expected status of a compile-only run */
 };
@@ -22,6 +23,8 @@ struct cr_row {
 	const char *run_id, *task, *candidate, *backend, *device;
 	const char *verify_seed;     /* the run's seed ("secret" when CRUCIBLE_SEED is set) */
 	const char *label;           /* eval --label (NULL: none) */
+	double verify_s;             /* wall time of the verification (NaN: not measured) */
+	const char *group;           /* run's self-consistency: the agreement group (NULL: none) */
 	const struct cr_result *r;
 	const struct cr_meta *m;
 };
