@@ -90,27 +90,22 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 				   const char *task, int i, int n_prompt, const struct dec_gen_out *o,
 				   struct cr_err *err)
 {
-	size_t plen = strlen(g->out) + strlen(task) + 64, b, e;
+	size_t plen = strlen(g->out) + strlen(task) + 64;
 	char *path = malloc(plen), *code = NULL, *txt = NULL;
 	const char *base = strrchr(g->o.model, '/');
 	json_t *j = NULL;
 	enum cr_status st;
-	int has;
 
 	if (!path)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	snprintf(path, plen, "%s/%s_s%d.txt", g->out, task, i);
 	if ((st = make_parents(path, err)) || (st = write_file(path, o->text, o->text_len, err)))
 		goto out;
-	dec_extract_code(o->text, o->text_len, &b, &e);
-	has = dec_has_task_line(o->text + b, e - b);
-	code = malloc(e - b + strlen(task) + 32);
+	code = dec_candidate_code(o->text, o->text_len, task);
 	if (!code) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	snprintf(code, e - b + strlen(task) + 32, "%s%s%s%.*s", has ? "" : "// @task ", has ? "" : task,
-		 has ? "" : "\n", (int)(e - b), o->text + b);
 	snprintf(path, plen, "%s/%s_s%d.%s", g->out, task, i, strcmp(g->backend, "cpu") ? "cu" : "c");
 	if ((st = write_file(path, code, strlen(code), err)))
 		goto out;

@@ -85,6 +85,9 @@ extern const char dec_opts_help[]; /* the shared options' --help lines */
  * an unterminated last block runs to the end; without any block, the text
  * after the last </think> (or all of it). */
 void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e);
+/* The candidate file of a completion: its code block (dec_extract_code)
+ * with a `// @task TASK` line put first when it has none. malloc'd. */
+char *dec_candidate_code(const char *text, size_t n, const char *task);
 /* Whether s[0..n) has a `// @task` line. */
 int dec_has_task_line(const char *s, size_t n);
 /* Reasoning tokens of a completion whose token i ends at byte ends[i] of

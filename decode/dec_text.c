@@ -3,6 +3,7 @@
  * candidates, reasoning-length counting, UTF-8 repair for JSON output. */
 #include "decode/dec_run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,4 +150,20 @@ char *dec_utf8_repair(const char *s, size_t n)
 	}
 	*o = 0;
 	return out;
+}
+
+char *dec_candidate_code(const char *text, size_t n, const char *task)
+{
+	size_t b, e, cap;
+	char *code;
+	int has;
+
+	dec_extract_code(text, n, &b, &e);
+	has = dec_has_task_line(text + b, e - b);
+	cap = e - b + strlen(task) + 32;
+	code = malloc(cap);
+	if (code)
+		snprintf(code, cap, "%s%s%s%.*s", has ? "" : "// @task ", has ? "" : task,
+			 has ? "" : "\n", (int)(e - b), text + b);
+	return code;
 }

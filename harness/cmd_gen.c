@@ -8,6 +8,7 @@
 
 #include "gen/gen.h"
 #include "harness/seed.h"
+#include "tasks/task_rng.h"
 
 /* CRUCIBLE_SEED (read at start-up) is mixed into --seed here, as for eval,
  * so a leaderboard can keep its sampling seed secret too. */
@@ -30,8 +31,11 @@ int cr_cmd_generate(int argc, char **argv)
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			at = i + 1;
 	}
+	/* derived apart from the verification seed (cr_seed itself), which the
+	 * sidecars' seed must not reveal (it once was cr_seed >> 1) */
 	snprintf(seedbuf, sizeof seedbuf, "%llu",
-		 (unsigned long long)(cr_seed(at > 0 ? strtoull(argv[at], NULL, 10) : 0) >> 1));
+		 (unsigned long long)(task_mix(cr_seed(at > 0 ? strtoull(argv[at], NULL, 10) : 0),
+					       0x67656e) >> 1));
 	if (at > 0) {
 		av[at] = seedbuf;
 	} else {

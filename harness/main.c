@@ -27,7 +27,9 @@ static void usage(FILE *f)
 		"  lint [SET]                check the task registry itself\n"
 		"  dump TASK --out DIR       one case's inputs and references as .npy\n"
 		"  decode --model M.gguf     raw completion from a GGUF model\n"
-		"  generate --model M.gguf   write candidates with the built-in decoder\n\n"
+		"  generate --model M.gguf   write candidates with the built-in decoder\n"
+		"  run --strategy S ...      search: best-of-n, refine, evolve, self-consistency,\n"
+		"                            with the verifier in the loop\n\n"
 		"Exit codes: 0 ok, 1 a check or gate failed, 2 bad usage or input, 3 environment,\n"
 		"5 eval evaluated nothing.\n",
 		CRUCIBLE_VERSION);
@@ -64,10 +66,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "gate")) return report_gate_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "decode")) return dec_decode_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "generate")) return cr_cmd_generate(argc - 1, argv + 1);
-	if (!strcmp(cmd, "run")) {
-		fprintf(stderr, "crucible run: not implemented yet (run generate, eval and report in turn)\n");
-		return 2;
-	}
+	if (!strcmp(cmd, "run")) return cr_cmd_run(argc - 1, argv + 1);
 	fprintf(stderr, "crucible: unknown command '%s'\n\n", cmd);
 	usage(stderr);
 	return 2;

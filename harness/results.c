@@ -81,10 +81,28 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 
 enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err *err)
 {
+	return cr_results_write_extra(f, row, NULL, 0, err);
+}
+
+enum cr_status cr_results_header(FILE *f, const char *const *extra, int n_extra, struct cr_err *err)
+{
+	for (int i = 0; cr_results_columns[i]; i++)
+		put(f, cr_results_columns[i], i == 0);
+	for (int i = 0; i < n_extra; i++)
+		put(f, extra[i], 0);
+	fputc('\n', f);
+	if (fflush(f))
+		return cr_errf(err, CR_EIO, "cannot write a header: %s", strerror(errno));
+	return CR_OK;
+}
+
+enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const char *const *extra,
+				      int n_extra, struct cr_err *err)
+{
 	const struct cr_result *r = row->r;
 	const struct cr_meta *m = row->m;
 	char b[20][64], detail[sizeof r->detail];
-	const char *cols[48];
+	const char *cols[56];
 	int i = 0;
 
 	/* every field a candidate or its sidecar controls, escaped again here
@@ -162,6 +180,8 @@ enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err
 	num(b[15], 64, row->verify_s, "%.3f");
 	cols[i++] = b[15];
 	cols[i++] = row->group ? row->group : "";
+	for (int k = 0; k < n_extra && i < 56; k++)
+		cols[i++] = extra[k] ? extra[k] : "";
 	for (int k = 0; k < i; k++) {
 		char esc[2048];
 		cr_text_escape(cols[k], strlen(cols[k]), esc, sizeof esc);

@@ -36,6 +36,10 @@ extern const char *const cr_results_columns[];
  * otherwise: rows of two column sets never share a file). */
 enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err);
 enum cr_status cr_results_write(FILE *f, const struct cr_row *row, struct cr_err *err);
+/* A file with the results columns and n_extra more (selected.csv). */
+enum cr_status cr_results_header(FILE *f, const char *const *extra, int n_extra, struct cr_err *err);
+enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const char *const *extra,
+				      int n_extra, struct cr_err *err);
 /* Reads the candidate (column 3) and source_sha256 of every complete row of
  * an existing results.csv, for --resume. keys[i] = "candidate\tsha". */
 enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, struct cr_err *err);

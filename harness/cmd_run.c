@@ -1,0 +1,856 @@
+/* cmd_run.c — `crucible run`: inference-time search (gen/gen_run.c) with
+ * this file's verifier: each candidate verified as `eval` verifies it
+ * (harness/verify.c), its verdict kept beside it (<id>.verdict.json, so
+ * --resume recomputes none), its row appended to results.csv and
+ * samples.csv; the probe of self-consistency; the selection in
+ * selected.csv; run.json. Docs: docs/RUN.md. */
+#include "harness/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/sha256.h"
+#include "cr_config.h"
+#include "cr_version.h"
+#include "common/cr_text.h"
+#include "cuda/cuda_dev.h"
+#include "gen/gen.h"
+#include "gen/gen_run.h"
+#include "harness/backend.h"
+#include "harness/results.h"
+#include "harness/seed.h"
+#include "harness/verify.h"
+#include "tasks/task_registry.h"
+#include "tasks/task_rng.h"
+
+static const char usage[] =
+	"usage: crucible run --strategy best-of-n|refine|evolve|self-consistency\n"
+	"                    (--model M.gguf | --endpoint URL --api-model NAME [--api-key-env VAR]\n"
+	"                     | --replay DIR)\n"
+	"                    (--tasks SET | --task NAME ...) --out DIR [options]\n"
+	"Searches for a kernel per task, verifying every candidate; writes DIR/cand/<task>/,\n"
+	"results.csv, samples.csv, selected.csv, curve.csv and run.json (docs/RUN.md).\n"
+	"  --strategy S        best-of-n (width), refine (depth), evolve (search),\n"
+	"                      self-consistency (majority of agreeing outputs, no verifier)\n"
+	"  --n N               samples (best-of-n, self-consistency), trajectories (refine),\n"
+	"                      population (evolve); default 4\n"
+	"  --turns T           turns per trajectory (refine, default 2), generations after the\n"
+	"                      draft (evolve, default 2)\n"
+	"  --keep K            evolve: parents kept per generation (default 2)\n"
+	"  --budget-tokens B   completion tokens per task, all samples and turns (default: none)\n"
+	"  --max-tokens N      per completion (default 4096)\n"
+	"  --temperature T --top-p P --top-k K --min-p P   sampling (0.6, 0.95, off, off)\n"
+	"  --seed S            generation and verification seed (default: drawn, kept in run.json)\n"
+	"  --backend cpu|cuda  candidate kind and where it runs (default cpu)\n"
+	"  --concurrency C     endpoint requests in flight (default 4)\n"
+	"  --batch B           built-in decoder: samples decoded together (default 8)\n"
+	"  --threads N --ctx N built-in decoder threads and context\n"
+	"  --system TEXT       system message\n"
+	"  --no-timing --quick --timeout S   as for eval\n"
+	"  --resume            continue a killed run in DIR (same options)\n"
+	"Exit: 0 done, 2 usage or input, 3 environment (generator unreachable, no GPU).\n";
+
+struct run_opts {
+	int strategy;
+	const char *model, *endpoint, *api_model, *api_key_env, *replay, *tasks, *out, *backend,
+		*system;
+	const char **task_list;
+	int n_task_list;
+	int n, turns, keep, max_tokens, top_k, concurrency, batch, threads, ctx;
+	long budget;
+	float temperature, top_p, min_p;
+	uint64_t seed;
+	bool seed_given, resume, no_timing, quick;
+	double timeout;
+};
+
+/* ---- the verifier side ---- */
+
+struct vctx {
+	const struct run_opts *o;
+	struct gen_generator *g;
+	FILE *res, *samples, *sel;
+	char run_id[64], device[256], seed_str[32], *workroot;
+	char **keys;
+	int n_keys;
+	struct task *tasks;
+	int n_tasks;
+	bool cuda;
+	char arch[16], baseline_dir[1024];
+	double peak_tflops, peak_tbps;
+	struct cr_result *last; /* the rows of the selection come from verdicts */
+};
+
+static const struct task *find_task(struct vctx *x, const char *name, struct cr_err *err)
+{
+	struct task *nt;
+	for (int i = 0; i < x->n_tasks; i++)
+		if (!strcmp(x->tasks[i].name, name))
+			return &x->tasks[i];
+	nt = realloc(x->tasks, sizeof *nt * (size_t)(x->n_tasks + 1));
+	if (!nt) {
+		cr_errf(err, CR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	x->tasks = nt;
+	if (task_registry_find(name, &nt[x->n_tasks], err))
+		return NULL;
+	return &nt[x->n_tasks++];
+}
+
+static void on_timing(void *ctx, bool start)
+{
+	struct vctx *x = ctx;
+	if (x->g->pause)
+		x->g->pause(x->g->ctx, start);
+}
+
+static void verify_opts(struct vctx *x, uint64_t seed, struct cr_verify_opts *vo)
+{
+	*vo = (struct cr_verify_opts){ .seed = seed, .call_timeout_s = x->o->timeout,
+				       .compile_timeout_s = 60, .time_cap_s = 1, .rel_target = 0.02,
+				       .min_samples = 10, .no_timing = x->o->no_timing,
+				       .quick = x->o->quick, .workroot = x->workroot, .cuda = x->cuda,
+				       .arch = x->arch, .baseline_dir = x->cuda ? x->baseline_dir : NULL,
+				       .peak_tflops = x->peak_tflops, .peak_tbps = x->peak_tbps,
+				       .on_timing = on_timing, .hook_ctx = x };
+}
+
+static void verdict_path(const struct gen_cand *c, char *buf, size_t cap)
+{
+	const char *dot = strrchr(c->path, '.');
+	snprintf(buf, cap, "%.*s.verdict.json", (int)(dot ? (size_t)(dot - c->path) : strlen(c->path)),
+		 c->path);
+}
+
+static json_t *jnum(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static double gnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void gstr(json_t *o, const char *k, char *dst, size_t cap)
+{
+	json_t *v = json_object_get(o, k);
+	snprintf(dst, cap, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* The verdict beside the candidate: what --resume reads instead of
+ * verifying again (the raw timing samples stay in samples.csv). */
+static enum cr_status save_verdict(const struct gen_cand *c, double verify_s, struct cr_err *err)
+{
+	const struct cr_result *r = &c->r;
+	char path[1100], tmp[1200];
+	json_t *j = json_object(), *w = json_object();
+
+	json_object_set_new(j, "status", json_string(check_verdict_name(r->status)));
+	json_object_set_new(j, "detail", json_string(r->detail));
+	json_object_set_new(j, "backward", json_string(r->backward));
+	json_object_set_new(j, "max_abs_err", jnum(r->max_abs_err));
+	json_object_set_new(j, "max_rel_err", jnum(r->max_rel_err));
+	json_object_set_new(j, "err_vs_baseline", jnum(r->err_vs_baseline));
+	json_object_set_new(j, "time_us", jnum(r->time_us));
+	json_object_set_new(j, "time_lo_us", jnum(r->time_lo_us));
+	json_object_set_new(j, "time_hi_us", jnum(r->time_hi_us));
+	json_object_set_new(j, "baseline_us", jnum(r->baseline_us));
+	json_object_set_new(j, "speedup", jnum(r->speedup));
+	json_object_set_new(j, "speedup_lo", jnum(r->speedup_lo));
+	json_object_set_new(j, "speedup_hi", jnum(r->speedup_hi));
+	json_object_set_new(j, "samples", json_integer(r->samples));
+	json_object_set_new(j, "noisy", json_boolean(r->noisy));
+	json_object_set_new(j, "timed", json_boolean(r->timed));
+	json_object_set_new(j, "sha256", json_string(r->sha256));
+	json_object_set_new(j, "dims", json_string(r->dims));
+	json_object_set_new(j, "tflops", jnum(r->tflops));
+	json_object_set_new(j, "tbps", jnum(r->tbps));
+	json_object_set_new(j, "roofline", jnum(r->roofline));
+	json_object_set_new(j, "sandbox", json_string(r->sandbox));
+	json_object_set_new(j, "verify_s", jnum(verify_s));
+	if (r->worst.set) {
+		json_object_set_new(w, "stage", json_string(r->worst.stage));
+		json_object_set_new(w, "shape", json_string(r->worst.shape));
+		json_object_set_new(w, "profile", json_string(r->worst.profile));
+		json_object_set_new(w, "output", json_string(r->worst.output));
+		json_object_set_new(w, "index", json_integer(r->worst.index));
+		json_object_set_new(w, "got", jnum(r->worst.got));
+		json_object_set_new(w, "expected", jnum(r->worst.expected));
+		json_object_set_new(w, "abs_err", jnum(r->worst.abs_err));
+		json_object_set_new(w, "rel_err", jnum(r->worst.rel_err));
+		json_object_set_new(j, "worst", w);
+	} else {
+		json_decref(w);
+	}
+	verdict_path(c, path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) || rename(tmp, path)) {
+		json_decref(j);
+		return cr_errf(err, CR_EIO, "%s: cannot write: %s", path, strerror(errno));
+	}
+	json_decref(j);
+	return CR_OK;
+}
+
+/* false when there is none; CR_EINPUT in err when it is broken. */
+static bool load_verdict(const struct gen_cand *c, struct cr_result *r, double *verify_s,
+			 struct cr_err *err)
+{
+	char path[1100], st[32];
+	json_error_t je;
+	json_t *j, *w;
+	struct stat sb;
+	int v;
+
+	verdict_path(c, path, sizeof path);
+	if (stat(path, &sb))
+		return false;
+	j = json_load_file(path, 0, &je);
+	gstr(j, "status", st, sizeof st);
+	if (!j || (v = check_verdict_parse(st)) < 0) {
+		cr_errf(err, CR_EINPUT, "%s:%d: not a verdict (%s)", path, j ? 1 : je.line, j ? st : je.text);
+		json_decref(j);
+		return false;
+	}
+	cr_result_init(r);
+	r->status = (enum check_verdict)v;
+	gstr(j, "detail", r->detail, sizeof r->detail);
+	gstr(j, "backward", r->backward, sizeof r->backward);
+	r->max_abs_err = gnum(j, "max_abs_err");
+	r->max_rel_err = gnum(j, "max_rel_err");
+	r->err_vs_baseline = gnum(j, "err_vs_baseline");
+	r->time_us = gnum(j, "time_us");
+	r->time_lo_us = gnum(j, "time_lo_us");
+	r->time_hi_us = gnum(j, "time_hi_us");
+	r->baseline_us = gnum(j, "baseline_us");
+	r->speedup = gnum(j, "speedup");
+	r->speedup_lo = gnum(j, "speedup_lo");
+	r->speedup_hi = gnum(j, "speedup_hi");
+	r->samples = isfinite(gnum(j, "samples")) ? (int)gnum(j, "samples") : 0;
+	r->noisy = json_is_true(json_object_get(j, "noisy"));
+	r->timed = json_is_true(json_object_get(j, "timed"));
+	gstr(j, "sha256", r->sha256, sizeof r->sha256);
+	gstr(j, "dims", r->dims, sizeof r->dims);
+	r->tflops = gnum(j, "tflops");
+	r->tbps = gnum(j, "tbps");
+	r->roofline = gnum(j, "roofline");
+	gstr(j, "sandbox", r->sandbox, sizeof r->sandbox);
+	*verify_s = gnum(j, "verify_s");
+	if ((w = json_object_get(j, "worst")) && json_is_object(w)) {
+		r->worst.set = true;
+		gstr(w, "stage", r->worst.stage, sizeof r->worst.stage);
+		gstr(w, "shape", r->worst.shape, sizeof r->worst.shape);
+		gstr(w, "profile", r->worst.profile, sizeof r->worst.profile);
+		gstr(w, "output", r->worst.output, sizeof r->worst.output);
+		r->worst.index = (long long)gnum(w, "index");
+		r->worst.got = gnum(w, "got");
+		r->worst.expected = gnum(w, "expected");
+		r->worst.abs_err = gnum(w, "abs_err");
+		r->worst.rel_err = gnum(w, "rel_err");
+	}
+	json_decref(j);
+	return true;
+}
+
+static bool row_done(const struct vctx *x, const struct gen_cand *c)
+{
+	char key[1200];
+	snprintf(key, sizeof key, "%s\t%s", c->path, c->r.sha256);
+	for (int k = 0; k < x->n_keys; k++)
+		if (!strcmp(x->keys[k], key))
+			return true;
+	return false;
+}
+
+static enum cr_status v_verify(void *ctx, const char *task, struct gen_cand *c, const char *group,
+			       struct cr_err *err)
+{
+	struct vctx *x = ctx;
+	struct cr_verify_opts vo;
+	struct cr_cand_file f;
+	struct cr_meta m;
+	struct cr_row row;
+	const struct task *t;
+	double verify_s = NAN;
+	enum cr_status st = CR_OK;
+	char vseed[32];
+
+	if (x->o->resume && load_verdict(c, &c->r, &verify_s, err)) {
+		if (row_done(x, c))
+			return CR_OK;
+	} else if (err->status) {
+		return err->status;
+	} else {
+		int64_t t0 = cr_now_ns();
+		if (!(t = find_task(x, task, err)))
+			return err->status;
+		verify_opts(x, c->verify_seed, &vo);
+		cr_result_init(&c->r);
+		cr_cand_load(&f, c->path);
+		if (!f.src) {
+			c->r.status = CHECK_FORMAT_ERROR;
+			snprintf(c->r.detail, sizeof c->r.detail, "%s", f.error);
+		} else {
+			snprintf(c->r.sha256, sizeof c->r.sha256, "%s", f.sha256);
+			st = cr_verify(t, &f, &vo, &c->r, err);
+		}
+		cr_cand_file_release(&f);
+		if (st)
+			return st;
+		if (c->r.status <= CHECK_TIMEOUT)
+			c->r.max_abs_err = c->r.max_rel_err = c->r.err_vs_baseline = NAN;
+		cr_text_escape_inplace(c->r.detail, sizeof c->r.detail);
+		verify_s = (double)(cr_now_ns() - t0) / 1e9;
+		if ((st = save_verdict(c, verify_s, err)))
+			return st;
+	}
+	if ((st = cr_meta_read(c->path, &m, err)))
+		return st;
+	if (cr_seed_is_secret())
+		snprintf(vseed, sizeof vseed, "secret");
+	else
+		snprintf(vseed, sizeof vseed, "%" PRIu64, c->verify_seed);
+	row = (struct cr_row){ .run_id = x->run_id, .task = task, .candidate = c->path,
+			       .backend = x->cuda ? "cuda" : "cpu", .device = x->device,
+			       .verify_seed = vseed, .r = &c->r, .m = &m, .verify_s = verify_s,
+			       .group = group };
+	if ((st = cr_results_write(x->res, &row, err)))
+		return st;
+	return cr_samples_write(x->samples, c->path, &c->r, err);
+}
+
+static enum cr_status v_probe(void *ctx, const char *task, struct gen_cand *c, uint64_t seed,
+			      struct cr_err *err)
+{
+	struct vctx *x = ctx;
+	struct cr_verify_opts vo;
+	struct cr_cand_file f;
+	struct cr_probe *p = calloc(1, sizeof *p);
+	const struct task *t;
+	enum cr_status st;
+
+	if (!p)
+		return cr_errf(err, CR_ENOMEM, "out of memory");
+	if (!(t = find_task(x, task, err))) {
+		free(p);
+		return err->status;
+	}
+	verify_opts(x, seed, &vo);
+	vo.on_timing = NULL;
+	cr_cand_load(&f, c->path);
+	st = cr_probe(t, &f, &vo, seed, p, err);
+	cr_cand_file_release(&f);
+	if (st) {
+		free(p);
+		return st;
+	}
+	c->probe = p;
+	c->probed = true;
+	c->probe_ok = p->status == CHECK_OK;
+	c->probe_us = p->call_us;
+	return CR_OK;
+}
+
+static bool v_agree(void *ctx, const char *task, const struct gen_cand *a, const struct gen_cand *b)
+{
+	struct vctx *x = ctx;
+	struct cr_err e;
+	const struct task *t;
+
+	cr_err_init(&e);
+	t = find_task(x, task, &e);
+	return t && a->probe && b->probe && cr_probe_agree(t, a->probe, b->probe);
+}
+
+static void v_probe_free(void *ctx, struct gen_cand *c)
+{
+	(void)ctx;
+	cr_probe_release(c->probe);
+	free(c->probe);
+	c->probe = NULL;
+}
+
+static enum cr_status v_selected(void *ctx, const char *task, const struct gen_cand *c,
+				 const char *reason, long tokens_spent, int n_cands, bool budget_stop,
+				 struct cr_err *err)
+{
+	struct vctx *x = ctx;
+	char spent[32], nc[16], why[400];
+	const char *extra[4] = { why, spent, nc, budget_stop ? "budget" : "done" };
+	struct cr_meta m;
+	struct cr_result none;
+	struct cr_row row;
+	enum cr_status st;
+
+	snprintf(spent, sizeof spent, "%ld", tokens_spent);
+	snprintf(nc, sizeof nc, "%d", n_cands);
+	cr_text_escape(reason, strlen(reason), why, sizeof why);
+	memset(&m, 0, sizeof m);
+	if (c && (st = cr_meta_read(c->path, &m, err)))
+		return st;
+	if (!c) {
+		cr_result_init(&none);
+		none.max_abs_err = none.max_rel_err = none.err_vs_baseline = NAN;
+	}
+	row = (struct cr_row){ .run_id = x->run_id, .task = task, .candidate = c ? c->path : "",
+			       .backend = x->cuda ? "cuda" : "cpu", .device = x->device,
+			       .verify_seed = "", .r = c ? &c->r : &none, .m = &m, .verify_s = NAN };
+	if ((st = cr_results_write_extra(x->sel, &row, extra, 4, err)))
+		return st;
+	fprintf(stderr, "run: %s: selected %s (%s)\n", task, c ? c->id : "nothing", reason);
+	return CR_OK;
+}
+
+/* ---- options ---- */
+
+static int bad(const char *opt, const char *v, const char *want)
+{
+	fprintf(stderr, "crucible run: %s: expected %s, got '%s'\n", opt, want, v);
+	return 2;
+}
+
+static int int_arg(const char *opt, const char *v, long lo, long hi, long *out)
+{
+	uint64_t u;
+	if (!cr_parse_u64(v, &u) || u > (uint64_t)hi || (long)u < lo || (long)u > hi) {
+		char want[64];
+		snprintf(want, sizeof want, "an integer in %ld..%ld", lo, hi);
+		return bad(opt, v, want);
+	}
+	*out = (long)u;
+	return 0;
+}
+
+static int float_arg(const char *opt, const char *v, double lo, double hi, float *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || *end || !(d >= lo && d <= hi)) {
+		char want[64];
+		snprintf(want, sizeof want, "a number in [%g, %g]", lo, hi);
+		return bad(opt, v, want);
+	}
+	*out = (float)d;
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct run_opts *o)
+{
+	enum { O_STRATEGY = 256, O_MODEL, O_ENDPOINT, O_API_MODEL, O_API_KEY_ENV, O_REPLAY, O_TASKS,
+	       O_TASK, O_BACKEND, O_OUT, O_N, O_TURNS, O_KEEP, O_BUDGET, O_MAX_TOKENS, O_TEMP, O_TOP_P,
+	       O_TOP_K, O_MIN_P, O_SEED, O_RESUME, O_CONC, O_BATCH, O_THREADS, O_CTX, O_SYSTEM,
+	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_HELP };
+	static const struct option opts[] = {
+		{ "strategy", 1, 0, O_STRATEGY }, { "model", 1, 0, O_MODEL },
+		{ "endpoint", 1, 0, O_ENDPOINT }, { "api-model", 1, 0, O_API_MODEL },
+		{ "api-key-env", 1, 0, O_API_KEY_ENV }, { "replay", 1, 0, O_REPLAY },
+		{ "tasks", 1, 0, O_TASKS }, { "task", 1, 0, O_TASK }, { "backend", 1, 0, O_BACKEND },
+		{ "out", 1, 0, O_OUT }, { "n", 1, 0, O_N }, { "turns", 1, 0, O_TURNS },
+		{ "keep", 1, 0, O_KEEP }, { "budget-tokens", 1, 0, O_BUDGET },
+		{ "max-tokens", 1, 0, O_MAX_TOKENS }, { "temperature", 1, 0, O_TEMP },
+		{ "top-p", 1, 0, O_TOP_P }, { "top-k", 1, 0, O_TOP_K }, { "min-p", 1, 0, O_MIN_P },
+		{ "seed", 1, 0, O_SEED }, { "resume", 0, 0, O_RESUME }, { "concurrency", 1, 0, O_CONC },
+		{ "batch", 1, 0, O_BATCH }, { "threads", 1, 0, O_THREADS }, { "ctx", 1, 0, O_CTX },
+		{ "system", 1, 0, O_SYSTEM }, { "no-timing", 0, 0, O_NO_TIMING },
+		{ "quick", 0, 0, O_QUICK }, { "timeout", 1, 0, O_TIMEOUT }, { "help", 0, 0, O_HELP },
+		{ 0, 0, 0, 0 } };
+	int c, rc = 0, sources;
+	long l;
+	float f;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1 && !rc) {
+		switch (c) {
+		case O_STRATEGY:
+			if ((o->strategy = gen_strategy_parse(optarg)) < 0)
+				rc = bad("--strategy", optarg, "best-of-n, refine, evolve or self-consistency");
+			break;
+		case O_MODEL: o->model = optarg; break;
+		case O_ENDPOINT: o->endpoint = optarg; break;
+		case O_API_MODEL: o->api_model = optarg; break;
+		case O_API_KEY_ENV: o->api_key_env = optarg; break;
+		case O_REPLAY: o->replay = optarg; break;
+		case O_TASKS: o->tasks = optarg; break;
+		case O_TASK: {
+			const char **nl = realloc(o->task_list, sizeof *nl * (size_t)(o->n_task_list + 1));
+			if (!nl)
+				return 2;
+			o->task_list = nl;
+			nl[o->n_task_list++] = optarg;
+			break;
+		}
+		case O_BACKEND:
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+				rc = bad("--backend", optarg, "cpu or cuda");
+			o->backend = optarg;
+			break;
+		case O_OUT: o->out = optarg; break;
+		case O_N: rc = int_arg("--n", optarg, 1, 256, &l); o->n = (int)l; break;
+		case O_TURNS: rc = int_arg("--turns", optarg, 1, 64, &l); o->turns = (int)l; break;
+		case O_KEEP: rc = int_arg("--keep", optarg, 1, 256, &l); o->keep = (int)l; break;
+		case O_BUDGET: rc = int_arg("--budget-tokens", optarg, 1, 1L << 40, &o->budget); break;
+		case O_MAX_TOKENS: rc = int_arg("--max-tokens", optarg, 1, 1 << 20, &l); o->max_tokens = (int)l; break;
+		case O_TEMP: rc = float_arg("--temperature", optarg, 0, 100, &o->temperature); break;
+		case O_TOP_P: rc = float_arg("--top-p", optarg, 0, 1, &o->top_p); break;
+		case O_TOP_K: rc = int_arg("--top-k", optarg, 0, 1 << 20, &l); o->top_k = (int)l; break;
+		case O_MIN_P: rc = float_arg("--min-p", optarg, 0, 1, &o->min_p); break;
+		case O_SEED: {
+			uint64_t u;
+			if (!cr_parse_u64(optarg, &u))
+				rc = bad("--seed", optarg, "a non-negative integer");
+			o->seed = u;
+			o->seed_given = true;
+			break;
+		}
+		case O_RESUME: o->resume = true; break;
+		case O_CONC: rc = int_arg("--concurrency", optarg, 1, 256, &l); o->concurrency = (int)l; break;
+		case O_BATCH: rc = int_arg("--batch", optarg, 1, 256, &l); o->batch = (int)l; break;
+		case O_THREADS: rc = int_arg("--threads", optarg, 1, 256, &l); o->threads = (int)l; break;
+		case O_CTX: rc = int_arg("--ctx", optarg, 16, 1 << 20, &l); o->ctx = (int)l; break;
+		case O_SYSTEM: o->system = optarg; break;
+		case O_NO_TIMING: o->no_timing = true; break;
+		case O_QUICK: o->quick = true; break;
+		case O_TIMEOUT:
+			rc = float_arg("--timeout", optarg, 0.1, 3600, &f);
+			o->timeout = f;
+			break;
+		case 'h':
+		case O_HELP:
+			printf("%s", usage);
+			return -1;
+		case ':':
+			fprintf(stderr, "crucible run: %s needs a value (see --help)\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "crucible run: unknown option '%s' (see --help)\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (rc)
+		return rc;
+	if (optind < argc) {
+		fprintf(stderr, "crucible run: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return 2;
+	}
+	(void)f;
+	sources = !!o->model + !!o->endpoint + !!o->replay;
+	if (o->strategy < 0 || sources != 1 || (!o->tasks && !o->n_task_list) || !o->out) {
+		fprintf(stderr, "crucible run: need --strategy, one of --model, --endpoint or --replay, "
+				"--tasks or --task, and --out (see --help)\n");
+		return 2;
+	}
+	if (o->endpoint && !o->api_model) {
+		fprintf(stderr, "crucible run: --endpoint needs --api-model NAME\n");
+		return 2;
+	}
+	if (o->strategy == GEN_EVOLVE && o->keep > o->n) {
+		fprintf(stderr, "crucible run: --keep %d is more than the population --n %d\n", o->keep, o->n);
+		return 2;
+	}
+	return 0;
+}
+
+/* ---- run.json ---- */
+
+static json_t *options_json(const struct run_opts *o, const char *const *tasks, int n_tasks)
+{
+	json_t *t = json_array();
+	for (int i = 0; i < n_tasks; i++)
+		json_array_append_new(t, json_string(tasks[i]));
+	return json_pack("{s:s, s:o, s:s, s:i, s:i, s:i, s:I, s:i, s:f, s:f, s:i, s:f, s:b, s:b, s:f, s:s*}",
+			 "strategy", gen_strategy_name(o->strategy), "tasks", t, "backend", o->backend,
+			 "n", o->n, "turns", o->turns, "keep", o->keep, "budget_tokens", (json_int_t)o->budget,
+			 "max_tokens", o->max_tokens, "temperature", (double)o->temperature,
+			 "top_p", (double)o->top_p, "top_k", o->top_k, "min_p", (double)o->min_p,
+			 "no_timing", o->no_timing, "quick", o->quick, "timeout", o->timeout,
+			 "system", o->system);
+}
+
+static void seed_hash(uint64_t seed, char hex[65])
+{
+	char t[32];
+	int n = snprintf(t, sizeof t, "%" PRIu64, seed);
+	cr_sha256_hex(t, (size_t)n, hex);
+}
+
+/* --resume: the run must be the same one. Takes its seed when not given. */
+static int resume_check(struct run_opts *o, json_t *opts, const char *path)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je), *old, *s;
+	int rc = 0;
+
+	if (!j) {
+		fprintf(stderr, "crucible run: --resume: %s: %s\n", path, je.text);
+		return 2;
+	}
+	old = json_object_get(j, "options");
+	if (!json_equal(old, opts)) {
+		fprintf(stderr, "crucible run: --resume: the options differ from %s's (strategy, tasks, n, "
+				"turns, budget, sampling, timing): start a new --out\n", path);
+		rc = 2;
+	}
+	s = json_object_get(j, "seed");
+	if (!rc && !o->seed_given && json_is_integer(s)) {
+		o->seed = (uint64_t)json_integer_value(s);
+		o->seed_given = true;
+	} else if (!rc && json_is_integer(s) && (uint64_t)json_integer_value(s) != o->seed) {
+		fprintf(stderr, "crucible run: --resume: --seed differs from %s's\n", path);
+		rc = 2;
+	}
+	json_decref(j);
+	return rc;
+}
+
+static int write_run_json(const char *path, const struct run_opts *o, json_t *opts,
+			  struct gen_generator *g, uint64_t seed, const char *run_id, const char *device)
+{
+	char hex[65], tmp[1200];
+	json_t *j = json_object();
+	time_t now = time(NULL);
+	char when[32];
+
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	json_object_set_new(j, "command", json_string("run"));
+	json_object_set_new(j, "run_id", json_string(run_id));
+	json_object_set_new(j, "crucible", json_string(CRUCIBLE_VERSION));
+	json_object_set_new(j, "revision", json_string(CRUCIBLE_REVISION));
+	json_object_set_new(j, "started", json_string(when));
+	json_object_set_new(j, "strategy", json_string(gen_strategy_name(o->strategy)));
+	json_object_set_new(j, "generator", g->describe ? g->describe(g->ctx) : json_null());
+	json_object_set_new(j, "options", json_incref(opts));
+	json_object_set_new(j, "device", json_string(device));
+	if (cr_seed_is_secret()) {
+		json_object_set_new(j, "seed", json_string("secret"));
+	} else {
+		json_object_set_new(j, "seed", json_integer((json_int_t)seed));
+	}
+	seed_hash(seed, hex);
+	json_object_set_new(j, "seed_sha256", json_string(hex));
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) || rename(tmp, path)) {
+		fprintf(stderr, "crucible run: cannot write %s: %s\n", path, strerror(errno));
+		json_decref(j);
+		return 3;
+	}
+	json_decref(j);
+	return 0;
+}
+
+/* ---- the command ---- */
+
+static char *prompt_cb(void *ctx, const char *task, const char *backend, struct cr_err *err)
+{
+	const struct dec_task_source *src = ctx;
+	return src->prompt(src->ctx, task, backend, err);
+}
+
+static void cut_partial_row(const char *path)
+{
+	/* a row cut short by a kill: up to the last newline */
+	FILE *f = fopen(path, "r+");
+	long keep = 0, pos = 0;
+	int ch;
+	if (!f)
+		return;
+	while ((ch = fgetc(f)) != EOF) {
+		pos++;
+		if (ch == '\n')
+			keep = pos;
+	}
+	if (keep < pos && ftruncate(fileno(f), keep)) { /* best effort */ }
+	fclose(f);
+}
+
+int cr_cmd_run(int argc, char **argv)
+{
+	struct run_opts o = { .strategy = -1, .backend = "cpu", .n = 4, .turns = 2, .keep = 2,
+			      .max_tokens = 4096, .temperature = 0.6f, .top_p = 0.95f, .concurrency = 4,
+			      .batch = 8, .timeout = 5 };
+	struct gen_generator g = { 0 };
+	struct vctx x = { .o = &o, .g = &g };
+	struct dec_task_source src;
+	struct cr_err err;
+	char **names = NULL, path[1200], label[256] = "";
+	size_t n_names = 0;
+	json_t *opts = NULL;
+	enum cr_backend be;
+	uint64_t mixed;
+	int rc = parse(argc, argv, &o);
+	enum cr_status st = CR_OK;
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	cr_err_init(&err);
+	gen_task_source(&src);
+	/* the task list: --tasks sets and --task names, in order */
+	if (o.tasks && src.list(src.ctx, o.tasks, &names, &n_names, &err))
+		goto fail;
+	for (int i = 0; i < o.n_task_list; i++) {
+		struct task t;
+		char **nn;
+		if (task_registry_find(o.task_list[i], &t, &err))
+			goto fail;
+		nn = realloc(names, sizeof *nn * (n_names + 1));
+		if (!nn) {
+			cr_errf(&err, CR_ENOMEM, "out of memory");
+			goto fail;
+		}
+		names = nn;
+		names[n_names++] = strdup(o.task_list[i]);
+	}
+	if (n_names == 0) {
+		fprintf(stderr, "crucible run: --tasks %s names no task\n", o.tasks ? o.tasks : "");
+		rc = 5;
+		goto out;
+	}
+	if ((rc = cr_backend_pick(o.backend, false, &be, "crucible run")))
+		goto out;
+	x.cuda = be == CR_BACKEND_CUDA;
+	if (x.cuda) {
+		if (cr_cuda_dev_describe(x.device, sizeof x.device, x.arch, sizeof x.arch, &x.peak_tflops,
+					 &x.peak_tbps, &err)) {
+			fprintf(stderr, "crucible run: --backend cuda: %s\n", err.msg);
+			rc = 3;
+			goto out;
+		}
+		snprintf(x.baseline_dir, sizeof x.baseline_dir, "%s/baselines/cuda", task_datadir());
+	} else {
+		snprintf(x.device, sizeof x.device, "cpu");
+	}
+	if (mkdir(o.out, 0755) && errno != EEXIST) {
+		cr_errf(&err, CR_EIO, "cannot create %s: %s", o.out, strerror(errno));
+		goto fail;
+	}
+	opts = options_json(&o, (const char *const *)names, (int)n_names);
+	snprintf(path, sizeof path, "%s/run.json", o.out);
+	if (o.resume && (rc = resume_check(&o, opts, path)))
+		goto out;
+	if (!o.resume && !access(path, F_OK)) {
+		fprintf(stderr, "crucible run: %s holds a run already: --resume it or choose a new --out\n", o.out);
+		rc = 2;
+		goto out;
+	}
+	if (!o.seed_given && !cr_seed_is_secret())
+		o.seed = cr_secure_u64() >> 11;
+	mixed = cr_seed(o.seed);
+	/* the generator */
+	if (o.model) {
+		struct gen_local_cfg lc = { .model = o.model, .threads = o.threads, .ctx = o.ctx,
+					    .max_seqs = o.n, .batch = o.batch };
+		st = gen_local_open(&lc, &g, &err);
+		const char *b = strrchr(o.model, '/');
+		snprintf(label, sizeof label, "%s", b ? b + 1 : o.model);
+	} else if (o.endpoint) {
+		struct gen_endpoint_cfg ec = { .url = o.endpoint, .model = o.api_model,
+					       .api_key_env = o.api_key_env, .concurrency = o.concurrency };
+		st = gen_endpoint_open(&ec, &g, &err);
+		snprintf(label, sizeof label, "%s", o.api_model);
+	} else {
+		st = gen_replay_open(o.replay, &g, &err);
+		snprintf(label, sizeof label, "replay");
+	}
+	if (st)
+		goto fail;
+	snprintf(x.run_id, sizeof x.run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
+	if ((rc = write_run_json(path, &o, opts, &g, o.seed, x.run_id, x.device)))
+		goto out;
+	/* results.csv and samples.csv are appended (resume keeps what is done);
+	 * selected.csv is written anew: the selection is recomputed from verdicts */
+	snprintf(path, sizeof path, "%s/results.csv", o.out);
+	if (o.resume) {
+		cut_partial_row(path);
+		if (cr_results_done_keys(path, &x.keys, &x.n_keys, &err))
+			goto fail;
+	}
+	if (cr_results_open(path, &x.res, &err))
+		goto fail;
+	snprintf(path, sizeof path, "%s/samples.csv", o.out);
+	if (o.resume)
+		cut_partial_row(path);
+	if (cr_samples_open(path, &x.samples, &err))
+		goto fail;
+	snprintf(path, sizeof path, "%s/selected.csv", o.out);
+	x.sel = fopen(path, "w");
+	if (!x.sel) {
+		cr_errf(&err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	{
+		const char *extra[4] = { "reason", "tokens_spent", "candidates", "stopped" };
+		if (cr_results_header(x.sel, extra, 4, &err))
+			goto fail;
+	}
+	char tmpl[] = "/tmp/crucible-XXXXXX";
+	if (!mkdtemp(tmpl)) {
+		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
+		goto fail;
+	}
+	chmod(tmpl, 0755);
+	x.workroot = tmpl;
+	{
+		struct gen_run_cfg cfg = {
+			.strategy = (enum gen_strategy)o.strategy, .out = o.out, .backend = x.cuda ? "cuda" : "cpu",
+			.model_label = label, .tasks = (const char *const *)names, .n_tasks = (int)n_names,
+			.n = o.n, .turns = o.turns, .keep = o.keep, .budget_tokens = o.budget,
+			.max_tokens = o.max_tokens, .temperature = o.temperature, .top_p = o.top_p,
+			.min_p = o.min_p, .top_k = o.top_k,
+			/* as `crucible generate`: the flag's seed, unless a secret is mixed in;
+			 * then one derived apart, that tells nothing of the verification's */
+			.seed = cr_seed_is_secret() ? task_mix(mixed, 0x67656e) >> 1 : o.seed, .verify_seed = mixed,
+			.system = o.system, .batch = o.model ? o.batch : 0, .resume = o.resume,
+			.prompt = prompt_cb, .prompt_ctx = &src };
+		struct gen_verifier v = { .ctx = &x, .verify = v_verify, .probe = v_probe, .agree = v_agree,
+					  .probe_free = v_probe_free, .selected = v_selected,
+					  .on_timing = on_timing };
+		fprintf(stderr, "run: %s, %zu task(s), generator %s (%s), out %s\n",
+			gen_strategy_name(cfg.strategy), n_names, g.kind, label, o.out);
+		st = gen_run(&cfg, &g, &v, &err);
+	}
+	rmdir(tmpl);
+	x.workroot = NULL;
+	if (st)
+		goto fail;
+	fprintf(stderr, "run: done: %s/results.csv, selected.csv, curve.csv\n", o.out);
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "crucible run: %s\n", err.msg[0] ? err.msg : cr_status_name(err.status));
+	rc = cr_status_exit_code(err.status);
+out:
+	if (x.workroot)
+		rmdir(x.workroot);
+	if (x.res)
+		fclose(x.res);
+	if (x.samples)
+		fclose(x.samples);
+	if (x.sel && fclose(x.sel) && !rc) {
+		fprintf(stderr, "crucible run: cannot write %s/selected.csv\n", o.out);
+		rc = 3;
+	}
+	if (g.release)
+		g.release(g.ctx);
+	json_decref(opts);
+	for (size_t i = 0; i < n_names; i++)
+		free(names[i]);
+	free(names);
+	for (int i = 0; i < x.n_keys; i++)
+		free(x.keys[i]);
+	free(x.keys);
+	free(x.tasks);
+	free(o.task_list);
+	return rc;
+}
