@@ -100,6 +100,9 @@ struct run {
 	bool stop;
 	int busy;
 	FILE *curve;
+	/* the loop's own cost: wall time not spent verifying or waiting */
+	int64_t wait_ns, verify_ns;
+	int n_cands;
 };
 
 static char *xstrdup(const char *s)
@@ -163,6 +166,12 @@ static void cand_file(const struct run *R, const char *task, const char *id, con
 	snprintf(buf, cap, "%s/cand/%s/%s.%s", R->cfg->out, task, id, ext);
 }
 
+/* A token count, null when unknown. */
+static json_t *count(int n)
+{
+	return n >= 0 ? json_integer(n) : json_null();
+}
+
 /* The sidecar (SPEC §3): generation fields, and once the candidate's
  * place in its task is known (full), the lineage and the tokens so far. */
 static enum cr_status write_sidecar(const struct run *R, const char *task, const struct gen_cand *c,
@@ -188,10 +197,10 @@ static enum cr_status write_sidecar(const struct run *R, const char *task, const
 	json_object_set_new(j, "top_k", json_integer(cfg->top_k));
 	json_object_set_new(j, "min_p", json_real(cfg->min_p));
 	json_object_set_new(j, "max_tokens", json_integer(cfg->max_tokens));
-	json_object_set_new(j, "prompt_tokens", json_integer(c->prompt_tokens));
-	json_object_set_new(j, "prefill_tokens", json_integer(c->prefill_tokens));
+	json_object_set_new(j, "prompt_tokens", count(c->prompt_tokens));
+	json_object_set_new(j, "prefill_tokens", count(c->prefill_tokens));
 	json_object_set_new(j, "completion_tokens", json_integer(c->completion_tokens));
-	json_object_set_new(j, "reasoning_tokens", json_integer(c->reasoning_tokens));
+	json_object_set_new(j, "reasoning_tokens", count(c->reasoning_tokens));
 	json_object_set_new(j, "finish_reason", json_string(c->finish));
 	json_object_set_new(j, "gen_s", json_real(c->gen_s));
 	if (full)
@@ -785,11 +794,14 @@ static enum cr_status wait_for(struct run *R, struct task_state *t, struct gen_c
 {
 	struct request *q;
 
+	int64_t t0 = cr_now_ns();
+
 	pthread_mutex_lock(&R->mu);
 	q = request_of(R, t, c);
 	while (q && !q->done)
 		pthread_cond_wait(&R->cv_main, &R->mu);
 	pthread_mutex_unlock(&R->mu);
+	R->wait_ns += cr_now_ns() - t0;
 	*qout = q;
 	if (!q)
 		return cr_errf(err, CR_EINTERNAL, "%s: candidate %s has no request", t->name, c->id);
@@ -861,16 +873,23 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 		if (sc) {
 			/* the probe first (no verdict), the verification after the selection */
 			uint64_t ps = seed_of(R->cfg->verify_seed, t->name, 0x5c, 0);
-			if ((st = R->v->probe(R->v->ctx, t->name, c, ps, err)))
+			int64_t t0 = cr_now_ns();
+			st = R->v->probe(R->v->ctx, t->name, c, ps, err);
+			R->verify_ns += cr_now_ns() - t0;
+			if (st)
 				return st;
 			t->spent += c->completion_tokens;
 			t->reserved -= q->max_tokens;
 			fprintf(stderr, "run: [%d/%d] %s %s: probe %s (%d tokens)\n", t->idx + 1, R->cfg->n_tasks,
 				t->name, c->id, c->probe_ok ? "ran" : "did not run", c->completion_tokens);
 		} else {
-			if ((st = R->v->verify(R->v->ctx, t->name, c, NULL, err)))
+			int64_t t0 = cr_now_ns();
+			st = R->v->verify(R->v->ctx, t->name, c, NULL, err);
+			R->verify_ns += cr_now_ns() - t0;
+			if (st)
 				return st;
 			c->verified = true;
+			R->n_cands++;
 			progress(R, t, c);
 			if ((st = on_verdict(R, t, c, q, err)))
 				return st;
@@ -884,9 +903,13 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 			char grp[32] = "";
 			if (c->group >= 0)
 				snprintf(grp, sizeof grp, "%s", t->c[c->group]->id);
-			if ((st = R->v->verify(R->v->ctx, t->name, c, grp[0] ? grp : NULL, err)))
+			int64_t t0 = cr_now_ns();
+			st = R->v->verify(R->v->ctx, t->name, c, grp[0] ? grp : NULL, err);
+			R->verify_ns += cr_now_ns() - t0;
+			if (st)
 				return st;
 			c->verified = true;
+			R->n_cands++;
 			progress(R, t, c);
 		}
 		/* the curve: the majority of each prefix, judged afterwards */
@@ -930,8 +953,6 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 	int started = 0;
 	enum cr_status st = CR_OK;
 	char path[1200];
-	struct stat sb;
-	bool fresh;
 
 	R.ts = calloc((size_t)(cfg->n_tasks > 0 ? cfg->n_tasks : 1), sizeof *R.ts);
 	if (!th || !R.ts) {
@@ -944,15 +965,12 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 	pthread_cond_init(&R.cv_main, NULL);
 	snprintf(path, sizeof path, "%s/curve.csv", cfg->out);
 	/* resume rewrites the curve: it is recomputed from verdicts on disk */
-	fresh = true;
-	(void)sb;
 	R.curve = fopen(path, "w");
 	if (!R.curve) {
 		st = cr_errf(err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fresh)
-		fprintf(R.curve, "strategy,model,task,step,cumulative_tokens,turn,selected,status,speedup,correct,fast1\n");
+	fprintf(R.curve, "strategy,model,task,step,cumulative_tokens,turn,selected,status,speedup,correct,fast1\n");
 	for (int i = 0; i < cfg->n_tasks && !st; i++) {
 		struct task_state *t = &R.ts[i];
 		char dir[1200];
@@ -974,6 +992,7 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 			st = cr_errf(err, CR_EENV, "cannot start a generation thread");
 			goto out;
 		}
+	int64_t wall0 = cr_now_ns();
 	/* every task's first requests at once: the generator works ahead on
 	 * later tasks while earlier ones are verified */
 	for (int i = 0; i < cfg->n_tasks && !st; i++)
@@ -981,6 +1000,13 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 	for (int i = 0; i < cfg->n_tasks && !st; i++) {
 		st = run_task(&R, &R.ts[i], err);
 		task_release(&R, &R.ts[i]);
+	}
+	if (!st && R.n_cands > 0) {
+		int64_t wall = cr_now_ns() - wall0, own = wall - R.wait_ns - R.verify_ns;
+		fprintf(stderr, "run: loop overhead %.3f ms per candidate (%d candidates: %.2f s wall, "
+			"%.2f s verifying, %.2f s waiting for the generator)\n",
+			(double)own / 1e6 / R.n_cands, R.n_cands, (double)wall / 1e9,
+			(double)R.verify_ns / 1e9, (double)R.wait_ns / 1e9);
 	}
 out:
 	pthread_mutex_lock(&R.mu);
