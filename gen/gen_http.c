@@ -261,14 +261,20 @@ static void server_message(const struct ep *e, const struct buf *b, char *dst, s
 static enum cr_status build_body(const struct ep *e, const struct gen_req *rq, char **out,
 				 struct cr_err *err)
 {
-	json_t *root = json_object(), *msgs = json_array(), *stop = NULL;
+	json_t *root, *msgs, *stop = NULL;
 	enum cr_status st = CR_OK;
+	int bad = 0;              /* a set or append failed: out of memory */
 
 	*out = NULL;
+	if (!isfinite(rq->temperature) || !isfinite(rq->top_p) || !isfinite(rq->min_p))
+		return cr_errf(err, CR_EUSAGE, "%s: temperature, top_p or min_p is not finite",
+			       e->base);
+	root = json_object();
+	msgs = json_array();
 	if (!root || !msgs)
 		goto nomem;
-	json_object_set_new(root, "model", json_string(e->model));
-	json_object_set(root, "messages", msgs);
+	bad |= json_object_set_new(root, "model", json_string(e->model));
+	bad |= json_object_set(root, "messages", msgs);
 	for (int i = 0; i < rq->n_msgs; i++) {
 		const struct gen_msg *m = &rq->msgs[i];
 		json_t *o, *c;
@@ -290,15 +296,15 @@ static enum cr_status build_body(const struct ep *e, const struct gen_req *rq, c
 			}
 			goto nomem;
 		}
-		json_object_set_new(o, "role", json_string(m->role));
-		json_object_set_new(o, "content", c);
-		json_array_append_new(msgs, o);
+		bad |= json_object_set_new(o, "role", json_string(m->role));
+		bad |= json_object_set_new(o, "content", c);
+		bad |= json_array_append_new(msgs, o);
 	}
-	json_object_set_new(root, "n", json_integer(rq->n));
-	json_object_set_new(root, "seed", json_integer((json_int_t)(rq->seed & INT64_MAX)));
-	json_object_set_new(root, "temperature", json_real(rq->temperature));
-	json_object_set_new(root, "top_p", json_real(rq->top_p));
-	json_object_set_new(root, "max_tokens", json_integer(rq->max_tokens));
+	bad |= json_object_set_new(root, "n", json_integer(rq->n));
+	bad |= json_object_set_new(root, "seed", json_integer((json_int_t)(rq->seed & INT64_MAX)));
+	bad |= json_object_set_new(root, "temperature", json_real(rq->temperature));
+	bad |= json_object_set_new(root, "top_p", json_real(rq->top_p));
+	bad |= json_object_set_new(root, "max_tokens", json_integer(rq->max_tokens));
 	if (rq->n_stops > 0) {
 		stop = json_array();
 		if (!stop)
@@ -310,14 +316,16 @@ static enum cr_status build_body(const struct ep *e, const struct gen_req *rq, c
 					     "%s: stop string %d is not valid UTF-8", e->base, i);
 				goto out;
 			}
-			json_array_append_new(stop, s);
+			bad |= json_array_append_new(stop, s);
 		}
-		json_object_set(root, "stop", stop);
+		bad |= json_object_set(root, "stop", stop);
 	}
 	if (rq->top_k > 0)
-		json_object_set_new(root, "top_k", json_integer(rq->top_k));
+		bad |= json_object_set_new(root, "top_k", json_integer(rq->top_k));
 	if (rq->min_p > 0)
-		json_object_set_new(root, "min_p", json_real(rq->min_p));
+		bad |= json_object_set_new(root, "min_p", json_real(rq->min_p));
+	if (bad)
+		goto nomem;
 	/* 7 digits: a float's 0.7f goes out as 0.7 */
 	*out = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7));
 	if (!*out)
