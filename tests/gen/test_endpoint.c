@@ -1,0 +1,812 @@
+/* test_endpoint.c — the endpoint generator (gen/gen_http.c) against
+ * fake_openai, a scripted server started as a child for each test: what the
+ * request carries, how the answer becomes completions and token counts,
+ * retries, the errors and their statuses, the API key kept out of every
+ * message, concurrent calls. $FAKE_OPENAI is the server, $FAKE_OPENAI_FIXTURES
+ * the folder of scripts and bodies (tests/gen/meson.build sets both). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gen/gen_gen.h"
+
+#define KEY_ENV "CRUCIBLE_TEST_ENDPOINT_KEY"
+#define KEY "sk-crucible-test-4242"
+
+struct fake {
+	pid_t pid;
+	char dir[PATH_MAX];       /* the test's scratch folder (port file, log/) */
+	char url[128];            /* http://127.0.0.1:PORT/v1 */
+};
+
+static struct fake g_fake;
+static const char *fixtures;
+
+static double now_s(void)
+{
+	return (double)cr_now_ns() * 1e-9;
+}
+
+static char *fixture_path(const char *name)
+{
+	static char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/%s", fixtures, name);
+	return p;
+}
+
+/* fake_openai on fixtures/SCRIPT, its port known when this returns. */
+static void fake_start(const char *script)
+{
+	struct fake *f = &g_fake;
+	char port_file[PATH_MAX + 8], log[PATH_MAX + 8], scr[PATH_MAX];
+	const char *exe = getenv("FAKE_OPENAI");
+	double t0 = now_s();
+
+	assert_non_null(exe);
+	snprintf(f->dir, sizeof f->dir, "%s/crucible-ep-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(port_file, sizeof port_file, "%s/port", f->dir);
+	snprintf(log, sizeof log, "%s/log", f->dir);
+	snprintf(scr, sizeof scr, "%s", fixture_path(script));
+	f->pid = fork();
+	assert_true(f->pid >= 0);
+	if (f->pid == 0) {
+		execl(exe, exe, "--port-file", port_file, "--script", scr, "--log", log,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (;;) {
+		size_t len;
+		char *s = cr_read_file(port_file, 64, &len);
+		int st;
+		if (s) {
+			snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d/v1", atoi(s));
+			free(s);
+			return;
+		}
+		if (waitpid(f->pid, &st, WNOHANG) == f->pid) {
+			f->pid = 0;
+			fail_msg("fake_openai exited at start (status %d)", st);
+		}
+		if (now_s() - t0 > 10)
+			fail_msg("fake_openai wrote no port in 10 s");
+		usleep(2000);
+	}
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static int fake_stop(void **state)
+{
+	struct fake *f = &g_fake;
+	(void)state;
+	if (f->pid > 0) {
+		kill(f->pid, SIGTERM);
+		waitpid(f->pid, NULL, 0);
+	}
+	if (f->dir[0])
+		nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	memset(f, 0, sizeof *f);
+	return 0;
+}
+
+/* log/req-I.EXT of the running fake, NULL when there is none. */
+static char *req_log(int i, const char *ext)
+{
+	char p[PATH_MAX + 32];
+	size_t len;
+	snprintf(p, sizeof p, "%s/log/req-%d.%s", g_fake.dir, i, ext);
+	return cr_read_file(p, 1 << 24, &len);
+}
+
+static json_t *req_json(int i)
+{
+	char *s = req_log(i, "json");
+	json_error_t je;
+	json_t *j;
+	assert_non_null(s);
+	j = json_loads(s, 0, &je);
+	if (!j)
+		fail_msg("req-%d.json is not JSON: %s", i, je.text);
+	free(s);
+	return j;
+}
+
+static int n_logged(void)
+{
+	int n = 0;
+	char *s;
+	while ((s = req_log(n, "json"))) {
+		free(s);
+		n++;
+	}
+	return n;
+}
+
+static struct gen_endpoint_cfg cfg_for(const char *url)
+{
+	struct gen_endpoint_cfg c = {
+		.url = url, .model = "qwen-test", .api_key_env = KEY_ENV,
+		.concurrency = 1, .timeout_s = 10, .max_retries = 3, .backoff_s = 0.01,
+	};
+	return c;
+}
+
+static const struct gen_msg conv[] = {
+	{ "system", "You write fast kernels." },
+	{ "user", "Write smoke/add." },
+	{ "assistant", "```c\nvoid add(void);\n```" },
+	{ "user", "It did not compile: add needs four arguments." },
+};
+static const char *const stops[] = { "\n```\n", "</code>" };
+static const char *const ids[] = { "c0", "c1", "c2", "c3" };
+
+static struct gen_req req_n(int n)
+{
+	struct gen_req r = {
+		.task = "smoke/add", .msgs = conv, .n_msgs = 4, .n = n, .ids = ids,
+		.seed = 0x123456789abcULL, .max_tokens = 256, .temperature = 0.7f, .top_p = 0.95f,
+		.stops = stops, .n_stops = 2,
+	};
+	return r;
+}
+
+static void open_ok(const struct gen_endpoint_cfg *c, struct gen_generator *g)
+{
+	struct cr_err err;
+	cr_err_init(&err);
+	if (gen_endpoint_open(c, g, &err))
+		fail_msg("gen_endpoint_open: %s", err.msg);
+	assert_string_equal(g->kind, "endpoint");
+}
+
+static void release_all(struct gen_completion *out, int n)
+{
+	for (int k = 0; k < n; k++)
+		gen_completion_release(&out[k]);
+}
+
+static const char ok1_text[] = "```c\n// @task smoke/add\nvoid add(void) {}\n```";
+
+/* Every field of the request, the answer's text and counts, describe(). */
+static void test_request_fields(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	char url[160], *head, *desc;
+	json_t *b, *m, *d;
+	(void)state;
+
+	fake_start("ok.script");
+	snprintf(url, sizeof url, "%s/", g_fake.url);   /* a trailing '/' is dropped */
+	c = cfg_for(url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	assert_string_equal(out[0].text, ok1_text);
+	assert_int_equal(out[0].len, strlen(ok1_text));
+	assert_int_equal(out[0].prompt_tokens, 42);
+	assert_int_equal(out[0].completion_tokens, 17);
+	assert_int_equal(out[0].reasoning_tokens, 0);
+	assert_int_equal(out[0].prefill_tokens, -1);
+	assert_string_equal(out[0].finish, "stop");
+	assert_true(out[0].gen_s > 0 && out[0].gen_s < 10);
+
+	b = req_json(0);
+	assert_string_equal(json_string_value(json_object_get(b, "model")), "qwen-test");
+	m = json_object_get(b, "messages");
+	assert_int_equal(json_array_size(m), 4);
+	for (int i = 0; i < 4; i++) {
+		json_t *o = json_array_get(m, (size_t)i);
+		assert_string_equal(json_string_value(json_object_get(o, "role")), conv[i].role);
+		assert_string_equal(json_string_value(json_object_get(o, "content")),
+				    conv[i].content);
+	}
+	assert_int_equal(json_integer_value(json_object_get(b, "n")), 1);
+	assert_int_equal(json_integer_value(json_object_get(b, "seed")), 0x123456789abcLL);
+	assert_true(fabs(json_number_value(json_object_get(b, "temperature")) - 0.7) < 1e-6);
+	assert_true(fabs(json_number_value(json_object_get(b, "top_p")) - 0.95) < 1e-6);
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 256);
+	m = json_object_get(b, "stop");
+	assert_int_equal(json_array_size(m), 2);
+	assert_string_equal(json_string_value(json_array_get(m, 0)), stops[0]);
+	assert_string_equal(json_string_value(json_array_get(m, 1)), stops[1]);
+	assert_null(json_object_get(b, "top_k"));
+	assert_null(json_object_get(b, "min_p"));
+	json_decref(b);
+
+	head = req_log(0, "head");
+	assert_non_null(head);
+	assert_true(!strncmp(head, "POST /v1/chat/completions HTTP/1.1\r\n", 36));
+	assert_non_null(strstr(head, "Authorization: Bearer " KEY "\r\n"));
+	assert_non_null(strcasestr(head, "Content-Type: application/json\r\n"));
+	free(head);
+
+	d = g.describe(g.ctx);
+	assert_string_equal(json_string_value(json_object_get(d, "kind")), "endpoint");
+	assert_string_equal(json_string_value(json_object_get(d, "url")), g_fake.url);
+	assert_string_equal(json_string_value(json_object_get(d, "model")), "qwen-test");
+	assert_string_equal(json_string_value(json_object_get(d, "api_key_env")), KEY_ENV);
+	desc = json_dumps(d, 0);
+	assert_null(strstr(desc, KEY));
+	free(desc);
+	json_decref(d);
+	assert_int_equal(n_logged(), 1);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* top_k and min_p go out only when set, stop only with stop strings; no
+ * key variable: no Authorization header. */
+static void test_optional_fields(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	char *head;
+	json_t *b, *d;
+	(void)state;
+
+	fake_start("ok.script");
+	c = cfg_for(g_fake.url);
+	c.api_key_env = NULL;
+	open_ok(&c, &g);
+	rq.top_k = 40;
+	rq.min_p = 0.05f;
+	rq.n_stops = 0;
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	b = req_json(0);
+	assert_int_equal(json_integer_value(json_object_get(b, "top_k")), 40);
+	assert_true(fabs(json_number_value(json_object_get(b, "min_p")) - 0.05) < 1e-6);
+	assert_null(json_object_get(b, "stop"));
+	json_decref(b);
+	head = req_log(0, "head");
+	assert_null(strcasestr(head, "Authorization"));
+	free(head);
+	d = g.describe(g.ctx);
+	assert_true(json_is_null(json_object_get(d, "api_key_env")));
+	json_decref(d);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* n=3: the choices arrive as 2, 0, 1 and land by index; the 100 usage
+ * tokens split 10:20:30 by bytes are 16.7, 33.3, 50 -> 17, 33, 50. */
+static void test_n3_index_order(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	json_t *b;
+	(void)state;
+
+	fake_start("n3.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	b = req_json(0);
+	assert_int_equal(json_integer_value(json_object_get(b, "n")), 3);
+	json_decref(b);
+	assert_string_equal(out[0].text, "choice 0..");
+	assert_string_equal(out[1].text, "choice one is 20 b..");
+	assert_string_equal(out[2].text, "choice two: thirty bytes long!");
+	assert_string_equal(out[1].finish, "length");
+	assert_int_equal(out[0].completion_tokens, 17);
+	assert_int_equal(out[1].completion_tokens, 33);
+	assert_int_equal(out[2].completion_tokens, 50);
+	assert_int_equal(out[0].completion_tokens + out[1].completion_tokens +
+			 out[2].completion_tokens, 100);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(out[k].prompt_tokens, 50);
+		assert_int_equal(out[k].reasoning_tokens, 0);
+		assert_true(out[k].gen_s > 0);
+	}
+	release_all(out, 3);
+	g.release(g.ctx);
+}
+
+/* reasoning_content becomes <think>...</think>; the reported reasoning and
+ * cached tokens are kept (prefill = 20 prompt - 8 cached). */
+static void test_reasoning_content(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("reasoning.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	assert_string_equal(out[0].text, "<think>Let me think.</think>\nanswer");
+	assert_int_equal(out[0].len, strlen(out[0].text));
+	assert_int_equal(out[0].reasoning_tokens, 5);
+	assert_int_equal(out[0].completion_tokens, 9);
+	assert_int_equal(out[0].prompt_tokens, 20);
+	assert_int_equal(out[0].prefill_tokens, 12);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* `reasoning`, none, and an inline <think>, no reasoning count reported:
+ * reasoning -1, 0, -1; 30 tokens over 15:5:20 bytes are 11.25, 3.75, 15
+ * -> 11, 4, 15. */
+static void test_reasoning_unreported(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("reasoning2.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	assert_string_equal(out[0].text, "<think>hmm hmm hmm</think>\naaaa");
+	assert_string_equal(out[1].text, "bbbbb");
+	assert_string_equal(out[2].text, "<think>abc</think>\nx");
+	assert_int_equal(out[0].reasoning_tokens, -1);
+	assert_int_equal(out[1].reasoning_tokens, 0);
+	assert_int_equal(out[2].reasoning_tokens, -1);
+	assert_int_equal(out[0].completion_tokens, 11);
+	assert_int_equal(out[1].completion_tokens, 4);
+	assert_int_equal(out[2].completion_tokens, 15);
+	assert_string_equal(out[2].finish, "length");
+	release_all(out, 3);
+	g.release(g.ctx);
+}
+
+/* Reported reasoning (20 of 80) split by reasoning bytes 30:10 -> 15, 5;
+ * the other 60 by content bytes 10:30 -> 15, 45; completion 30 and 50. */
+static void test_reasoning_reported_n2(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(2);
+	struct gen_completion out[2];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("reasoning3.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	assert_int_equal(out[0].reasoning_tokens, 15);
+	assert_int_equal(out[1].reasoning_tokens, 5);
+	assert_int_equal(out[0].completion_tokens, 30);
+	assert_int_equal(out[1].completion_tokens, 50);
+	assert_int_equal(out[0].prefill_tokens, -1);
+	release_all(out, 2);
+	g.release(g.ctx);
+}
+
+/* A 429 with Retry-After: 1, then the answer: two requests, the same body,
+ * and the wait was the server's second, not the 0.01 s backoff. */
+static void test_retry_429(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	char *b0, *b1;
+	(void)state;
+
+	fake_start("retry429.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_OK);
+	assert_string_equal(out[0].text, ok1_text);
+	assert_int_equal(n_logged(), 2);
+	b0 = req_log(0, "json");
+	b1 = req_log(1, "json");
+	assert_string_equal(b0, b1);
+	free(b0);
+	free(b1);
+	assert_true(out[0].gen_s >= 0.9);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* 503 on every try: max_retries 2 is three requests, then CR_EENV naming
+ * the endpoint and the status; the script's fourth line is never asked for. */
+static void test_503_exhausted(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("exhaust503.script");
+	c = cfg_for(g_fake.url);
+	c.max_retries = 2;
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EENV);
+	assert_non_null(strstr(err.msg, g_fake.url));
+	assert_non_null(strstr(err.msg, "HTTP 503"));
+	assert_non_null(strstr(err.msg, "3 tries"));
+	assert_non_null(strstr(err.msg, "The model is loading"));
+	assert_int_equal(n_logged(), 3);
+	assert_null(out[0].text);
+	g.release(g.ctx);
+}
+
+/* A 401: CR_EINPUT with the status and the server's message; the key went
+ * out in the header and nowhere else. */
+static void test_401(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	char *head, *body;
+	(void)state;
+
+	fake_start("err401.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EINPUT);
+	assert_non_null(strstr(err.msg, "HTTP 401"));
+	assert_non_null(strstr(err.msg, "Incorrect API key provided"));
+	assert_non_null(strstr(err.msg, g_fake.url));
+	assert_null(strstr(err.msg, KEY));
+	assert_int_equal(n_logged(), 1);   /* not retried */
+	head = req_log(0, "head");
+	body = req_log(0, "json");
+	assert_non_null(strstr(head, KEY));
+	assert_null(strstr(body, KEY));
+	free(head);
+	free(body);
+	g.release(g.ctx);
+}
+
+/* A server that quotes the key back: it is cut out of the message. */
+static void test_401_key_quoted(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("err401_echo.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EINPUT);
+	assert_null(strstr(err.msg, KEY));
+	assert_non_null(strstr(err.msg, "Incorrect API key provided: [redacted]. Find yours"));
+	g.release(g.ctx);
+}
+
+/* A 400 whose message is long and holds a newline and a tab: trimmed to
+ * about 300 bytes, control characters escaped. */
+static void test_400_message_trimmed(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("err400.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EINPUT);
+	assert_non_null(strstr(err.msg, "HTTP 400: first line\\nsecond line\\txxx"));
+	assert_null(strchr(err.msg, '\n'));
+	assert_null(strchr(err.msg, '\t'));
+	assert_non_null(strstr(err.msg, "xxx..."));
+	assert_true(strlen(err.msg) < strlen(g_fake.url) + 340);
+	assert_true(strlen(err.msg) > 300);
+	g.release(g.ctx);
+}
+
+/* Nobody listens: CR_EENV at once, not after the retries' backoff. */
+static void test_connection_refused(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char url[128], want[160];
+	double t0;
+	(void)state;
+
+	/* a port bound but never listened on: nobody else can take it */
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", ntohs(a.sin_port));
+	c = cfg_for(url);
+	c.max_retries = 5;
+	c.backoff_s = 1;
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	t0 = now_s();
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EENV);
+	assert_true(now_s() - t0 < 0.9);
+	snprintf(want, sizeof want, "%s: connection refused", url);
+	assert_string_equal(err.msg, want);
+	close(fd);
+	g.release(g.ctx);
+}
+
+/* The key's variable unset or empty: CR_EUSAGE at open, naming it. */
+static void test_key_unset(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c = cfg_for("http://127.0.0.1:9/v1");
+	struct cr_err err;
+	(void)state;
+
+	c.api_key_env = "CRUCIBLE_TEST_NO_SUCH_KEY";
+	unsetenv(c.api_key_env);
+	cr_err_init(&err);
+	assert_int_equal(gen_endpoint_open(&c, &g, &err), CR_EUSAGE);
+	assert_non_null(strstr(err.msg, "CRUCIBLE_TEST_NO_SUCH_KEY"));
+	assert_non_null(strstr(err.msg, "not set"));
+	setenv(c.api_key_env, "", 1);
+	cr_err_init(&err);
+	assert_int_equal(gen_endpoint_open(&c, &g, &err), CR_EUSAGE);
+	assert_non_null(strstr(err.msg, "CRUCIBLE_TEST_NO_SUCH_KEY"));
+	assert_non_null(strstr(err.msg, "empty"));
+	unsetenv(c.api_key_env);
+	/* not a url */
+	c = cfg_for("127.0.0.1:8000/v1");
+	cr_err_init(&err);
+	assert_int_equal(gen_endpoint_open(&c, &g, &err), CR_EUSAGE);
+}
+
+/* Content that is not UTF-8 cannot go into JSON: CR_EINPUT, nothing sent. */
+static void test_bad_utf8(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c = cfg_for("http://127.0.0.1:9/v1");
+	struct gen_msg bad[] = { { "user", "caf\xe9 kernel" } };
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	open_ok(&c, &g);
+	rq.msgs = bad;
+	rq.n_msgs = 1;
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EINPUT);
+	assert_non_null(strstr(err.msg, "message 0 (user) is not valid UTF-8"));
+	g.release(g.ctx);
+}
+
+/* The client timed out on a slow answer and the retry got the next one. */
+static void test_timeout_retry(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("timeout.script");
+	c = cfg_for(g_fake.url);
+	c.timeout_s = 0.3;
+	c.backoff_s = 0.6;   /* the retry arrives when the server is done sleeping */
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_string_equal(out[0].text, ok1_text);
+	assert_int_equal(n_logged(), 2);
+	assert_true(out[0].gen_s >= 0.85);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* A connection closed without an answer is retried. */
+static void test_close_retry(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("close.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_string_equal(out[0].text, ok1_text);
+	assert_int_equal(n_logged(), 2);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* n=3 answered with one choice: an error naming the endpoint, nothing kept. */
+static void test_fewer_choices(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("ok.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EENV);
+	assert_non_null(strstr(err.msg, g_fake.url));
+	assert_non_null(strstr(err.msg, "1 choice for n=3"));
+	for (int k = 0; k < 3; k++)
+		assert_null(out[k].text);
+	g.release(g.ctx);
+}
+
+static void test_not_json(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	fake_start("notjson.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EENV);
+	assert_non_null(strstr(err.msg, "not JSON"));
+	assert_non_null(strstr(err.msg, "upstream proxy error"));
+	g.release(g.ctx);
+}
+
+struct worker {
+	struct gen_generator *g;
+	pthread_barrier_t *bar;
+	struct gen_completion out[2];
+	struct cr_err err;
+	enum cr_status st;
+};
+
+static void *work(void *p)
+{
+	struct worker *w = p;
+	struct gen_req rq = req_n(2);
+	cr_err_init(&w->err);
+	pthread_barrier_wait(w->bar);
+	w->st = w->g->complete(w->g->ctx, &rq, w->out, &w->err);
+	return NULL;
+}
+
+/* Four complete() calls at once from four threads, concurrency 4, against
+ * the echo: all succeed with the candidate, 4 bytes a token. */
+static void test_concurrent(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct worker w[4];
+	pthread_t th[4];
+	pthread_barrier_t bar;
+	size_t len;
+	char *cand = cr_read_file(fixture_path("echo_cand.txt"), 1 << 20, &len);
+	(void)state;
+
+	assert_non_null(cand);
+	setenv("FAKE_OPENAI_ECHO_FILE", fixture_path("echo_cand.txt"), 1);
+	fake_start("echo4.script");
+	c = cfg_for(g_fake.url);
+	c.concurrency = 4;
+	open_ok(&c, &g);
+	assert_int_equal(g.max_inflight, 4);
+	pthread_barrier_init(&bar, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i].g = &g;
+		w[i].bar = &bar;
+		assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&bar);
+	for (int i = 0; i < 4; i++) {
+		if (w[i].st)
+			fail_msg("thread %d: %s", i, w[i].err.msg);
+		for (int k = 0; k < 2; k++) {
+			assert_string_equal(w[i].out[k].text, cand);
+			assert_int_equal(w[i].out[k].completion_tokens, (int)((len + 3) / 4));
+		}
+		release_all(w[i].out, 2);
+	}
+	assert_int_equal(n_logged(), 4);
+	free(cand);
+	g.release(g.ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_request_fields, fake_stop),
+		cmocka_unit_test_teardown(test_optional_fields, fake_stop),
+		cmocka_unit_test_teardown(test_n3_index_order, fake_stop),
+		cmocka_unit_test_teardown(test_reasoning_content, fake_stop),
+		cmocka_unit_test_teardown(test_reasoning_unreported, fake_stop),
+		cmocka_unit_test_teardown(test_reasoning_reported_n2, fake_stop),
+		cmocka_unit_test_teardown(test_retry_429, fake_stop),
+		cmocka_unit_test_teardown(test_503_exhausted, fake_stop),
+		cmocka_unit_test_teardown(test_401, fake_stop),
+		cmocka_unit_test_teardown(test_401_key_quoted, fake_stop),
+		cmocka_unit_test_teardown(test_400_message_trimmed, fake_stop),
+		cmocka_unit_test(test_connection_refused),
+		cmocka_unit_test(test_key_unset),
+		cmocka_unit_test(test_bad_utf8),
+		cmocka_unit_test_teardown(test_timeout_retry, fake_stop),
+		cmocka_unit_test_teardown(test_close_retry, fake_stop),
+		cmocka_unit_test_teardown(test_fewer_choices, fake_stop),
+		cmocka_unit_test_teardown(test_not_json, fake_stop),
+		cmocka_unit_test_teardown(test_concurrent, fake_stop),
+	};
+	fixtures = getenv("FAKE_OPENAI_FIXTURES");
+	if (!fixtures || !getenv("FAKE_OPENAI")) {
+		fprintf(stderr, "test_endpoint: set FAKE_OPENAI and FAKE_OPENAI_FIXTURES\n");
+		return 1;
+	}
+	setenv(KEY_ENV, KEY, 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
