@@ -575,6 +575,27 @@ static void test_sc_alone(void **state)
 	free(t);
 }
 
+/* A best-of-n run of the same model on other tasks is not compared, and
+ * the report says so. */
+static void test_sc_other_tasks(void **state)
+{
+	char *dir = scratch("best-of-n,m,t/A,1,100,0,a,ok,0.8,1,0\n"
+			    "best-of-n,m,t/D,1,100,0,d,ok,0.8,1,0\n");
+	char out[] = "/tmp/crucible-report-runs-XXXXXX", *sc = path("run_sc");
+	char *argv[] = { "report", sc, dir, "--out", out, NULL };
+	char *t;
+	(void)state;
+	close(mkstemp(out));
+	assert_int_equal(report_main(5, argv), 0);
+	t = slurp(out);
+	assert_non_null(strstr(t, "| 416.7 | none | n/a | n/a | n/a |"));
+	assert_non_null(strstr(t, "has other tasks (4 vs 3): not compared"));
+	free(t);
+	remove(out);
+	free(sc);
+	rm_scratch(dir);
+}
+
 /* An eval directory (run.json without "command": "run") reports exactly as
  * its results.csv did before; no run sections. */
 static void test_eval_dir_unchanged(void **state)
@@ -609,6 +630,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_curve_rules),
 		cmocka_unit_test(test_thinning),
 		cmocka_unit_test(test_sc_alone),
+		cmocka_unit_test(test_sc_other_tasks),
 		cmocka_unit_test(test_eval_dir_unchanged),
 	};
 	if (argc > 1)
