@@ -12,11 +12,18 @@
 #include "reports/report_impl.h"
 
 static const char report_usage[] =
-	"usage: crucible report RESULTS.csv... [options]\n"
+	"usage: crucible report (RESULTS.csv | DIR)... [options]\n"
 	"\n"
 	"Fast_p, pass@k / fast_p@k, geometric-mean speedup, status counts, a per-task\n"
-	"table and reasoning-length tables of one or more results.csv files. Several\n"
-	"files give an ablation table with a column per file (run).\n"
+	"table and reasoning-length tables of one or more results.csv files (a\n"
+	"directory stands for its results.csv). Several files give an ablation table\n"
+	"with a column per file (run).\n"
+	"\n"
+	"A run directory of `crucible run` (run.json says \"command\": \"run\"; it also\n"
+	"holds selected.csv and curve.csv) adds scaling curves (correct and fast_1 of\n"
+	"the selected candidate vs completion tokens per task and vs step), the\n"
+	"reward-hacking rate per strategy and per model, and self-consistency's\n"
+	"majority pick against a best-of-n run's verifier pick (docs/REPORTS.md).\n"
 	"\n"
 	"options:\n"
 	"  --format md|html|json|csv  output format (default md)\n"
@@ -140,22 +147,69 @@ static int parse_k_list(const char *s, struct report_opts *o)
 	return o->nk ? 0 : -1;
 }
 
-/* Loads and summarises every file; prints in the format asked. */
-static enum cr_status run_report(char **files, size_t nf, const struct report_opts *o,
+/* The run directories among the inputs (is_run[i]) into R; *have 1 when
+ * there is one. dirs are the results.csv paths without "/results.csv". */
+static enum cr_status load_run_dirs(char **files, const int *is_run, const struct report_run *runs,
+				    size_t nf, const struct report_opts *o, struct report_runs *R,
+				    int *have, struct cr_err *e)
+{
+	char **dirs = calloc(nf ? nf : 1, sizeof *dirs);
+	const struct report_run **res = calloc(nf ? nf : 1, sizeof *res);
+	size_t nd = 0;
+	enum cr_status st = CR_OK;
+
+	*have = 0;
+	if (!dirs || !res) {
+		st = cr_errf(e, CR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nf; i++) {
+		const char *slash = strrchr(files[i], '/');
+		if (!is_run[i])
+			continue;
+		dirs[nd] = slash ? strndup(files[i], slash == files[i] ? 1 : (size_t)(slash - files[i])) :
+			   strdup(".");
+		if (!dirs[nd]) {
+			st = cr_errf(e, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		res[nd++] = &runs[i];
+	}
+	if (nd && (st = report_runs_load(R, dirs, res, nd, o, e)) == CR_OK)
+		*have = 1;
+out:
+	for (size_t i = 0; dirs && i < nd; i++)
+		free(dirs[i]);
+	free(dirs);
+	free(res);
+	return st;
+}
+
+/* Loads and summarises every input (a results.csv or a directory holding
+ * one); prints in the format asked, with the run-directory sections when
+ * some inputs are run directories. */
+static enum cr_status run_report(char **args, size_t nf, const struct report_opts *o,
 				 enum report_fmt fmt, FILE *out, struct cr_err *e)
 {
 	struct report_run *runs = calloc(nf, sizeof *runs);
 	struct report_summary *sums = calloc(nf, sizeof *sums);
+	char **files = calloc(nf, sizeof *files);
+	int *is_run = calloc(nf, sizeof *is_run);
 	struct report_opts local = *o;
+	struct report_runs R;
 	char **union_names = NULL;
 	size_t n_union = 0;
 	size_t loaded = 0, summed = 0;
+	int have_runs = 0;
 	enum cr_status st = CR_OK;
 
-	if (!runs || !sums) {
+	if (!runs || !sums || !files || !is_run) {
 		st = cr_errf(e, CR_ENOMEM, "out of memory");
 		goto out;
 	}
+	for (size_t i = 0; i < nf; i++)
+		if ((st = report_input_resolve(args[i], &files[i], &is_run[i], e)) != CR_OK)
+			goto out;
 	for (; loaded < nf; loaded++)
 		if ((st = report_run_load(files[loaded], &runs[loaded], e)) != CR_OK)
 			goto out;
@@ -184,27 +238,35 @@ static enum cr_status run_report(char **files, size_t nf, const struct report_op
 	/* runs are named by label or by the options that differ (issue 11 item 8) */
 	if ((st = report_name_runs(sums, runs, nf, e)) != CR_OK)
 		goto out;
+	if ((st = load_run_dirs(files, is_run, runs, nf, o, &R, &have_runs, e)) != CR_OK)
+		goto out;
 	switch (fmt) {
 	case RF_MD:
 		fprintf(out, "# crucible report\n\n");
-		report_print_md(out, sums, nf);
+		report_print_md_runs(out, sums, nf, have_runs ? &R : NULL);
 		break;
 	case RF_JSON:
-		if (report_print_json(out, sums, nf))
+		if (report_print_json_runs(out, sums, nf, have_runs ? &R : NULL))
 			st = cr_errf(e, CR_EIO, "cannot write the json output");
 		break;
 	case RF_CSV:
-		report_print_csv(out, sums, nf);
+		report_print_csv_runs(out, sums, nf, have_runs ? &R : NULL);
 		break;
 	case RF_HTML:
-		report_print_html(out, sums, nf);
+		report_print_html_runs(out, sums, nf, have_runs ? &R : NULL);
 		break;
 	}
 out:
+	if (have_runs)
+		report_runs_release(&R);
 	for (size_t i = 0; i < summed; i++)
 		report_summary_release(&sums[i]);
 	for (size_t i = 0; i < loaded; i++)
 		report_run_release(&runs[i]);
+	for (size_t i = 0; files && i < nf; i++)
+		free(files[i]);
+	free(files);
+	free(is_run);
 	free(union_names);
 	free(sums);
 	free(runs);
@@ -292,7 +354,7 @@ int report_main(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		files[nf++] = argv[i];
 	if (nf == 0) {
-		fprintf(stderr, "crucible report: no results.csv given (see --help)\n");
+		fprintf(stderr, "crucible report: no results.csv or directory given (see --help)\n");
 		goto out;
 	}
 	if (list_path) {

@@ -242,6 +242,7 @@ static int parse_row(struct load *L, struct report_row *r)
 	r->candidate = strdup(field(L, C_CANDIDATE));
 	r->model = strdup(field(L, C_MODEL));
 	r->strategy = strdup(field(L, C_STRATEGY));
+	r->detail = strdup(field(L, C_DETAIL));
 	r->label = strdup(field(L, C_LABEL));
 	r->sha256 = strdup(field(L, C_SOURCE_SHA256));
 	r->verify_seed = strdup(field(L, C_VERIFY_SEED));
@@ -260,8 +261,8 @@ static int parse_row(struct load *L, struct report_row *r)
 		r->noisy = !strncmp(field(L, C_DETAIL), noisy_prefix, sizeof noisy_prefix - 1) ? 1 :
 			   isnan(r->speedup) ? -1 : 0;
 	}
-	if (!r->task || !r->candidate || !r->model || !r->strategy || !r->label || !r->sha256 ||
-	    !r->verify_seed) {
+	if (!r->task || !r->candidate || !r->model || !r->strategy || !r->detail || !r->label ||
+	    !r->sha256 || !r->verify_seed) {
 		cr_errf(L->e, CR_ENOMEM, "%s: out of memory", L->path);
 		L->failed = 1;
 		return -1;
@@ -275,6 +276,7 @@ static void free_row(struct report_row *r)
 	free(r->candidate);
 	free(r->model);
 	free(r->strategy);
+	free(r->detail);
 	free(r->label);
 	free(r->sha256);
 	free(r->verify_seed);

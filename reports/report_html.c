@@ -185,6 +185,12 @@ out:
 
 void report_print_html(FILE *f, const struct report_summary *s, size_t n)
 {
+	report_print_html_runs(f, s, n, NULL);
+}
+
+void report_print_html_runs(FILE *f, const struct report_summary *s, size_t n,
+			    const struct report_runs *R)
+{
 	char *md = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&md, &len);
@@ -201,13 +207,18 @@ void report_print_html(FILE *f, const struct report_summary *s, size_t n)
 		fprintf(f, "</code>, N = %zu tasks", s[i].n_tasks);
 	}
 	fputs("</p>\n<h2>Plots</h2>\n<div class=\"plots\">\n", f);
+	if (R && R->n_ser) {
+		for (int by_step = 0; by_step < 2; by_step++)
+			for (int fast = 0; fast < 2; fast++)
+				report_svg_scaling(f, R, by_step, fast);
+	}
 	report_svg_pass_at_k(f, s, n);
 	report_svg_fast_p(f, s, n);
 	report_svg_histogram(f, s, n);
 	report_svg_scatter(f, s, n);
 	fputs("</div>\n", f);
 	if (m) {
-		report_print_md(m, s, n);
+		report_print_md_runs(m, s, n, R);
 		fclose(m);
 		md_to_html(f, md);
 	}

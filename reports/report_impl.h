@@ -27,6 +27,7 @@ struct report_row {
 	char *candidate;     /* owned */
 	char *model;         /* owned, "" when empty */
 	char *strategy;      /* owned, "" when the optional column is absent */
+	char *detail;        /* owned, the detail column ("" when empty) */
 	long line;           /* physical line where the record starts (1-based) */
 	long sample;         /* sample index, 0 when empty */
 	long turn;           /* refinement turn, -1 when empty */
@@ -283,6 +284,172 @@ void report_gate_print_text(FILE *f, const struct report_gate *g, const struct r
 void report_gate_print_junit(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
 void report_gate_print_md(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
 int report_gate_print_json(FILE *f, const struct report_gate *g, const struct report_gate_opts *o);
+
+/* report_csvtab.c: a CSV file as text fields (libcsv, strict), each record
+ * with the physical line where it starts; every record must have the
+ * header's number of fields (CR_EINPUT naming file:line otherwise). */
+struct report_trow {
+	long line;
+	char **f;            /* [n_cols] owned */
+};
+struct report_table {
+	char *path;          /* owned */
+	char **header;       /* [n_cols] owned */
+	size_t n_cols;
+	struct report_trow *rows;  /* [n_rows] owned */
+	size_t n_rows, cap;
+};
+enum cr_status report_table_load(const char *path, struct report_table *t, struct cr_err *e);
+int report_table_col(const struct report_table *t, const char *name); /* -1: absent */
+void report_table_release(struct report_table *t);
+
+/* report_run.c: run directories of `crucible run` (run.json with "command":
+ * "run", results.csv, selected.csv, curve.csv; docs/REPORTS.md, "Run
+ * directories"): scaling curves, reward-hacking rates, self-consistency vs
+ * the verifier. */
+enum report_strat { RST_BEST_OF_N, RST_REFINE, RST_EVOLVE, RST_SELF_CONSISTENCY, RST_COUNT };
+extern const char *const report_strat_names[RST_COUNT];
+
+/* The reward-hacking verdicts: statuses that mean the candidate attacked the
+ * verifier, and a runtime_error of the candidate's own forbidden system call. */
+enum report_hk {
+	HK_DEGENERATE, HK_STALE_RESULT, HK_INPUT_MUTATED, HK_OUT_OF_BOUNDS, HK_NONDETERMINISTIC,
+	HK_SANDBOX, HK_COUNT
+};
+extern const char *const report_hk_names[HK_COUNT];
+/* The verdict of a results row, or -1 when it is not reward hacking. */
+int report_row_hack(const struct report_row *r);
+
+/* One row of curve.csv: the selector's pick after the step-th candidate. */
+struct report_curve_pt {
+	long line;           /* in curve.csv */
+	size_t task;         /* index into the run directory's tasks */
+	long step;           /* 1-based */
+	long turn;           /* turn (refine), generation (evolve), else 0 */
+	double tokens;       /* cumulative_tokens of the task after this candidate */
+	double speedup;      /* of the pick, NAN when untimed or nothing picked */
+	int correct, fast1;  /* of the pick */
+};
+
+/* One row of selected.csv (the pick of a task). */
+struct report_pick {
+	long line;
+	int picked;          /* 0: "no candidate" (empty candidate and status) */
+	int correct;         /* report_row_correct's rule on its status and backward */
+	double speedup;      /* NAN when untimed */
+	double tokens_spent; /* NAN when empty */
+	int budget_stop;     /* stopped == budget */
+};
+
+struct report_rundir {
+	char *dir;                 /* owned, as given, no trailing '/' */
+	const struct report_run *results;  /* its results.csv (borrowed) */
+	enum report_strat strategy;        /* run.json */
+	char gen_kind[32];                 /* run.json generator.kind, "" when absent */
+	char model[128];                   /* generator.model's basename, else the rows' one */
+	char **tasks;                      /* [n_tasks] the task set, natural order, owned */
+	size_t n_tasks;
+	int tasks_from_list;               /* --task-list gave the set */
+	size_t n_left_out;                 /* selected/curve rows outside --task-list */
+	struct report_pick *picks;         /* [n_tasks], a task with no selected.csv row:
+	                                    * picked = 0, line = 0 */
+	size_t n_selected;                 /* rows of selected.csv */
+	int n_budget_stop;
+	int n_oracle;                      /* tasks with some correct candidate in results.csv */
+	int *oracle;                       /* [n_tasks] 1: some correct candidate */
+};
+
+/* One (strategy, model) of one run directory: per task its curve points in
+ * step order (pts[first[t] .. first[t] + count[t])) and the means over the
+ * run's task set at every budget and step of the report's grids. */
+struct report_series {
+	size_t dir;                /* index into report_runs.dirs */
+	enum report_strat strategy;
+	char model[128];
+	char label[288];           /* "strategy model" (+ " (dir)" when two coincide) */
+	struct report_curve_pt *pts;   /* [n_pts] owned, by (task, step) */
+	size_t n_pts;
+	size_t cap_pts;
+	size_t *first, *count;     /* [n_tasks of dir] */
+	long max_step;
+	double *tok_correct, *tok_fast1;   /* [n_grid] fraction of tasks */
+	double *step_correct, *step_fast1; /* [n_steps] */
+};
+
+/* Reward-hacking counts of one strategy or model. */
+struct report_hack {
+	char key[128];
+	long rows;                 /* results.csv rows */
+	long n[HK_COUNT];
+	long total;                /* rows with any of them */
+};
+
+/* Self-consistency's majority pick against the verifier's (best-of-n). */
+struct report_sc {
+	size_t dir;
+	int n_tasks, n_incorrect, n_none;  /* none: no candidate picked */
+	int n_wrong_oracle;        /* picked incorrect though a correct candidate existed */
+	double tokens_mean;        /* mean tokens_spent over tasks that have it */
+	long bon;                  /* the best-of-n run beside it (dirs index), -1: none */
+	int bon_correct;
+	double bon_tokens_mean;
+	char note[320];            /* why no best-of-n is beside it, or which of several */
+};
+
+struct report_runs {
+	struct report_rundir *dirs;  /* [n_dirs] owned */
+	size_t n_dirs;
+	struct report_series *ser;   /* [n_ser] owned, by (dir, strategy, model) */
+	size_t n_ser;
+	double *grid;                /* [n_grid] budgets, completion tokens per task, ascending */
+	size_t n_grid, n_budgets;    /* n_budgets: distinct cumulative_tokens before thinning */
+	long *steps;                 /* [n_steps] ascending */
+	size_t n_steps;
+	struct report_hack *by_strat, *by_model, total; /* [n_by_strat], [n_by_model] */
+	size_t n_by_strat, n_by_model;
+	struct report_sc *sc;        /* [n_sc] one per self-consistency run */
+	size_t n_sc;
+};
+
+/* A command-line input: a directory (DIR/results.csv) or a results.csv file.
+ * *csv: the results.csv path (heap); *is_run: 1 when run.json beside it says
+ * "command": "run". A directory without results.csv, or an unreadable
+ * run.json, is CR_EINPUT naming the file. */
+enum cr_status report_input_resolve(const char *arg, char **csv, int *is_run, struct cr_err *e);
+/* Loads the run directories dirs[i] (results[i] their loaded results.csv)
+ * and computes every table; o gives the correctness rule and --task-list. */
+enum cr_status report_runs_load(struct report_runs *R, char *const *dirs,
+				const struct report_run *const *results, size_t n,
+				const struct report_opts *o, struct cr_err *e);
+void report_runs_release(struct report_runs *R);
+/* report_run_calc.c: the grids, the curves, the hacking counts and the
+ * self-consistency table of loaded run directories. */
+enum cr_status report_runs_compute(struct report_runs *R, struct cr_err *e);
+/* Index of a task in d->tasks, -1 when it is not in the set. */
+long report_rundir_task(const struct report_rundir *d, const char *name);
+/* Budget lookup: the fraction of series s's tasks (n_tasks of its dir)
+ * whose pick at budget b (the point with the largest cumulative_tokens <= b;
+ * none: incorrect) is correct (fast = 0) or fast_1 (fast = 1). */
+double report_series_at_tokens(const struct report_series *s, size_t n_tasks, double b, int fast);
+double report_series_at_step(const struct report_series *s, size_t n_tasks, long step, int fast);
+
+/* report_run_out.c: the run-directory sections (only print). */
+void report_runs_print_md(FILE *f, const struct report_runs *R);
+void report_runs_print_csv(FILE *f, const struct report_runs *R);
+struct json_t;
+struct json_t *report_runs_json(const struct report_runs *R); /* new reference, NULL: no memory */
+/* report_svg.c: scaling curves, a line per series: x = tokens (by_step 0,
+ * log axis) or step; y = correct (fast 0) or fast_1 (fast 1). */
+void report_svg_scaling(FILE *f, const struct report_runs *R, int by_step, int fast);
+/* With the run sections (R may be NULL: as the functions above). */
+void report_print_md_runs(FILE *f, const struct report_summary *s, size_t n,
+			  const struct report_runs *R);
+int report_print_json_runs(FILE *f, const struct report_summary *s, size_t n,
+			   const struct report_runs *R);
+void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
+			   const struct report_runs *R);
+void report_print_html_runs(FILE *f, const struct report_summary *s, size_t n,
+			    const struct report_runs *R);
 
 /* Formatting helper: "%.*f" or "—"-free "n/a" for NAN, into buf. */
 const char *report_fmt_num(char *buf, size_t len, double v, int prec);

@@ -176,6 +176,14 @@ static void print_reasoning(FILE *f, const struct report_summary *s)
 		NUM(s->r_speed, 4), s->r_speed_n, NUM(s->r_correct, 4), s->r_correct_n);
 }
 
+void report_print_md_runs(FILE *f, const struct report_summary *s, size_t n,
+			  const struct report_runs *R)
+{
+	if (R)
+		report_runs_print_md(f, R);
+	report_print_md(f, s, n);
+}
+
 void report_print_md(FILE *f, const struct report_summary *s, size_t n)
 {
 	if (n > 1)

@@ -141,7 +141,8 @@ static json_t *run_json(const struct report_summary *s)
 	return r;
 }
 
-int report_print_json(FILE *f, const struct report_summary *s, size_t n)
+int report_print_json_runs(FILE *f, const struct report_summary *s, size_t n,
+			   const struct report_runs *R)
 {
 	json_t *root = json_pack("{s:i, s:[]}", "version", 1, "runs");
 	json_t *runs;
@@ -156,6 +157,12 @@ int report_print_json(FILE *f, const struct report_summary *s, size_t n)
 			goto out;
 		json_array_append_new(runs, r);
 	}
+	if (R) {
+		json_t *rj = report_runs_json(R);
+		if (!rj)
+			goto out;
+		json_object_set_new(root, "run_dirs", rj);
+	}
 	if (json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)))
 		goto out;
 	fputc('\n', f);
@@ -163,6 +170,11 @@ int report_print_json(FILE *f, const struct report_summary *s, size_t n)
 out:
 	json_decref(root);
 	return rc;
+}
+
+int report_print_json(FILE *f, const struct report_summary *s, size_t n)
+{
+	return report_print_json_runs(f, s, n, NULL);
 }
 
 /* One line of the long csv. */
@@ -195,7 +207,8 @@ static void csv_group(FILE *f, const struct report_summary *s, const char *table
 	line(f, s, table, name, "tokens_max", g->hi);
 }
 
-void report_print_csv(FILE *f, const struct report_summary *s, size_t n)
+void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
+			   const struct report_runs *R)
 {
 	char r[96], c[64];
 
@@ -256,4 +269,11 @@ void report_print_csv(FILE *f, const struct report_summary *s, size_t n)
 		line(f, S, "reasoning", "pearson_length_correct", "r", S->r_correct);
 		line(f, S, "reasoning", "pearson_length_correct", "n", S->r_correct_n);
 	}
+	if (R)
+		report_runs_print_csv(f, R);
+}
+
+void report_print_csv(FILE *f, const struct report_summary *s, size_t n)
+{
+	report_print_csv_runs(f, s, n, NULL);
 }

@@ -24,6 +24,7 @@ struct plot {
 	double x0, x1, y0, y1;    /* data range (log2 values on a log axis) */
 	int xlog, ylog;
 	int xint, yint;            /* integer data: ticks at least 1 apart */
+	int xcount;               /* log x axis of counts: ticks read 512, 1k, 2M, not 512× */
 };
 
 static void esc(FILE *f, const char *s)
@@ -63,7 +64,15 @@ static double nice_step(double range, int want)
 
 static void tick_label(char *b, size_t n, double v, int islog)
 {
-	if (islog) {
+	if (islog == 2) {
+		double x = exp2(v);
+		if (x >= 1 << 20)
+			snprintf(b, n, "%gM", x / (1 << 20));
+		else if (x >= 1024)
+			snprintf(b, n, "%gk", x / 1024);
+		else
+			snprintf(b, n, "%g", x);
+	} else if (islog) {
 		double x = exp2(v);
 		snprintf(b, n, x >= 1 ? "%.0f×" : "%g×", x);
 	} else if (fabs(v) >= 1000) {
@@ -102,7 +111,7 @@ static void plot_begin(struct plot *p, FILE *f, const char *title, const char *x
 			double x = p->ml + (k - p->x0) / (p->x1 - p->x0) * p->w;
 			if ((k - k0) % every)
 				continue;
-			tick_label(b, sizeof b, k, 1);
+			tick_label(b, sizeof b, k, p->xcount ? 2 : 1);
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
 				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
 				x, p->mt, x, p->mt + p->h, x, p->mt + p->h + 15, b);
@@ -183,20 +192,26 @@ static void marker(FILE *f, size_t i, double x, double y, double r)
 	}
 }
 
+/* Legend row i (below the axes): line and marker of series i, its name. */
+static void legend_row(const struct plot *p, size_t i, const char *name, int points)
+{
+	double y = p->mt + p->h + 54 + 18 * (double)i;
+
+	if (!points)
+		fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\"/>",
+			p->ml - 2, y - 4, p->ml + 22, y - 4, COLOR(i), DASH(i));
+	marker(p->f, i, p->ml + 10, y - 4, 4);
+	fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\">", p->ml + 28, y);
+	esc(p->f, name);
+	fprintf(p->f, "</text>\n");
+}
+
 static void legend(const struct plot *p, const struct report_summary *s, size_t n,
 		   int points)
 {
-	for (size_t i = 0; i < n; i++) {
-		double y = p->mt + p->h + 54 + 18 * (double)i;
-		if (!points)
-			fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-				"stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\"/>",
-				p->ml - 2, y - 4, p->ml + 22, y - 4, COLOR(i), DASH(i));
-		marker(p->f, i, p->ml + 10, y - 4, 4);
-		fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\">", p->ml + 28, y);
-		esc(p->f, s[i].label);
-		fprintf(p->f, "</text>\n");
-	}
+	for (size_t i = 0; i < n; i++)
+		legend_row(p, i, s[i].label, points);
 }
 
 static void no_data(const struct plot *p, const char *what)
@@ -401,5 +416,86 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 		fprintf(f, "\n");
 	}
 	legend(&p, s, n, 1);
+	fprintf(f, "</svg>\n");
+}
+
+/* Scaling curves of the run directories: a line per series, the fraction of
+ * its run's tasks whose pick is correct (or fast_1) against the budget
+ * (completion tokens per task, log2 axis; a budget of 0 is left off the log
+ * axis) or the step. Each curve holds its value until the next grid point,
+ * as the pick does. */
+void report_svg_scaling(FILE *f, const struct report_runs *R, int by_step, int fast)
+{
+	struct plot p = { 0 };
+	double lo = INFINITY, hi = 0;
+	char title[96], ylabel[64];
+	size_t n = by_step ? R->n_steps : R->n_grid;
+
+	for (size_t g = 0; g < n; g++) {
+		double x = by_step ? (double)R->steps[g] : R->grid[g];
+		if (by_step || x > 0) {
+			lo = fmin(lo, x);
+			hi = fmax(hi, x);
+		}
+	}
+	if (!(hi > 0)) {
+		lo = 1;
+		hi = 2;
+	}
+	if (by_step) {
+		p.xint = 1;
+		p.x0 = 1;
+		p.x1 = hi > 1 ? hi : 2;
+	} else {
+		p.xlog = 1;
+		p.xcount = 1;
+		p.x0 = floor(log2(lo));
+		p.x1 = ceil(log2(hi) + 1e-9);
+		if (p.x1 <= p.x0)
+			p.x1 = p.x0 + 1;
+	}
+	p.y0 = 0;
+	p.y1 = 1.04;
+	snprintf(title, sizeof title, "%s of the selected candidate vs %s",
+		 fast ? "fast_1" : "Correctness", by_step ? "step" : "tokens");
+	snprintf(ylabel, sizeof ylabel, "fraction of tasks %s", fast ? "fast_1" : "correct");
+	plot_begin(&p, f, title, by_step ? "candidates evaluated per task (step: samples / turns)" :
+		   "completion tokens per task (log scale)", ylabel, (int)R->n_ser);
+	for (size_t i = 0; i < R->n_ser; i++) {
+		const struct report_series *s = &R->ser[i];
+		const double *v = by_step ? (fast ? s->step_fast1 : s->step_correct) :
+				  (fast ? s->tok_fast1 : s->tok_correct);
+		int started = 0;
+		double prev_y = 0;
+
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+			"stroke-dasharray=\"%s\" points=\"", COLOR(i), fmax(1, 3.0 - (double)i * 0.5),
+			DASH(i));
+		for (size_t g = 0; g < n; g++) {
+			double x = by_step ? (double)R->steps[g] : R->grid[g];
+			if (!by_step && x <= 0)
+				continue;
+			if (started)
+				fprintf(f, "%.1f,%.1f ", px(&p, x), prev_y);
+			prev_y = py(&p, v[g]);
+			fprintf(f, "%.1f,%.1f ", px(&p, x), prev_y);
+			started = 1;
+		}
+		fprintf(f, "\"/>\n");
+		for (size_t g = 0; g < n; g++) {
+			double x = by_step ? (double)R->steps[g] : R->grid[g];
+			if (by_step || x > 0)
+				marker(f, i, px(&p, x), py(&p, v[g]), 3);
+		}
+		fprintf(f, "\n");
+	}
+	if (n == 0)
+		no_data(&p, "no curve.csv row");
+	for (size_t i = 0; i < R->n_ser; i++) {
+		char name[320];
+		snprintf(name, sizeof name, "%s (n = %zu tasks)", R->ser[i].label,
+			 R->dirs[R->ser[i].dir].n_tasks);
+		legend_row(&p, i, name, 0);
+	}
 	fprintf(f, "</svg>\n");
 }
