@@ -69,23 +69,6 @@ static enum cr_status write_file(const char *path, const char *data, size_t n, s
 	return CR_OK;
 }
 
-/* Reasoning tokens of one completion (see dec_reasoning_tokens). */
-static int reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)
-{
-	size_t *ends = malloc((size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *ends), len = 0;
-	int r;
-
-	if (!ends)
-		return 0;
-	for (int i = 0; i < o->n_tokens; i++) {
-		len += dec_tok_is_eog(tok, o->tokens[i]) ? 0 : dec_tok_piece(tok, o->tokens[i], NULL, 0);
-		ends[i] = len;
-	}
-	r = dec_reasoning_tokens(o->text ? o->text : "", ends, o->n_tokens);
-	free(ends);
-	return r;
-}
-
 static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok *tok,
 				   const char *task, int i, int n_prompt, const struct dec_gen_out *o,
 				   struct cr_err *err)
@@ -120,7 +103,7 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 	json_object_set_new(j, "min_p", json_real(g->o.samp.min_p));
 	json_object_set_new(j, "turn", json_integer(0));
 	json_object_set_new(j, "prompt_tokens", json_integer(n_prompt));
-	json_object_set_new(j, "reasoning_tokens", json_integer(reasoning_tokens(tok, o)));
+	json_object_set_new(j, "reasoning_tokens", json_integer(dec_gen_reasoning_tokens(tok, o)));
 	json_object_set_new(j, "completion_tokens", json_integer(o->n_tokens));
 	json_object_set_new(j, "strategy", json_string("best-of-n"));
 	json_object_set_new(j, "max_tokens", json_integer(g->o.max_tokens));

@@ -342,6 +342,22 @@ int dec_opts_parse(struct dec_opts *o, int argc, char **argv, int *i, struct cr_
 }
 
 
+int dec_gen_reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)
+{
+	size_t *ends = malloc((size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *ends), len = 0;
+	int r;
+
+	if (!ends)
+		return -1;
+	for (int i = 0; i < o->n_tokens; i++) {
+		len += dec_tok_is_eog(tok, o->tokens[i]) ? 0 : dec_tok_piece(tok, o->tokens[i], NULL, 0);
+		ends[i] = len;
+	}
+	r = dec_reasoning_tokens(o->text ? o->text : "", ends, o->n_tokens);
+	free(ends);
+	return r;
+}
+
 double dec_gen_rate(const struct dec_gen_out *o)
 {
 	return o->decode_s > 0 && o->n_tokens > 1 ? (o->n_tokens - 1) / o->decode_s : 0;

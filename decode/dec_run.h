@@ -63,6 +63,10 @@ void dec_gen_out_release(struct dec_gen_out *o);
 /* Decode speed: forward passes (every generated token but the last is fed
  * back) per second of decode time. */
 double dec_gen_rate(const struct dec_gen_out *o);
+/* dec_reasoning_tokens of a generated completion, the token ends taken from
+ * tok's pieces (an end-of-generation token adds no text); -1 when out of
+ * memory. What `generate` writes as reasoning_tokens. */
+int dec_gen_reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o);
 
 /* Options both commands take. */
 struct dec_opts {

@@ -1,11 +1,12 @@
 /* dec_chat.c — chat templates: which family a model uses (from markers in
  * tokenizer.chat_template, else the architecture, else the vocabulary) and
- * the rendering of one system + one user message with the assistant turn
- * opened. No Jinja: the three families are written out here, byte for byte
- * what their templates produce for that conversation with
- * add_generation_prompt. Templates that write BOS as text (llama3,
- * deepseek-r1) take its spelling from the vocabulary; encode the result with
- * parse_special = 1 and add_bos = 0. */
+ * the rendering of a conversation (an optional system message, then user and
+ * assistant turns, ending with a user turn) with the assistant turn opened.
+ * No Jinja: the three families are written out here, byte for byte what
+ * their templates produce for that conversation with add_generation_prompt.
+ * Templates that write BOS as text (llama3, deepseek-r1) take its spelling
+ * from the vocabulary; encode the result with parse_special = 1 and
+ * add_bos = 0. */
 #include "decode/tok/dec_tok_impl.h"
 
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"           /* <｜User｜> */
 #define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>" /* <｜Assistant｜> */
 #define DS_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"
 
 static int has_token(const struct dec_tok *t, const char *s)
 {
@@ -159,37 +161,70 @@ static int chatml_default_system(const char *tpl, const char **s, size_t *n)
 	return 0;
 }
 
-static void render_chatml(struct sb *b, const struct dec_tok *t, const char *system, const char *user)
+/* The content of an earlier assistant turn as templates that drop its
+ * reasoning write it: the text after the last </think>; with lstrip_nl,
+ * without the newlines that open it (Qwen3 / QwQ: split('</think>')[-1]
+ * .lstrip('\n'); DeepSeek-R1: split('</think>')[-1]). Unchanged when it has
+ * no </think>. */
+static void sb_answer(struct sb *b, const char *s, int lstrip_nl)
 {
+	const char *p = s, *q;
+
+	while ((q = strstr(p, "</think>")) != NULL)
+		p = q + 8;
+	if (p != s && lstrip_nl)
+		while (*p == '\n')
+			p++;
+	sb_str(b, p);
+}
+
+/* ChatML. An assistant turn is written whole (Qwen2.5), or without its
+ * reasoning when the template mentions </think> (Qwen3, QwQ). */
+static void render_chatml(struct sb *b, const struct dec_tok *t, const struct dec_chat_msg *m,
+			  int n)
+{
+	int strip = t->chat_template && strstr(t->chat_template, "</think>");
 	const char *ds;
 	size_t dn;
+	int i = 0;
 
-	if (system) {
+	if (n && !strcmp(m[0].role, "system")) {
 		sb_str(b, "<|im_start|>system\n");
-		sb_str(b, system);
+		sb_str(b, m[0].content);
 		sb_str(b, "<|im_end|>\n");
+		i = 1;
 	} else if (chatml_default_system(t->chat_template, &ds, &dn)) {
 		sb_str(b, "<|im_start|>system\n");
 		sb_add(b, ds, dn);
 		sb_str(b, "<|im_end|>\n");
 	}
-	sb_str(b, "<|im_start|>user\n");
-	sb_str(b, user);
-	sb_str(b, "<|im_end|>\n<|im_start|>assistant\n");
+	for (; i < n; i++) {
+		sb_str(b, "<|im_start|>");
+		sb_str(b, m[i].role);
+		sb_str(b, "\n");
+		if (!strcmp(m[i].role, "assistant") && strip)
+			sb_answer(b, m[i].content, 1);
+		else
+			sb_str(b, m[i].content);
+		sb_str(b, "<|im_end|>\n");
+	}
+	sb_str(b, "<|im_start|>assistant\n");
 }
 
 /* Llama 3.0 writes a system turn only for a system message; 3.1+ always
  * writes one, opening with the knowledge cutoff and a date. The date is the
  * template's own default ("26 Jul 2024"), not today's, so prompts are
- * reproducible. */
-static void render_llama3(struct sb *b, const struct dec_tok *t, const char *system, const char *user)
+ * reproducible. Every turn is trimmed; an assistant turn is written whole. */
+static void render_llama3(struct sb *b, const struct dec_tok *t, const struct dec_chat_msg *m,
+			  int n)
 {
 	const char *tpl = t->chat_template;
 	int dated = tpl && strstr(tpl, "Cutting Knowledge Date:");
+	int sys = n && !strcmp(m[0].role, "system");
 	char cutoff[64], date[64];
 
 	sb_bos(b, t, "<|begin_of_text|>");
-	if (system || dated) {
+	if (sys || dated) {
 		sb_str(b, "<|start_header_id|>system<|end_header_id|>\n\n");
 		if (dated) {
 			template_literal(tpl, "Cutting Knowledge Date: ", cutoff, sizeof cutoff);
@@ -200,44 +235,88 @@ static void render_llama3(struct sb *b, const struct dec_tok *t, const char *sys
 			sb_str(b, date[0] ? date : "26 Jul 2024");
 			sb_str(b, "\n\n");
 		}
-		if (system)
-			sb_trimmed(b, system);
+		if (sys)
+			sb_trimmed(b, m[0].content);
 		sb_str(b, "<|eot_id|>");
 	}
-	sb_str(b, "<|start_header_id|>user<|end_header_id|>\n\n");
-	sb_trimmed(b, user);
-	sb_str(b, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+	for (int i = sys; i < n; i++) {
+		sb_str(b, "<|start_header_id|>");
+		sb_str(b, m[i].role);
+		sb_str(b, "<|end_header_id|>\n\n");
+		sb_trimmed(b, m[i].content);
+		sb_str(b, "<|eot_id|>");
+	}
+	sb_str(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 /* DeepSeek-R1 (and its Qwen/Llama distills): BOS, the system text bare,
- * <｜User｜>, <｜Assistant｜>; the later template revisions also open the
+ * <｜User｜>{user}, <｜Assistant｜>{answer}<｜end▁of▁sentence｜> for an
+ * earlier assistant turn (its reasoning dropped: the text after the last
+ * </think>), then <｜Assistant｜>; the later template revisions also open the
  * reasoning with "<think>\n". */
-static void render_deepseek(struct sb *b, const struct dec_tok *t, const char *system, const char *user)
+static void render_deepseek(struct sb *b, const struct dec_tok *t, const struct dec_chat_msg *m,
+			    int n)
 {
 	const char *tpl = t->chat_template;
+	int i = 0;
 
 	sb_bos(b, t, DS_BOS);
-	if (system)
-		sb_str(b, system);
-	sb_str(b, DS_USER);
-	sb_str(b, user);
+	if (n && !strcmp(m[0].role, "system")) {
+		sb_str(b, m[0].content);
+		i = 1;
+	}
+	for (; i < n; i++) {
+		if (!strcmp(m[i].role, "user")) {
+			sb_str(b, DS_USER);
+			sb_str(b, m[i].content);
+		} else {
+			sb_str(b, DS_ASSISTANT);
+			sb_answer(b, m[i].content, 0);
+			sb_str(b, DS_EOS);
+		}
+	}
 	sb_str(b, DS_ASSISTANT);
 	if (tpl && strstr(tpl, DS_ASSISTANT "<think>"))
 		sb_str(b, "<think>\n");
 }
 
-enum cr_status dec_chat_format(const struct dec_tok *t, const char *system,
-			       const char *user, char **out, struct cr_err *err)
+/* A conversation the templates render: roles system (first only), user and
+ * assistant, every content present, ending with a user turn. */
+static enum cr_status check_msgs(const struct dec_chat_msg *m, int n, struct cr_err *err)
+{
+	if (!m || n < 1)
+		return cr_errf(err, CR_EUSAGE, "chat: no messages");
+	for (int i = 0; i < n; i++) {
+		const char *r = m[i].role;
+
+		if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")))
+			return cr_errf(err, CR_EUSAGE, "chat: message %d: role '%s' (expected "
+				       "system, user or assistant)", i, r ? r : "(null)");
+		if (!m[i].content)
+			return cr_errf(err, CR_EUSAGE, "chat: message %d (%s): no content", i, r);
+		if (i > 0 && !strcmp(r, "system"))
+			return cr_errf(err, CR_EUSAGE,
+				       "chat: message %d: a system message must come first", i);
+	}
+	if (strcmp(m[n - 1].role, "user"))
+		return cr_errf(err, CR_EUSAGE, "chat: the last message is %s, expected user",
+			       m[n - 1].role);
+	return CR_OK;
+}
+
+enum cr_status dec_chat_format_msgs(const struct dec_tok *t, const struct dec_chat_msg *msgs,
+				    int n, char **out, struct cr_err *err)
 {
 	struct sb b = { 0 };
+	enum cr_status st;
 
 	*out = NULL;
-	if (!user)
-		return cr_errf(err, CR_EUSAGE, "chat: no user message");
+	if ((st = check_msgs(msgs, n, err)))
+		return st;
 	switch (t->chat) {
-	case CHAT_CHATML: render_chatml(&b, t, system, user); break;
-	case CHAT_LLAMA3: render_llama3(&b, t, system, user); break;
-	case CHAT_DEEPSEEK_R1: render_deepseek(&b, t, system, user); break;
+	case CHAT_CHATML: render_chatml(&b, t, msgs, n); break;
+	case CHAT_LLAMA3: render_llama3(&b, t, msgs, n); break;
+	case CHAT_DEEPSEEK_R1: render_deepseek(&b, t, msgs, n); break;
 	case CHAT_NONE:
 		return cr_errf(err, CR_EINPUT,
 			       "chat: no known chat template (chat_template markers, arch and vocabulary "
@@ -249,4 +328,16 @@ enum cr_status dec_chat_format(const struct dec_tok *t, const char *system,
 	}
 	*out = b.p;
 	return CR_OK;
+}
+
+enum cr_status dec_chat_format(const struct dec_tok *t, const char *system,
+			       const char *user, char **out, struct cr_err *err)
+{
+	struct dec_chat_msg m[2] = { { "system", system }, { "user", user } };
+
+	*out = NULL;
+	if (!user)
+		return cr_errf(err, CR_EUSAGE, "chat: no user message");
+	return system ? dec_chat_format_msgs(t, m, 2, out, err)
+		      : dec_chat_format_msgs(t, m + 1, 1, out, err);
 }

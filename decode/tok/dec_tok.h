@@ -87,4 +87,21 @@ const char *dec_tok_pre_name(const struct dec_tok *t);
  * 1: a U+2581 before the text and after each special token). */
 void dec_tok_set_add_space_prefix(struct dec_tok *t, int on);
 
+/* One message of a conversation. role: "system", "user" or "assistant". */
+struct dec_chat_msg {
+	const char *role;
+	const char *content;
+};
+/* Renders msgs[0..n) with the model's template and opens the assistant turn
+ * (the generation prompt). A system message may only come first; the last
+ * message must be a user message (CR_EUSAGE otherwise). An earlier assistant
+ * turn is written as its template writes it: whole for llama3 and for chatml
+ * whose template never mentions </think> (Qwen2.5); only the text after its
+ * last </think> for deepseek-r1 and for chatml whose template does (Qwen3,
+ * QwQ, which also drop the newlines opening the answer).
+ * dec_chat_format(t, system, user) is this with the messages {system, user}
+ * ({user} when system is NULL), byte for byte. */
+enum cr_status dec_chat_format_msgs(const struct dec_tok *t, const struct dec_chat_msg *msgs,
+				    int n, char **out, struct cr_err *err);
+
 #endif

@@ -2,7 +2,11 @@
  * with its default system message, Qwen3 without), Llama 3.0 and 3.1 (BOS
  * from the vocabulary, trimmed content, the dated system turn), DeepSeek-R1
  * (with and without the opening <think>); detection from template markers,
- * then arch, then vocabulary; encoding a rendered prompt gives one BOS. */
+ * then arch, then vocabulary; encoding a rendered prompt gives one BOS.
+ * Conversations (dec_chat_format_msgs): every family's multi-turn rendering
+ * byte for byte, earlier reasoning dropped where the template drops it,
+ * dec_chat_format identical to the two-message form, malformed
+ * conversations refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,6 +56,19 @@ static const char ds_old_tpl[] =
 	"{{bos_token}}{{ns.system_prompt}}{%- for message in messages %}"
 	"{%- if message['role'] == 'user' %}{{'" DS_USER "' + message['content']}}{%- endif %}"
 	"{%- endfor %}{% if add_generation_prompt %}{{'" DS_ASSISTANT "'}}{% endif %}";
+
+/* Qwen3's assistant branch: it splits an earlier turn at </think>. */
+static const char qwen3_think_tpl[] =
+	"{%- if messages[0].role == 'system' %}\n"
+	"    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}\n"
+	"{%- endif %}\n"
+	"{%- elif message.role == \"assistant\" %}\n"
+	"    {%- if '</think>' in content %}\n"
+	"        {%- set content = content.split('</think>')[-1].lstrip('\\n') %}\n"
+	"    {%- endif %}\n"
+	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}\n";
+
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"
 
 enum { IM_START = 256, IM_END, BOT, SHI, EHI, EOT, DSBOS, DSU, DSA, THINK };
 
@@ -235,6 +252,220 @@ static void tok_chat_detect(void **state)
 	vb_release(&b);
 }
 
+typedef struct dec_chat_msg msg;
+
+static void expect_msgs(const struct dec_tok *t, const msg *m, int n, const char *want)
+{
+	char *out = NULL;
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (dec_chat_format_msgs(t, m, n, &out, &e) != CR_OK)
+		fail_msg("dec_chat_format_msgs: %s", e.msg);
+	if (strcmp(out, want) != 0) {
+		fprintf(stderr, "got:\n%s\nwant:\n%s\n", out, want);
+		free(out);
+		fail_msg("conversation differs (%s)", dec_chat_template_name(t));
+	}
+	free(out);
+}
+
+static const msg conv4[] = {
+	{ "system", " Be terse.\n" },
+	{ "user", "Write a kernel." },
+	{ "assistant", "<think>\nplan it\n</think>\n\nHere it is. " },
+	{ "user", "Faster." },
+};
+
+static void tok_chat_turns_chatml(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, qwen25_tpl, "qwen2", -1, 1);
+
+	(void)state;
+	/* Qwen2.5: the default system turn, the assistant turn kept whole */
+	expect_msgs(t, conv4 + 1, 3,
+		    "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+		    "<|im_start|>user\nWrite a kernel.<|im_end|>\n"
+		    "<|im_start|>assistant\n<think>\nplan it\n</think>\n\nHere it is. <|im_end|>\n"
+		    "<|im_start|>user\nFaster.<|im_end|>\n<|im_start|>assistant\n");
+	expect_msgs(t, conv4, 4,
+		    "<|im_start|>system\n Be terse.\n<|im_end|>\n"
+		    "<|im_start|>user\nWrite a kernel.<|im_end|>\n"
+		    "<|im_start|>assistant\n<think>\nplan it\n</think>\n\nHere it is. <|im_end|>\n"
+		    "<|im_start|>user\nFaster.<|im_end|>\n<|im_start|>assistant\n");
+	dec_tok_free(t);
+	vb_release(&b);
+
+	/* Qwen3: the reasoning of an earlier turn dropped, then its leading newlines */
+	t = make(&b, qwen3_think_tpl, "qwen3", -1, 1);
+	expect_msgs(t, conv4, 4,
+		    "<|im_start|>system\n Be terse.\n<|im_end|>\n"
+		    "<|im_start|>user\nWrite a kernel.<|im_end|>\n"
+		    "<|im_start|>assistant\nHere it is. <|im_end|>\n"
+		    "<|im_start|>user\nFaster.<|im_end|>\n<|im_start|>assistant\n");
+	{
+		/* the prompt opened the block (no <think>); two blocks: after the last */
+		const msg m[] = { { "user", "A" }, { "assistant", "r1\n</think>\nB" }, { "user", "C" },
+				  { "assistant", "x</think>y</think>\n\n\nz\n" }, { "user", "D" },
+				  { "assistant", "no reasoning\n" }, { "user", "E" } };
+
+		expect_msgs(t, m, 7,
+			    "<|im_start|>user\nA<|im_end|>\n<|im_start|>assistant\nB<|im_end|>\n"
+			    "<|im_start|>user\nC<|im_end|>\n<|im_start|>assistant\nz\n<|im_end|>\n"
+			    "<|im_start|>user\nD<|im_end|>\n<|im_start|>assistant\nno reasoning\n<|im_end|>\n"
+			    "<|im_start|>user\nE<|im_end|>\n<|im_start|>assistant\n");
+	}
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+static void tok_chat_turns_llama3(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, llama30_tpl, "llama", BOT, 1);
+
+	(void)state;
+	/* every turn trimmed, the assistant's kept whole (reasoning included) */
+	expect_msgs(t, conv4, 4,
+		    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe terse.<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nWrite a kernel.<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n<think>\nplan it\n</think>\n\nHere it is.<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nFaster.<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	dec_tok_free(t);
+	vb_release(&b);
+
+	t = make(&b, llama31_tpl, "llama", BOT, 1);
+	expect_msgs(t, conv4 + 1, 3,
+		    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+		    "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nWrite a kernel.<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n<think>\nplan it\n</think>\n\nHere it is.<|eot_id|>"
+		    "<|start_header_id|>user<|end_header_id|>\n\nFaster.<|eot_id|>"
+		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+static void tok_chat_turns_deepseek(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, ds_tpl, "qwen2", DSBOS, 1);
+
+	(void)state;
+	/* split('</think>')[-1]: the newlines after it stay; <｜end▁of▁sentence｜> closes the turn */
+	expect_msgs(t, conv4, 4,
+		    DS_BOS " Be terse.\n" DS_USER "Write a kernel." DS_ASSISTANT "\n\nHere it is. " DS_EOS
+		    DS_USER "Faster." DS_ASSISTANT "<think>\n");
+	{
+		const msg m[] = { { "user", "A" }, { "assistant", "r</think>B" }, { "user", "C" },
+				  { "assistant", "plain" }, { "user", "D" } };
+
+		expect_msgs(t, m, 5,
+			    DS_BOS DS_USER "A" DS_ASSISTANT "B" DS_EOS DS_USER "C" DS_ASSISTANT "plain" DS_EOS
+			    DS_USER "D" DS_ASSISTANT "<think>\n");
+	}
+	dec_tok_free(t);
+	vb_release(&b);
+
+	t = make(&b, ds_old_tpl, "llama", -1, 1);
+	expect_msgs(t, conv4 + 1, 3,
+		    DS_BOS DS_USER "Write a kernel." DS_ASSISTANT "\n\nHere it is. " DS_EOS DS_USER "Faster."
+		    DS_ASSISTANT);
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
+/* dec_chat_format(system, user) == the {system, user} conversation, for
+ * every template and system/user shapes (none, empty, padded). */
+static void tok_chat_turns_same_as_format(void **state)
+{
+	static const struct {
+		const char *tpl, *arch;
+		int32_t bos;
+	} fam[] = {
+		{ qwen25_tpl, "qwen2", -1 }, { qwen3_tpl, "qwen3", -1 }, { qwen3_think_tpl, "qwen3", -1 },
+		{ llama30_tpl, "llama", BOT }, { llama31_tpl, "llama", BOT }, { ds_tpl, "qwen2", DSBOS },
+		{ ds_old_tpl, "llama", -1 }, { NULL, "qwen2", -1 }, { NULL, "llama", BOT },
+	};
+	static const char *sys[] = { NULL, "", "Be terse.", "  padded\n", "has </think> in it" };
+	static const char *user[] = { "Hi", "", " Write\na kernel. ", "<think>x</think>y" };
+	int checked = 0;
+
+	(void)state;
+	for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+		struct vb b;
+		struct dec_tok *t = make(&b, fam[f].tpl, fam[f].arch, fam[f].bos, 1);
+
+		for (size_t i = 0; i < sizeof sys / sizeof sys[0]; i++)
+			for (size_t j = 0; j < sizeof user / sizeof user[0]; j++) {
+				msg m[2] = { { "system", sys[i] }, { "user", user[j] } };
+				char *a = NULL, *c = NULL;
+				struct cr_err e;
+
+				cr_err_init(&e);
+				assert_int_equal(dec_chat_format(t, sys[i], user[j], &a, &e), CR_OK);
+				assert_int_equal(dec_chat_format_msgs(t, sys[i] ? m : m + 1, sys[i] ? 2 : 1,
+								      &c, &e), CR_OK);
+				assert_string_equal(a, c);
+				assert_non_null(strstr(a, user[j][0] == ' ' ? "Write\na kernel." : user[j]));
+				free(a);
+				free(c);
+				checked++;
+			}
+		dec_tok_free(t);
+		vb_release(&b);
+	}
+	assert_int_equal(checked, 9 * 5 * 4);
+}
+
+static void tok_chat_turns_errors(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, qwen3_think_tpl, "qwen3", -1, 1);
+	static const msg ends_assistant[] = { { "user", "A" }, { "assistant", "B" } };
+	static const msg late_system[] = { { "user", "A" }, { "system", "S" }, { "user", "B" } };
+	static const msg bad_role[] = { { "user", "A" }, { "tool", "B" }, { "user", "C" } };
+	static const msg no_content[] = { { "user", "A" }, { "assistant", NULL }, { "user", "C" } };
+	static const msg only_system[] = { { "system", "S" } };
+	static const struct {
+		const msg *m;
+		int n;
+		const char *needle;
+	} cases[] = {
+		{ ends_assistant, 2, "last message is assistant" }, { late_system, 3, "message 1" },
+		{ bad_role, 3, "role 'tool'" }, { no_content, 3, "no content" },
+		{ only_system, 1, "last message is system" }, { ends_assistant, 0, "no messages" },
+		{ NULL, 1, "no messages" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *out = (char *)1;
+		struct cr_err e;
+
+		cr_err_init(&e);
+		assert_int_equal(dec_chat_format_msgs(t, cases[i].m, cases[i].n, &out, &e), CR_EUSAGE);
+		assert_null(out);
+		if (!strstr(e.msg, cases[i].needle))
+			fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, cases[i].needle);
+	}
+	dec_tok_free(t);
+	vb_release(&b);
+	t = make(&b, NULL, "gemma", -1, 0);
+	{
+		char *out = (char *)1;
+		struct cr_err e;
+
+		cr_err_init(&e);
+		assert_int_equal(dec_chat_format_msgs(t, conv4, 4, &out, &e), CR_EINPUT);
+		assert_null(out);
+	}
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +473,11 @@ int main(void)
 		cmocka_unit_test(tok_chat_llama3),
 		cmocka_unit_test(tok_chat_deepseek),
 		cmocka_unit_test(tok_chat_detect),
+		cmocka_unit_test(tok_chat_turns_chatml),
+		cmocka_unit_test(tok_chat_turns_llama3),
+		cmocka_unit_test(tok_chat_turns_deepseek),
+		cmocka_unit_test(tok_chat_turns_same_as_format),
+		cmocka_unit_test(tok_chat_turns_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
