@@ -11,23 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Replaces every occurrence of needle in s (in place) by "<redacted>"
- * when it fits; s has room for cap bytes. */
-static void redact(char *s, size_t cap, const char *needle)
+/* Replaces every occurrence of needle in s (in place) by rep, or by
+ * nothing where rep does not fit; s has room for cap bytes. */
+static void replace(char *s, size_t cap, const char *needle, const char *rep)
 {
 	size_t nl = strlen(needle);
-	char *p;
+	char *p = s;
 
 	if (nl < 4)
 		return;
-	while ((p = strstr(s, needle))) {
-		const char *rep = "<redacted>";
+	while ((p = strstr(p, needle))) {
 		size_t rl = strlen(rep), tail = strlen(p + nl);
 		if ((size_t)(p - s) + rl + tail + 1 > cap)
 			rl = 0;
 		memmove(p + rl, p + nl, tail + 1);
 		memcpy(p, rep, rl);
+		p += rl;
 	}
+}
+
+static void redact(char *s, size_t cap, const char *needle)
+{
+	replace(s, cap, needle, "<redacted>");
 }
 
 /* A compiler log or detail, trimmed to its first lines that matter. */
@@ -105,6 +110,12 @@ char *gen_feedback(const struct gen_cand *c, const uint64_t *seeds, int n_seeds)
 		break;
 	}
 	(void)n;
+	/* the candidate by its file name: where the run keeps it is none of the
+	 * model's business, and the text must not depend on --out */
+	if (c->path[0]) {
+		const char *base = strrchr(c->path, '/');
+		replace(out, cap, c->path, base ? base + 1 : c->path);
+	}
 	for (int i = 0; i < n_seeds; i++) {
 		char s[32];
 		snprintf(s, sizeof s, "%" PRIu64, seeds[i]);

@@ -808,9 +808,10 @@ int cr_cmd_run(int argc, char **argv)
 			.n = o.n, .turns = o.turns, .keep = o.keep, .budget_tokens = o.budget,
 			.max_tokens = o.max_tokens, .temperature = o.temperature, .top_p = o.top_p,
 			.min_p = o.min_p, .top_k = o.top_k,
-			/* as `crucible generate`: the flag's seed, unless a secret is mixed in;
-			 * then one derived apart, that tells nothing of the verification's */
-			.seed = cr_seed_is_secret() ? task_mix(mixed, 0x67656e) >> 1 : o.seed, .verify_seed = mixed,
+			/* generation as `crucible generate`: the flag's seed, unless a secret
+			 * is mixed in (then one derived apart); verification from a seed
+			 * derived apart from both, so no request carries it */
+			.seed = cr_seed_is_secret() ? task_mix(mixed, 0x67656e) >> 1 : o.seed, .verify_seed = task_mix(mixed, 0x766572696679),
 			.system = o.system, .batch = o.model ? o.batch : 0, .resume = o.resume,
 			.prompt = prompt_cb, .prompt_ctx = &src };
 		struct gen_verifier v = { .ctx = &x, .verify = v_verify, .probe = v_probe, .agree = v_agree,

@@ -301,7 +301,7 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 	gw_kv_str(w, "general.name", "tiny-test");
 	gw_kv_u32(w, "general.alignment", 32);
 #define K(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
-	gw_kv_u32(w, K("context_length"), 512);
+	gw_kv_u32(w, K("context_length"), s->ctx_len > 0 ? (uint32_t)s->ctx_len : 512);
 	gw_kv_u32(w, K("embedding_length"), (uint32_t)s->dim);
 	gw_kv_u32(w, K("block_count"), (uint32_t)s->n_layers);
 	gw_kv_u32(w, K("feed_forward_length"), (uint32_t)s->hidden);

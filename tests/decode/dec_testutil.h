@@ -36,6 +36,7 @@ struct tiny_spec {
 	uint32_t vtype;      /* if nonzero: type of attn_v and ffn_up (mixed files, like Q4_K_M) */
 	float rope_linear;   /* if > 0: rope.scaling.type "linear" with this factor */
 	int no_vocab;         /* omit the tokenizer metadata */
+	int ctx_len;          /* context_length (0: 512) */
 	uint64_t seed;
 };
 

@@ -15,5 +15,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	tiny_spec_default(&s, "qwen2", DEC_T_Q8_0);
+	s.ctx_len = 4096; /* the registry's prompts run to ~1000 tokens */
 	return tiny_model_write(&s, argv[1]) ? 1 : 0;
 }

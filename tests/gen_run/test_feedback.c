@@ -33,6 +33,18 @@ static void test_compile_error_has_log(void **state)
 	free(f);
 }
 
+static void test_path_is_file_name(void **state)
+{
+	struct gen_cand c;
+	(void)state;
+	cand(&c, CHECK_COMPILE_ERROR, "/runs/a/cand/smoke/relu/r0t0.c:7:45: error: 'z' undeclared");
+	snprintf(c.path, sizeof c.path, "/runs/a/cand/smoke/relu/r0t0.c");
+	char *f = gen_feedback(&c, NULL, 0);
+	assert_null(strstr(f, "/runs/a"));
+	assert_non_null(strstr(f, "r0t0.c:7:45: error"));
+	free(f);
+}
+
 static void test_mismatch_one_element(void **state)
 {
 	struct gen_cand c;
@@ -108,7 +120,7 @@ static void test_memory_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_compile_error_has_log), cmocka_unit_test(test_mismatch_one_element),
+		cmocka_unit_test(test_compile_error_has_log), cmocka_unit_test(test_path_is_file_name), cmocka_unit_test(test_mismatch_one_element),
 		cmocka_unit_test(test_seeds_redacted), cmocka_unit_test(test_correct_speedup),
 		cmocka_unit_test(test_anticheat_reason), cmocka_unit_test(test_memory_line),
 	};
