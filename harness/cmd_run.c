@@ -406,7 +406,8 @@ static enum cr_status v_selected(void *ctx, const char *task, const struct gen_c
 	}
 	row = (struct cr_row){ .run_id = x->run_id, .task = task, .candidate = c ? c->path : "",
 			       .backend = x->cuda ? "cuda" : "cpu", .device = x->device,
-			       .verify_seed = "", .r = c ? &c->r : &none, .m = &m, .verify_s = NAN };
+			       .verify_seed = "", .r = c ? &c->r : &none, .m = &m, .verify_s = NAN,
+			       .no_result = !c };
 	if ((st = cr_results_write_extra(x->sel, &row, extra, 4, err)))
 		return st;
 	fprintf(stderr, "run: %s: selected %s (%s)\n", task, c ? c->id : "nothing", reason);

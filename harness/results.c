@@ -132,8 +132,8 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 	cols[i++] = m->sample;
 	cols[i++] = row->backend;
 	cols[i++] = row->device;
-	cols[i++] = check_verdict_name(r->status);
-	cols[i++] = r->backward;
+	cols[i++] = row->no_result ? "" : check_verdict_name(r->status);
+	cols[i++] = row->no_result ? "" : r->backward;
 	cols[i++] = detail;
 	cols[i++] = b[0];
 	cols[i++] = b[1];

@@ -25,6 +25,7 @@ struct cr_row {
 	const char *label;           /* eval --label (NULL: none) */
 	double verify_s;             /* wall time of the verification (NaN: not measured) */
 	const char *group;           /* run's self-consistency: the agreement group (NULL: none) */
+	bool no_result;              /* a row for no candidate (selected.csv): status and backward empty */
 	const struct cr_result *r;
 	const struct cr_meta *m;
 };

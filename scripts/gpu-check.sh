@@ -10,7 +10,8 @@
 #      against the GPU baselines (CUPTI, events as cross-check, roofline);
 #   4. the GPU baselines themselves against the double reference on the
 #      check shapes;
-#   5. the same candidate timed five times over: the spread of its medians.
+#   5. the same candidate timed five times over: the spread of its medians;
+#   6. `crucible run --backend cuda` on replayed CUDA completions.
 # Usage:
 #   scripts/gpu-check.sh BUNDLE   a folder from scripts/gpu-bundle.sh (built
 #                                 elsewhere; the machine needs only the
@@ -63,6 +64,12 @@ for i in 1 2 3 4 5; do
 	"$CR" check --backend cuda data/candidates/smoke-cuda/relu_fast.cu 2>/dev/null |
 		awk '/^time|^speedup|^detail|^achieved/ { printf "  %s", $0 "\n" }'
 done
+echo "== 6. crucible run on the GPU (replayed CUDA completions: best-of-n, refine)"
+"$CR" run --strategy best-of-n --n 3 --backend cuda --replay tests/gen_run/replay-cuda --task smoke/relu \
+	--out "$OUT/run-bon" 2>"$OUT/run-bon.err" || { echo "gpu-check: run best-of-n FAILED"; tail -3 "$OUT/run-bon.err"; fail=1; }
+grep -E 'selected|loop overhead' "$OUT/run-bon.err" || true
+"$CR" run --strategy refine --n 1 --turns 3 --backend cuda --replay tests/gen_run/replay-cuda \
+	--task smoke/relu --out "$OUT/run-refine" 2>"$OUT/run-refine.err" || { echo "gpu-check: run refine FAILED"; fail=1; }
 echo "gpu-check: results under $OUT"
 [ "$fail" -eq 0 ] && echo "gpu-check: all passed"
 exit "$fail"

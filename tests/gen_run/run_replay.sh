@@ -68,6 +68,13 @@ case "$(col "$out/sc/selected.csv" reason)" in
 *) no "self-consistency reason: $(col "$out/sc/selected.csv" reason)" ;;
 esac
 
+# the report's reward-hacking rate per strategy, exactly
+"$exe" report "$out/bon" "$out/refine" "$out/evolve" > "$out/report.md" 2>"$out/report.err"
+want "report exit" "$?" 0
+for line in '| best-of-n | 5 | 1 | 0.2000 | 1 |' '| evolve | 4 | 1 | 0.2500 | 1 |' '| refine | 3 | 0 | 0.0000 | 0 |'; do
+	grep -qF "$line" "$out/report.md" && ok || no "report lacks '$line'"
+done
+
 # the budget: 5 samples of at least 16 tokens do not fit in 40
 run budget --strategy best-of-n --n 5 --budget-tokens 40; rc=$?
 want "budget exit" "$rc" 0
@@ -89,6 +96,12 @@ grep -q 'cand/smoke/relu/s5.txt' "$out/missing.err" && ok || no "missing complet
 "$exe" run --strategy refine --task smoke/relu --out "$out/x" 2>/dev/null; want "no generator" "$?" 2
 "$exe" run --strategy refine --replay "$fix" --task smoke/relu --out "$out/bon" 2>/dev/null
 want "existing run without --resume" "$?" 2
+# --backend cuda without a GPU (or driver): the environment, exit 3, said in one line
+if [ -z "${CRUCIBLE_LIBCUDA:-}" ] && ! [ -e /dev/nvidiactl ]; then
+	"$exe" run --strategy best-of-n --backend cuda --replay "$fix/../replay-cuda" --task smoke/relu \
+		--out "$out/cuda" 2>"$out/cuda.err"
+	want "cuda without a GPU" "$?" 3
+fi
 "$exe" run --help | grep -q 'self-consistency' && ok || no "run --help"
 
 echo "$pass passed, $fail failed"
