@@ -71,6 +71,40 @@ static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const 
 			tail);
 }
 
+/* The one element the row reports (struct cr_worst) from the comparison
+ * of output k of c: the first failing comparison's worst element (the
+ * largest excess over the tolerance; for a failed aggregate or bias bound,
+ * where every element passed, the largest error), final once set; until
+ * then the element of the largest abs error seen. */
+static void note_worst(struct vr *v, const struct vr_case *c, int k, const struct check_cmp *cmp)
+{
+	const struct cr_slot *sl = &v->plan.st[c->stage].slots[k];
+	struct cr_worst *w = &v->worst;
+	int64_t i;
+	double got, exp, d;
+
+	if (v->worst_failed || cmp->n <= 0)
+		return;
+	i = !cmp->pass && cmp->failed == CHECK_BOUND_ELEMENT ? cmp->worst : cmp->max_abs_at;
+	got = c->got[k][i];
+	exp = c->ref[k][i];
+	d = fabs(got - exp);
+	if (cmp->pass && w->set && !(d > w->abs_err))
+		return;
+	memset(w, 0, sizeof *w);
+	w->set = true;
+	snprintf(w->stage, sizeof w->stage, "%s", stage_name(c->stage));
+	task_dims_str(v->t, &c->dims, w->shape, sizeof w->shape);
+	snprintf(w->profile, sizeof w->profile, "%s", task_profile_name(c->prof));
+	snprintf(w->output, sizeof w->output, "%s", sl->name);
+	w->index = (long long)i;
+	w->got = got;
+	w->expected = exp;
+	w->abs_err = d;
+	w->rel_err = exp != 0 ? d / fabs(exp) : d == 0 ? 0 : INFINITY;
+	v->worst_failed = !cmp->pass;
+}
+
 /* Runs one case through the worker and all buffer checks. Returns false
  * when the worker is gone (crash, timeout). */
 static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool repeat,
@@ -157,6 +191,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 			    check_equals_input(c->got[k], c->in[q], c->ref[k], c->numel[k], tol))
 				vr_fail(v, CHECK_DEGENERATE, "%s: '%s' equals the input '%s'", what,
 					sl->name, st->slots[q].name);
+		note_worst(v, c, k, &cmp);
 		if (!(cmp.max_abs <= v->worst_abs))
 			v->worst_abs = cmp.max_abs;
 		if (!(cmp.max_rel <= v->worst_rel))

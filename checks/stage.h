@@ -28,6 +28,8 @@ struct vr {
 	bool own_plan;               /* plan was bound (and must be released) */
 	bool trusted;                /* our GPU baseline: library calls allowed */
 	char sandbox[232];           /* the layers the candidate's first worker reported */
+	struct cr_worst worst;       /* the element the row reports (checks/stage.c) */
+	bool worst_failed;           /* worst is the first failing comparison's: final */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of

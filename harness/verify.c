@@ -173,6 +173,10 @@ run:
 	}
 done:
 	r->status = v.status;
+	/* a crash or timeout leaves nothing compared to the end: no element
+	 * (as max_abs_err is then unknown) */
+	if (v.status > CHECK_TIMEOUT)
+		r->worst = v.worst;
 	snprintf(r->sandbox, sizeof r->sandbox, "%s", v.sandbox);
 	snprintf(r->detail, sizeof r->detail, "%s", v.detail);
 	if (r->status == CHECK_OK && r->noisy)
