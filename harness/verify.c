@@ -162,8 +162,14 @@ run:
 	r->max_abs_err = v.worst_abs;
 	r->max_rel_err = v.worst_rel;
 	r->err_vs_baseline = v.err_vs_base;
-	if (v.status == CHECK_OK && !o->no_timing)
+	if (v.status == CHECK_OK && !o->no_timing) {
+		/* crucible run pauses a CPU generator while the candidate is timed */
+		if (o->on_timing)
+			o->on_timing(o->hook_ctx, true);
 		st = v.cuda ? vr_time_cuda(&v, r, err) : vr_time(&v, r, err);
+		if (o->on_timing)
+			o->on_timing(o->hook_ctx, false);
+	}
 	if (v.status != CHECK_OK) {
 		r->time_us = r->time_lo_us = r->time_hi_us = r->baseline_us = NAN;
 		r->speedup = r->speedup_lo = r->speedup_hi = NAN;
