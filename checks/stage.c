@@ -53,9 +53,8 @@ static const char *stage_name(enum cr_stage s)
 	return s == CR_FWD ? "forward" : "backward";
 }
 
-/* Maps a failed call to a verdict. */
-static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const char *what,
-			const char *detail)
+void vr_call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const char *what,
+		    const char *detail)
 {
 	char tail[200];
 	cr_proc_log_tail(w, tail, sizeof tail);
@@ -130,7 +129,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	vr_fill_buffers(v, c, w->shm, 0, poison, key);
 	res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
-		call_failed(v, w, res, what, detail);
+		vr_call_failed(v, w, res, what, detail);
 		return false;
 	}
 	/* the output as it stood when the call returned: the worker is frozen
@@ -211,7 +210,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 		vr_fill_buffers(v, c, w->shm, 0, !poison, cr_secure_u64());
 		res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 		if (res != CR_RUN_OK) {
-			call_failed(v, w, res, what, detail);
+			vr_call_failed(v, w, res, what, detail);
 			return false;
 		}
 		memcpy(keep, c->got2, sizeof keep);
@@ -324,6 +323,29 @@ static int64_t shape_values(struct vr *v, const struct task_dimset *d)
 	return least;
 }
 
+bool vr_start_worker(struct vr *v, struct cr_proc *w, struct vr_case *c)
+{
+	char detail[300];
+	enum cr_run res;
+
+	if (!vr_write_header(v, c, w->shm, 1))
+		return false; /* format_error recorded */
+	res = cr_proc_start(w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10, detail,
+			    sizeof detail);
+	if (res == CR_RUN_OK && !v->sandbox[0])
+		snprintf(v->sandbox, sizeof v->sandbox, "%s", w->sandbox);
+	if (res == CR_RUN_OK)
+		return true;
+	if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
+		vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
+	else if (res == CR_RUN_SETUP && w->fault >= 0 && w->fault < CHECK_OK)
+		vr_fail(v, (enum check_verdict)w->fault, "%s: %s", v->path, detail);
+	else
+		vr_call_failed(v, w, res == CR_RUN_SETUP ? CR_RUN_CRASH : res, "loading the candidate",
+			       detail);
+	return false;
+}
+
 enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 {
 	const struct task *t = v->t;
@@ -335,8 +357,6 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 	struct cr_proc w;
 	struct vr_case c;
 	enum cr_status st = CR_OK;
-	char detail[300];
-	enum cr_run res;
 	bool started = false;
 
 	for (int i = 0; i < t->n_checks; i++)
@@ -400,23 +420,8 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 				snprintf(note + strlen(note), sizeof note - strlen(note),
 					 " [shape drawn per run, not from --seed: reproduce with --dims %s]", ds);
 			if (!started) {
-				if (!vr_write_header(v, &c, w.shm, 1)) {
-					vr_case_release(&c);
-					goto out;
-				}
-				res = cr_proc_start(&w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10,
-						    detail, sizeof detail);
 				started = true;
-				if (res == CR_RUN_OK && !v->sandbox[0])
-					snprintf(v->sandbox, sizeof v->sandbox, "%s", w.sandbox);
-				if (res != CR_RUN_OK) {
-					if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
-						vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
-					else if (res == CR_RUN_SETUP && w.fault >= 0 && w.fault < CHECK_OK)
-						vr_fail(v, (enum check_verdict)w.fault, "%s: %s", v->path, detail);
-					else
-						call_failed(v, &w, res == CR_RUN_SETUP ? CR_RUN_CRASH : res,
-							    "loading the candidate", detail);
+				if (!vr_start_worker(v, &w, &c)) {
 					vr_case_release(&c);
 					goto out;
 				}

@@ -1,7 +1,10 @@
 /* test_verify.c — harness/verify.c through its API, with real workers (this
  * binary is also the `__worker`, as crucible is): the worst element a row
- * reports (the first failing comparison's, else the largest error seen)
- * and the timing hook (twice around a timed stage, never without one). */
+ * reports (the first failing comparison's, else the largest error seen),
+ * the timing hook (twice around a timed stage, never without one), and
+ * self-consistency's probe (cr_probe, cr_probe_agree): honest candidates
+ * agree, a wrong one does not, a crash is a runtime_error, the seed decides
+ * the inputs, and nothing a candidate leaves unwritten survives a call. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +23,7 @@
 #include "tasks/task_gen.h"
 #include "tasks/task_registry.h"
 
-static char workroot[64];
+static char workroot[64], scratch[64];
 
 static struct cr_verify_opts opts(bool no_timing)
 {
@@ -43,6 +46,17 @@ static void sample(const char *name, char *path, size_t cap)
 	snprintf(path, cap, "%s/candidates/%s", task_datadir(), name);
 }
 
+/* a candidate written for the test into scratch/NAME */
+static void write_cand(const char *name, const char *src, char *path, size_t cap)
+{
+	FILE *f;
+	snprintf(path, cap, "%s/%s", scratch, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(src, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
 static void verify(const struct task *t, const char *path, const struct cr_verify_opts *o,
 		   struct cr_result *r)
 {
@@ -51,6 +65,17 @@ static void verify(const struct task *t, const char *path, const struct cr_verif
 	cr_err_init(&err);
 	cr_cand_load(&f, path);
 	assert_int_equal(cr_verify(t, &f, o, r, &err), CR_OK);
+	cr_cand_file_release(&f);
+}
+
+static void probe(const struct task *t, const char *path, uint64_t seed, struct cr_probe *p)
+{
+	struct cr_verify_opts o = opts(true);
+	struct cr_cand_file f;
+	struct cr_err err;
+	cr_err_init(&err);
+	cr_cand_load(&f, path);
+	assert_int_equal(cr_probe(t, &f, &o, seed, p, &err), CR_OK);
 	cr_cand_file_release(&f);
 }
 
@@ -203,20 +228,150 @@ static void test_timing_hook(void **state)
 	assert_int_equal(h.calls, 0);
 }
 
+static void probe_sample(const char *task, const char *cand, uint64_t seed, struct cr_probe *p)
+{
+	struct task t;
+	char path[600];
+	load_task(task, &t);
+	sample(cand, path, sizeof path);
+	probe(&t, path, seed, p);
+}
+
+/* An honest probe: one output per task output, at the cpu shape, timed. */
+static void probe_ok(const struct task *t, const struct cr_probe *p)
+{
+	assert_int_equal(p->status, CHECK_OK);
+	assert_int_equal(p->n_out, 1);
+	int i = task_find_tensor(t, p->names[0]);
+	assert_true(i >= 0);
+	assert_int_equal(t->tensors[i].role, TASK_OUTPUT);
+	assert_int_equal(p->numel[0], task_tensor_numel(t, i, &t->cpu));
+	assert_non_null(p->out[0]);
+	for (int64_t e = 0; e < p->numel[0]; e++)
+		if (!isfinite(p->out[0][e]))
+			fail_msg("%s element %lld is %g", p->names[0], (long long)e, p->out[0][e]);
+	assert_true(isfinite(p->call_us) && p->call_us > 0);
+}
+
+/* Two honest implementations agree, each way; the seed decides the inputs. */
+static void test_probe_honest(void **state)
+{
+	const char *pairs[][3] = { { "smoke/relu", "smoke/relu_plain.c", "smoke/relu_fast.c" },
+				   { "smoke/softmax", "smoke/softmax_plain.c", "smoke/softmax_fast.c" } };
+	(void)state;
+	for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+		struct task t;
+		struct cr_probe a, b, c, a2;
+		load_task(pairs[k][0], &t);
+		probe_sample(pairs[k][0], pairs[k][1], 7, &a);
+		probe_sample(pairs[k][0], pairs[k][2], 7, &b);
+		probe_sample(pairs[k][0], pairs[k][1], 8, &c);
+		probe_sample(pairs[k][0], pairs[k][1], 7, &a2);
+		probe_ok(&t, &a);
+		probe_ok(&t, &b);
+		probe_ok(&t, &c);
+		assert_true(cr_probe_agree(&t, &a, &b));
+		assert_true(cr_probe_agree(&t, &b, &a));
+		/* the same seed: the same inputs, so the same outputs exactly */
+		assert_true(cr_probe_agree(&t, &a, &a2));
+		assert_memory_equal(a.out[0], a2.out[0], sizeof(double) * (size_t)a.numel[0]);
+		/* another seed: other inputs */
+		assert_false(cr_probe_agree(&t, &a, &c));
+		assert_false(cr_probe_agree(&t, &b, &c));
+		cr_probe_release(&a);
+		cr_probe_release(&b);
+		cr_probe_release(&c);
+		cr_probe_release(&a2);
+		assert_null(a.out[0]);
+	}
+}
+
+static void test_probe_wrong(void **state)
+{
+	struct task t;
+	struct cr_probe a, w;
+	(void)state;
+	load_task("smoke/relu", &t);
+	probe_sample("smoke/relu", "smoke/relu_plain.c", 3, &a);
+	probe_sample("smoke/relu", "smoke/bad_wrong_result.c", 3, &w);
+	probe_ok(&t, &a);
+	probe_ok(&t, &w); /* it ran: the probe does not judge */
+	assert_false(cr_probe_agree(&t, &a, &w));
+	assert_false(cr_probe_agree(&t, &w, &a));
+	cr_probe_release(&a);
+	cr_probe_release(&w);
+}
+
+static void test_probe_failures(void **state)
+{
+	struct task t;
+	struct cr_probe p, q;
+	(void)state;
+	load_task("smoke/relu", &t);
+	probe_sample("smoke/relu", "smoke/bad_crash.c", 3, &p);
+	assert_int_equal(p.status, CHECK_RUNTIME_ERROR);
+	assert_true(p.detail[0] != '\0');
+	assert_int_equal(p.n_out, 0);
+	assert_null(p.out[0]);
+	probe_sample("smoke/relu", "smoke/bad_infinite_loop.c", 3, &q);
+	assert_int_equal(q.status, CHECK_TIMEOUT);
+	assert_false(cr_probe_agree(&t, &p, &p));
+	cr_probe_release(&p);
+	cr_probe_release(&q);
+	probe_sample("smoke/relu", "smoke/bad_compile_error.c", 3, &p);
+	assert_int_equal(p.status, CHECK_COMPILE_ERROR);
+	assert_non_null(strstr(p.detail, "bad_compile_error.c:"));
+	cr_probe_release(&p);
+}
+
+/* Unwritten outputs read NaN, on every call: a kernel that writes only on
+ * its first call leaves nothing for the third, and NaN agrees with nothing,
+ * not even itself. */
+static void test_probe_poison(void **state)
+{
+	static const char *srcs[][2] = {
+		{ "nothing.c", "// @task smoke/relu\n// @forward relu_fwd(x, y, N)\n#include <stdint.h>\n"
+			       "void relu_fwd(const float *x, float *y, int64_t n)\n"
+			       "{ (void)x; (void)y; (void)n; }\n" },
+		{ "once.c", "// @task smoke/relu\n// @forward relu_fwd(x, y, N)\n#include <stdint.h>\n"
+			    "static int calls;\n"
+			    "void relu_fwd(const float *x, float *y, int64_t n)\n"
+			    "{ if (calls++) return; for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; }\n" },
+	};
+	struct task t;
+	(void)state;
+	load_task("smoke/relu", &t);
+	for (size_t k = 0; k < sizeof srcs / sizeof srcs[0]; k++) {
+		struct cr_probe p;
+		char path[600];
+		write_cand(srcs[k][0], srcs[k][1], path, sizeof path);
+		probe(&t, path, 5, &p);
+		assert_int_equal(p.status, CHECK_OK);
+		assert_int_equal(p.n_out, 1);
+		for (int64_t e = 0; e < p.numel[0]; e++)
+			if (!isnan(p.out[0][e]))
+				fail_msg("%s: element %lld is %g, not NaN", srcs[k][0], (long long)e,
+					 p.out[0][e]);
+		assert_false(cr_probe_agree(&t, &p, &p));
+		cr_probe_release(&p);
+	}
+}
+
 static int setup(void **state)
 {
-	char w[] = "/tmp/crucible-test-verify-XXXXXX";
+	char w[] = "/tmp/crucible-test-verify-XXXXXX", s[] = "/tmp/crucible-test-cands-XXXXXX";
 	(void)state;
-	if (!mkdtemp(w) || chmod(w, 0755))
+	if (!mkdtemp(w) || chmod(w, 0755) || !mkdtemp(s))
 		return -1;
 	snprintf(workroot, sizeof workroot, "%s", w);
+	snprintf(scratch, sizeof scratch, "%s", s);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return cr_remove_tree(workroot);
+	return cr_remove_tree(workroot) | cr_remove_tree(scratch);
 }
 
 int main(int argc, char **argv)
@@ -229,6 +384,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_worst_ok),
 		cmocka_unit_test(test_worst_crash),
 		cmocka_unit_test(test_timing_hook),
+		cmocka_unit_test(test_probe_honest),
+		cmocka_unit_test(test_probe_wrong),
+		cmocka_unit_test(test_probe_failures),
+		cmocka_unit_test(test_probe_poison),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
