@@ -46,7 +46,7 @@ double check_scale(const double *rms, int n_out, int k)
 static void compare_elements(const double *got, const double *exp, const double *base, int64_t n,
 			     const struct check_tol *tol, struct check_cmp *out)
 {
-	double worst_excess = -INFINITY, allow;
+	double worst_excess = -INFINITY, allow, top = 0;
 
 	for (int64_t i = 0; base && i < n; i++)
 		if (isfinite(base[i]) && isfinite(exp[i]))
@@ -59,6 +59,10 @@ static void compare_elements(const double *got, const double *exp, const double 
 		bool bad = !(d <= lim || d <= allow || got[i] == exp[i] ||
 			     (base && !isfinite(base[i]) && got[i] == base[i]));
 		if (!isnan(d)) {
+			if (d > top) {
+				top = d;
+				out->max_abs_at = i;
+			}
 			if (d > out->max_abs)
 				out->max_abs = d;
 			if (exp[i] != 0 && d / fabs(exp[i]) > out->max_rel)
@@ -127,6 +131,7 @@ void check_compare_tol(const double *got, const double *exp, const double *base,
 	out->n = n;
 	out->pass = true;
 	out->worst = n > 0 ? 0 : -1;
+	out->max_abs_at = out->worst;
 	out->scale = tol->scale;
 	compare_elements(got, exp, base, n, tol, out);
 	if (!out->pass)

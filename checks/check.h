@@ -54,6 +54,7 @@ struct check_cmp {
 	int64_t worst;          /* index of the worst element (largest excess over tolerance) */
 	double got, exp;        /* at worst */
 	double max_abs, max_rel;
+	int64_t max_abs_at;     /* index of the largest abs error, NaN left out (0: all exact; -1: n == 0) */
 	int64_t n_bad;          /* elements outside tolerance */
 	double base_max_abs;    /* the baseline's worst finite error (0 without one) */
 	double scale;           /* the scale the output was judged at */

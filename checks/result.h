@@ -37,11 +37,12 @@ struct cr_verify_opts {
 struct cr_worst {
 	bool set;
 	char stage[12];          /* forward, backward */
-	char shape[128];         /* the case's dims ("N=4096") */
-	char profile[48];        /* the init profile's name */
-	char output[32];         /* the output tensor */
-	long long index;         /* flat element index */
-	double got, expected, abs_err, rel_err;
+	char shape[128];         /* the case's dims as task_dims_str writes them ("N=4096") */
+	char profile[48];        /* the init profile's name (own, large, ..., drawn) */
+	char output[32];         /* the output slot: a forward output, or d<x> in the backward */
+	long long index;         /* flat element index within that output */
+	double got, expected, abs_err, rel_err; /* abs = |got - expected|, rel = abs / |expected|
+	                          * (infinite where 0 is expected and abs > 0) */
 };
 
 struct cr_result {
@@ -59,8 +60,9 @@ struct cr_result {
 	char dims[128];          /* the timed shape */
 	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */
 	double roofline;         /* roofline time / measured time (1 = at the roofline) */
-	struct cr_worst worst;   /* mismatch: the first failing case's worst element; else the
-	                          * element of the largest error seen (set false: none compared) */
+	struct cr_worst worst;   /* mismatch: the first failing comparison's worst element; else
+	                          * the element of the largest error seen (set false: none
+	                          * compared, or a crash or timeout) */
 	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */

@@ -53,9 +53,8 @@ static const char *stage_name(enum cr_stage s)
 	return s == CR_FWD ? "forward" : "backward";
 }
 
-/* Maps a failed call to a verdict. */
-static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const char *what,
-			const char *detail)
+void vr_call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const char *what,
+		    const char *detail)
 {
 	char tail[200];
 	cr_proc_log_tail(w, tail, sizeof tail);
@@ -69,6 +68,40 @@ static void call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const 
 	else
 		vr_fail(v, s, "%s: %s%s%s", what, detail, tail[0] ? "; output: " : "",
 			tail);
+}
+
+/* The one element the row reports (struct cr_worst) from the comparison
+ * of output k of c: the first failing comparison's worst element (the
+ * largest excess over the tolerance; for a failed aggregate or bias bound,
+ * where every element passed, the largest error), final once set; until
+ * then the element of the largest abs error seen. */
+static void note_worst(struct vr *v, const struct vr_case *c, int k, const struct check_cmp *cmp)
+{
+	const struct cr_slot *sl = &v->plan.st[c->stage].slots[k];
+	struct cr_worst *w = &v->worst;
+	int64_t i;
+	double got, exp, d;
+
+	if (v->worst_failed || cmp->n <= 0)
+		return;
+	i = !cmp->pass && cmp->failed == CHECK_BOUND_ELEMENT ? cmp->worst : cmp->max_abs_at;
+	got = c->got[k][i];
+	exp = c->ref[k][i];
+	d = fabs(got - exp);
+	if (cmp->pass && w->set && !(d > w->abs_err))
+		return;
+	memset(w, 0, sizeof *w);
+	w->set = true;
+	snprintf(w->stage, sizeof w->stage, "%s", stage_name(c->stage));
+	task_dims_str(v->t, &c->dims, w->shape, sizeof w->shape);
+	snprintf(w->profile, sizeof w->profile, "%s", task_profile_name(c->prof));
+	snprintf(w->output, sizeof w->output, "%s", sl->name);
+	w->index = (long long)i;
+	w->got = got;
+	w->expected = exp;
+	w->abs_err = d;
+	w->rel_err = exp != 0 ? d / fabs(exp) : d == 0 ? 0 : INFINITY;
+	v->worst_failed = !cmp->pass;
 }
 
 /* Runs one case through the worker and all buffer checks. Returns false
@@ -96,7 +129,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	vr_fill_buffers(v, c, w->shm, 0, poison, key);
 	res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
-		call_failed(v, w, res, what, detail);
+		vr_call_failed(v, w, res, what, detail);
 		return false;
 	}
 	/* the output as it stood when the call returned: the worker is frozen
@@ -157,6 +190,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 			    check_equals_input(c->got[k], c->in[q], c->ref[k], c->numel[k], tol))
 				vr_fail(v, CHECK_DEGENERATE, "%s: '%s' equals the input '%s'", what,
 					sl->name, st->slots[q].name);
+		note_worst(v, c, k, &cmp);
 		if (!(cmp.max_abs <= v->worst_abs))
 			v->worst_abs = cmp.max_abs;
 		if (!(cmp.max_rel <= v->worst_rel))
@@ -176,7 +210,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 		vr_fill_buffers(v, c, w->shm, 0, !poison, cr_secure_u64());
 		res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 		if (res != CR_RUN_OK) {
-			call_failed(v, w, res, what, detail);
+			vr_call_failed(v, w, res, what, detail);
 			return false;
 		}
 		memcpy(keep, c->got2, sizeof keep);
@@ -289,6 +323,29 @@ static int64_t shape_values(struct vr *v, const struct task_dimset *d)
 	return least;
 }
 
+bool vr_start_worker(struct vr *v, struct cr_proc *w, struct vr_case *c)
+{
+	char detail[300];
+	enum cr_run res;
+
+	if (!vr_write_header(v, c, w->shm, 1))
+		return false; /* format_error recorded */
+	res = cr_proc_start(w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10, detail,
+			    sizeof detail);
+	if (res == CR_RUN_OK && !v->sandbox[0])
+		snprintf(v->sandbox, sizeof v->sandbox, "%s", w->sandbox);
+	if (res == CR_RUN_OK)
+		return true;
+	if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
+		vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
+	else if (res == CR_RUN_SETUP && w->fault >= 0 && w->fault < CHECK_OK)
+		vr_fail(v, (enum check_verdict)w->fault, "%s: %s", v->path, detail);
+	else
+		vr_call_failed(v, w, res == CR_RUN_SETUP ? CR_RUN_CRASH : res, "loading the candidate",
+			       detail);
+	return false;
+}
+
 enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 {
 	const struct task *t = v->t;
@@ -300,8 +357,6 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 	struct cr_proc w;
 	struct vr_case c;
 	enum cr_status st = CR_OK;
-	char detail[300];
-	enum cr_run res;
 	bool started = false;
 
 	for (int i = 0; i < t->n_checks; i++)
@@ -365,23 +420,8 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 				snprintf(note + strlen(note), sizeof note - strlen(note),
 					 " [shape drawn per run, not from --seed: reproduce with --dims %s]", ds);
 			if (!started) {
-				if (!vr_write_header(v, &c, w.shm, 1)) {
-					vr_case_release(&c);
-					goto out;
-				}
-				res = cr_proc_start(&w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10,
-						    detail, sizeof detail);
 				started = true;
-				if (res == CR_RUN_OK && !v->sandbox[0])
-					snprintf(v->sandbox, sizeof v->sandbox, "%s", w.sandbox);
-				if (res != CR_RUN_OK) {
-					if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
-						vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
-					else if (res == CR_RUN_SETUP && w.fault >= 0 && w.fault < CHECK_OK)
-						vr_fail(v, (enum check_verdict)w.fault, "%s: %s", v->path, detail);
-					else
-						call_failed(v, &w, res == CR_RUN_SETUP ? CR_RUN_CRASH : res,
-							    "loading the candidate", detail);
+				if (!vr_start_worker(v, &w, &c)) {
 					vr_case_release(&c);
 					goto out;
 				}

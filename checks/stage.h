@@ -28,6 +28,8 @@ struct vr {
 	bool own_plan;               /* plan was bound (and must be released) */
 	bool trusted;                /* our GPU baseline: library calls allowed */
 	char sandbox[232];           /* the layers the candidate's first worker reported */
+	struct cr_worst worst;       /* the element the row reports (checks/stage.c) */
+	bool worst_failed;           /* worst is the first failing comparison's: final */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of
@@ -54,6 +56,16 @@ void vr_fail(struct vr *v, enum check_verdict s, const char *fmt, ...)
 /* The verdict of a failed call: timeout, the worker's FAULT verdict (a
  * cuda launch error, a parameter mismatch), else runtime_error. */
 enum check_verdict vr_run_verdict(const struct cr_proc *w, enum cr_run res);
+/* Records the verdict of a failed call (vr_run_verdict) with what (the case)
+ * and detail, and the tail of the worker's output unless it timed out or
+ * faulted. */
+void vr_call_failed(struct vr *v, struct cr_proc *w, enum cr_run res, const char *what,
+		    const char *detail);
+/* Writes c's header into w's shared memory and starts w (v's worker mode):
+ * false, with the verdict recorded (format_error for a missing launch
+ * symbol or a launch out of range, the worker's fault, else the start's
+ * runtime_error or timeout), when it does not start. */
+bool vr_start_worker(struct vr *v, struct cr_proc *w, struct vr_case *c);
 size_t vr_layout(struct vr_case *c, int n_sets);
 void vr_guard_fill(struct vr_case *c, char *shm, int n_sets, size_t total, uint64_t key);
 bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, int n_sets,
@@ -87,6 +99,15 @@ bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set,
 		      size_t cap);
 /* Correctness of one stage (verify_stage.c). */
 enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err);
+/* Self-consistency's probe (checks/probe.c): the forward plan at the
+ * task's cpu shape on its own init drawn from seed, calls times in one
+ * worker, outputs NaN-poisoned before each; c (allocated here without
+ * references, released by the caller) holds the inputs and what the last
+ * call wrote, *call_us the median call. A failed start or call is a
+ * verdict in v (c->got then means nothing). */
+#define VR_PROBE_MAX_CALLS 16
+enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_case *c,
+			    double *call_us, struct cr_err *err);
 /* Timing of the forward plan against the baseline (verify_time.c). */
 enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err);
 /* The same on the GPU (verify_time_cuda.c): device-timed calls against the

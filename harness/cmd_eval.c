@@ -1075,6 +1075,38 @@ out:
 	return rc;
 }
 
+/* check's worst element (struct cr_worst), one line: where, then got,
+ * expected and the errors; got and expected in full, so they differ by abs. */
+static void worst_line(const struct cr_worst *w, char *buf, size_t cap)
+{
+	char sb[200];
+	snprintf(buf, cap, "%s {%s} %s '%s'[%lld]: got %.9g expected %.9g abs %.3g rel %.3g", w->stage,
+		 w->shape, w->profile, safe(w->output, sb, sizeof sb), w->index, w->got, w->expected,
+		 w->abs_err, w->rel_err);
+}
+
+/* The same as check --json's "worst" object (null: nothing compared); a
+ * NaN or infinite figure is null. */
+static json_t *worst_json(const struct cr_worst *w)
+{
+	json_t *j;
+	if (!w->set)
+		return json_null();
+	j = json_object();
+	json_object_set_new(j, "stage", json_string(w->stage));
+	json_object_set_new(j, "shape", jstr(w->shape));
+	json_object_set_new(j, "profile", json_string(w->profile));
+	json_object_set_new(j, "output", jstr(w->output));
+	json_object_set_new(j, "index", json_integer((json_int_t)w->index));
+#define JNUM(k, x) json_object_set_new(j, k, isfinite(x) ? json_real(x) : json_null())
+	JNUM("got", w->got);
+	JNUM("expected", w->expected);
+	JNUM("abs_err", w->abs_err);
+	JNUM("rel_err", w->rel_err);
+#undef JNUM
+	return j;
+}
+
 int cr_cmd_check(int argc, char **argv)
 {
 	struct eval_opts o = { .timeout = 5, .time_cap = 1 };
@@ -1157,6 +1189,7 @@ int cr_cmd_check(int argc, char **argv)
 		JNUM("speedup_lo", r.speedup_lo);
 		JNUM("speedup_hi", r.speedup_hi);
 #undef JNUM
+		json_object_set_new(j, "worst", worst_json(&r.worst));
 		json_object_set_new(j, "samples", json_integer(r.samples));
 		json_object_set_new(j, "noisy", json_boolean(r.noisy));
 		json_object_set_new(j, "shape", jstr(r.dims));
@@ -1181,6 +1214,11 @@ int cr_cmd_check(int argc, char **argv)
 	if (!isnan(r.max_abs_err))
 		printf("max error   abs %.3g, rel %.3g (%.2fx the f32 baseline's)\n", r.max_abs_err,
 		       r.max_rel_err, r.err_vs_baseline);
+	if (r.worst.set) {
+		char wl[600];
+		worst_line(&r.worst, wl, sizeof wl);
+		printf("worst       %s\n", wl);
+	}
 	if (r.timed)
 		printf("time        %.2f us [%.2f, %.2f] at %s, %d samples%s\n", r.time_us, r.time_lo_us,
 		       r.time_hi_us, r.dims, r.samples, r.noisy ? " (noisy)" : "");

@@ -2,7 +2,9 @@
  * the parsed file is bound to its task once, built (the cpu compiler or
  * NVRTC) in a private work directory, then the forward and backward
  * correctness stages (checks/stage.c) and timing (timing/time_cpu.c,
- * timing/time_cuda.c) run on that one plan. */
+ * timing/time_cuda.c) run on that one plan. Self-consistency's probe
+ * (cr_probe) shares the binding and the build, then runs the forward plan
+ * only (checks/probe.c): no reference, no checks. */
 #include "harness/verify.h"
 #include "checks/stage.h"
 
@@ -54,100 +56,123 @@ static bool in_dir(const char *path, const char *dir)
 	return !strncmp(rp, rd, n) && rp[n] == '/';
 }
 
-enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
-			 const struct cr_verify_opts *o, struct cr_result *r, struct cr_err *err)
+/* The first error line of a failed compile, naming the candidate rather
+ * than the private copy compiled: the compile_error's detail. log is
+ * modified. */
+static void compile_failed(struct vr *v, char *log)
 {
-	struct vr v;
+	/* the first error line is the most useful detail ("error:" from the
+	 * compiler, "Error:" from the assembler) */
+	char *e = strcasestr(log, "error");
+	char *start = e, *nl, *c;
+	while (start && start > log && start[-1] != '\n')
+		start--;
+	if (!start)  /* no error line ("cc1: out of memory …"): the first non-blank one */
+		for (start = log; *start == '\n' || *start == ' '; start++)
+			;
+	if ((nl = strchr(start, '\n')))
+		*nl = '\0';
+	c = strstr(start, "/cand.c:");
+	if (!c && !strncmp(start, "cand.c:", 7))
+		c = start - 1; /* from the trampoline's #line */
+	vr_fail(v, CHECK_COMPILE_ERROR, "%s%s", c ? v->path : "", c ? c + 7 : start);
+}
+
+/* What cr_verify and cr_probe share: f bound to t (its parsed directives
+ * move into v->plan) and built in a fresh work directory, cand.so by the
+ * cpu compiler or, on the cuda backend, cand.cubin by NVRTC. A bad
+ * candidate is a verdict in v->status (CR_OK returned); only an
+ * environment that cannot do the work is an error. release() undoes it,
+ * whatever the outcome. */
+static enum cr_status prepare(struct vr *v, const struct task *t, struct cr_cand_file *f,
+			      const struct cr_verify_opts *o, struct cr_err *err)
+{
 	struct cr_cand cand;
 	struct cr_err e2;
-	enum cr_status st = CR_OK;
+	enum cr_status st;
 	char log[2048];
-	bool bound = false, have_dir = false;
-	const char *path = f->path, *src = f->src;
-	size_t len = f->len;
 
-	memset(&v, 0, sizeof v);
-	memset(&cand, 0, sizeof cand);
-	v.t = t;
-	v.o = o;
-	v.status = CHECK_OK;
-	cr_result_init(r);
-	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
+	memset(v, 0, sizeof *v);
+	v->t = t;
+	v->o = o;
+	v->status = CHECK_OK;
+	v->path = f->path;
 	cr_err_init(&e2);
 	if (!f->parsed) {
-		vr_fail(&v, CHECK_FORMAT_ERROR, "%s", f->error);
-		goto done;
+		vr_fail(v, CHECK_FORMAT_ERROR, "%s", f->error);
+		return CR_OK;
 	}
 	cand = f->cand;           /* the plan takes the parsed directives over */
 	memset(&f->cand, 0, sizeof f->cand);
 	f->parsed = false;
-	v.cuda = o->cuda;
-	v.path = path;
-	v.trusted = o->cuda && in_dir(path, o->baseline_dir); /* our own GPU baselines */
-	snprintf(v.cubin, sizeof v.cubin, "cand.cubin");
+	v->cuda = o->cuda;
+	v->trusted = o->cuda && in_dir(f->path, o->baseline_dir); /* our own GPU baselines */
+	snprintf(v->cubin, sizeof v->cubin, "cand.cubin");
 	if (cand.cuda != o->cuda) {
 		if (cand.cuda)
-			vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: CUDA launch form on the cpu backend (a .c candidate takes function(args))",
-				path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
+			vr_fail(v, CHECK_FORMAT_ERROR, "%s:%d: CUDA launch form on the cpu backend (a .c candidate takes function(args))",
+				f->path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
 		else
-			vr_fail(&v, CHECK_FORMAT_ERROR, "%s:%d: C call form on the cuda backend (a .cu candidate launches kernel<<<grid, block>>>(args))",
-				path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
+			vr_fail(v, CHECK_FORMAT_ERROR, "%s:%d: C call form on the cuda backend (a .cu candidate launches kernel<<<grid, block>>>(args))",
+				f->path, cand.n_fwd ? cand.fwd[0].line : cand.task_line);
 		cr_cand_release(&cand);
-		goto done;
+		return CR_OK;
 	}
-	if (cr_plan_bind(&v.plan, t, &cand, path, &e2)) {
-		bound = true;
-		vr_fail(&v, CHECK_FORMAT_ERROR, "%s", e2.msg);
-		goto done;
+	v->own_plan = true;       /* the plan owns cand from here, bound or not */
+	if (cr_plan_bind(&v->plan, t, &cand, f->path, &e2)) {
+		vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
+		return CR_OK;
 	}
-	bound = true;
-	if ((st = make_workdir(&v, o->workroot, err)))
-		goto done;
-	have_dir = true;
-	if (v.cuda) {
+	if ((st = make_workdir(v, o->workroot, err))) {
+		v->workdir[0] = '\0';
+		return st;
+	}
+	if (v->cuda) {
 		struct cr_result cr;
 		char cubin[700];
 		cr_result_init(&cr);
-		snprintf(cubin, sizeof cubin, "%s/%s", v.workdir, v.cubin);
+		snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, v->cubin);
 		struct cr_cuda_opts co = { .arch = o->arch, .timeout_s = 60 };
-		if ((st = check_cuda_build(&v.plan, path, src, len, &co, cubin, &cr, err)))
-			goto done;
-		if (cr.status != CHECK_OK) {
-			vr_fail(&v, cr.status, "%s", cr.detail);
-			goto done;
-		}
-		goto run;
+		if ((st = check_cuda_build(&v->plan, f->path, f->src, f->len, &co, cubin, &cr, err)))
+			return st;
+		if (cr.status != CHECK_OK)
+			vr_fail(v, cr.status, "%s", cr.detail);
+		return CR_OK;
 	}
-	switch (cr_compile_cpu(&v.plan, src, len, v.workdir, o->compile_timeout_s, log, sizeof log)) {
+	switch (cr_compile_cpu(&v->plan, f->src, f->len, v->workdir, o->compile_timeout_s, log,
+			       sizeof log)) {
 	case CR_COMPILED:
 		break;
 	case CR_COMPILE_ENV:
-		st = cr_errf(err, CR_EENV, "%s", log);
-		goto done;
+		return cr_errf(err, CR_EENV, "%s", log);
 	case CR_COMPILE_TIMEOUT:
-	case CR_COMPILE_FAILED: {
-		/* the first error line is the most useful detail ("error:" from
-		 * the compiler, "Error:" from the assembler) */
-		char *e = strcasestr(log, "error");
-		char *start = e, *nl;
-		while (start && start > log && start[-1] != '\n')
-			start--;
-		if (!start)  /* no error line ("cc1: out of memory …"): the first non-blank one */
-			for (start = log; *start == '\n' || *start == ' '; start++)
-				;
-		if ((nl = strchr(start, '\n')))
-			*nl = '\0';
-		{
-			/* name the candidate, not the private copy compiled */
-			char *c = strstr(start, "/cand.c:");
-			if (!c && !strncmp(start, "cand.c:", 7))
-				c = start - 1; /* from the trampoline's #line */
-			vr_fail(&v, CHECK_COMPILE_ERROR, "%s%s", c ? path : "", c ? c + 7 : start);
-		}
+	case CR_COMPILE_FAILED:
+		compile_failed(v, log);
+		break;
+	}
+	return CR_OK;
+}
+
+static void release(struct vr *v)
+{
+	if (v->own_plan)
+		cr_plan_release(&v->plan);
+	v->own_plan = false;
+	if (v->workdir[0])
+		remove_workdir(v);
+	v->workdir[0] = '\0';
+}
+
+enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
+			 const struct cr_verify_opts *o, struct cr_result *r, struct cr_err *err)
+{
+	struct vr v;
+	enum cr_status st;
+
+	cr_result_init(r);
+	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
+	if ((st = prepare(&v, t, f, o, err)) || v.status != CHECK_OK)
 		goto done;
-	}
-	}
-run:
 	v.worst_abs = v.worst_rel = v.err_vs_base = 0;
 	if ((st = vr_run_stage(&v, CR_FWD, err)))
 		goto done;
@@ -162,8 +187,14 @@ run:
 	r->max_abs_err = v.worst_abs;
 	r->max_rel_err = v.worst_rel;
 	r->err_vs_baseline = v.err_vs_base;
-	if (v.status == CHECK_OK && !o->no_timing)
+	if (v.status == CHECK_OK && !o->no_timing) {
+		/* crucible run pauses a CPU generator while the candidate is timed */
+		if (o->on_timing)
+			o->on_timing(o->hook_ctx, true);
 		st = v.cuda ? vr_time_cuda(&v, r, err) : vr_time(&v, r, err);
+		if (o->on_timing)
+			o->on_timing(o->hook_ctx, false);
+	}
 	if (v.status != CHECK_OK) {
 		r->time_us = r->time_lo_us = r->time_hi_us = r->baseline_us = NAN;
 		r->speedup = r->speedup_lo = r->speedup_hi = NAN;
@@ -173,17 +204,109 @@ run:
 	}
 done:
 	r->status = v.status;
+	/* a crash or timeout leaves nothing compared to the end: no element
+	 * (as max_abs_err is then unknown) */
+	if (v.status > CHECK_TIMEOUT)
+		r->worst = v.worst;
 	snprintf(r->sandbox, sizeof r->sandbox, "%s", v.sandbox);
 	snprintf(r->detail, sizeof r->detail, "%s", v.detail);
 	if (r->status == CHECK_OK && r->noisy)
 		snprintf(r->detail, sizeof r->detail, "timing noisy (spread above target at the time cap)%s%.600s",
 			 v.detail[0] ? "; " : "", v.detail);
-	if (bound)
-		cr_plan_release(&v.plan);
-	else
-		cr_cand_release(&cand);
-	if (have_dir)
-		remove_workdir(&v);
+	release(&v);
 	return st;
 }
 
+/* ---- self-consistency's probe ---- */
+
+#define PROBE_CALLS 3
+
+enum cr_status cr_probe(const struct task *t, struct cr_cand_file *f,
+			const struct cr_verify_opts *o, uint64_t probe_seed, struct cr_probe *p,
+			struct cr_err *err)
+{
+	const struct cr_pstage *ps;
+	struct vr v;
+	struct vr_case c;
+	enum cr_status st;
+
+	memset(p, 0, sizeof *p);
+	memset(&c, 0, sizeof c);
+	p->call_us = NAN;
+	if ((st = prepare(&v, t, f, o, err)) || v.status != CHECK_OK)
+		goto done;
+	if ((st = vr_probe_run(&v, probe_seed, PROBE_CALLS, &c, &p->call_us, err)) ||
+	    v.status != CHECK_OK)
+		goto done;
+	ps = &v.plan.st[CR_FWD];
+	for (int k = 0; k < c.n_slots; k++) {
+		int i = p->n_out;
+		if (ps->slots[k].role != CR_SLOT_OUT)
+			continue;
+		if (i == (int)(sizeof p->out / sizeof p->out[0])) {
+			st = cr_errf(err, CR_EINPUT, "%s: more than %d outputs: the probe holds %d", t->name,
+				     i, i);
+			goto done;
+		}
+		p->out[i] = malloc(sizeof(double) * (size_t)(c.numel[k] ? c.numel[k] : 1));
+		if (!p->out[i]) {
+			st = cr_errf(err, CR_ENOMEM, "out of memory for the probe of %s", t->name);
+			goto done;
+		}
+		memcpy(p->out[i], c.got[k], sizeof(double) * (size_t)c.numel[k]);
+		snprintf(p->names[i], sizeof p->names[i], "%s", ps->slots[k].name);
+		p->numel[i] = c.numel[k];
+		p->n_out++;
+	}
+done:
+	p->status = v.status;
+	snprintf(p->detail, sizeof p->detail, "%s", v.detail);
+	if (st || p->status != CHECK_OK) {
+		cr_probe_release(p);
+		p->status = v.status;
+		snprintf(p->detail, sizeof p->detail, "%s", v.detail);
+		p->call_us = NAN;
+	}
+	vr_case_release(&c);
+	release(&v);
+	return st;
+}
+
+/* a judged against b at b's scales, as the verifier judges an output
+ * against its reference, without a baseline */
+static bool probe_within(const struct task *t, const struct cr_probe *a, const struct cr_probe *b)
+{
+	double rms[8];
+	for (int k = 0; k < b->n_out; k++)
+		rms[k] = check_rms(b->out[k], b->numel[k]);
+	for (int k = 0; k < a->n_out; k++) {
+		struct check_tol tl;
+		struct check_cmp cmp;
+		check_tol_default(&tl, t->atol, t->rtol, check_scale(rms, b->n_out, k));
+		check_compare_tol(a->out[k], b->out[k], NULL, a->numel[k], &tl, &cmp);
+		if (!cmp.pass)
+			return false;
+	}
+	return true;
+}
+
+bool cr_probe_agree(const struct task *t, const struct cr_probe *a, const struct cr_probe *b)
+{
+	if (a->status != CHECK_OK || b->status != CHECK_OK || a->n_out < 1 || a->n_out != b->n_out)
+		return false;
+	for (int k = 0; k < a->n_out; k++)
+		if (strcmp(a->names[k], b->names[k]) || a->numel[k] != b->numel[k] || !a->out[k] ||
+		    !b->out[k])
+			return false;
+	return probe_within(t, a, b) && probe_within(t, b, a);
+}
+
+void cr_probe_release(struct cr_probe *p)
+{
+	if (!p)
+		return;
+	for (int k = 0; k < (int)(sizeof p->out / sizeof p->out[0]); k++)
+		free(p->out[k]);
+	memset(p, 0, sizeof *p);
+	p->call_us = NAN;
+}

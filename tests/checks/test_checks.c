@@ -1,7 +1,8 @@
 /* test_checks.c — the pure buffer checks: tolerance comparison (each
  * gaming pattern that passed the old worst-element rule with its floor of
  * 1, and the honest perturbations that must keep passing), degeneracy,
- * guard patterns, poison, verdict names. */
+ * the worst and the largest-error element, guard patterns, poison, verdict
+ * names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -264,6 +265,34 @@ static void test_near_zero_scale(void **s)
 	assert_int_equal(c.failed, CHECK_BOUND_ELEMENT);
 }
 
+/* The two elements a comparison names: the worst (largest excess over the
+ * tolerance) and the largest abs error, which differ where |expected| is
+ * large enough to allow more; all exact: element 0; a NaN counts for the
+ * worst, never for the largest error. */
+static void test_worst_and_largest(void **s)
+{
+	double exp[5] = { 0, 100, 0, 100, 1 }, got[5] = { 0, 100.005, 0.003, 100, 1 };
+	double nan_got[5] = { 0, 100.005, NAN, 100, 1 };
+	struct check_cmp c;
+	struct check_tol tol;
+	(void)s;
+	check_tol_default(&tol, 1e-4, 1e-4, 10);
+	tol.dist = false;
+	check_compare_tol(got, exp, NULL, 5, &tol, &c);
+	assert_false(c.pass);
+	assert_int_equal(c.worst, 2);          /* 0.003 against 1e-3 allowed */
+	assert_int_equal(c.max_abs_at, 1);     /* 0.005, within its 1e-3 + 1e-2 */
+	assert_true(fabs(c.max_abs - 0.005) < 1e-9);
+	check_compare_tol(exp, exp, NULL, 5, &tol, &c);
+	assert_true(c.pass);
+	assert_int_equal(c.max_abs_at, 0);
+	check_compare_tol(nan_got, exp, NULL, 5, &tol, &c);
+	assert_int_equal(c.worst, 2);
+	assert_int_equal(c.max_abs_at, 1);
+	check_compare_tol(got, exp, NULL, 0, &tol, &c);
+	assert_int_equal(c.max_abs_at, -1);
+}
+
 static void test_cmp_str(void **s)
 {
 	double exp[4] = { 1, 2, 3, 4 }, got[4] = { 1, 2, 3, 5 };
@@ -344,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_gaming_small_scale),
 		cmocka_unit_test(test_honest_perturbations),
 		cmocka_unit_test(test_near_zero_scale),
+		cmocka_unit_test(test_worst_and_largest),
 		cmocka_unit_test(test_cmp_str),
 		cmocka_unit_test(test_degenerate),
 		cmocka_unit_test(test_patterns),

@@ -1,0 +1,72 @@
+/* probe.c — self-consistency's probe run (harness/verify.c, cr_probe): the
+ * forward plan of a built candidate in one sandboxed worker on inputs drawn
+ * from a probe seed at the task's cpu shape and its own init profile, a few
+ * calls, outputs poisoned (NaN) before each. No reference, no baseline and no
+ * checks: what the candidate wrote is all that comes back, so a selector
+ * that groups candidates by agreement never sees the right answer. */
+#include "checks/stage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/task_gen.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_case *c,
+			    double *call_us, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[CR_FWD];
+	int64_t ns[VR_PROBE_MAX_CALLS];
+	char detail[300], ds[128], what[200];
+	struct cr_proc w;
+	enum cr_status s;
+	int n = 0;
+
+	if (calls < 1 || calls > VR_PROBE_MAX_CALLS)
+		return cr_errf(err, CR_EINPUT, "probe: %d calls (1 to %d)", calls, VR_PROBE_MAX_CALLS);
+	if ((s = vr_case_alloc(v, c, CR_FWD, &t->cpu, false, err)) || !c->ready)
+		return s; /* a size that failed is a format_error, recorded */
+	c->prof = TASK_PROF_OWN;
+	c->seed = seed;
+	/* the stream of each tensor is a function of (seed, tensor) only:
+	 * probes of one seed see the same inputs, whatever the run seed */
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN)
+			task_gen_tensor(t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN, seed, c->in[k]);
+	task_dims_str(t, &c->dims, ds, sizeof ds);
+	snprintf(what, sizeof what, "probe {%s} %s", ds, task_profile_name(TASK_PROF_OWN));
+	if ((s = cr_proc_init(&w, vr_layout(c, 1), err)))
+		return s;
+	if (!vr_start_worker(v, &w, c))
+		goto out; /* verdict recorded */
+	for (n = 0; n < calls; n++) {
+		/* quiet NaNs over the outputs before every call (the stages'
+		 * first kind of poison): what a candidate leaves unwritten
+		 * reads NaN, never an earlier call's answer, and NaN agrees
+		 * with nothing (cr_probe_agree) */
+		enum cr_run res;
+		vr_fill_buffers(v, c, w.shm, 0, 0, cr_secure_u64());
+		res = cr_proc_call(&w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns[n], detail,
+				   sizeof detail);
+		if (res != CR_RUN_OK) {
+			vr_call_failed(v, &w, res, what, detail);
+			goto out;
+		}
+		/* what it had written when the call returned, nothing later */
+		cr_proc_freeze(&w);
+		vr_read_outputs(v, c, w.shm, 0, c->got);
+		cr_proc_thaw(&w);
+	}
+	qsort(ns, (size_t)n, sizeof ns[0], cmp_i64);
+	*call_us = n % 2 ? (double)ns[n / 2] / 1e3 : (double)(ns[n / 2 - 1] + ns[n / 2]) / 2e3;
+out:
+	cr_proc_release(&w);
+	return CR_OK;
+}
