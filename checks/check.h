@@ -45,6 +45,12 @@ struct check_tol {
  * among the same case's outputs is zero in exact arithmetic (rounding noise
  * of the double reference): it is judged at the other outputs' scale. */
 #define CHECK_NEAR_ZERO 1e-9
+/* An output of fewer elements than this is judged at no smaller a scale
+ * than the rms of its case's float inputs: a few values are no measure of
+ * an output's magnitude, and where a function squashes its input (GELU's
+ * or a sigmoid's tail) an honest float formula is accurate relative to the
+ * input, not to the tiny result (docs/VERIFIER.md). */
+#define CHECK_SMALL_OUTPUT 64
 
 /* The verifier's rule for one output at the given scale. */
 void check_tol_default(struct check_tol *tol, double atol, double rtol, double scale);

@@ -104,6 +104,29 @@ static void note_worst(struct vr *v, const struct vr_case *c, int k, const struc
 	v->worst_failed = !cmp->pass;
 }
 
+/* The scale output slot k of c is judged at: its own (check_scale), and for
+ * an output of fewer than CHECK_SMALL_OUTPUT elements at least the rms of
+ * the case's float inputs. */
+static double judged_scale(const struct vr *v, const struct vr_case *c, int k, double own)
+{
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	double ss = 0;
+	int64_t n = 0;
+
+	if (c->numel[k] >= CHECK_SMALL_OUTPUT)
+		return own;
+	for (int q = 0; q < c->n_slots; q++) {
+		if (st->slots[q].role != CR_SLOT_IN || !task_dtype_is_float(st->slots[q].dtype))
+			continue;
+		for (int64_t i = 0; i < c->numel[q]; i++)
+			if (isfinite(c->in[q][i])) {
+				ss += c->in[q][i] * c->in[q][i];
+				n++;
+			}
+	}
+	return n ? fmax(own, sqrt(ss / (double)n)) : own;
+}
+
 /* Runs one case through the worker and all buffer checks. Returns false
  * when the worker is gone (crash, timeout). */
 static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool repeat,
@@ -178,7 +201,8 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 		if (sl->role != CR_SLOT_OUT)
 			continue;
 		*out_hash = hash_doubles(*out_hash, c->got[k], c->numel[k]);
-		check_tol_default(&tl, t->atol, t->rtol, check_scale(rms, n_out, slot_out[k]));
+		check_tol_default(&tl, t->atol, t->rtol,
+				  judged_scale(v, c, k, check_scale(rms, n_out, slot_out[k])));
 		check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
 		/* what counts as "varies" or "zero": beyond the tolerance at the
 		 * judged scale and beyond what the f32 baseline resolves */

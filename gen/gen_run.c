@@ -857,6 +857,22 @@ static void progress(const struct run *R, const struct task_state *t, const stru
 		c->r.timed && isfinite(c->r.speedup) ? "timed" : "", c->completion_tokens, c->cumulative_tokens);
 }
 
+/* The verifier on c, timed for the overhead figure. */
+static enum cr_status verify(struct run *R, struct task_state *t, struct gen_cand *c, const char *group,
+			     struct cr_err *err)
+{
+	int64_t t0 = cr_now_ns();
+	enum cr_status st = R->v->verify(R->v->ctx, t->name, c, group, err);
+
+	R->verify_ns += cr_now_ns() - t0;
+	if (st)
+		return st;
+	c->verified = true;
+	R->n_cands++;
+	progress(R, t, c);
+	return CR_OK;
+}
+
 static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_err *err)
 {
 	enum cr_status st;
@@ -883,15 +899,7 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 			fprintf(stderr, "run: [%d/%d] %s %s: probe %s (%d tokens)\n", t->idx + 1, R->cfg->n_tasks,
 				t->name, c->id, c->probe_ok ? "ran" : "did not run", c->completion_tokens);
 		} else {
-			int64_t t0 = cr_now_ns();
-			st = R->v->verify(R->v->ctx, t->name, c, NULL, err);
-			R->verify_ns += cr_now_ns() - t0;
-			if (st)
-				return st;
-			c->verified = true;
-			R->n_cands++;
-			progress(R, t, c);
-			if ((st = on_verdict(R, t, c, q, err)))
+			if ((st = verify(R, t, c, NULL, err)) || (st = on_verdict(R, t, c, q, err)))
 				return st;
 		}
 		t->next++;
@@ -903,14 +911,8 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 			char grp[32] = "";
 			if (c->group >= 0)
 				snprintf(grp, sizeof grp, "%s", t->c[c->group]->id);
-			int64_t t0 = cr_now_ns();
-			st = R->v->verify(R->v->ctx, t->name, c, grp[0] ? grp : NULL, err);
-			R->verify_ns += cr_now_ns() - t0;
-			if (st)
+			if ((st = verify(R, t, c, grp[0] ? grp : NULL, err)))
 				return st;
-			c->verified = true;
-			R->n_cands++;
-			progress(R, t, c);
 		}
 		/* the curve: the majority of each prefix, judged afterwards */
 		for (int i = 0; i < t->n_c; i++) {
