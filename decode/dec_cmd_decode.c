@@ -119,38 +119,41 @@ struct decode_args {
 	int json, k, help;
 };
 
+enum { O_PROMPT = DEC_OPT_OWN, O_TOKENS, O_TOP_LOGPROBS, O_JSON };
+
+static const struct option opts[] = {
+	DEC_OPTS_LONG,
+	{ "prompt", required_argument, NULL, O_PROMPT },
+	{ "tokens", required_argument, NULL, O_TOKENS },
+	{ "top-logprobs", required_argument, NULL, O_TOP_LOGPROBS },
+	{ "json", no_argument, NULL, O_JSON },
+	{ NULL, 0, NULL, 0 }
+};
+
+static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err *err)
+{
+	struct decode_args *a = ctx;
+	uint64_t k;
+
+	switch (code) {
+	case O_PROMPT: a->prompt_text = v; return CR_OK;
+	case O_TOKENS: a->ids_text = v; return CR_OK;
+	case O_JSON: a->json = 1; return CR_OK;
+	case O_TOP_LOGPROBS:
+		if (dec_opt_int("--top-logprobs", v, 0, 1000, &k, err))
+			return CR_EUSAGE;
+		a->k = (int)k;
+		return CR_OK;
+	}
+	return cr_errf(err, CR_EINTERNAL, "decode: option code %d has no case", code);
+}
+
 static enum cr_status parse_args(struct decode_args *a, int argc, char **argv, struct cr_err *err)
 {
-	for (int i = 1; i < argc; i++) {
-		int r = dec_opts_parse(&a->o, argc, argv, &i, err);
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+	enum cr_status st = dec_opts_getopt(&a->o, argc, argv, opts, own_opt, a, &a->help, err);
 
-		if (r < 0)
-			return CR_EUSAGE;
-		if (r > 0)
-			continue;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			a->help = 1;
-			return CR_OK;
-		} else if (!strcmp(argv[i], "--json")) {
-			a->json = 1;
-			continue;
-		} else if (!strcmp(argv[i], "--prompt") && v) {
-			a->prompt_text = v;
-		} else if (!strcmp(argv[i], "--tokens") && v) {
-			a->ids_text = v;
-		} else if (!strcmp(argv[i], "--top-logprobs") && v) {
-			char *end;
-			long kk = strtol(v, &end, 10);
-
-			if (end == v || *end || kk < 0 || kk > 1000)
-				return cr_errf(err, CR_EUSAGE, "--top-logprobs: expected 0..1000, got '%s'", v);
-			a->k = (int)kk;
-		} else {
-			return cr_errf(err, CR_EUSAGE, "unknown or incomplete option '%s' (see --help)", argv[i]);
-		}
-		i++;
-	}
+	if (st || a->help)
+		return st;
 	if (!a->o.model || (!a->prompt_text == !a->ids_text))
 		return cr_errf(err, CR_EUSAGE, "need --model and exactly one of --prompt, --tokens (see --help)");
 	return CR_OK;

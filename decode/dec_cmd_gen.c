@@ -239,48 +239,54 @@ out:
 	return st;
 }
 
+enum { O_TASKS = DEC_OPT_OWN, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH };
+
+static const struct option opts[] = {
+	DEC_OPTS_LONG,
+	{ "tasks", required_argument, NULL, O_TASKS },
+	{ "out", required_argument, NULL, O_OUT },
+	{ "system", required_argument, NULL, O_SYSTEM },
+	{ "backend", required_argument, NULL, O_BACKEND },
+	{ "n", required_argument, NULL, O_N },
+	{ "batch", required_argument, NULL, O_BATCH },
+	{ NULL, 0, NULL, 0 }
+};
+
+static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err *err)
+{
+	struct gen_cfg *g = ctx;
+	uint64_t n;
+
+	switch (code) {
+	case O_TASKS: g->tasks = v; return CR_OK;
+	case O_OUT: g->out = v; return CR_OK;
+	case O_SYSTEM: g->system = v; return CR_OK;
+	case O_BACKEND:
+		if (strcmp(v, "cuda") && strcmp(v, "cpu"))
+			return cr_errf(err, CR_EUSAGE, "--backend: expected cuda or cpu, got '%s'",
+				       v);
+		g->backend = v;
+		return CR_OK;
+	case O_N:
+		if (dec_opt_int("--n", v, 1, 1000000, &n, err))
+			return CR_EUSAGE;
+		g->n = (int)n;
+		return CR_OK;
+	case O_BATCH:
+		if (dec_opt_int("--batch", v, 1, 256, &n, err))
+			return CR_EUSAGE;
+		g->batch = (int)n;
+		return CR_OK;
+	}
+	return cr_errf(err, CR_EINTERNAL, "generate: option code %d has no case", code);
+}
+
 static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help, struct cr_err *err)
 {
-	for (int i = 1; i < argc; i++) {
-		int r = dec_opts_parse(&g->o, argc, argv, &i, err);
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+	enum cr_status st = dec_opts_getopt(&g->o, argc, argv, opts, own_opt, g, help, err);
 
-		if (r < 0)
-			return CR_EUSAGE;
-		if (r > 0)
-			continue;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			*help = 1;
-			return CR_OK;
-		} else if (!strcmp(argv[i], "--tasks") && v) {
-			g->tasks = v;
-		} else if (!strcmp(argv[i], "--out") && v) {
-			g->out = v;
-		} else if (!strcmp(argv[i], "--system") && v) {
-			g->system = v;
-		} else if (!strcmp(argv[i], "--backend") && v) {
-			if (strcmp(v, "cuda") && strcmp(v, "cpu"))
-				return cr_errf(err, CR_EUSAGE, "--backend: expected cuda or cpu, got '%s'", v);
-			g->backend = v;
-		} else if (!strcmp(argv[i], "--n") && v) {
-			char *end;
-			long n = strtol(v, &end, 10);
-
-			if (*end || end == v || n < 1 || n > 1000000)
-				return cr_errf(err, CR_EUSAGE, "--n: expected a positive integer, got '%s'", v);
-			g->n = (int)n;
-		} else if (!strcmp(argv[i], "--batch") && v) {
-			char *end;
-			long n = strtol(v, &end, 10);
-
-			if (*end || end == v || n < 1 || n > 256)
-				return cr_errf(err, CR_EUSAGE, "--batch: expected 1..256, got '%s'", v);
-			g->batch = (int)n;
-		} else {
-			return cr_errf(err, CR_EUSAGE, "unknown or incomplete option '%s' (see --help)", argv[i]);
-		}
-		i++;
-	}
+	if (st || *help)
+		return st;
 	if (!g->o.model || !g->tasks || !g->out)
 		return cr_errf(err, CR_EUSAGE, "need --model, --tasks and --out (see --help)");
 	return CR_OK;

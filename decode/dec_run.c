@@ -270,77 +270,151 @@ const char dec_opts_help[] =
 	"  --ctx N              context length (default: prompt + max tokens, capped by the model)\n"
 	"Sampling order: temperature, top-k, softmax, top-p, min-p, draw.\n";
 
-static int num(const char *opt, const char *v, double lo, double hi, double *out, struct cr_err *err)
+enum cr_status dec_opt_int(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+			   struct cr_err *err)
+{
+	uint64_t u;
+
+	if (!cr_parse_u64(v, &u) || u < lo || u > hi) {
+		if (hi == UINT64_MAX && lo == 0)
+			return cr_errf(err, CR_EUSAGE,
+				       "%s: expected a non-negative integer, got '%s'", opt, v);
+		return cr_errf(err, CR_EUSAGE, "%s: expected an integer in %llu..%llu, got '%s'",
+			       opt, (unsigned long long)lo, (unsigned long long)hi, v);
+	}
+	*out = u;
+	return CR_OK;
+}
+
+enum cr_status dec_opt_real(const char *opt, const char *v, double lo, double hi, double *out,
+			    struct cr_err *err)
 {
 	char *end;
 	double d;
 
+	/* decimal only: no sign, blanks, hex, inf or nan, as for the integers */
+	if ((*v < '0' || *v > '9') && *v != '.')
+		goto bad;
+	if (v[strspn(v, "0123456789.eE+-")])
+		goto bad;
 	errno = 0;
-	d = v ? strtod(v, &end) : 0;
-	if (!v || errno || end == v || *end || d < lo || d > hi) {
-		cr_errf(err, CR_EUSAGE, "%s: expected a number in [%g, %g], got '%s'", opt, lo, hi,
-			v ? v : "(nothing)");
-		return -1;
-	}
+	d = strtod(v, &end);
+	if (errno || *end || !(d >= lo && d <= hi))
+		goto bad;
 	*out = d;
-	return 0;
+	return CR_OK;
+bad:
+	return cr_errf(err, CR_EUSAGE, "%s: expected a number in [%g, %g], got '%s'", opt, lo, hi,
+		       v);
 }
 
-int dec_opts_parse(struct dec_opts *o, int argc, char **argv, int *i, struct cr_err *err)
+/* An integer option into an int field. */
+static enum cr_status int_opt(const char *opt, const char *v, int lo, int hi, int *out,
+			      struct cr_err *err)
 {
-	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-	double d;
+	uint64_t u;
+	enum cr_status st = dec_opt_int(opt, v, (uint64_t)lo, (uint64_t)hi, &u, err);
 
-	if (!strcmp(a, "--model")) {
-		if (!v)
-			return cr_errf(err, CR_EUSAGE, "--model: expected a file"), -1;
-		o->model = v;
-	} else if (!strcmp(a, "--max-tokens")) {
-		if (num(a, v, 0, 1 << 24, &d, err))
-			return -1;
-		o->max_tokens = (int)d;
-	} else if (!strcmp(a, "--temperature")) {
-		if (num(a, v, 0, 100, &d, err))
-			return -1;
-		o->samp.temperature = (float)d;
-	} else if (!strcmp(a, "--top-k")) {
-		if (num(a, v, 0, 1 << 24, &d, err))
-			return -1;
-		o->samp.top_k = (int)d;
-	} else if (!strcmp(a, "--top-p")) {
-		if (num(a, v, 0, 1, &d, err))
-			return -1;
-		o->samp.top_p = (float)d;
-	} else if (!strcmp(a, "--min-p")) {
-		if (num(a, v, 0, 1, &d, err))
-			return -1;
-		o->samp.min_p = (float)d;
-	} else if (!strcmp(a, "--seed")) {
-		char *end;
-
-		errno = 0;
-		o->seed = v ? strtoull(v, &end, 0) : 0;
-		if (!v || errno || end == v || *end)
-			return cr_errf(err, CR_EUSAGE, "--seed: expected an integer, got '%s'", v ? v : ""), -1;
-	} else if (!strcmp(a, "--threads")) {
-		if (num(a, v, 1, 256, &d, err))
-			return -1;
-		o->threads = (int)d;
-	} else if (!strcmp(a, "--ctx")) {
-		if (num(a, v, 1, 1 << 24, &d, err))
-			return -1;
-		o->ctx = (int)d;
-	} else if (!strcmp(a, "--stop")) {
-		if (!v || o->n_stops >= 16)
-			return cr_errf(err, CR_EUSAGE, "--stop: expected text (at most 16 stops)"), -1;
-		o->stops[o->n_stops++] = v;
-	} else {
-		return 0;
-	}
-	*i += 1;
-	return 1;
+	if (!st)
+		*out = (int)u;
+	return st;
 }
 
+static enum cr_status float_opt(const char *opt, const char *v, double lo, double hi, float *out,
+				struct cr_err *err)
+{
+	double d;
+	enum cr_status st = dec_opt_real(opt, v, lo, hi, &d, err);
+
+	if (!st)
+		*out = (float)d;
+	return st;
+}
+
+enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *v, struct cr_err *err)
+{
+	switch (code) {
+	case DEC_OPT_MODEL:
+		o->model = v;
+		return CR_OK;
+	case DEC_OPT_MAX_TOKENS: return int_opt("--max-tokens", v, 0, 1 << 24, &o->max_tokens, err);
+	case DEC_OPT_TEMPERATURE:
+		return float_opt("--temperature", v, 0, 100, &o->samp.temperature, err);
+	case DEC_OPT_TOP_K: return int_opt("--top-k", v, 0, 1 << 24, &o->samp.top_k, err);
+	case DEC_OPT_TOP_P: return float_opt("--top-p", v, 0, 1, &o->samp.top_p, err);
+	case DEC_OPT_MIN_P: return float_opt("--min-p", v, 0, 1, &o->samp.min_p, err);
+	case DEC_OPT_SEED: return dec_opt_int("--seed", v, 0, UINT64_MAX, &o->seed, err);
+	case DEC_OPT_THREADS: return int_opt("--threads", v, 1, 256, &o->threads, err);
+	case DEC_OPT_CTX: return int_opt("--ctx", v, 1, 1 << 24, &o->ctx, err);
+	case DEC_OPT_STOP:
+		if (o->n_stops >= (int)(sizeof o->stops / sizeof o->stops[0]))
+			return cr_errf(err, CR_EUSAGE, "--stop: at most %zu stop strings, '%s' is one more",
+				       sizeof o->stops / sizeof o->stops[0], v);
+		o->stops[o->n_stops++] = v;
+		return CR_OK;
+	}
+	return cr_errf(err, CR_EINTERNAL, "dec_opts_apply: code %d is not a shared option", code);
+}
+
+/* "--name" of the entry of opts whose code is code, or NULL. */
+static const char *opt_name(const struct option *opts, int code, char *buf, size_t cap)
+{
+	for (; opts->name; opts++)
+		if (opts->val == code && !opts->flag) {
+			snprintf(buf, cap, "--%s", opts->name);
+			return buf;
+		}
+	return NULL;
+}
+
+/* The message for getopt_long's ':' (missing value) or '?' (unknown). */
+static enum cr_status getopt_error(int c, char **argv, const struct option *opts,
+				   struct cr_err *err)
+{
+	char buf[64];
+	const char *name = opt_name(opts, optopt, buf, sizeof buf);
+
+	if (c == ':')
+		return cr_errf(err, CR_EUSAGE, "%s needs a value (see --help)",
+			       name ? name : argv[optind - 1]);
+	if (name) /* a flag given a value: --json=1 */
+		return cr_errf(err, CR_EUSAGE, "%s takes no value, got '%s' (see --help)", name,
+			       argv[optind - 1]);
+	if (optopt > 0 && optopt < 0x100) /* an unknown short option */
+		return cr_errf(err, CR_EUSAGE, "unknown option '-%c' (see --help)", optopt);
+	return cr_errf(err, CR_EUSAGE, "unknown or ambiguous option '%s' (see --help)",
+		       argv[optind - 1]);
+}
+
+enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const struct option *opts,
+			       enum cr_status (*own)(void *ctx, int code, const char *arg,
+						     struct cr_err *err),
+			       void *ctx, int *help, struct cr_err *err)
+{
+	enum cr_status st = CR_OK;
+	int c;
+
+	*help = 0;
+	optind = 1;
+	opterr = 0;
+	/* after an error or --help the rest is still read, unused: a parse
+	 * left inside a short-option cluster would carry into the next call */
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (st || *help)
+			continue;
+		if (c == 'h' || c == DEC_OPT_HELP)
+			*help = 1;
+		else if (c == ':' || c == '?')
+			st = getopt_error(c, argv, opts, err);
+		else if (c >= DEC_OPT_MODEL && c < DEC_OPT_HELP)
+			st = dec_opts_apply(o, c, optarg, err);
+		else
+			st = own(ctx, c, optarg, err);
+	}
+	if (!st && !*help && optind < argc)
+		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+	return st;
+}
 
 int dec_gen_reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)
 {

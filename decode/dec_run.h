@@ -5,6 +5,7 @@
 #ifndef DEC_RUN_H
 #define DEC_RUN_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/cr_status.h"
@@ -80,10 +81,58 @@ struct dec_opts {
 	int n_stops;
 };
 
-/* Parses argv[*i] (and its value) if it is a shared option: returns 1 and
- * advances *i, 0 if not one of ours, -1 on a bad value (message in err). */
-int dec_opts_parse(struct dec_opts *o, int argc, char **argv, int *i, struct cr_err *err);
+/* getopt_long codes of the shared options; a command numbers its own from
+ * DEC_OPT_OWN. */
+enum dec_opt_code {
+	DEC_OPT_MODEL = 0x100, DEC_OPT_MAX_TOKENS, DEC_OPT_TEMPERATURE, DEC_OPT_TOP_K,
+	DEC_OPT_TOP_P, DEC_OPT_MIN_P, DEC_OPT_SEED, DEC_OPT_STOP, DEC_OPT_THREADS, DEC_OPT_CTX,
+	DEC_OPT_HELP, DEC_OPT_OWN
+};
+
+/* The shared options' struct option entries, to open a command's table:
+ *   static const struct option opts[] = { DEC_OPTS_LONG, { "json", ... }, ..., { 0 } };
+ * --help is among them (-h is getopt_long's short option). */
+#define DEC_OPTS_LONG                                                                             \
+	{ "model", required_argument, NULL, DEC_OPT_MODEL },                                      \
+	{ "max-tokens", required_argument, NULL, DEC_OPT_MAX_TOKENS },                            \
+	{ "temperature", required_argument, NULL, DEC_OPT_TEMPERATURE },                          \
+	{ "top-k", required_argument, NULL, DEC_OPT_TOP_K },                                      \
+	{ "top-p", required_argument, NULL, DEC_OPT_TOP_P },                                      \
+	{ "min-p", required_argument, NULL, DEC_OPT_MIN_P },                                      \
+	{ "seed", required_argument, NULL, DEC_OPT_SEED },                                        \
+	{ "stop", required_argument, NULL, DEC_OPT_STOP },                                        \
+	{ "threads", required_argument, NULL, DEC_OPT_THREADS },                                  \
+	{ "ctx", required_argument, NULL, DEC_OPT_CTX },                                          \
+	{ "help", no_argument, NULL, DEC_OPT_HELP }
+
+/* Sets the shared option code (DEC_OPT_MODEL .. DEC_OPT_CTX) to arg.
+ * CR_EUSAGE naming the option and the value when arg is not valid. */
+enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *arg, struct cr_err *err);
 extern const char dec_opts_help[]; /* the shared options' --help lines */
+
+/* Parses argv[1..argc) with getopt_long over opts (DEC_OPTS_LONG, the
+ * command's own entries, a zero entry; "--opt value" and "--opt=value"
+ * alike): the shared codes go to dec_opts_apply, the command's to
+ * own(ctx, code, arg, err). --help or -h sets *help and ends the parse with
+ * CR_OK. CR_EUSAGE naming the option for a bad or missing value, an unknown
+ * or ambiguous option, a value given to a flag; naming the argument for a
+ * positional one. The first problem in argv order wins. getopt's state is
+ * reset first and argv is always read to its end, so the commands can be
+ * called again in one process. getopt_long permutes argv. */
+enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const struct option *opts,
+			       enum cr_status (*own)(void *ctx, int code, const char *arg,
+						     struct cr_err *err),
+			       void *ctx, int *help, struct cr_err *err);
+
+/* The number rules of every option (the same as the harness's commands).
+ * dec_opt_int: a non-negative decimal filling all of v (cr_parse_u64) in
+ * lo..hi; dec_opt_real: a non-negative decimal number (digits, point,
+ * exponent) filling all of v in [lo, hi]. Otherwise CR_EUSAGE:
+ * "OPT: expected an integer in LO..HI, got 'V'". */
+enum cr_status dec_opt_int(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+			   struct cr_err *err);
+enum cr_status dec_opt_real(const char *opt, const char *v, double lo, double hi, double *out,
+			    struct cr_err *err);
 
 /* [*b, *e) = the body of the last fenced (```) code block of text[0..n);
  * an unterminated last block runs to the end; without any block, the text

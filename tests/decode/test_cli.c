@@ -41,25 +41,47 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs a main with stdout captured into *out (malloc'd). */
-static int capture(int (*fn)(int, char **), int argc, char **argv, char **out)
+/* Runs a main with stdout captured into *out and, when errout is not NULL,
+ * stderr into *errout (both malloc'd). */
+static int capture2(int (*fn)(int, char **), int argc, char **argv, char **out, char **errout)
 {
-	char path[256];
-	int fd, saved, rc;
+	char path[256], epath[256];
+	int fd, saved, esaved = -1, rc;
 
 	tiny_tmpname(path, sizeof path, ".out");
+	tiny_tmpname(epath, sizeof epath, ".err");
 	fflush(stdout);
+	fflush(stderr);
 	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
 	saved = dup(1);
 	dup2(fd, 1);
 	close(fd);
+	if (errout) {
+		fd = open(epath, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+		esaved = dup(2);
+		dup2(fd, 2);
+		close(fd);
+	}
 	rc = fn(argc, argv);
 	fflush(stdout);
+	fflush(stderr);
 	dup2(saved, 1);
 	close(saved);
+	if (errout) {
+		dup2(esaved, 2);
+		close(esaved);
+		*errout = tiny_slurp(epath, NULL);
+		unlink(epath);
+	}
 	*out = tiny_slurp(path, NULL);
 	unlink(path);
 	return rc;
+}
+
+/* Runs a main with stdout captured into *out (malloc'd). */
+static int capture(int (*fn)(int, char **), int argc, char **argv, char **out)
+{
+	return capture2(fn, argc, argv, out, NULL);
 }
 
 static json_t *decode_json(char **argv, int argc)
@@ -251,6 +273,137 @@ static void test_decode_errors(void **state)
 	free(out);
 }
 
+/* ---- the command line: getopt_long, one rule per kind of value ---------- */
+
+struct bad_case {
+	const char *args[3]; /* appended to a valid command line */
+	const char *want[3]; /* each in the message */
+};
+
+/* Each case exits exactly 2 with a message naming the option and the value. */
+static void expect_usage(int (*fn)(int, char **), char *const *base, int n_base,
+			 const struct bad_case *cases, size_t n_cases)
+{
+	for (size_t c = 0; c < n_cases; c++) {
+		char *argv[16], line[512] = "", *out, *err;
+		int argc = 0, rc;
+
+		for (int i = 0; i < n_base; i++)
+			argv[argc++] = base[i];
+		for (int i = 0; i < 3 && cases[c].args[i]; i++) {
+			argv[argc++] = (char *)cases[c].args[i];
+			snprintf(line + strlen(line), sizeof line - strlen(line), " %s", cases[c].args[i]);
+		}
+		rc = capture2(fn, argc, argv, &out, &err);
+		if (rc != 2)
+			fail_msg("%s ...%s: exit %d, want 2 (%s)", base[0], line, rc, err ? err : "");
+		assert_non_null(err);
+		for (int i = 0; i < 3 && cases[c].want[i]; i++)
+			if (!strstr(err, cases[c].want[i]))
+				fail_msg("%s ...%s: \"%s\" not in the message: %s", base[0], line,
+					 cases[c].want[i], err);
+		free(out);
+		free(err);
+	}
+}
+
+static void test_decode_bad_options(void **state)
+{
+	char *base[] = { "decode", "--model", model_path, "--tokens", "1,2" };
+	static const struct bad_case cases[] = {
+		{ { "--max-tokens", "12abc" }, { "--max-tokens", "'12abc'" } },
+		{ { "--max-tokens=12abc" }, { "--max-tokens", "'12abc'", "0..16777216" } },
+		{ { "--max-tokens", "-5" }, { "--max-tokens", "'-5'" } },
+		{ { "--max-tokens", "32.5" }, { "--max-tokens", "'32.5'" } },
+		{ { "--top-k=x" }, { "--top-k", "'x'" } },
+		{ { "--top-k", "" }, { "--top-k", "''" } },
+		{ { "--top-k=" }, { "--top-k", "''" } },
+		{ { "--seed", "18446744073709551616" }, { "--seed", "'18446744073709551616'" } },
+		{ { "--seed=-5" }, { "--seed", "'-5'" } },
+		{ { "--seed", "0x10" }, { "--seed", "'0x10'" } },
+		{ { "--threads", "0" }, { "--threads", "'0'" } },
+		{ { "--ctx=12abc" }, { "--ctx", "'12abc'" } },
+		{ { "--temperature", "x" }, { "--temperature", "'x'", "[0, 100]" } },
+		{ { "--temperature=-0.5" }, { "--temperature", "'-0.5'" } },
+		{ { "--temperature", "0.5x" }, { "--temperature", "'0.5x'" } },
+		{ { "--temperature", " 0.5" }, { "--temperature", "' 0.5'" } },
+		{ { "--top-p", "1.5" }, { "--top-p", "'1.5'", "[0, 1]" } },
+		{ { "--min-p=nan" }, { "--min-p", "'nan'" } },
+		{ { "--min-p", "inf" }, { "--min-p", "'inf'" } },
+		{ { "--top-logprobs", "12abc" }, { "--top-logprobs", "'12abc'" } },
+		{ { "--top-logprobs=1001" }, { "--top-logprobs", "'1001'", "0..1000" } },
+		{ { "--max-tokens" }, { "--max-tokens", "needs a value" } },
+		{ { "--top-logprobs" }, { "--top-logprobs", "needs a value" } },
+		{ { "--stop" }, { "--stop", "needs a value" } },
+		{ { "--frobnicate" }, { "'--frobnicate'" } },
+		{ { "--frobnicate=3" }, { "'--frobnicate=3'" } },
+		{ { "-x" }, { "'-x'" } },
+		{ { "--json=1" }, { "--json", "takes no value" } },
+		{ { "extra" }, { "unexpected argument", "'extra'" } },
+		{ { "--", "--json" }, { "unexpected argument", "'--json'" } },
+	};
+	char *out;
+
+	(void)state;
+	expect_usage(dec_decode_main, base, 5, cases, sizeof cases / sizeof cases[0]);
+	/* 16 stops are fine, a 17th is not */
+	{
+		char *argv[5 + 2 * 17];
+		int argc = 0;
+
+		for (int i = 0; i < 5; i++)
+			argv[argc++] = base[i];
+		argv[argc++] = "--max-tokens=0";
+		for (int i = 0; i < 16; i++)
+			argv[argc++] = "--stop=x";
+		assert_int_equal(capture(dec_decode_main, argc, argv, &out), 0);
+		free(out);
+		argv[argc++] = "--stop=x";
+		assert_int_equal(capture(dec_decode_main, argc, argv, &out), 2);
+		free(out);
+	}
+}
+
+/* --opt=value is --opt value; the values are applied (not ignored), and a
+ * parse that stopped inside a short-option cluster leaves nothing behind
+ * for the next one. */
+static void test_decode_option_forms(void **state)
+{
+	char *spaced[] = { "decode", "--model", model_path, "--tokens", "10,20,30,40", "--max-tokens", "8",
+			   "--top-logprobs", "2", "--temperature", "1.0", "--top-k", "50", "--top-p", "0.9",
+			   "--min-p", "0.01", "--seed", "7", "--threads", "2", "--ctx", "64", "--json" };
+	char *joined[] = { "decode", "--model=", "--tokens=10,20,30,40", "--max-tokens=8",
+			   "--top-logprobs=2", "--temperature=1.0", "--top-k=50", "--top-p=0.9",
+			   "--min-p=0.01", "--seed=7", "--threads=2", "--ctx=64", "--json" };
+	char *greedy[] = { "decode", "--model", model_path, "--tokens", "10,20,30,40", "--max-tokens", "8",
+			   "--json" };
+	char *cluster[] = { "decode", "-xhh" };
+	char model_opt[300], *out;
+	json_t *a, *b, *g;
+
+	(void)state;
+	snprintf(model_opt, sizeof model_opt, "--model=%s", model_path);
+	joined[1] = model_opt;
+	a = decode_json(spaced, 24);
+	b = decode_json(joined, 13);
+	g = decode_json(greedy, 8);
+	assert_true(json_equal(json_object_get(a, "tokens"), json_object_get(b, "tokens")));
+	assert_true(json_equal(json_object_get(a, "top_logprobs"), json_object_get(b, "top_logprobs")));
+	assert_int_equal(json_array_size(json_object_get(b, "tokens")), 8);
+	assert_int_equal(json_array_size(json_array_get(json_object_get(b, "top_logprobs"), 0)), 2);
+	/* sampled at temperature 1, not greedy: 8 draws all equal to the top-1
+	 * (p ~ 0.25 each here) would be a fluke of ~1e-5, and the seed is fixed */
+	assert_false(json_equal(json_object_get(b, "tokens"), json_object_get(g, "tokens")));
+	json_decref(a);
+	json_decref(b);
+	json_decref(g);
+	assert_int_equal(capture(dec_decode_main, 2, cluster, &out), 2);
+	free(out);
+	g = decode_json(greedy, 8); /* not a -h left over from "-xhh" */
+	assert_int_equal(json_array_size(json_object_get(g, "tokens")), 8);
+	json_decref(g);
+}
+
 /* ---- generate with a fake task source ---------------------------------- */
 
 static enum cr_status fake_list(void *ctx, const char *sets, char ***names, size_t *n,
@@ -408,6 +561,99 @@ static void test_generate_usage(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+static void test_generate_bad_options(void **state)
+{
+	char dir[256];
+	char *base[] = { "generate", "--model", model_path, "--tasks", "smoke", "--out", dir };
+	static const struct bad_case cases[] = {
+		{ { "--n", "12abc" }, { "--n", "'12abc'", "1..1000000" } },
+		{ { "--n=-5" }, { "--n", "'-5'" } },
+		{ { "--n", "0" }, { "--n", "'0'" } },
+		{ { "--n=" }, { "--n", "''" } },
+		{ { "--n" }, { "--n", "needs a value" } },
+		{ { "--batch=257" }, { "--batch", "'257'", "1..256" } },
+		{ { "--batch", "12abc" }, { "--batch", "'12abc'" } },
+		{ { "--backend=tpu" }, { "--backend", "'tpu'" } },
+		{ { "--system" }, { "--system", "needs a value" } },
+		{ { "--temperature", "x" }, { "--temperature", "'x'" } },
+		{ { "--top-p=1.5" }, { "--top-p", "'1.5'" } },
+		{ { "--max-tokens", "-5" }, { "--max-tokens", "'-5'" } },
+		{ { "--seed", "12abc" }, { "--seed", "'12abc'" } },
+		{ { "--seed=-5" }, { "--seed", "'-5'" } },
+		{ { "--seed" }, { "--seed", "needs a value" } },
+		{ { "--frobnicate" }, { "'--frobnicate'" } },
+		{ { "--json" }, { "'--json'" } },
+		{ { "extra" }, { "unexpected argument", "'extra'" } },
+	};
+
+	(void)state;
+	tiny_tmpname(dir, sizeof dir, "_badopt");
+	expect_usage(gen_main, base, 7, cases, sizeof cases / sizeof cases[0]);
+	/* refused before anything is written */
+	assert_false(access(dir, F_OK) == 0);
+}
+
+/* --opt=value is --opt value for every option of generate: the same files,
+ * and the sidecars carry the values given. */
+static void test_generate_option_forms(void **state)
+{
+	char d1[256], d2[256], o[8][300], path[600], *out;
+	char *spaced[] = { "generate", "--model", model_path, "--tasks", "smoke", "--n", "2", "--out", d1,
+			   "--max-tokens", "5", "--seed", "9", "--temperature", "0.8", "--top-p", "0.5",
+			   "--top-k", "3", "--min-p", "0.1", "--batch", "1", "--backend", "cpu",
+			   "--system", "be brief", "--threads", "1", "--stop", "}" };
+	char *joined[] = { "generate", o[0], o[1], "--n=2", o[2], "--max-tokens=5", "--seed=9",
+			   "--temperature=0.8", "--top-p=0.5", "--top-k=3", "--min-p=0.1", "--batch=1",
+			   "--backend=cpu", "--system=be brief", "--threads=1", "--stop=}" };
+
+	(void)state;
+	tiny_tmpname(d1, sizeof d1, "_form1");
+	tiny_tmpname(d2, sizeof d2, "_form2");
+	snprintf(o[0], sizeof o[0], "--model=%s", model_path);
+	snprintf(o[1], sizeof o[1], "--tasks=smoke");
+	snprintf(o[2], sizeof o[2], "--out=%s", d2);
+	assert_int_equal(capture(gen_main, 31, spaced, &out), 0);
+	free(out);
+	assert_int_equal(capture(gen_main, 16, joined, &out), 0);
+	free(out);
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < 3; i++) {
+			const char *task = t ? "smoke/gelu" : "smoke/relu";
+			char *a, *b;
+			json_t *j;
+			json_error_t je;
+
+			snprintf(path, sizeof path, "%s/%s_s%d.c", d2, task, i);
+			if (i == 2) { /* --n=2: two samples */
+				assert_false(access(path, F_OK) == 0);
+				continue;
+			}
+			assert_true(access(path, R_OK) == 0); /* --backend=cpu: .c */
+			snprintf(path, sizeof path, "%s/%s_s%d.txt", d1, task, i);
+			a = tiny_slurp(path, NULL);
+			snprintf(path, sizeof path, "%s/%s_s%d.txt", d2, task, i);
+			b = tiny_slurp(path, NULL);
+			assert_non_null(a);
+			assert_non_null(b);
+			assert_string_equal(a, b);
+			free(a);
+			free(b);
+			snprintf(path, sizeof path, "%s/%s_s%d.json", d2, task, i);
+			j = json_load_file(path, 0, &je);
+			assert_non_null(j);
+			assert_int_equal(json_integer_value(json_object_get(j, "seed")), 9);
+			assert_int_equal(json_integer_value(json_object_get(j, "max_tokens")), 5);
+			assert_int_equal(json_integer_value(json_object_get(j, "top_k")), 3);
+			assert_true(fabs(json_real_value(json_object_get(j, "temperature")) - 0.8) < 1e-6);
+			assert_true(fabs(json_real_value(json_object_get(j, "top_p")) - 0.5) < 1e-6);
+			assert_true(fabs(json_real_value(json_object_get(j, "min_p")) - 0.1) < 1e-6);
+			assert_true(json_integer_value(json_object_get(j, "completion_tokens")) <= 5);
+			json_decref(j);
+		}
+	snprintf(path, sizeof path, "rm -rf '%s' '%s'", d1, d2);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,8 +663,12 @@ int main(void)
 		cmocka_unit_test(test_decode_stop),
 		cmocka_unit_test(test_decode_no_tokenizer),
 		cmocka_unit_test(test_decode_errors),
+		cmocka_unit_test(test_decode_bad_options),
+		cmocka_unit_test(test_decode_option_forms),
 		cmocka_unit_test(test_generate),
 		cmocka_unit_test(test_generate_usage),
+		cmocka_unit_test(test_generate_bad_options),
+		cmocka_unit_test(test_generate_option_forms),
 	};
 
 	return cmocka_run_group_tests_name("decode_cli", tests, setup, teardown);
