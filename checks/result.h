@@ -63,6 +63,11 @@ struct cr_result {
 	struct cr_worst worst;   /* mismatch: the first failing comparison's worst element; else
 	                          * the element of the largest error seen (set false: none
 	                          * compared, or a crash or timeout) */
+	/* cuda: NVML during timing (gpu_sampled false: not sampled) */
+	bool gpu_sampled;
+	unsigned gpu_sm_min_mhz, gpu_sm_max_mhz, gpu_mem_mhz, gpu_temp_max_c;
+	char gpu_reasons[96];    /* every clocks-event reason seen ("none") */
+	int gpu_retaken;         /* samples retaken because the GPU throttled */
 	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */

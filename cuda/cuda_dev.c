@@ -117,3 +117,40 @@ void cr_cuda_clocks_line(char *buf, size_t cap)
 	snprintf(buf, cap, "unknown (built without CUDA)");
 #endif
 }
+
+enum cr_status cr_cuda_dev_sample(struct cr_gpu_sample *s, struct cr_err *err)
+{
+	memset(s, 0, sizeof *s);
+#if HAVE_CUDA
+	struct cr_nvml_clocks c;
+	if (cr_nvml_clocks(0, &c, err))
+		return err->status;
+	s->sm_mhz = c.sm_mhz;
+	s->mem_mhz = c.mem_mhz;
+	s->temp_c = c.temp_c;
+	s->reasons = c.throttle;
+	s->throttled = (c.throttle & CR_NVML_THROTTLE_MASK) != 0;
+	return CR_OK;
+#else
+	return cr_errf(err, CR_EENV, "built without CUDA");
+#endif
+}
+
+void cr_cuda_reasons_str(unsigned long long mask, char *out, size_t cap)
+{
+#if HAVE_CUDA
+	cr_nvml_reasons_str(mask, out, cap);
+#else
+	snprintf(out, cap, mask ? "0x%llx" : "none", mask);
+#endif
+}
+
+enum cr_status cr_cuda_dev_lock_clocks(bool lock, struct cr_err *err)
+{
+#if HAVE_CUDA
+	return cr_nvml_lock_clocks(0, lock, err);
+#else
+	(void)lock;
+	return cr_errf(err, CR_EENV, "built without CUDA");
+#endif
+}

@@ -31,6 +31,19 @@ enum cr_status cr_cuda_ltab_write(char *shm, const struct cr_plan *p, enum cr_st
 /* NVML's view of device 0 now: clocks (current/max), temperature, power,
  * throttle reasons, driver; "unknown (why)" without NVML. */
 void cr_cuda_clocks_line(char *buf, size_t cap);
+/* One sample of device 0's clocks during timing (NVML). */
+struct cr_gpu_sample {
+	unsigned sm_mhz, mem_mhz, temp_c;
+	unsigned long long reasons;     /* clocks-event reasons */
+	bool throttled;                 /* a power or thermal slowdown (CR_NVML_THROTTLE_MASK) */
+};
+/* CR_EENV when NVML is absent (or built without CUDA). */
+enum cr_status cr_cuda_dev_sample(struct cr_gpu_sample *s, struct cr_err *err);
+/* Names of clocks-event reasons ("none", "sw_power_cap,hw_thermal"). */
+void cr_cuda_reasons_str(unsigned long long mask, char *out, size_t cap);
+/* --lock-clocks: device 0's SM clock locked at its maximum (lock) or
+ * released; CR_EENV with NVML's reason when it cannot (it needs root). */
+enum cr_status cr_cuda_dev_lock_clocks(bool lock, struct cr_err *err);
 /* `crucible __worker cuda` (never returns with CUDA; 2 without). */
 int cr_cuda_worker_entry(char *shm, size_t size);
 

@@ -310,6 +310,8 @@ static struct {
 	nvml_ret (*GetTemperature)(nvml_dev d, int sensor, unsigned *c);
 	nvml_ret (*GetPowerUsage)(nvml_dev d, unsigned *mw);
 	nvml_ret (*DriverVersion)(char *v, unsigned len);
+	nvml_ret (*SetLocked)(nvml_dev d, unsigned lo, unsigned hi);
+	nvml_ret (*ResetLocked)(nvml_dev d);
 	const char *(*ErrorString)(nvml_ret r);
 } nvml;
 
@@ -340,6 +342,8 @@ static bool nvml_load(char *why, size_t cap)
 	S(GetTemperature, "nvmlDeviceGetTemperature", NULL);
 	S(GetPowerUsage, "nvmlDeviceGetPowerUsage", NULL);
 	S(DriverVersion, "nvmlSystemGetDriverVersion", NULL);
+	S(SetLocked, "nvmlDeviceSetGpuLockedClocks", NULL);
+	S(ResetLocked, "nvmlDeviceResetGpuLockedClocks", NULL);
 	S(ErrorString, "nvmlErrorString", NULL);
 #undef S
 	if (!nvml.Init || !nvml.GetHandleByIndex || !nvml.GetClockInfo || nvml.Init()) {
@@ -353,7 +357,7 @@ done:
 	return nvml.state == 1;
 }
 
-static void reasons_str(unsigned long long m, char *out, size_t cap)
+void cr_nvml_reasons_str(unsigned long long m, char *out, size_t cap)
 {
 	static const char *names[] = { "gpu_idle", "app_clocks", "sw_power_cap", "hw_slowdown",
 				       "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake",
@@ -365,6 +369,32 @@ static void reasons_str(unsigned long long m, char *out, size_t cap)
 			used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "," : "", names[i]);
 	if (!used)
 		snprintf(out, cap, m ? "0x%llx" : "none", m);
+}
+
+enum cr_status cr_nvml_lock_clocks(int index, bool lock, struct cr_err *err)
+{
+	char why[128];
+	nvml_dev d;
+	nvml_ret r;
+	unsigned max = 0;
+
+	if (!nvml_load(why, sizeof why))
+		return cr_errf(err, CR_EENV, "%s", why);
+	if (!nvml.SetLocked || !nvml.ResetLocked)
+		return cr_errf(err, CR_EENV, "this NVML cannot lock clocks (no nvmlDeviceSetGpuLockedClocks)");
+	if ((r = nvml.GetHandleByIndex((unsigned)index, &d)))
+		return cr_errf(err, CR_EENV, "nvmlDeviceGetHandleByIndex: %s",
+			       nvml.ErrorString ? nvml.ErrorString(r) : "failed");
+	if (!lock)
+		r = nvml.ResetLocked(d);
+	else if (!nvml.GetMaxClockInfo || nvml.GetMaxClockInfo(d, NVML_CLOCK_SM, &max) || !max)
+		return cr_errf(err, CR_EENV, "NVML does not give the device's maximum SM clock");
+	else
+		r = nvml.SetLocked(d, max, max);
+	if (r)
+		return cr_errf(err, CR_EENV, "%s: %s", lock ? "nvmlDeviceSetGpuLockedClocks" : "nvmlDeviceResetGpuLockedClocks",
+			       nvml.ErrorString ? nvml.ErrorString(r) : "failed");
+	return CR_OK;
 }
 
 enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err *err)
@@ -396,6 +426,6 @@ enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err
 		c->power_mw = 0;
 	if (nvml.DriverVersion && nvml.DriverVersion(c->driver, sizeof c->driver))
 		c->driver[0] = '\0';
-	reasons_str(c->throttle, c->throttle_str, sizeof c->throttle_str);
+	cr_nvml_reasons_str(c->throttle, c->throttle_str, sizeof c->throttle_str);
 	return CR_OK;
 }

@@ -58,6 +58,17 @@ struct cr_nvml_clocks {
 
 /* Reads device `index`'s clocks now. CR_EENV when NVML is absent. */
 enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err *err);
+/* The clocks-event reasons that slow a kernel down for reasons of power
+ * or heat (sw_power_cap, hw_slowdown, sw_thermal, hw_thermal,
+ * hw_power_brake): a timed sample taken under one is retaken. Idle,
+ * application-clock and sync-boost reasons are not slowdowns. */
+#define CR_NVML_THROTTLE_MASK ((1ull << 2) | (1ull << 3) | (1ull << 5) | (1ull << 6) | (1ull << 7))
+/* The reasons in mask as names ("none", "sw_power_cap,hw_slowdown"). */
+void cr_nvml_reasons_str(unsigned long long mask, char *out, size_t cap);
+/* Locks device `index`'s SM clock at its maximum (lock) or releases the
+ * lock (!lock) through NVML. CR_EENV with NVML's reason (no NVML, "Insufficient
+ * Permissions": locking needs root) when it cannot. */
+enum cr_status cr_nvml_lock_clocks(int index, bool lock, struct cr_err *err);
 
 /* ---- CUPTI (optional) ---- */
 

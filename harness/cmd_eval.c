@@ -112,6 +112,8 @@ struct eval_opts {
 	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */
 	const char *seed_source; /* "--seed", "drawn", "secret" */
 	bool resume, no_timing, quick, check_expect, verbose, compile_only;
+	bool lock_clocks;        /* --lock-clocks: NVML locks the SM clock for the run */
+	bool clocks_locked;      /* ... and it did */
 	const char *arch;
 	double timeout, time_cap;
 	bool cuda;               /* run .cu candidates on the GPU */
@@ -239,6 +241,7 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 		char clk[400];
 		cr_cuda_clocks_line(clk, sizeof clk);
 		json_object_set_new(j, "gpu_clocks", jstr(clk));
+		json_object_set_new(j, "clocks_locked", json_boolean(o->clocks_locked));
 	}
 	json_object_set_new(j, "compiler", jstr(ccv));
 	json_object_set_new(j, "host", jstr(host));
@@ -389,6 +392,8 @@ static void print_usage_eval(FILE *f)
 		"  --quick             three init profiles instead of six\n"
 		"  --timeout S         wall-clock budget of one call (default 5)\n"
 		"  --time-cap S        timing budget per candidate (default 1)\n"
+		"  --lock-clocks       cuda: lock the SM clock at its maximum through NVML for the run\n"
+		"                      (refused, exit 3, when NVML cannot: it needs root)\n"
 		"  --check-expect      exit 1 when a status differs from its sidecar's \"expect\"\n"
 		"                      (\"expect_compile\" with --compile-only; on by default\n"
 		"                      when no PATH is given)\n"
@@ -494,6 +499,34 @@ static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char 
 	return 0;
 }
 
+/* --lock-clocks: 0, or 3 when the lock failed (the run is refused). */
+static int cuda_lock(struct eval_opts *o, const char *who)
+{
+	struct cr_err e;
+	cr_err_init(&e);
+	if (o->lock_clocks && o->cuda) {
+		/* a run whose requested lock failed is not comparable: refuse it */
+		if (cr_cuda_dev_lock_clocks(true, &e)) {
+			fprintf(stderr, "%s: --lock-clocks: %s; not run (locking needs root, or lock them "
+					"beforehand with nvidia-smi -lgc and drop --lock-clocks)\n", who, e.msg);
+			return 3;
+		}
+		o->clocks_locked = true;
+		fprintf(stderr, "%s: --lock-clocks: SM clock locked at its maximum for this run\n", who);
+	}
+	return 0;
+}
+
+/* Releases what --lock-clocks locked. */
+static void cuda_unlock(struct eval_opts *o, const char *who)
+{
+	struct cr_err e;
+	cr_err_init(&e);
+	if (o->clocks_locked && cr_cuda_dev_lock_clocks(false, &e))
+		fprintf(stderr, "%s: --lock-clocks: could not release the lock: %s\n", who, e.msg);
+	o->clocks_locked = false;
+}
+
 static enum cr_status verify_one(struct cr_cand_file *f, const char *task_override,
 				 const char *fallback, struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
@@ -577,6 +610,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
 		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
 		{ "label", required_argument, 0, 'L' }, { "json", no_argument, 0, 'J' },
+		{ "lock-clocks", no_argument, 0, 'K' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -611,6 +645,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		}
 		case 'e': o->check_expect = true; break;
 		case 'C': o->compile_only = true; break;
+		case 'K': o->lock_clocks = true; break;
 		case 'A': o->arch = optarg; break;
 		case 'J':
 			if (!check) {
@@ -840,6 +875,10 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible eval")))
 		return rc;
+	if (o.lock_clocks && (backend != CR_BACKEND_CUDA || o.compile_only)) {
+		fprintf(stderr, "crucible eval: --lock-clocks is for timing on the GPU (--backend cuda)\n");
+		return 2;
+	}
 	settle_seed(&o);
 	cr_err_init(&err);
 	if (optind >= argc) {
@@ -863,7 +902,8 @@ int cr_cmd_eval(int argc, char **argv)
 			backend = CR_BACKEND_CPU;
 		}
 	}
-	if (backend == CR_BACKEND_CUDA && !o.compile_only && (rc = cuda_setup(&o, device, sizeof device, "crucible eval")))
+	if (backend == CR_BACKEND_CUDA && !o.compile_only &&
+	    ((rc = cuda_setup(&o, device, sizeof device, "crucible eval")) || (rc = cuda_lock(&o, "crucible eval"))))
 		goto out;
 	if (o.tasks && task_registry_load(o.tasks, &filter, &n_filter, &err))
 		goto fail;
@@ -1056,6 +1096,7 @@ fail:
 	fprintf(stderr, "crucible eval: %s\n", err.msg);
 	rc = cr_status_exit_code(err.status);
 out:
+	cuda_unlock(&o, "crucible eval");
 	if (res)
 		fclose(res);
 	if (samples)
@@ -1127,6 +1168,10 @@ int cr_cmd_check(int argc, char **argv)
 	enum cr_backend backend;
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible check")))
 		return rc;
+	if (o.lock_clocks && (backend != CR_BACKEND_CUDA || o.compile_only)) {
+		fprintf(stderr, "crucible check: --lock-clocks is for timing on the GPU (--backend cuda)\n");
+		return 2;
+	}
 	if (backend == CR_BACKEND_CUDA && o.compile_only)
 		return check_compile_only(argv[optind], task, &o);
 	if (backend == CR_BACKEND_CUDA && backend_auto(&o) && !has_ext(argv[optind], ".cu"))
@@ -1156,11 +1201,17 @@ int cr_cmd_check(int argc, char **argv)
 		fprintf(stderr, "crucible check: cannot create a temporary directory\n");
 		return 3;
 	}
+	if ((rc = cuda_lock(&o, "crucible check"))) {
+		rmdir(workroot);
+		free(workroot);
+		return rc;
+	}
 	struct cr_cand_file cf;
 	cr_cand_load(&cf, argv[optind]);
 	enum cr_status st_one = verify_one(&cf, task, NULL, &tasks, &n_tasks, &o, workroot, &r, tname,
 					   sizeof tname, &err);
 	cr_cand_file_release(&cf);
+	cuda_unlock(&o, "crucible check");
 	if (st_one) {
 		fprintf(stderr, "crucible check: %s\n", err.msg);
 		rmdir(workroot);

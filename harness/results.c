@@ -18,7 +18,8 @@ const char *const cr_results_columns[] = {
 	"completion_tokens", "model", "temperature", "top_p", "top_k", "seed", "turn",
 	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline",
 	"verify_seed", "label", "noisy", "load1", "parent", "generation", "prompt_tokens",
-	"cumulative_tokens", "gen_s", "verify_s", "group", NULL
+	"cumulative_tokens", "gen_s", "verify_s", "group", "gpu_sm_mhz", "gpu_mem_mhz", "gpu_temp_c",
+	"gpu_throttle", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -64,7 +65,7 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 		line[n] = '\0';
 		if (strcmp(line, want))
 			return cr_errf(err, CR_EINPUT,
-				       "%s:1: the header is not this crucible's (%d columns ending in group): "
+				       "%s:1: the header is not this crucible's (%d columns ending in gpu_throttle): "
 				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
 	}
 	*f = fopen(path, "a");
@@ -180,6 +181,24 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 	num(b[15], 64, row->verify_s, "%.3f");
 	cols[i++] = b[15];
 	cols[i++] = row->group ? row->group : "";
+	/* the GPU's clocks while it was timed (NVML), empty when not sampled */
+	b[16][0] = b[17][0] = b[18][0] = b[19][0] = '\0';
+	if (r->gpu_sampled) {
+		if (r->gpu_sm_min_mhz == r->gpu_sm_max_mhz)
+			snprintf(b[16], 64, "%u", r->gpu_sm_max_mhz);
+		else
+			snprintf(b[16], 64, "%u-%u", r->gpu_sm_min_mhz, r->gpu_sm_max_mhz);
+		snprintf(b[17], 64, "%u", r->gpu_mem_mhz);
+		snprintf(b[18], 64, "%u", r->gpu_temp_max_c);
+		if (r->gpu_retaken)
+			snprintf(b[19], 64, "%.40s; %d retaken", r->gpu_reasons, r->gpu_retaken);
+		else
+			snprintf(b[19], 64, "%.60s", r->gpu_reasons);
+	}
+	cols[i++] = b[16];
+	cols[i++] = b[17];
+	cols[i++] = b[18];
+	cols[i++] = b[19];
 	for (int k = 0; k < n_extra && i < 56; k++)
 		cols[i++] = extra[k] ? extra[k] : "";
 	for (int k = 0; k < i; k++) {

@@ -42,6 +42,7 @@
 
 #define N_SETS 2
 #define MAX_SAMPLES 400
+#define MAX_RETAKE 100 /* pairs retaken because the GPU throttled, per row */
 #define MIN_SAMPLES 10    /* whatever the time cap */
 #define REL_TARGET 0.005  /* 0.5 % relative CI half-width, as nvbench's default spread */
 
@@ -360,6 +361,11 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	uint64_t gkey = cr_secure_u64();
 	int rej_c = 0, rej_b = 0;
 	bool have_base = false, noisy = false, cupti = false;
+	/* NVML after every pair: a pair timed while the GPU throttled for
+	 * power or heat is retaken (at most MAX_RETAKE times, then kept and
+	 * the row marked noisy) */
+	bool nvml = true;
+	unsigned long long reasons = 0;
 	int64_t t0 = cr_now_ns(), rows[CR_MAX_SLOTS], rows_b[CR_MAX_SLOTS];
 	enum cr_run res;
 	sigset_t pipe_mask;
@@ -492,7 +498,30 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 				t0 = cr_now_ns();
 			continue;
 		}
-		if (nsc > 0 && (!have_base || nsb > 0)) {
+		bool throttled = false;
+		if (nvml) {
+			struct cr_gpu_sample gs;
+			struct cr_err ge;
+			cr_err_init(&ge);
+			if (cr_cuda_dev_sample(&gs, &ge)) {
+				nvml = false;
+			} else {
+				if (!r->gpu_sampled || gs.sm_mhz < r->gpu_sm_min_mhz)
+					r->gpu_sm_min_mhz = gs.sm_mhz;
+				if (gs.sm_mhz > r->gpu_sm_max_mhz)
+					r->gpu_sm_max_mhz = gs.sm_mhz;
+				if (gs.temp_c > r->gpu_temp_max_c)
+					r->gpu_temp_max_c = gs.temp_c;
+				r->gpu_mem_mhz = gs.mem_mhz;
+				r->gpu_sampled = true;
+				reasons |= gs.reasons;
+				throttled = gs.throttled;
+			}
+		}
+		if (throttled && r->gpu_retaken < MAX_RETAKE) {
+			r->gpu_retaken++;
+		} else if (nsc > 0 && (!have_base || nsb > 0)) {
+			noisy |= throttled;
 			tc[n] = (double)nsc / 1e3;
 			tb[n] = have_base ? (double)nsb / 1e3 : tc[n];
 			n++;
@@ -532,6 +561,8 @@ done:
 		}
 		r->samples = n;
 		r->noisy = noisy;
+		if (r->gpu_sampled)
+			cr_cuda_reasons_str(reasons, r->gpu_reasons, sizeof r->gpu_reasons);
 		r->timed = true;
 		task_dims_str(t, &t->bench, r->dims, sizeof r->dims);
 		/* roofline: the task's flops and bytes at the bench shape against the
@@ -552,6 +583,11 @@ done:
 			n_ratio = 2 * MAX_SAMPLES;
 		snprintf(v->detail, sizeof v->detail, "timed by %s over %d samples%s%s", cupti ? "CUPTI" : "CUDA events",
 			 n, rejected ? " (some rejected)" : "", have_base ? "" : "; no GPU baseline for this task");
+		if (r->gpu_retaken) {
+			size_t l = strlen(v->detail);
+			snprintf(v->detail + l, sizeof v->detail - l, "; %d sample(s) retaken: the GPU throttled (%s)%s",
+				 r->gpu_retaken, r->gpu_reasons, r->gpu_retaken >= MAX_RETAKE ? ", then kept: noisy" : "");
+		}
 		if (n_ratio > 0) {
 			size_t l = strlen(v->detail);
 			snprintf(v->detail + l, sizeof v->detail - l, "; events/CUPTI median %.3f",

@@ -85,5 +85,7 @@ for s in "--seed 12abc" "--seed=12abc"; do
 	CRUCIBLE_SEED=7 expect_msg "--seed: expected a non-negative integer, got '12abc'" 2 generate "${gm[@]}" $s
 done
 CRUCIBLE_SEED=7 expect_msg "--seed needs a value" 2 generate "${gm[@]}" --seed
+expect_msg "--lock-clocks is for timing on the GPU" 2 eval --backend cpu --lock-clocks --no-timing \
+	--out "$(mktemp -d /tmp/crucible-lock.XXXXXX)" "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
