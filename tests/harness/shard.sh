@@ -163,6 +163,21 @@ if [ -n "$found" ] && [ "$rc" -eq 0 ] && [ "$(rows "$out/empty/results.csv")" -e
 else
 	bad "empty shard: ${found:-none found in 1..8}/10000 exit $rc: $(cat "$out/empty.err")"
 fi
+# ... but a merge of shards with no row at all is "nothing evaluated" (exit 5)
+rc=0
+"$exe" merge "$out/empty" --partial --out "$out/m-empty" >/dev/null 2>"$out/m-empty.err" || rc=$?
+[ "$rc" -eq 5 ] && grep -q "nothing evaluated" "$out/m-empty.err" &&
+	ok "merge of an empty shard alone: exit 5" || bad "merge of an empty shard: exit $rc"
+# --resume of a finished shard re-verifies nothing and keeps its rows
+cp -r "$out/s3" "$out/s3resume"
+rc=0
+"$exe" eval "${args[@]}" --shard 3/3 --resume --out "$out/s3resume" >/dev/null 2>"$out/s3resume.err" || rc=$?
+if [ "$rc" -eq 0 ] && grep -q "0 candidate(s) evaluated" "$out/s3resume.err" &&
+   cmp -s "$out/s3/results.csv" "$out/s3resume/results.csv"; then
+	ok "--resume of finished shard 3/3: nothing re-verified, rows unchanged"
+else
+	bad "--resume of shard 3/3: exit $rc: $(tail -2 "$out/s3resume.err")"
+fi
 
 # the Slurm script: the array body for every index, then its merge step
 slurm="$src/scripts/slurm-eval.sh"
