@@ -120,8 +120,8 @@ static void rd_row(int c, void *data)
 	if (r->line > 0 && !r->oom) {
 		if (r->col != r->ncols) {
 			if (!r->bad[0])
-				snprintf(r->bad, sizeof r->bad, "%s: row %d has %d columns, not %d", r->path,
-					 r->line + 1, r->col, r->ncols);
+				snprintf(r->bad, sizeof r->bad, "%s: row %d has %d columns, not %d",
+					 r->path, r->line + 1, r->col, r->ncols);
 			free_fields(r->cur, r->ncols);
 		} else if (r->n == r->cap && grow(r)) {
 			r->oom = true;
@@ -171,7 +171,8 @@ static enum cr_status read_csv(const char *path, const char *const *cols, int nc
 	if (r->oom)
 		return cr_errf(err, CR_ENOMEM, "out of memory reading %s", path);
 	if (r->line == 0 || r->header_bad)
-		return cr_errf(err, CR_EINPUT, "%s:1: the header is not this crucible's (%d columns, %s,%s,...)",
+		return cr_errf(err, CR_EINPUT,
+			       "%s:1: the header is not this crucible's (%d columns, %s,%s,...)",
 			       path, ncols, cols[0], cols[1]);
 	if (r->bad[0])
 		return cr_errf(err, CR_EINPUT, "%s", r->bad);
@@ -233,8 +234,8 @@ static int compare_runs(struct shard *s, int ns, json_t *tasks)
 		json_t *th = json_object_get(s[i].run, "tasks_sha256"), *v, *w;
 		const char *name;
 		if (!json_is_object(th)) {
-			fprintf(stderr, "crucible merge: %s/run.json has no \"tasks_sha256\" (not written by "
-					"this crucible's eval)\n", s[i].dir);
+			fprintf(stderr, "crucible merge: %s/run.json has no \"tasks_sha256\" "
+				"(not written by this crucible's eval)\n", s[i].dir);
 			bad = 1;
 			continue;
 		}
@@ -245,11 +246,11 @@ static int compare_runs(struct shard *s, int ns, json_t *tasks)
 				json_object_set_new(o, "dir", json_string(s[i].dir));
 				json_object_set_new(tasks, name, o);
 			} else if (!json_equal(json_object_get(w, "sha256"), v)) {
-				fprintf(stderr, "crucible merge: the shards differ in the task set: task %s is "
-						"%.12s in %s, %.12s in %s\n", name,
+				fprintf(stderr, "crucible merge: the shards differ in the task set:"
+					" task %s is %.12s in %s, %.12s in %s\n", name,
 					jtext(json_object_get(w, "sha256"), b1, sizeof b1),
-					json_string_value(json_object_get(w, "dir")), jtext(v, b2, sizeof b2),
-					s[i].dir);
+					json_string_value(json_object_get(w, "dir")),
+					jtext(v, b2, sizeof b2), s[i].dir);
 				bad = 1;
 			}
 		}
@@ -275,8 +276,8 @@ static int load_run(struct shard *s)
 		return 2;
 	}
 	if (!json_is_true(json_object_get(s->run, "complete"))) {
-		fprintf(stderr, "crucible merge: %s: the run did not finish (\"complete\" is not true); "
-				"finish it with crucible eval --resume\n", path);
+		fprintf(stderr, "crucible merge: %s: the run did not finish (\"complete\" is not "
+			"true); finish it with crucible eval --resume\n", path);
 		return 2;
 	}
 	s->i = s->n = 1;
@@ -284,7 +285,8 @@ static int load_run(struct shard *s)
 	if (v) {
 		const char *t = json_string_value(v);
 		char end;
-		if (!t || sscanf(t, "%u/%u%c", &s->i, &s->n, &end) != 2 || s->i < 1 || s->i > s->n) {
+		if (!t || sscanf(t, "%u/%u%c", &s->i, &s->n, &end) != 2 || s->i < 1 ||
+		    s->i > s->n) {
 			fprintf(stderr, "crucible merge: %s: \"shard\" is not \"i/n\"\n", path);
 			return 2;
 		}
@@ -302,8 +304,9 @@ static int coverage(struct shard *s, int ns, bool partial, json_t *merged)
 
 	for (int i = 1; i < ns; i++)
 		if (s[i].n != n) {
-			fprintf(stderr, "crucible merge: the shards are of different splits: %s is shard %u/%u, "
-					"%s is %u/%u\n", s[0].dir, s[0].i, s[0].n, s[i].dir, s[i].i, s[i].n);
+			fprintf(stderr, "crucible merge: the shards are of different splits: %s is "
+				"shard %u/%u, %s is %u/%u\n", s[0].dir, s[0].i, s[0].n, s[i].dir,
+				s[i].i, s[i].n);
 			json_decref(have);
 			json_decref(missing);
 			json_decref(twice);
@@ -317,8 +320,8 @@ static int coverage(struct shard *s, int ns, bool partial, json_t *merged)
 	for (int i = 0; i < ns; i++) {
 		if (seen[s[i].i]++) {
 			if (!partial)
-				fprintf(stderr, "crucible merge: shard %u/%u is given twice (%s)\n", s[i].i, n,
-					s[i].dir);
+				fprintf(stderr, "crucible merge: shard %u/%u is given twice (%s)\n",
+					s[i].i, n, s[i].dir);
 			json_array_append_new(twice, json_integer(s[i].i));
 			bad = 1;
 		}
@@ -362,7 +365,8 @@ static int cmp_row(const void *a, const void *b)
 
 static bool same_key(const struct row *x, const struct row *y)
 {
-	return !strcmp(x->f[COL_CANDIDATE], y->f[COL_CANDIDATE]) && !strcmp(x->f[COL_SHA], y->f[COL_SHA]);
+	return !strcmp(x->f[COL_CANDIDATE], y->f[COL_CANDIDATE]) &&
+	       !strcmp(x->f[COL_SHA], y->f[COL_SHA]);
 }
 
 /* Sorted rows -> one per candidate (the first shard's). Exit 2 (printed)
@@ -382,13 +386,14 @@ static int dedup(struct row *rows, size_t n, const struct shard *s, int ncols, s
 			j++;
 		}
 		if (conflict) {
+			const char *cand = rows[i].f[COL_CANDIDATE];
 			char esc[1100];
-			cr_text_escape(rows[i].f[COL_CANDIDATE], strlen(rows[i].f[COL_CANDIDATE]), esc,
-				       sizeof esc);
-			fprintf(stderr, "crucible merge: %s (source_sha256 %.12s) has different statuses:", esc,
-				rows[i].f[COL_SHA]);
+			cr_text_escape(cand, strlen(cand), esc, sizeof esc);
+			fprintf(stderr, "crucible merge: %s (source_sha256 %.12s) has different "
+				"statuses:", esc, rows[i].f[COL_SHA]);
 			for (size_t m = i; m < j; m++)
-				fprintf(stderr, " %s in %s;", rows[m].f[COL_STATUS], s[rows[m].shard].dir);
+				fprintf(stderr, " %s in %s;", rows[m].f[COL_STATUS],
+					s[rows[m].shard].dir);
 			fprintf(stderr, "\n");
 			bad = 1;
 		}
@@ -413,7 +418,7 @@ static FILE *open_tmp(const char *path, char *tmp, size_t cap)
 
 static enum cr_status commit(FILE *f, const char *tmp, const char *path, struct cr_err *err)
 {
-	bool bad = fflush(f) || fsync(fileno(f));
+	bool bad = fflush(f) || ferror(f) || fsync(fileno(f));
 	bad |= fclose(f) != 0;
 	if (bad || rename(tmp, path)) {
 		unlink(tmp);
@@ -485,7 +490,8 @@ static enum cr_status write_samples(const char *out, const struct shard *s, int 
 			hit = bsearch(&key, kept, n_kept, sizeof *kept, cmp_row);
 			if (hit) {
 				put(f, r.rows[i].f[0], true);
-				fprintf(f, ",%s,%s,%s\n", r.rows[i].f[1], r.rows[i].f[2], r.rows[i].f[3]);
+				char **v = r.rows[i].f;
+				fprintf(f, ",%s,%s,%s\n", v[1], v[2], v[3]);
 			}
 		}
 		for (size_t i = 0; i < r.n; i++)
@@ -506,14 +512,17 @@ static enum cr_status write_samples(const char *out, const struct shard *s, int 
 static enum cr_status write_run(const char *out, struct shard *s, int ns, json_t *tasks,
 				json_t *merged, json_t *cmd, size_t n_rows, struct cr_err *err)
 {
-	static const char *const per_shard[] = { "run_id", "host", "device", "cores", "cpu_governor",
-		"kernel", "compiler", "load_start", "load_end", "sandbox", "gpu_clocks", "clocks_locked",
-		"libcuda", "command", "tasks" };
+	static const char *const per_shard[] = {
+		"run_id", "host", "device", "cores", "cpu_governor", "kernel", "compiler",
+		"load_start", "load_end", "sandbox", "gpu_clocks", "clocks_locked", "libcuda",
+		"command", "tasks"
+	};
 	char path[PATH_MAX], tmp[PATH_MAX + 64], run_id[64];
 	json_t *j = json_deep_copy(s[0].run), *list = json_array(), *th = json_object();
 	const char *name;
 	json_t *v;
 	FILE *f;
+	bool partial;
 	enum cr_status st;
 
 	for (int i = 0; i < ns; i++) {
@@ -542,14 +551,19 @@ static enum cr_status write_run(const char *out, struct shard *s, int ns, json_t
 	json_object_set_new(j, "rows", json_integer((json_int_t)n_rows));
 	json_object_set_new(merged, "runs", list);
 	json_object_set(j, "merged", merged);
-	json_object_set_new(j, "complete", json_boolean(!json_is_true(json_object_get(merged, "partial"))));
+	partial = json_is_true(json_object_get(merged, "partial"));
+	json_object_set_new(j, "complete", json_boolean(!partial));
 	snprintf(path, sizeof path, "%s/run.json", out);
 	if (!(f = open_tmp(path, tmp, sizeof tmp))) {
 		json_decref(j);
 		return cr_errf(err, CR_EIO, "cannot create %s: %s", tmp, strerror(errno));
 	}
-	if (json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS))
-		fputc('\0', f);   /* a failed dump: make the commit below fail too */
+	if (json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS)) {
+		json_decref(j);
+		fclose(f);
+		unlink(tmp);
+		return cr_errf(err, CR_EIO, "cannot write %s: %s", tmp, strerror(errno));
+	}
 	fputc('\n', f);
 	json_decref(j);
 	st = commit(f, tmp, path, err);
@@ -582,14 +596,15 @@ int cr_cmd_merge(int argc, char **argv)
 		case 'p': partial = true; break;
 		case 'h': usage(stdout); rc = -1; goto out;
 		default:
-			fprintf(stderr, "crucible merge: unknown or incomplete option '%s' (see --help)\n",
-				argv[optind - 1]);
+			fprintf(stderr, "crucible merge: unknown or incomplete option '%s' "
+				"(see --help)\n", argv[optind - 1]);
 			rc = 2;
 			goto out;
 		}
 	}
 	if (!out || optind >= argc) {
-		fprintf(stderr, "crucible merge: %s\n", !out ? "--out DIR is required" : "no shard directory given");
+		fprintf(stderr, "crucible merge: %s\n",
+			!out ? "--out DIR is required" : "no shard directory given");
 		usage(stderr);
 		rc = 2;
 		goto out;
@@ -619,7 +634,8 @@ int cr_cmd_merge(int argc, char **argv)
 	}
 	for (int i = 0; i < ns; i++)
 		if (!strcmp(s[i].real, outreal)) {
-			fprintf(stderr, "crucible merge: --out %s is one of the shards: merge into a new directory\n", out);
+			fprintf(stderr, "crucible merge: --out %s is one of the shards: merge into "
+				"a new directory\n", out);
 			rc = 2;
 			goto out;
 		}
@@ -651,10 +667,10 @@ int cr_cmd_merge(int argc, char **argv)
 	    write_results(out, r.rows, n_kept, ncols, &err) ||
 	    write_run(out, s, ns, tasks, merged, cmd, n_kept, &err))
 		goto fail;
-	fprintf(stderr, "crucible merge: %zu row(s) from %d shard(s)%s%s, %d identical duplicate(s) kept "
-			"once; results in %s/results.csv\n", n_kept, ns,
-		json_is_true(json_object_get(merged, "partial")) ? " (partial: " : "",
-		json_is_true(json_object_get(merged, "partial")) ? "see run.json \"merged\")" : "", dups, out);
+	fprintf(stderr, "crucible merge: %zu row(s) from %d shard(s)%s, %d identical duplicate(s) "
+		"kept once; results in %s/results.csv\n", n_kept, ns,
+		json_is_true(json_object_get(merged, "partial")) ? " (partial: see run.json)" : "",
+		dups, out);
 	if (!n_kept) {
 		fprintf(stderr, "crucible merge: nothing evaluated: no shard has a row\n");
 		rc = 5;
