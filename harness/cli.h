@@ -10,5 +10,6 @@ int cr_cmd_dump(int argc, char **argv);
 int cr_cmd_lint(int argc, char **argv);
 int cr_cmd_generate(int argc, char **argv);
 int cr_cmd_run(int argc, char **argv);
+int cr_cmd_merge(int argc, char **argv);
 
 #endif

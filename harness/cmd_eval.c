@@ -120,6 +120,8 @@ struct eval_opts {
 	char dev_arch[16];       /* cuda: the device's arch */
 	char baseline_dir[1024]; /* cuda: the GPU baselines */
 	double peak_tflops, peak_tbps;
+	unsigned shard_i, shard_n;   /* --shard i/n (shard_n 0: the whole set) */
+	char shard_str[24];          /* "i/n" as given, for run.json */
 };
 
 static void cpu_model(char *buf, size_t cap)
@@ -212,7 +214,7 @@ static json_t *sandbox_json(const char *worker_line)
  * start of a run and again at its end (load average, task set). */
 static void write_run_json(const char *dir, const char *run_id, const struct eval_opts *o,
 			   const char *device, int n_tasks, const char *taskhash,
-			   const char *workroot, bool final)
+			   json_t *task_hashes, const char *workroot, bool final)
 {
 	char ccv[256], path[1024], tmp[1100], host[256] = "", gov[64], sc[65];
 	struct utsname u;
@@ -251,6 +253,10 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	json_object_set_new(j, "task_set", jstr(o->tasks ? o->tasks : ""));
 	json_object_set_new(j, "tasks", json_integer(n_tasks));
 	json_object_set_new(j, "task_set_sha256", json_string(taskhash));
+	if (task_hashes)
+		json_object_set(j, "tasks_sha256", task_hashes);
+	if (o->shard_n)
+		json_object_set_new(j, "shard", json_string(o->shard_str));
 	if (cr_seed_is_secret())
 		json_object_set_new(j, "seed", json_string("secret"));
 	else
@@ -308,6 +314,10 @@ static int resume_check(struct eval_opts *o)
 	v = json_object_get(j, "time_cap_s");
 	if (json_is_number(v) && fabs(json_number_value(v) - o->time_cap) > 1e-9)
 		DIFF(" --time-cap %g (was %g);", o->time_cap, json_number_value(v));
+	v = json_object_get(j, "shard");
+	if (strcmp(json_is_string(v) ? json_string_value(v) : "", o->shard_str))
+		DIFF(" --shard %s (was %s);", o->shard_n ? o->shard_str : "none",
+		     json_is_string(v) ? json_string_value(v) : "none");
 	v = json_object_get(j, "label");
 	if (json_is_string(v) && strcmp(json_string_value(v), o->label ? o->label : ""))
 		DIFF(" --label '%s' (was '%s');", o->label ? o->label : "", json_string_value(v));
@@ -399,6 +409,8 @@ static void print_usage_eval(FILE *f)
 		"                      when no PATH is given)\n"
 		"  --compile-only      cuda backend: NVRTC compile verdicts of the .cu candidates,\n"
 		"                      no GPU needed (registers and spills in the detail)\n"
+		"  --shard I/N         only the I-th of N deterministic shards of the candidates\n"
+		"                      (by content and task; join them with `crucible merge`)\n"
 		"  --arch SM           compile-only target (default sm_90)\n"
 		"  -h, --help          this help\n");
 }
@@ -598,6 +610,97 @@ static void progress_done(void)
 		fprintf(stderr, "\r\033[K");
 }
 
+/* --shard i/n: decimal digits only, 1 <= i <= n <= 10000. 0, or -1. */
+static int parse_shard(const char *s, struct eval_opts *o)
+{
+	const char *slash = strchr(s, '/');
+	char a[16];
+	uint64_t i, n;
+
+	if (!slash || (size_t)(slash - s) >= sizeof a)
+		return -1;
+	snprintf(a, sizeof a, "%.*s", (int)(slash - s), s);
+	for (const char *p = s; *p; p++)
+		if (p != slash && (*p < '0' || *p > '9'))
+			return -1;
+	if (!cr_parse_u64(a, &i) || !cr_parse_u64(slash + 1, &n) || i < 1 || n > 10000 || i > n)
+		return -1;
+	o->shard_i = (unsigned)i;
+	o->shard_n = (unsigned)n;
+	snprintf(o->shard_str, sizeof o->shard_str, "%u/%u", o->shard_i, o->shard_n);
+	return 0;
+}
+
+/* The shard (1..n) of a loaded candidate: sha256 over its content's
+ * sha256 and the task its row will name (the content's alone when it
+ * names none), first 64 bits mod n. No path, no order: every machine
+ * agrees. The task is named as task_for() names it, escaped as the row. */
+static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, unsigned n)
+{
+	char t[CR_CAND_TASK * 4], buf[sizeof t + 80], h[65];
+	const char *tn = "";
+	uint64_t v = 0;
+	int len;
+
+	if (cf->src)
+		tn = cf->parsed ? cf->cand.task : cf->task_hint[0] ? cf->task_hint :
+		     fallback ? fallback : "";
+	cr_text_escape(tn, strlen(tn), t, sizeof t);
+	if (t[0])
+		len = snprintf(buf, sizeof buf, "%s\n%s", cf->sha256, t);
+	else
+		len = snprintf(buf, sizeof buf, "%s", cf->sha256);
+	cr_sha256_hex(buf, (size_t)len, h);
+	for (int k = 0; k < 16; k++)
+		v = v << 4 | (uint64_t)(h[k] <= '9' ? h[k] - '0' : h[k] - 'a' + 10);
+	return (unsigned)(v % n) + 1;
+}
+
+/* Keeps in cs only the candidates of shard o->shard_i. The fallback task
+ * is the one eval's loop gives verify_one (sidecar, else the one task of
+ * --tasks); compile-only rows take none. */
+static void shard_filter(struct cands *cs, const struct eval_opts *o, const struct task *filter,
+			 int n_filter, bool compile_rows)
+{
+	int kept = 0;
+
+	for (int i = 0; i < cs->n; i++) {
+		struct cr_cand_file cf;
+		struct cr_meta m;
+		struct cr_err e;
+		const char *fb = NULL;
+
+		cr_err_init(&e);
+		if (cr_meta_read(cs->paths[i], &m, &e))
+			memset(&m, 0, sizeof m);   /* the loop reports it */
+		if (!compile_rows)
+			fb = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
+		cr_cand_load(&cf, cs->paths[i]);
+		if (shard_of(&cf, fb, o->shard_n) == o->shard_i)
+			cs->paths[kept++] = cs->paths[i];
+		else
+			free(cs->paths[i]);
+		cr_cand_file_release(&cf);
+	}
+	cs->n = kept;
+}
+
+/* run.json "tasks_sha256": each task used, sha256 of its file, so merge
+ * can tell shards of one task set (which load different tasks) apart
+ * from shards of two. */
+static json_t *task_hashes(const struct task *ts, int n)
+{
+	json_t *j = json_object();
+	for (int i = 0; j && i < n; i++) {
+		size_t fl = 0;
+		char *src = cr_read_file(ts[i].path, CR_CAND_MAX_FILE, &fl), h[65];
+		cr_sha256_hex(src ? src : "", src ? fl : 0, h);
+		json_object_set_new(j, ts[i].name, json_string(h));
+		free(src);
+	}
+	return j;
+}
+
 static int parse_common(int argc, char **argv, struct eval_opts *o, const char **task,
 			bool check)
 {
@@ -611,6 +714,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
 		{ "label", required_argument, 0, 'L' }, { "json", no_argument, 0, 'J' },
 		{ "lock-clocks", no_argument, 0, 'K' },
+		{ "shard", required_argument, 0, 'S' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -647,6 +751,17 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'C': o->compile_only = true; break;
 		case 'K': o->lock_clocks = true; break;
 		case 'A': o->arch = optarg; break;
+		case 'S':
+			if (check) {
+				fprintf(stderr, "crucible %s: --shard is for `crucible eval`\n", argv[0]);
+				return 2;
+			}
+			if (parse_shard(optarg, o)) {
+				fprintf(stderr, "crucible %s: --shard: '%s' is not i/n with 1 <= i <= n <= 10000\n",
+					argv[0], optarg);
+				return 2;
+			}
+			break;
 		case 'J':
 			if (!check) {
 				fprintf(stderr, "crucible %s: --json is for `crucible check` (eval writes results.csv)\n", argv[0]);
@@ -852,7 +967,7 @@ int cr_cmd_eval(int argc, char **argv)
 	struct cands cs = { 0 };
 	struct task *tasks = NULL, *filter = NULL;
 	int n_tasks = 0, n_filter = 0, rc = 0, unexpected = 0, skipped = 0, done = 0;
-	int filtered = 0, resumed = 0;
+	int filtered = 0, resumed = 0, n_all = 0;
 	char **keys = NULL, path[1024], run_id[64], device[256], *workroot = NULL;
 	int n_keys = 0;
 	const char *dummy = NULL;
@@ -907,6 +1022,14 @@ int cr_cmd_eval(int argc, char **argv)
 		goto out;
 	if (o.tasks && task_registry_load(o.tasks, &filter, &n_filter, &err))
 		goto fail;
+	n_all = cs.n;
+	if (o.shard_n) {
+		/* after the backend is settled on the whole set: every shard picks the same */
+		shard_filter(&cs, &o, filter, n_filter, backend == CR_BACKEND_CUDA && !o.cuda);
+		fprintf(stderr, "crucible eval: --shard %s: %d of the %d candidate(s)%s\n", o.shard_str,
+			cs.n, n_all, cs.n ? "" : "; none fell in this shard (not an error: the shards of a "
+			"small set can be empty)");
+	}
 	if (mkdir(o.out, 0755) && errno != EEXIST) {
 		cr_errf(&err, CR_EIO, "cannot create %s: %s", o.out, strerror(errno));
 		goto fail;
@@ -961,7 +1084,7 @@ int cr_cmd_eval(int argc, char **argv)
 	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
 	if (!o.cuda)
 		cpu_model(device, sizeof device);
-	write_run_json(o.out, run_id, &o, device, 0, "", workroot, false);
+	write_run_json(o.out, run_id, &o, device, 0, "", NULL, workroot, false);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% CI]", "detail");
 	if (o.cuda) {
@@ -1066,7 +1189,9 @@ int cr_cmd_eval(int argc, char **argv)
 		/* the task set actually used: a hash over the files, in name order */
 		char h[65];
 		task_set_hash(tasks, n_tasks, h);
-		write_run_json(o.out, run_id, &o, device, n_tasks, h, workroot, true);
+		json_t *th = task_hashes(tasks, n_tasks);
+		write_run_json(o.out, run_id, &o, device, n_tasks, h, th, workroot, true);
+		json_decref(th);
 	}
 	if ((done > 0 || n_keys > 0) && (backend == CR_BACKEND_CPU || o.cuda)) {
 		printf("\n");
@@ -1079,7 +1204,12 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if (defaulted && !unexpected)
 		fprintf(stderr, "crucible eval: every bundled sample got its expected status\n");
-	if (done == 0 && resumed == 0) {
+	if (done == 0 && resumed == 0 && o.shard_n && n_all > 0) {
+		/* a shard's share of a set may be empty or all filtered: merge judges the whole */
+		fprintf(stderr, "crucible eval: --shard %s: nothing evaluated in this shard (%d of %d "
+				"candidate(s) fell in it); crucible merge exits 5 when no shard has a row\n",
+			o.shard_str, cs.n, n_all);
+	} else if (done == 0 && resumed == 0) {
 		/* nothing evaluated is not success (SPEC §1: exit 5, as pytest) */
 		if (cs.n == 0)
 			fprintf(stderr, "crucible eval: nothing evaluated: no candidate file (.c, .cu) under the paths given\n");

@@ -22,6 +22,7 @@ static void usage(FILE *f)
 		"  list [SET...]             list tasks\n"
 		"  check FILE [--task T]     one candidate, full verdict with diagnostics\n"
 		"  eval [PATH...]            verify and time every candidate; no PATH: the bundled samples\n"
+		"  merge DIR... --out DIR    join the outputs of eval --shard runs into one\n"
 		"  report RESULTS.csv...     Fast_p, pass@k and reasoning-length tables\n"
 		"  gate --baseline A --current B   CI regression gate\n"
 		"  lint [SET]                check the task registry itself\n"
@@ -60,6 +61,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "list")) return cr_cmd_list(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check")) return cr_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "eval")) return cr_cmd_eval(argc - 1, argv + 1);
+	if (!strcmp(cmd, "merge")) return cr_cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dump")) return cr_cmd_dump(argc - 1, argv + 1);
 	if (!strcmp(cmd, "lint")) return cr_cmd_lint(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report")) return report_main(argc - 1, argv + 1);

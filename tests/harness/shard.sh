@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# eval --shard i/n, crucible merge and scripts/slurm-eval.sh (docs/SCALE.md):
+# the shards of data/candidates/smoke cover every candidate once, merged they
+# give the unsharded run's verdicts, a shard is the same every time, merge
+# refuses what is not one run, and the Slurm script's array body run for
+# every index (a fake SLURM_ARRAY_TASK_ID) then its merge step equals the
+# single run.
+set -euo pipefail
+exe="$1"; src="$2"; out="$3"
+rm -rf "$out"
+mkdir -p "$out"
+smoke="$src/data/candidates/smoke"
+args=("$smoke" --no-timing --quick --timeout 2 --seed 7)
+fails=0
+pass=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
+# (candidate, status) of every row, sorted. Every field is quoted (libcsv
+# csv_fwrite), so the first eight split at ","; no path here holds one.
+pairs() { awk -F'","' 'NR > 1 { print $3 "\t" $7 }' "$1" | sort; }
+rows() { echo $(($(wc -l < "$1") - 1)); }
+
+"$exe" eval "${args[@]}" --out "$out/full" >/dev/null 2>"$out/full.err"
+total=$(find "$smoke" -name '*.c' | wc -l)
+[ "$(rows "$out/full/results.csv")" -eq "$total" ] || { bad "the unsharded run has $(rows "$out/full/results.csv") rows, not $total"; exit 1; }
+
+for i in 1 2 3; do
+	rc=0
+	"$exe" eval "${args[@]}" --shard "$i/3" --out "$out/s$i" >/dev/null 2>"$out/s$i.err" || rc=$?
+	[ "$rc" -eq 0 ] || bad "shard $i/3 exit $rc: $(tail -2 "$out/s$i.err")"
+	grep -q '"shard": "'"$i"'/3"' "$out/s$i/run.json" || bad "shard $i/3: run.json does not say \"shard\": \"$i/3\""
+done
+# every candidate exactly once over the three shards
+cat <(tail -qn +2 "$out"/s{1,2,3}/results.csv) > "$out/all-rows"
+n_rows=$(wc -l < "$out/all-rows")
+n_uniq=$(pairs "$out/full/results.csv" | cut -f1 | sort -u | wc -l)
+sharded=$(for i in 1 2 3; do pairs "$out/s$i/results.csv"; done | cut -f1 | sort)
+if [ "$n_rows" -eq "$total" ] && [ "$(echo "$sharded" | sort -u | wc -l)" -eq "$total" ] &&
+   [ "$n_uniq" -eq "$total" ]; then
+	ok "shards 1/3, 2/3, 3/3: $(rows "$out/s1/results.csv") + $(rows "$out/s2/results.csv") + $(rows "$out/s3/results.csv") rows, every one of the $total candidates once"
+else
+	bad "shards: $n_rows rows for $total candidates ($(echo "$sharded" | sort | uniq -d | tr '\n' ' ')given twice)"
+fi
+# no shard may take everything: the split must split (18 candidates, 3 shards)
+for i in 1 2 3; do
+	r=$(rows "$out/s$i/results.csv")
+	[ "$r" -gt 0 ] && [ "$r" -lt "$total" ] || bad "shard $i/3 has $r of $total rows"
+done
+
+# merged: the unsharded run's (candidate, status) pairs, rows byte for byte
+rc=0
+"$exe" merge "$out/s3" "$out/s1" "$out/s2" --out "$out/merged" >/dev/null 2>"$out/merge.err" || rc=$?
+if [ "$rc" -eq 0 ] && diff <(pairs "$out/full/results.csv") <(pairs "$out/merged/results.csv") >/dev/null; then
+	ok "merge of 3 shards: the unsharded run's $total (candidate, status) pairs"
+else
+	bad "merge (exit $rc): $(tail -2 "$out/merge.err"); pairs differ: $(diff <(pairs "$out/full/results.csv") <(pairs "$out/merged/results.csv") | head -4 | tr '\n' ' ')"
+fi
+if diff <(sort "$out/all-rows") <(tail -n +2 "$out/merged/results.csv" | sort) >/dev/null &&
+   cmp -s <(head -1 "$out/merged/results.csv") <(head -1 "$out/full/results.csv"); then
+	ok "merged rows are the shards' rows byte for byte, under the same header"
+else
+	bad "merged rows or header differ from the shards'"
+fi
+grep -q '"missing": \[\]' "$out/merged/run.json" && grep -q '"2/3"' "$out/merged/run.json" &&
+	ok "merged run.json says which shards it joined" || bad "merged run.json does not list the shards"
+
+# the same shard twice: the same candidates
+"$exe" eval "${args[@]}" --shard 2/3 --out "$out/s2again" >/dev/null 2>&1
+if diff <(pairs "$out/s2/results.csv" | cut -f1) <(pairs "$out/s2again/results.csv" | cut -f1) >/dev/null; then
+	ok "shard 2/3 twice: the same $(rows "$out/s2/results.csv") candidates"
+else
+	bad "shard 2/3 twice: different candidates"
+fi
+# ... and the same candidates whatever the path: a copy of the set elsewhere
+mkdir -p "$out/copy/deeper"
+cp "$smoke"/* "$out/copy/deeper/"
+"$exe" eval "$out/copy" --no-timing --quick --timeout 2 --seed 7 --shard 2/3 --out "$out/s2copy" \
+	>/dev/null 2>&1
+if diff <(pairs "$out/s2/results.csv" | cut -f1 | xargs -n1 basename) \
+	<(pairs "$out/s2copy/results.csv" | cut -f1 | xargs -n1 basename) >/dev/null; then
+	ok "shard 2/3 of a copy under another path: the same candidates"
+else
+	bad "shard 2/3 depends on the path"
+fi
+
+# merge refuses shards of different seeds, naming both directories
+"$exe" eval "$smoke" --no-timing --quick --timeout 2 --seed 8 --shard 2/3 --out "$out/s2seed8" \
+	>/dev/null 2>&1
+rc=0
+"$exe" merge "$out/s1" "$out/s2seed8" "$out/s3" --out "$out/m-seed" >/dev/null 2>"$out/m-seed.err" || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "seed" "$out/m-seed.err" && grep -q "s2seed8: seed 8" "$out/m-seed.err" &&
+   grep -q "s1: seed 7" "$out/m-seed.err" && [ ! -e "$out/m-seed/results.csv" ]; then
+	ok "merge refuses shards of different seeds (exit 2): $(head -1 "$out/m-seed.err")"
+else
+	bad "merge of different seeds: exit $rc: $(cat "$out/m-seed.err")"
+fi
+# a missing shard: exit 2; with --partial, the two shards' rows
+rc=0
+"$exe" merge "$out/s1" "$out/s3" --out "$out/m-miss" >/dev/null 2>"$out/m-miss.err" || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "missing.*2/3" "$out/m-miss.err"; then
+	ok "merge refuses a missing shard (exit 2): $(head -1 "$out/m-miss.err")"
+else
+	bad "merge without shard 2: exit $rc: $(cat "$out/m-miss.err")"
+fi
+rc=0
+"$exe" merge "$out/s1" "$out/s3" --partial --out "$out/m-part" >/dev/null 2>"$out/m-part.err" || rc=$?
+want=$(($(rows "$out/s1/results.csv") + $(rows "$out/s3/results.csv")))
+if [ "$rc" -eq 0 ] && [ "$(rows "$out/m-part/results.csv")" -eq "$want" ] &&
+   grep -q '"partial": true' "$out/m-part/run.json"; then
+	ok "merge --partial without shard 2: $want rows, run.json says partial"
+else
+	bad "merge --partial: exit $rc, $(rows "$out/m-part/results.csv" 2>/dev/null || echo no) rows, want $want"
+fi
+# a duplicate candidate: identical kept once; another status refused, named
+cp -r "$out/s1" "$out/s1dup"
+rc=0
+"$exe" merge "$out/s1" "$out/s1dup" "$out/s2" "$out/s3" --partial --out "$out/m-dup" >/dev/null 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && [ "$(rows "$out/m-dup/results.csv")" -eq "$total" ]; then
+	ok "an identical duplicate shard is kept once ($total rows)"
+else
+	bad "identical duplicate: exit $rc, $(rows "$out/m-dup/results.csv" 2>/dev/null || echo no) rows"
+fi
+victim=$(pairs "$out/s1/results.csv" | head -1)
+vcand=$(echo "$victim" | cut -f1)
+vstat=$(echo "$victim" | cut -f2)
+other=ok; [ "$vstat" = ok ] && other=mismatch
+awk -v c="$vcand" -v s="$vstat" -v o="$other" -F'","' -v OFS='","' \
+	'NR > 1 && $3 == c && $7 == s { $7 = o } { print }' "$out/s1/results.csv" > "$out/s1dup/results.csv"
+rc=0
+"$exe" merge "$out/s1" "$out/s1dup" "$out/s2" "$out/s3" --partial --out "$out/m-conf" >/dev/null \
+	2>"$out/m-conf.err" || rc=$?
+if [ "$rc" -eq 2 ] && grep -qF "$(basename "$vcand")" "$out/m-conf.err" &&
+   grep -q "$vstat in .*s1;" "$out/m-conf.err" && grep -q "$other in .*s1dup" "$out/m-conf.err"; then
+	ok "a duplicate with another status is refused (exit 2): $(head -1 "$out/m-conf.err" | cut -c1-160)"
+else
+	bad "conflicting duplicate: exit $rc: $(cat "$out/m-conf.err")"
+fi
+
+# bad --shard values are exit 2 naming it; --resume under another --shard is refused
+for s in 0/3 4/3 1/0 a/3 1/10001 3 1/3x; do
+	rc=0
+	"$exe" eval "$smoke" --shard "$s" --out "$out/badshard" >/dev/null 2>"$out/badshard.err" || rc=$?
+	[ "$rc" -eq 2 ] && grep -q -- "--shard" "$out/badshard.err" || bad "--shard $s: exit $rc"
+done
+ok "bad --shard values: exit 2 naming --shard"
+rc=0
+"$exe" eval "${args[@]}" --shard 1/3 --resume --out "$out/s2" >/dev/null 2>"$out/resume.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--shard 1/3 (was 2/3)" "$out/resume.err" &&
+	ok "--resume under another --shard: exit 2" || bad "--resume, other shard: exit $rc: $(cat "$out/resume.err")"
+# an empty shard is not an error (exit 0, says so), unlike "nothing evaluated"
+found=""
+for i in 1 2 3 4 5 6 7 8; do
+	rc=0
+	"$exe" eval "${args[@]}" --shard "$i/10000" --out "$out/empty" >/dev/null 2>"$out/empty.err" || rc=$?
+	if grep -q "0 of the $total candidate" "$out/empty.err"; then
+		found=$i
+		break
+	fi
+done
+if [ -n "$found" ] && [ "$rc" -eq 0 ] && [ "$(rows "$out/empty/results.csv")" -eq 0 ] &&
+   grep -q "none fell in this shard" "$out/empty.err"; then
+	ok "empty shard $found/10000: exit 0, says so, header-only results.csv"
+else
+	bad "empty shard: ${found:-none found in 1..8}/10000 exit $rc: $(cat "$out/empty.err")"
+fi
+# ... but a merge of shards with no row at all is "nothing evaluated" (exit 5)
+rc=0
+"$exe" merge "$out/empty" --partial --out "$out/m-empty" >/dev/null 2>"$out/m-empty.err" || rc=$?
+[ "$rc" -eq 5 ] && grep -q "nothing evaluated" "$out/m-empty.err" &&
+	ok "merge of an empty shard alone: exit 5" || bad "merge of an empty shard: exit $rc"
+# --resume of a finished shard re-verifies nothing and keeps its rows
+cp -r "$out/s3" "$out/s3resume"
+rc=0
+"$exe" eval "${args[@]}" --shard 3/3 --resume --out "$out/s3resume" >/dev/null 2>"$out/s3resume.err" || rc=$?
+if [ "$rc" -eq 0 ] && grep -q "0 candidate(s) evaluated" "$out/s3resume.err" &&
+   cmp -s "$out/s3/results.csv" "$out/s3resume/results.csv"; then
+	ok "--resume of finished shard 3/3: nothing re-verified, rows unchanged"
+else
+	bad "--resume of shard 3/3: exit $rc: $(tail -2 "$out/s3resume.err")"
+fi
+
+# the Slurm script: the array body for every index, then its merge step
+slurm="$src/scripts/slurm-eval.sh"
+for id in 0 1 2; do
+	SLURM_ARRAY_TASK_ID=$id "$slurm" shard -n 3 -o "$out/slurm" -c "$exe" -- "${args[@]}" \
+		>/dev/null 2>"$out/slurm-$id.err" || bad "slurm shard $id: $(tail -2 "$out/slurm-$id.err")"
+done
+rc=0
+"$slurm" merge -n 3 -o "$out/slurm" -c "$exe" >/dev/null 2>"$out/slurm-merge.err" || rc=$?
+if [ "$rc" -eq 0 ] && diff <(pairs "$out/full/results.csv") <(pairs "$out/slurm/merged/results.csv") >/dev/null; then
+	ok "slurm-eval.sh shard 0..2 then merge: the single run's $total verdicts"
+else
+	bad "slurm-eval.sh merge exit $rc: $(tail -3 "$out/slurm-merge.err")"
+fi
+rc=0
+SLURM_ARRAY_TASK_ID=3 "$slurm" shard -n 3 -o "$out/slurm" -c "$exe" -- "${args[@]}" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && ok "slurm-eval.sh shard with index 3 of 3: exit 2" || bad "slurm index 3 of 3: exit $rc"
+# submit: a fake sbatch records what it was asked; the merge waits on the array
+mkdir -p "$out/fakebin"
+cat > "$out/fakebin/sbatch" <<EOF
+#!/usr/bin/env bash
+printf '%s\n' "\$*" >> "$out/sbatch.log"
+echo 4242
+EOF
+chmod +x "$out/fakebin/sbatch"
+PATH="$out/fakebin:$PATH" "$slurm" submit -n 5 -o "$out/sub" -c "$exe" -- "$smoke" --no-timing \
+	>"$out/submit.out" 2>&1 || bad "slurm-eval.sh submit: $(cat "$out/submit.out")"
+if [ "$(wc -l < "$out/sbatch.log")" -eq 2 ] && sed -n 1p "$out/sbatch.log" | grep -q -- "--array=0-4 .* shard -n 5 " &&
+   sed -n 1p "$out/sbatch.log" | grep -q -- "--seed [0-9]" &&
+   sed -n 2p "$out/sbatch.log" | grep -q -- "--dependency=afterok:4242 .* merge -n 5 "; then
+	ok "slurm-eval.sh submit: an --array=0-4 job with one --seed, a merge job afterok on it"
+else
+	bad "slurm-eval.sh submit asked sbatch: $(cat "$out/sbatch.log")"
+fi
+
+echo "$pass passed, $fails failed"
+[ "$fails" -eq 0 ]
