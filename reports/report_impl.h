@@ -208,6 +208,9 @@ void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n);
 void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n);
 /* Writes one CSV field, quoted through libcsv when it needs quoting. */
 void report_csv_field(FILE *f, const char *s, int last);
+/* One line of the long csv tables: run,file,table,row,column,value (NaN: empty). */
+void report_csv_line(FILE *f, const char *run, const char *file, const char *table,
+		     const char *row, const char *col, double v);
 
 /* report_gate.c (decision) and report_gate_out.c (printers, re-runs) */
 struct report_gate_opts {

@@ -177,14 +177,14 @@ int report_print_json(FILE *f, const struct report_summary *s, size_t n)
 	return report_print_json_runs(f, s, n, NULL);
 }
 
-/* One line of the long csv. */
-static void line(FILE *f, const struct report_summary *s, const char *table, const char *row,
-		 const char *col, double v)
+/* One line of the long csv: run,file,table,row,column,value (NaN: empty). */
+void report_csv_line(FILE *f, const char *run, const char *file, const char *table,
+		     const char *row, const char *col, double v)
 {
 	char b[64];
 
-	report_csv_field(f, s->label, 0);
-	report_csv_field(f, s->path, 0);
+	report_csv_field(f, run, 0);
+	report_csv_field(f, file, 0);
 	report_csv_field(f, table, 0);
 	report_csv_field(f, row, 0);
 	report_csv_field(f, col, 0);
@@ -193,6 +193,12 @@ static void line(FILE *f, const struct report_summary *s, const char *table, con
 	else
 		snprintf(b, sizeof b, "%.10g", v);
 	report_csv_field(f, b, 1);
+}
+
+static void line(FILE *f, const struct report_summary *s, const char *table, const char *row,
+		 const char *col, double v)
+{
+	report_csv_line(f, s->label, s->path, table, row, col, v);
 }
 
 static void csv_group(FILE *f, const struct report_summary *s, const char *table,

@@ -223,22 +223,10 @@ void report_runs_print_md(FILE *f, const struct report_runs *R)
 	md_sc(f, R);
 }
 
-/* One line of the long csv: run,file,table,row,column,value. */
 static void line(FILE *f, const char *run, const char *file, const char *table,
 		 const char *row, const char *col, double v)
 {
-	char b[64];
-
-	report_csv_field(f, run, 0);
-	report_csv_field(f, file, 0);
-	report_csv_field(f, table, 0);
-	report_csv_field(f, row, 0);
-	report_csv_field(f, col, 0);
-	if (isnan(v))
-		b[0] = '\0';
-	else
-		snprintf(b, sizeof b, "%.10g", v);
-	report_csv_field(f, b, 1);
+	report_csv_line(f, run, file, table, row, col, v);
 }
 
 static void csv_hack(FILE *f, const char *table, const struct report_hack *h)
