@@ -1039,18 +1039,7 @@ int cr_cmd_eval(int argc, char **argv)
 		goto out;
 	if (o.resume) {
 		/* drop a row cut short by a kill, then collect finished keys */
-		int fd = open(path, O_RDWR);
-		if (fd >= 0) {
-			off_t sz = lseek(fd, 0, SEEK_END), keep = 0;
-			char ch;
-			for (off_t p = sz - 1; p >= 0; p--)
-				if (pread(fd, &ch, 1, p) == 1 && ch == '\n') {
-					keep = p + 1;
-					break;
-				}
-			if (keep < sz && ftruncate(fd, keep)) { /* best effort */ }
-			close(fd);
-		}
+		cr_csv_drop_partial_row(path);
 		if (cr_results_done_keys(path, &keys, &n_keys, &err))
 			goto fail;
 	} else {

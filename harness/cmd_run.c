@@ -659,23 +659,6 @@ static char *prompt_cb(void *ctx, const char *task, const char *backend, struct 
 	return src->prompt(src->ctx, task, backend, err);
 }
 
-static void cut_partial_row(const char *path)
-{
-	/* a row cut short by a kill: up to the last newline */
-	FILE *f = fopen(path, "r+");
-	long keep = 0, pos = 0;
-	int ch;
-	if (!f)
-		return;
-	while ((ch = fgetc(f)) != EOF) {
-		pos++;
-		if (ch == '\n')
-			keep = pos;
-	}
-	if (keep < pos && ftruncate(fileno(f), keep)) { /* best effort */ }
-	fclose(f);
-}
-
 int cr_cmd_run(int argc, char **argv)
 {
 	struct run_opts o = { .strategy = -1, .backend = "cpu", .n = 4, .turns = 2, .keep = 2,
@@ -773,7 +756,7 @@ int cr_cmd_run(int argc, char **argv)
 	 * selected.csv is written anew: the selection is recomputed from verdicts */
 	snprintf(path, sizeof path, "%s/results.csv", o.out);
 	if (o.resume) {
-		cut_partial_row(path);
+		cr_csv_drop_partial_row(path);
 		if (cr_results_done_keys(path, &x.keys, &x.n_keys, &err))
 			goto fail;
 	}
@@ -781,7 +764,7 @@ int cr_cmd_run(int argc, char **argv)
 		goto fail;
 	snprintf(path, sizeof path, "%s/samples.csv", o.out);
 	if (o.resume)
-		cut_partial_row(path);
+		cr_csv_drop_partial_row(path);
 	if (cr_samples_open(path, &x.samples, &err))
 		goto fail;
 	snprintf(path, sizeof path, "%s/selected.csv", o.out);

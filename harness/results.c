@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 const char *const cr_results_columns[] = {
@@ -373,4 +374,22 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 	get_str(o, "expect_compile", m->expect_compile, sizeof m->expect_compile);
 	json_decref(o);
 	return CR_OK;
+}
+
+void cr_csv_drop_partial_row(const char *path)
+{
+	int fd = open(path, O_RDWR);
+	off_t sz, keep = 0;
+	char ch;
+
+	if (fd < 0)
+		return;
+	sz = lseek(fd, 0, SEEK_END);
+	for (off_t p = sz - 1; p >= 0; p--)
+		if (pread(fd, &ch, 1, p) == 1 && ch == '\n') {
+			keep = p + 1;
+			break;
+		}
+	if (keep < sz && ftruncate(fd, keep)) { /* best effort */ }
+	close(fd);
 }

@@ -54,6 +54,10 @@ enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err);
 enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_result *r,
 				struct cr_err *err);
 
+/* --resume: cuts a row a kill left half written (everything after the
+ * last newline). Best effort: a file that cannot be opened is left alone. */
+void cr_csv_drop_partial_row(const char *path);
+
 /* Reads a sidecar (missing file: empty meta, CR_OK; malformed: CR_EINPUT). */
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err);
 
