@@ -207,6 +207,34 @@ void report_gate_decide(struct report_gate_task *t, const struct report_gate_opt
 			 median_copy(t->obs_cur, t->n_obs_cur), (t->ratio - 1) * 100, extra);
 }
 
+/* 1 when the data rule out a slowdown beyond the threshold: the ratio
+ * interval's low end is at or above 1 - threshold (intervals), or the current
+ * samples are significantly above the baseline's scaled by 1 - threshold
+ * (Mann-Whitney at alpha, samples and re-runs). `--confirm` re-runs every
+ * INCONCLUSIVE task for which this is 0: a task whose first run looked no
+ * slower may still hide a regression when the baseline itself measured slow. */
+int report_gate_slowdown_excluded(const struct report_gate_task *t,
+				  const struct report_gate_opts *o)
+{
+	double lim = 1 - o->threshold;
+
+	if (t->method == RM_INTERVALS)
+		return !isnan(t->ratio_lo) && t->ratio_lo >= lim;
+	if (t->method == RM_SAMPLES || t->method == RM_RERUNS) {
+		double *sb = malloc((t->n_obs_base ? t->n_obs_base : 1) * sizeof *sb), p, mb, mc;
+		if (!sb)
+			return 0;
+		for (size_t i = 0; i < t->n_obs_base; i++)
+			sb[i] = t->obs_base[i] * lim;
+		p = report_mann_whitney(t->obs_cur, t->n_obs_cur, sb, t->n_obs_base);
+		mb = median_copy(sb, t->n_obs_base);
+		mc = median_copy(t->obs_cur, t->n_obs_cur);
+		free(sb);
+		return !isnan(p) && p < o->alpha && mc > mb;
+	}
+	return 0;
+}
+
 /* The correctness verdict; 1 when the task needs a speed verdict. */
 static int classify_correctness(struct report_gate_task *t)
 {

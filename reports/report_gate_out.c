@@ -349,7 +349,7 @@ static double min_p(size_t na, size_t nb)
 static int suspect(const struct report_gate_task *t, const struct report_gate_opts *o)
 {
 	return t->verdict == RV_SLOWER ||
-	       (t->verdict == RV_INCONCLUSIVE && t->ratio < 1 - o->threshold);
+	       (t->verdict == RV_INCONCLUSIVE && !report_gate_slowdown_excluded(t, o));
 }
 
 enum cr_status report_gate_confirm(struct report_gate *g, const struct report_gate_opts *o,

@@ -272,6 +272,8 @@ enum cr_status report_gate_compute(const struct report_run *base, const struct r
 /* The speed verdict of a task correct in both runs, from its observations
  * (>= 3 a side: Mann-Whitney) or else its intervals and noisy flags. */
 void report_gate_decide(struct report_gate_task *t, const struct report_gate_opts *o);
+int report_gate_slowdown_excluded(const struct report_gate_task *t,
+				  const struct report_gate_opts *o);
 /* Appends x to a task's observations (side 0 baseline, 1 current). */
 enum cr_status report_gate_obs_push(struct report_gate_task *t, int side, double x,
 				    struct cr_err *e);
