@@ -260,7 +260,11 @@ static void tok_pretok_smollm_ids(void **state)
 	EXPECT_IDS(t, "\n\n2.", 0, 0, NL2, '2', '.');
 	EXPECT_IDS(t, "  1. a\n  2. b", 0, 0, SP2, '1', '.', ' ', 'a', NLSP2, '2', '.', ' ', 'b');
 	EXPECT_IDS(t, "a   1\nbb 22\n", 0, 0, 'a', SP2, ' ', '1', '\n', 'b', 'b', ' ', '2', '2', '\n');
-	expect_round_trip(t, "x =    42\n\n2.  1. a\n  2. b", 29);
+	{
+		static const char all[] = "x =    42\n\n2.  1. a\n  2. b";
+
+		expect_round_trip(t, all, sizeof all - 1);
+	}
 	dec_tok_free(t);
 	vb_release(&b);
 	t = make_smol(&b, "gpt-2");
