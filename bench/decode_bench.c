@@ -6,7 +6,7 @@
  * Decode is the best of three runs, bandwidth the best of five passes; then
  * B sequences decoded as one batch (generate --batch), default 8.
  *
- * usage: decode_bench [--threads N] [--types f16,q8_0] [--prompt N] [--gen N] [--batch B]
+ * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,q4_1,q5_1] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape) */
 #include <math.h>
 #include <pthread.h>
@@ -300,5 +300,9 @@ int main(int argc, char **argv)
 		rc |= bench_type(&sh, DEC_T_Q8_0, threads, n_prompt, n_gen, bw, batch);
 	if (strstr(types, "q4_k"))
 		rc |= bench_type(&sh, DEC_T_Q4_K, threads, n_prompt, n_gen, bw, batch);
+	if (strstr(types, "q4_1"))
+		rc |= bench_type(&sh, DEC_T_Q4_1, threads, n_prompt, n_gen, bw, batch);
+	if (strstr(types, "q5_1"))
+		rc |= bench_type(&sh, DEC_T_Q5_1, threads, n_prompt, n_gen, bw, batch);
 	return rc;
 }

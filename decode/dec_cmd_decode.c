@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,11 @@ static const char usage[] =
 	"  --prompt TEXT        text to tokenize (BOS as the model says; special tokens parsed)\n"
 	"  --tokens IDS         token ids, used as given\n"
 	"  --top-logprobs K     per step, the K most likely (id, logprob), raw logits\n"
+	"  --score              teacher-forced: no generation; for each prompt position i the\n"
+	"                       logprob of token i+1 given tokens 0..i (log-softmax of the raw\n"
+	"                       logits), as score_logprobs in --json, a 'score:' line otherwise\n"
 	"  --json               one JSON object: prompt_tokens, tokens, text, top_logprobs,\n"
-	"                       finish_reason, timings\n"
+	"                       finish_reason, timings (and score_logprobs with --score)\n"
 	"  --max-tokens 0 only tokenizes. Defaults: --max-tokens 32, greedy.\n";
 
 static enum cr_status parse_ids(const char *s, int32_t **ids, int *n, struct cr_err *err)
@@ -61,10 +65,18 @@ static json_t *ids_json(const int32_t *ids, int n)
 }
 
 static void print_json(const int32_t *prompt, int n_prompt, const struct dec_gen_out *o, int k,
-		       const char *model)
+		       const char *model, const double *score)
 {
 	json_t *root = json_object(), *steps = json_array(), *tim = json_object();
 	char *text = dec_utf8_repair(o->text ? o->text : "", o->text_len);
+
+	if (score) {
+		json_t *a = json_array();
+
+		for (int i = 0; i + 1 < n_prompt; i++)
+			json_array_append_new(a, json_real(score[i]));
+		json_object_set_new(root, "score_logprobs", a);
+	}
 
 	json_object_set_new(root, "model", json_string(model));
 	json_object_set_new(root, "prompt_tokens", ids_json(prompt, n_prompt));
@@ -95,11 +107,17 @@ static void print_json(const int32_t *prompt, int n_prompt, const struct dec_gen
 	free(text);
 }
 
-static void print_text(const int32_t *prompt, int n_prompt, const struct dec_gen_out *o, int k)
+static void print_text(const int32_t *prompt, int n_prompt, const struct dec_gen_out *o, int k,
+		       const double *score)
 {
 	printf("prompt_tokens:");
 	for (int i = 0; i < n_prompt; i++)
 		printf(" %d", prompt[i]);
+	if (score) {
+		printf("\nscore:");
+		for (int i = 0; i + 1 < n_prompt; i++)
+			printf(" %.6f", score[i]);
+	}
 	printf("\ntokens:");
 	for (int i = 0; i < o->n_tokens; i++)
 		printf(" %d", o->tokens[i]);
@@ -116,10 +134,10 @@ static void print_text(const int32_t *prompt, int n_prompt, const struct dec_gen
 struct decode_args {
 	struct dec_opts o;
 	const char *prompt_text, *ids_text;
-	int json, k, help;
+	int json, k, help, score;
 };
 
-enum { O_PROMPT = DEC_OPT_OWN, O_TOKENS, O_TOP_LOGPROBS, O_JSON };
+enum { O_PROMPT = DEC_OPT_OWN, O_TOKENS, O_TOP_LOGPROBS, O_JSON, O_SCORE };
 
 static const struct option opts[] = {
 	DEC_OPTS_LONG,
@@ -127,6 +145,7 @@ static const struct option opts[] = {
 	{ "tokens", required_argument, NULL, O_TOKENS },
 	{ "top-logprobs", required_argument, NULL, O_TOP_LOGPROBS },
 	{ "json", no_argument, NULL, O_JSON },
+	{ "score", no_argument, NULL, O_SCORE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -139,6 +158,7 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 	case O_PROMPT: a->prompt_text = v; return CR_OK;
 	case O_TOKENS: a->ids_text = v; return CR_OK;
 	case O_JSON: a->json = 1; return CR_OK;
+	case O_SCORE: a->score = 1; return CR_OK;
 	case O_TOP_LOGPROBS:
 		if (dec_opt_int("--top-logprobs", v, 0, 1000, &k, err))
 			return CR_EUSAGE;
@@ -159,6 +179,51 @@ static enum cr_status parse_args(struct decode_args *a, int argc, char **argv, s
 	return CR_OK;
 }
 
+/* Teacher forcing: one forward over the whole prompt with every position's
+ * logits, score[i] = log p(prompt[i + 1] | prompt[0..i]) in double. */
+static enum cr_status score_prompt(const struct dec_model *m, const struct dec_opts *o,
+				   const int32_t *prompt, int n_prompt, double **out,
+				   struct cr_err *err)
+{
+	int nv = m->cfg.n_vocab, ctx = o->ctx ? o->ctx : n_prompt;
+	struct dec_state *s = NULL;
+	float *lg = NULL;
+	double *sc = NULL;
+	enum cr_status st;
+
+	if (n_prompt < 2)
+		return cr_errf(err, CR_EUSAGE, "--score needs a prompt of at least 2 tokens (has %d)", n_prompt);
+	if (n_prompt > ctx)
+		return cr_errf(err, CR_EUSAGE, "prompt of %d tokens does not fit the context of %d", n_prompt,
+			       ctx);
+	lg = malloc((size_t)n_prompt * (size_t)nv * sizeof *lg);
+	sc = malloc((size_t)n_prompt * sizeof *sc);
+	if (!lg || !sc) {
+		st = cr_errf(err, CR_ENOMEM, "--score: out of memory for %d x %d logits", n_prompt, nv);
+		goto out;
+	}
+	if ((st = dec_state_new(m, ctx, 64, o->threads, &s, err)) ||
+	    (st = dec_forward(s, prompt, n_prompt, lg, err)))
+		goto out;
+	for (int i = 0; i + 1 < n_prompt; i++) {
+		const float *l = lg + (size_t)i * nv;
+		double mx = l[0], sum = 0;
+
+		for (int j = 1; j < nv; j++)
+			mx = l[j] > mx ? l[j] : mx;
+		for (int j = 0; j < nv; j++)
+			sum += exp((double)l[j] - mx);
+		sc[i] = (double)l[prompt[i + 1]] - mx - log(sum);
+	}
+	*out = sc;
+	sc = NULL;
+out:
+	dec_state_free(s);
+	free(lg);
+	free(sc);
+	return st;
+}
+
 static int run(int argc, char **argv, struct cr_err *err)
 {
 	struct decode_args a = { .o = { .max_tokens = 32, .samp = { 0, 0, 1, 0 } } };
@@ -171,6 +236,7 @@ static int run(int argc, char **argv, struct cr_err *err)
 	struct dec_state *s = NULL;
 	struct dec_gen_out out = { 0 };
 	struct dec_gen_params gp;
+	double *score = NULL;
 	enum cr_status st = parse_args(&a, argc, argv, err);
 
 	if (st || a.help) {
@@ -213,6 +279,11 @@ static int run(int argc, char **argv, struct cr_err *err)
 				     prompt[i], m->cfg.n_vocab);
 			goto out;
 		}
+	if (a.score) {
+		if ((st = score_prompt(m, &o, prompt, n_prompt, &score, err)))
+			goto out;
+		o.max_tokens = 0; /* scoring only */
+	}
 	if (o.max_tokens > 0) {
 		if (n_prompt == 0) {
 			st = cr_errf(err, CR_EUSAGE, "the prompt is empty: nothing to continue");
@@ -234,14 +305,15 @@ static int run(int argc, char **argv, struct cr_err *err)
 			goto out;
 	}
 	if (json)
-		print_json(prompt, n_prompt, &out, k, o.model);
+		print_json(prompt, n_prompt, &out, k, o.model, score);
 	else
-		print_text(prompt, n_prompt, &out, k);
+		print_text(prompt, n_prompt, &out, k, score);
 	if (o.max_tokens > 0)
 		fprintf(stderr, "decode: prompt %d tokens in %.2fs (%.1f tok/s), %d tokens in %.2fs (%.1f tok/s)\n",
 			n_prompt, out.prefill_s, out.prefill_s > 0 ? n_prompt / out.prefill_s : 0,
 			out.n_tokens, out.decode_s, dec_gen_rate(&out));
 out:
+	free(score);
 	dec_gen_out_release(&out);
 	dec_state_free(s);
 	free(prompt);

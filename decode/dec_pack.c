@@ -14,6 +14,8 @@ size_t dec_x8_group_bytes(uint32_t t, int64_t n)
 	case DEC_T_Q8_0: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q8_0_x8);
 	case DEC_T_Q4_0: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q4_0_x8);
 	case DEC_T_Q5_0: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q5_0_x8);
+	case DEC_T_Q4_1: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q4_1_x8);
+	case DEC_T_Q5_1: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q5_1_x8);
 	case DEC_T_Q4_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q4_k_x8);
 	case DEC_T_Q6_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q6_k_x8);
 	}
@@ -28,6 +30,10 @@ void dec_pack_x8(uint32_t t, const void *rows, size_t row_bytes, int64_t n, void
 		dec_pack_q4_0_x8(rows, row_bytes, n, dst);
 	else if (t == DEC_T_Q5_0)
 		dec_pack_q5_0_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_Q4_1)
+		dec_pack_q4_1_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_Q5_1)
+		dec_pack_q5_1_x8(rows, row_bytes, n, dst);
 	else if (t == DEC_T_Q4_K)
 		dec_pack_q4_k_x8(rows, row_bytes, n, dst);
 	else if (t == DEC_T_Q6_K)
@@ -42,6 +48,8 @@ dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t)
 	case DEC_T_Q8_0: return s->gemv8_q8_0;
 	case DEC_T_Q4_0: return s->gemv8_q4_0;
 	case DEC_T_Q5_0: return s->gemv8_q5_0;
+	case DEC_T_Q4_1: return s->gemv8_q4_1;
+	case DEC_T_Q5_1: return s->gemv8_q5_1;
 	case DEC_T_Q4_K: return s->gemv8_q4_k;
 	case DEC_T_Q6_K: return s->gemv8_q6_k;
 	}
@@ -87,18 +95,126 @@ void dec_pack_q8_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst)
 		}
 }
 
-/* Value j (0..32) of a Q4_0 / Q5_0 block as stored: 4 bits, or 5 with qh. */
+/* Value j (0..32) of a Q4_0 / Q5_0 / Q4_1 / Q5_1 block as stored, from its
+ * 16 nibble bytes qs and (5-bit types) its 4 bytes qh. */
+static int nib_u(const uint8_t *qs, int j)
+{
+	return j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+}
+
+static int nib5_u(const uint8_t *qs, const uint8_t *qhb, int j)
+{
+	uint32_t qh;
+
+	memcpy(&qh, qhb, 4);
+	return nib_u(qs, j) | (int)((qh >> j) & 1) << 4;
+}
+
 static int q4_0_u(const struct dec_block_q4_0 *b, int j)
 {
-	return j < 16 ? b->qs[j] & 0xF : b->qs[j - 16] >> 4;
+	return nib_u(b->qs, j);
 }
 
 static int q5_0_u(const struct dec_block_q5_0 *b, int j)
 {
-	uint32_t qh;
+	return nib5_u(b->qs, b->qh, j);
+}
 
-	memcpy(&qh, b->qh, 4);
-	return (j < 16 ? b->qs[j] & 0xF : b->qs[j - 16] >> 4) | (int)((qh >> j) & 1) << 4;
+/* The 4-bit part of a block into qs[g][r][k], its 5th bits (qhb non-NULL)
+ * into qh[r][g]: the layout of dec_block_q4_0_x8 / q5_0_x8. */
+static void pack_nibbles(const uint8_t *qsb, const uint8_t *qhb, int r, uint8_t qs[4][8][4],
+			 uint8_t qh[8][4])
+{
+	for (int g = 0; g < 4; g++) {
+		for (int k = 0; k < 4; k++)
+			qs[g][r][k] = (uint8_t)((nib_u(qsb, 8 * g + k)) | nib_u(qsb, 8 * g + 4 + k) << 4);
+		if (!qhb)
+			continue;
+		qh[r][g] = 0;
+		for (int k = 0; k < 8; k++)
+			qh[r][g] |= (uint8_t)((nib5_u(qsb, qhb, 8 * g + k) >> 4) << k);
+	}
+}
+
+void dec_pack_q4_1_x8(const void *rows, size_t row_bytes, int64_t n, void *dst)
+{
+	struct dec_block_q4_1_x8 *o = dst;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, o++)
+		for (int r = 0; r < 8; r++) {
+			const struct dec_block_q4_1 *b =
+				(const struct dec_block_q4_1 *)((const uint8_t *)rows + r * row_bytes) + i;
+
+			o->d[r] = b->d;
+			o->m[r] = b->m;
+			pack_nibbles(b->qs, NULL, r, o->qs, NULL);
+		}
+}
+
+void dec_pack_q5_1_x8(const void *rows, size_t row_bytes, int64_t n, void *dst)
+{
+	struct dec_block_q5_1_x8 *o = dst;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, o++)
+		for (int r = 0; r < 8; r++) {
+			const struct dec_block_q5_1 *b =
+				(const struct dec_block_q5_1 *)((const uint8_t *)rows + r * row_bytes) + i;
+
+			o->d[r] = b->d;
+			o->m[r] = b->m;
+			pack_nibbles(b->qs, b->qh, r, o->qs, o->qh);
+		}
+}
+
+/* The integer sums and the float step of dec_dot_q4_1_generic and
+ * dec_dot_q5_1_generic, per row. */
+void dec_gemv8_q4_1_generic(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q4_1_x8 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+
+	for (int r = 0; r < 8; r++) {
+		float sum = 0;
+
+		for (int64_t i = 0; i < n / DEC_QK; i++) {
+			int32_t acc = 0;
+
+			for (int g = 0; g < 4; g++)
+				for (int k = 0; k < 4; k++) {
+					uint8_t q = x[i].qs[g][r][k];
+
+					acc += (q & 0xF) * y[i].qs[8 * g + k] + (q >> 4) * y[i].qs[8 * g + 4 + k];
+				}
+			sum += dec_f16_to_f32(x[i].d[r]) * dec_f16_to_f32(y[i].d) * acc +
+			       dec_f16_to_f32(x[i].m[r]) * dec_f16_to_f32(y[i].s);
+		}
+		out[r] = sum;
+	}
+}
+
+void dec_gemv8_q5_1_generic(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q5_1_x8 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+
+	for (int r = 0; r < 8; r++) {
+		float sum = 0;
+
+		for (int64_t i = 0; i < n / DEC_QK; i++) {
+			int32_t acc = 0;
+
+			for (int g = 0; g < 4; g++)
+				for (int k = 0; k < 4; k++) {
+					uint8_t q = x[i].qs[g][r][k], h = x[i].qh[r][g];
+
+					acc += ((q & 0xF) | ((h >> k) & 1) << 4) * y[i].qs[8 * g + k] +
+					       ((q >> 4) | ((h >> (k + 4)) & 1) << 4) * y[i].qs[8 * g + 4 + k];
+				}
+			sum += dec_f16_to_f32(x[i].d[r]) * dec_f16_to_f32(y[i].d) * acc +
+			       dec_f16_to_f32(x[i].m[r]) * dec_f16_to_f32(y[i].s);
+		}
+		out[r] = sum;
+	}
 }
 
 void dec_pack_q4_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst)

@@ -72,6 +72,7 @@ int dec_type_supported(uint32_t t)
 	switch (t) {
 	case DEC_T_F32: case DEC_T_F16: case DEC_T_BF16: case DEC_T_Q8_0:
 	case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_Q4_K: case DEC_T_Q6_K:
+	case DEC_T_Q4_1: case DEC_T_Q5_1:
 		return 1;
 	}
 	return 0;
@@ -272,6 +273,47 @@ void dec_dequant_row(uint32_t t, const void *src, float *y, int64_t n)
 		}
 		break;
 	}
+	case DEC_T_Q4_1: {
+		const struct dec_block_q4_1 *b = src;
+
+		for (int64_t i = 0; i < n / DEC_QK; i++, y += DEC_QK) {
+			float d = dec_f16_to_f32(b[i].d), m = dec_f16_to_f32(b[i].m);
+
+			for (int j = 0; j < 16; j++) {
+				y[j] = d * (b[i].qs[j] & 0xF) + m;
+				y[j + 16] = d * (b[i].qs[j] >> 4) + m;
+			}
+		}
+		break;
+	}
+	case DEC_T_Q5_1: {
+		const struct dec_block_q5_1 *b = src;
+
+		for (int64_t i = 0; i < n / DEC_QK; i++, y += DEC_QK) {
+			float d = dec_f16_to_f32(b[i].d), m = dec_f16_to_f32(b[i].m);
+			uint32_t qh;
+
+			memcpy(&qh, b[i].qh, 4);
+			for (int j = 0; j < 16; j++) {
+				int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+
+				y[j] = d * ((b[i].qs[j] & 0xF) | h0) + m;
+				y[j + 16] = d * ((b[i].qs[j] >> 4) | h1) + m;
+			}
+		}
+		break;
+	}
+	case DEC_T_Q8_1: {
+		const struct dec_block_q8_1 *b = src;
+
+		for (int64_t i = 0; i < n / DEC_QK; i++, y += DEC_QK) {
+			float d = dec_f16_to_f32(b[i].d);
+
+			for (int j = 0; j < DEC_QK; j++)
+				y[j] = d * b[i].qs[j];
+		}
+		break;
+	}
 	case DEC_T_Q4_K: {
 		const struct dec_block_q4_K *b = src;
 
@@ -336,6 +378,32 @@ void dec_quant_q8_0_generic(const float *x, void *vb, int64_t n)
 		b[i].d = dec_f32_to_f16(a / 127.f);
 		for (int j = 0; j < DEC_QK; j++)
 			b[i].qs[j] = (int8_t)lrintf(x[j] * id);
+	}
+}
+
+/* Q8_1 as llama.cpp writes it (quantize_row_q8_1 on x86, and the
+ * reference): the Q8_0 steps (127/amax, round half to even), then
+ * s = fp16(d * sum of the qs) with d = amax/127 unrounded. One portable
+ * version serves every table: activations cost O(n) beside the O(n · rows)
+ * product, and lrintf rounds as the AVX2 quantizers do. */
+void dec_quant_q8_1(const float *x, void *vb, int64_t n)
+{
+	struct dec_block_q8_1 *b = vb;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, x += DEC_QK) {
+		float a = 0, id, d;
+		int sum = 0;
+
+		for (int j = 0; j < DEC_QK; j++)
+			a = fmaxf(a, fabsf(x[j]));
+		id = a ? 127.f / a : 0.f;
+		d = a / 127.f;
+		b[i].d = dec_f32_to_f16(d);
+		for (int j = 0; j < DEC_QK; j++) {
+			b[i].qs[j] = (int8_t)lrintf(x[j] * id);
+			sum += b[i].qs[j];
+		}
+		b[i].s = dec_f32_to_f16(d * (float)sum);
 	}
 }
 
@@ -406,6 +474,58 @@ static void quant_q5_0(const float *x, struct dec_block_q5_0 *b, int64_t nb)
 
 			q0 = q0 > 31 ? 31 : q0 < 0 ? 0 : q0;
 			q1 = q1 > 31 ? 31 : q1 < 0 ? 0 : q1;
+			b[i].qs[j] = (uint8_t)((q0 & 0xF) | ((q1 & 0xF) << 4));
+			qh |= (uint32_t)((q0 >> 4) & 1) << j;
+			qh |= (uint32_t)((q1 >> 4) & 1) << (j + 16);
+		}
+		memcpy(b[i].qh, &qh, 4);
+	}
+}
+
+/* The _1 types: d = (max - min) / levels, m = min, q = (x - min) / d
+ * rounded half up and clamped, as ggml's reference quantizers. */
+static void quant_q4_1(const float *x, struct dec_block_q4_1 *b, int64_t nb)
+{
+	for (int64_t i = 0; i < nb; i++, x += DEC_QK) {
+		float lo = x[0], hi = x[0], d, id;
+
+		for (int j = 1; j < DEC_QK; j++) {
+			lo = fminf(lo, x[j]);
+			hi = fmaxf(hi, x[j]);
+		}
+		d = (hi - lo) / 15;
+		id = d ? 1.f / d : 0.f;
+		b[i].d = dec_f32_to_f16(d);
+		b[i].m = dec_f32_to_f16(lo);
+		for (int j = 0; j < 16; j++) {
+			int q0 = (int)((x[j] - lo) * id + 0.5f), q1 = (int)((x[j + 16] - lo) * id + 0.5f);
+
+			q0 = q0 > 15 ? 15 : q0;
+			q1 = q1 > 15 ? 15 : q1;
+			b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+		}
+	}
+}
+
+static void quant_q5_1(const float *x, struct dec_block_q5_1 *b, int64_t nb)
+{
+	for (int64_t i = 0; i < nb; i++, x += DEC_QK) {
+		float lo = x[0], hi = x[0], d, id;
+		uint32_t qh = 0;
+
+		for (int j = 1; j < DEC_QK; j++) {
+			lo = fminf(lo, x[j]);
+			hi = fmaxf(hi, x[j]);
+		}
+		d = (hi - lo) / 31;
+		id = d ? 1.f / d : 0.f;
+		b[i].d = dec_f32_to_f16(d);
+		b[i].m = dec_f32_to_f16(lo);
+		for (int j = 0; j < 16; j++) {
+			int q0 = (int)((x[j] - lo) * id + 0.5f), q1 = (int)((x[j + 16] - lo) * id + 0.5f);
+
+			q0 = q0 > 31 ? 31 : q0;
+			q1 = q1 > 31 ? 31 : q1;
 			b[i].qs[j] = (uint8_t)((q0 & 0xF) | ((q1 & 0xF) << 4));
 			qh |= (uint32_t)((q0 >> 4) & 1) << j;
 			qh |= (uint32_t)((q1 >> 4) & 1) << (j + 16);
@@ -521,6 +641,9 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 	case DEC_T_Q8_K: dec_simd_get()->quant_q8_k(x, dst, n); return 1;
 	case DEC_T_Q4_0: quant_q4_0(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_0: quant_q5_0(x, dst, n / DEC_QK); return 1;
+	case DEC_T_Q8_1: dec_quant_q8_1(x, dst, n); return 1;
+	case DEC_T_Q4_1: quant_q4_1(x, dst, n / DEC_QK); return 1;
+	case DEC_T_Q5_1: quant_q5_1(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q4_K: quant_q4_k(x, dst, n / DEC_QK_K); return 1;
 	case DEC_T_Q6_K: quant_q6_k(x, dst, n / DEC_QK_K); return 1;
 	}
@@ -535,6 +658,7 @@ uint32_t dec_vec_type(uint32_t t)
 	case DEC_T_F16: return DEC_T_F16R;
 	case DEC_T_BF16: return DEC_T_BF16;
 	case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_Q8_0: return DEC_T_Q8_0;
+	case DEC_T_Q4_1: case DEC_T_Q5_1: return DEC_T_Q8_1;
 	case DEC_T_Q4_K: case DEC_T_Q6_K: return DEC_T_Q8_K;
 	default: return DEC_T_F32;
 	}
@@ -646,6 +770,47 @@ float dec_dot_q5_0_generic(const void *vx, const void *vy, int64_t n)
 	return sum;
 }
 
+/* Per block the exact integer sum of q · q_act, then
+ * sum += (d · d_act) · sumi + m · s_act (llama.cpp's portable step). */
+float dec_dot_q4_1_generic(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q4_1 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+	float sum = 0;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		int32_t acc = 0;
+
+		for (int j = 0; j < 16; j++)
+			acc += (x[i].qs[j] & 0xF) * y[i].qs[j] + (x[i].qs[j] >> 4) * y[i].qs[j + 16];
+		sum += dec_f16_to_f32(x[i].d) * dec_f16_to_f32(y[i].d) * acc +
+		       dec_f16_to_f32(x[i].m) * dec_f16_to_f32(y[i].s);
+	}
+	return sum;
+}
+
+float dec_dot_q5_1_generic(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q5_1 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+	float sum = 0;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		int32_t acc = 0;
+		uint32_t qh;
+
+		memcpy(&qh, x[i].qh, 4);
+		for (int j = 0; j < 16; j++) {
+			int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+
+			acc += ((x[i].qs[j] & 0xF) | h0) * y[i].qs[j] + ((x[i].qs[j] >> 4) | h1) * y[i].qs[j + 16];
+		}
+		sum += dec_f16_to_f32(x[i].d) * dec_f16_to_f32(y[i].d) * acc +
+		       dec_f16_to_f32(x[i].m) * dec_f16_to_f32(y[i].s);
+	}
+	return sum;
+}
+
 float dec_dot_f16_generic(const void *vx, const void *vy, int64_t n)
 {
 	const uint16_t *x = vx, *y = vy;
@@ -715,6 +880,8 @@ dec_vec_dot_t dec_vec_dot_fn(uint32_t t)
 	case DEC_T_Q8_0: return s->dot_q8_0;
 	case DEC_T_Q4_0: return s->dot_q4_0;
 	case DEC_T_Q5_0: return s->dot_q5_0;
+	case DEC_T_Q4_1: return s->dot_q4_1;
+	case DEC_T_Q5_1: return s->dot_q5_1;
 	case DEC_T_Q4_K: return s->dot_q4_k;
 	case DEC_T_Q6_K: return s->dot_q6_k;
 	}

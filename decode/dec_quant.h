@@ -4,7 +4,8 @@
  *
  * Dot products follow llama.cpp's CPU choices so logits agree with it: the
  * activation vector is first converted to the weight type's "vec type"
- * (F32→F32, F16→F16 values held as f32 (DEC_T_F16R), BF16→BF16, Q4_0/Q5_0/Q8_0→Q8_0, Q4_K/Q6_K→Q8_K) and
+ * (F32→F32, F16→F16 values held as f32 (DEC_T_F16R), BF16→BF16, Q4_0/Q5_0/Q8_0→Q8_0, Q4_1/Q5_1→Q8_1,
+ * Q4_K/Q6_K→Q8_K) and
  * the dot product runs on the two encoded rows, integer where it can. */
 #ifndef DEC_QUANT_H
 #define DEC_QUANT_H
@@ -31,6 +32,13 @@ enum dec_type {
 struct dec_block_q8_0 { uint16_t d; int8_t qs[DEC_QK]; };                 /* 34 B */
 struct dec_block_q4_0 { uint16_t d; uint8_t qs[DEC_QK / 2]; };            /* 18 B: lo nibbles = x[0..16), hi = x[16..32), value-8 */
 struct dec_block_q5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[DEC_QK / 2]; }; /* 22 B: bit j of qh = 5th bit of x[j], value-16 */
+/* The _1 types: value = d * q + m with q unsigned (0..15, 0..31); nibbles and
+ * 5th bits laid out as in Q4_0 / Q5_0. They meet Q8_1 activations, whose s is
+ * d * (sum of the 32 qs) in fp16 (d the unrounded f32 scale), so the offset
+ * term of a block is m * s. */
+struct dec_block_q4_1 { uint16_t d, m; uint8_t qs[DEC_QK / 2]; };                  /* 20 B */
+struct dec_block_q5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[DEC_QK / 2]; };   /* 24 B */
+struct dec_block_q8_1 { uint16_t d, s; int8_t qs[DEC_QK]; };                        /* 36 B */
 struct dec_block_q4_K {                                                    /* 144 B */
 	uint16_t d, dmin;           /* super-block scales for the 6-bit scales and mins */
 	uint8_t scales[12];         /* 8 scales + 8 mins, 6 bits each, packed */
@@ -79,6 +87,17 @@ struct dec_block_q5_0_x8 {                                                 /* 17
 	uint8_t qh[8][4];         /* [row][g]: bit k = 5th bit of value 8g+k */
 };
 
+/* Q4_1 and Q5_1 regrouped as Q4_0 / Q5_0, with each row's m beside its d. */
+struct dec_block_q4_1_x8 {                                                 /* 160 B */
+	uint16_t d[8], m[8];      /* per row */
+	uint8_t qs[4][8][4];      /* as dec_block_q4_0_x8 */
+};
+struct dec_block_q5_1_x8 {                                                 /* 192 B */
+	uint16_t d[8], m[8];
+	uint8_t qs[4][8][4];      /* as dec_block_q5_0_x8 */
+	uint8_t qh[8][4];
+};
+
 /* Q6_K regrouped the same way, values as 6-bit unsigned (q + 32): low 4
  * bits interleaved as Q4_K's nibbles, the high 2 bits of 16 values of a row
  * in its 32-bit lane. */
@@ -108,8 +127,8 @@ void dec_q6k_values(const struct dec_block_q6_K *b, int8_t *v);
 
 /* dst[0..n) = the decoded row. */
 void dec_dequant_row(uint32_t t, const void *src, float *dst, int64_t n);
-/* Encodes x[0..n) as type t: F32, F16, BF16, Q8_0, Q8_K (activations) and
- * Q4_0, Q5_0, Q4_K, Q6_K (weights; simple round-to-nearest quantizers, not
+/* Encodes x[0..n) as type t: F32, F16, BF16, Q8_0, Q8_1, Q8_K (activations) and
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K (weights; simple round-to-nearest quantizers, not
  * llama.cpp's optimising ones). Returns 0 for a type it cannot write. */
 int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n);
 
@@ -132,6 +151,10 @@ void dec_pack_q4_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
 void dec_gemv8_q4_0_generic(const void *x8, const void *act, int64_t n, float *out);
 void dec_pack_q5_0_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
 void dec_gemv8_q5_0_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q4_1_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q4_1_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q5_1_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q5_1_generic(const void *x8, const void *act, int64_t n, float *out);
 void dec_pack_q6_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
 void dec_gemv8_q6_k_generic(const void *x8, const void *act, int64_t n, float *out);
 /* Bytes of one packed group of 8 rows of n values of type t; 0 when t has

@@ -147,7 +147,8 @@ int dec_has_task_line(const char *s, size_t n);
  * text: the tokens inside <think>…</think> (from the start when only
  * </think> appears: the template opened the block), to the end when the
  * block never closes; without think markers, the tokens before the first
- * code fence, or all of them when there is none. */
+ * code fence; with neither, the tokens before the text dec_extract_code
+ * takes as the candidate (none: it takes the whole text). */
 int dec_reasoning_tokens(const char *text, const size_t *ends, int n_tok);
 
 /* Copy of s[0..n) with invalid UTF-8 replaced by U+FFFD (malloc'd, NUL-terminated). */

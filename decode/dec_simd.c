@@ -20,7 +20,8 @@ static const struct dec_simd generic = {
 	dec_exp_sum_generic, dec_sum_exp_generic, dec_quant_q8_0_generic, dec_silu_mul_generic,
 	NULL, NULL, NULL, NULL, NULL, NULL, dec_gemv8_q4_k_generic, dec_gemv8_q8_0_generic,
 	dec_gemv8_q6_k_generic, dec_gemv8_q4_0_generic, dec_gemv8_q5_0_generic,
-	dec_quant_q8_k_generic, dec_quant_f16r_generic,
+	dec_quant_q8_k_generic, dec_quant_f16r_generic, dec_dot_q4_1_generic, dec_dot_q5_1_generic,
+	dec_gemv8_q4_1_generic, dec_gemv8_q5_1_generic,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -121,6 +122,43 @@ AVX2 static float dot_q5_0(const void *vx, const void *vy, int64_t n)
 		__m256i p = mul_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
 
 		sum += _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d) * (float)hsum8i(p);
+	}
+	return sum;
+}
+
+/* Q4_1, Q5_1: unsigned values straight into maddubs (at most 2 · 31 · 127
+ * a pair), then the float step of dec_dot_q4_1_generic: bit for bit. */
+AVX2 static float dot_q4_1(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q4_1 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+	float sum = 0;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles(x[i].qs),
+								   _mm256_loadu_si256((const __m256i *)y[i].qs)),
+					      _mm256_set1_epi16(1));
+
+		sum += _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d) * (float)hsum8i(p) +
+		       _cvtsh_ss(x[i].m) * _cvtsh_ss(y[i].s);
+	}
+	return sum;
+}
+
+AVX2 static float dot_q5_1(const void *vx, const void *vy, int64_t n)
+{
+	const struct dec_block_q5_1 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+	float sum = 0;
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i hi = _mm256_and_si256(bits_to_bytes(x[i].qh), _mm256_set1_epi8(0x10));
+		__m256i q = _mm256_or_si256(nibbles(x[i].qs), hi);
+		__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y[i].qs)),
+					      _mm256_set1_epi16(1));
+
+		sum += _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d) * (float)hsum8i(p) +
+		       _cvtsh_ss(x[i].m) * _cvtsh_ss(y[i].s);
 	}
 	return sum;
 }
@@ -427,6 +465,7 @@ static const struct dec_simd avx2 = {
 	dec_dot4_q8_0_avx2, dec_dot4_q4_0_avx2, dec_dot4_q5_0_avx2, dec_dot4_q4_k_avx2, dec_dot4_q6_k_avx2,
 	dec_dot4_f16_avx2, dec_gemv8_q4_k_avx2, dec_gemv8_q8_0_avx2,
 	dec_gemv8_q6_k_avx2, dec_gemv8_q4_0_avx2, dec_gemv8_q5_0_avx2, quant_q8_k, quant_f16r,
+	dot_q4_1, dot_q5_1, dec_gemv8_q4_1_avx2, dec_gemv8_q5_1_avx2,
 };
 
 const struct dec_simd *dec_simd_avx2(void)

@@ -50,6 +50,8 @@ struct dec_simd {
 	void (*quant_q8_k)(const float *x, void *blocks, int64_t n);
 	/* x[0..n) rounded to f16, held as f32 (DEC_T_F16R) */
 	void (*quant_f16r)(const float *x, float *y, int64_t n);
+	dec_dot_fn dot_q4_1, dot_q5_1;         /* q4_1 / q5_1 · q8_1 (no four-token kernels) */
+	dec_gemv8_fn gemv8_q4_1, gemv8_q5_1;   /* (repacked) · q8_1 */
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -68,6 +70,8 @@ float dec_dot_f16r_generic(const void *x, const void *y, int64_t n); /* f16 · f
 float dec_dot_q8_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q4_0_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q5_0_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q4_1_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q5_1_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q4_k_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q6_k_generic(const void *x, const void *y, int64_t n);
 void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
@@ -78,6 +82,7 @@ float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
 void dec_quant_q8_k_generic(const float *x, void *blocks, int64_t n);
+void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* every table uses this one */
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
 			    float *o);

@@ -166,6 +166,70 @@ AVX2 void dec_gemv8_q5_0_avx2(const void *vx, const void *vy, int64_t n, float *
 	_mm256_storeu_ps(out, sum);
 }
 
+/* sum += ((d_row * d_act) * sumi + m_row * s_act) for the 8 rows: the
+ * float step of the portable Q4_1 / Q5_1 kernels. */
+AVX2 static inline __m256 step_dm(__m256 sum, const uint16_t *d, const uint16_t *m,
+				  const struct dec_block_q8_1 *y, __m256i isum)
+{
+	__m256 dv = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d)),
+				  _mm256_set1_ps(_cvtsh_ss(y->d)));
+	__m256 mv = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)m)),
+				  _mm256_set1_ps(_cvtsh_ss(y->s)));
+
+	return _mm256_add_ps(sum, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(isum)), mv));
+}
+
+/* As dec_gemv8_q4_0_avx2 without the offset (the values are unsigned). */
+AVX2 void dec_gemv8_q4_1_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q4_1_x8 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i a16 = _mm256_setzero_si256();
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		a16 = nib8(a16, x[i].qs[0], y[i].qs);
+		a16 = nib8(a16, x[i].qs[1], y[i].qs + 8);
+		a16 = nib8(a16, x[i].qs[2], y[i].qs + 16);
+		a16 = nib8(a16, x[i].qs[3], y[i].qs + 24);
+		sum = step_dm(sum, x[i].d, x[i].m, &y[i], widen(a16));
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
+/* As dec_gemv8_q5_0_avx2 without the offset. */
+AVX2 void dec_gemv8_q5_1_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q5_1_x8 *x = vx;
+	const struct dec_block_q8_1 *y = vy;
+	const __m256i b4 = _mm256_set1_epi8(0x10);
+	const __m256i lane = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
+					      0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
+	const __m256i bl = _mm256_set1_epi32(0x08040201), bh = _mm256_set1_epi32((int)0x80402010u);
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i qh = _mm256_loadu_si256((const __m256i *)x[i].qh), a16[2];
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		a16[0] = a16[1] = _mm256_setzero_si256();
+		for (int g = 0; g < 4; g++) {
+			__m256i q = _mm256_loadu_si256((const __m256i *)x[i].qs[g]);
+			__m256i hb = _mm256_shuffle_epi8(qh, _mm256_add_epi8(lane, _mm256_set1_epi8((char)g)));
+			__m256i hl = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bl), bl), b4);
+			__m256i hh = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bh), bh), b4);
+			__m256i *acc = &a16[g / 2];
+
+			*acc = _mm256_add_epi16(*acc, dot4b(_mm256_or_si256(lo4(q), hl), y[i].qs + 8 * g));
+			*acc = _mm256_add_epi16(*acc, dot4b(_mm256_or_si256(hi4(q), hh), y[i].qs + 8 * g + 4));
+		}
+		sum = step_dm(sum, x[i].d, x[i].m, &y[i], _mm256_add_epi32(widen(a16[0]), widen(a16[1])));
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
 /* One Q4_K sub-block (32 values) of the 8 rows: 8 × 4 products a row summed
  * in 16 bits (at most 8 · 2 · 15 · 128 = 30720), then scaled by the row's
  * scale, put in both 16-bit halves of its lane. */

@@ -93,8 +93,18 @@ int dec_reasoning_tokens(const char *text, const size_t *ends, int n_tok)
 		r = tok_at(ends, n_tok, (size_t)(close - text)) - start;
 	else if (open)
 		r = n_tok - start;
-	else
-		r = fence ? tok_at(ends, n_tok, (size_t)(fence - text)) : n_tok;
+	else if (fence)
+		r = tok_at(ends, n_tok, (size_t)(fence - text));
+	else {
+		/* neither markers nor a fence: the candidate is what
+		 * dec_extract_code takes (today the whole text), and only the
+		 * tokens wholly before it are reasoning, so a completion that is
+		 * all kernel counts none (every token counted before) */
+		size_t b, e;
+
+		dec_extract_code(text, strlen(text), &b, &e);
+		r = tok_at(ends, n_tok, b);
+	}
 	return r < 0 ? 0 : r;
 }
 

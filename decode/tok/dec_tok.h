@@ -2,9 +2,10 @@
  *
  * Built from the vocabulary arrays a GGUF file carries (the GGUF reader fills
  * struct dec_tok_vocab; this module never reads files). Two models:
- *   "gpt2"  byte-level BPE with a pre-tokenizer regex chosen by `pre`
+ *   "gpt2"  byte-level BPE with the pre-tokenizer regexes chosen by `pre`
  *           (llama3: "llama-bpe"/"llama3"; qwen2: "qwen2", "deepseek-r1-qwen";
- *           anything else falls back to the GPT-2 regex and says so once)
+ *           smollm; gpt2: "gpt-2"; llama.cpp's "default", also for no name;
+ *           any other name is an error naming tokenizer.ggml.pre)
  *   "llama" SentencePiece-style BPE over scores with byte fallback (<0xNN>).
  * Encoding then decoding returns exactly the original text. */
 #ifndef DEC_TOK_H
@@ -81,7 +82,7 @@ int32_t dec_tok_lookup(const struct dec_tok *t, const char *text, size_t len);
 const char *dec_tok_text(const struct dec_tok *t, int32_t id, size_t *len);
 /* Control or unknown token: what dec_tok_decode drops unless render_special. */
 int dec_tok_is_special(const struct dec_tok *t, int32_t id);
-/* The pre-tokenizer in use: "llama3", "qwen2", "gpt2", or "spm". */
+/* The pre-tokenizer in use: "llama3", "qwen2", "gpt2", "smollm", "default" or "spm". */
 const char *dec_tok_pre_name(const struct dec_tok *t);
 /* SPM only: tokenizer.ggml.add_space_prefix when the file has it (default
  * 1: a U+2581 before the text and after each special token). */

@@ -1,5 +1,7 @@
 /* dec_tok_bpe.c — byte-level BPE ("gpt2" tokenizer model): the pre-tokenizer
- * regexes (PCRE2, UTF + UCP, so \p{L} and \p{N} are Unicode's categories),
+ * regexes (PCRE2, UTF + UCP, so \p{L} and \p{N} are Unicode's categories;
+ * some pre-tokenizers apply several in turn, each within the pieces of the
+ * one before),
  * the GPT-2 byte encoding of each pre-token, and the merge loop that joins
  * the adjacent pair of lowest merge rank until none is left.
  *
@@ -40,6 +42,19 @@ static const char re_gpt2[] =
 	"| ?[^\\s\\p{L}\\p{N}]+"
 	"|\\s+(?!\\S)";
 
+/* SmolLM (and the others llama.cpp gives LLAMA_VOCAB_PRE_TYPE_SMOLLM's
+ * regexes): every number character is a piece of its own first, then the
+ * gpt2 pattern splits each piece between them, seeing only that piece. So
+ * "x =    42" is x| =|    |4|2 (the four spaces end their piece, so
+ * \s+(?!\S) takes them all), where gpt2 alone gives x| =|   | 42. */
+static const char re_digit[] = "\\p{N}";
+
+/* llama.cpp's "default" (LLAMA_VOCAB_PRE_TYPE_DEFAULT): punctuation runs,
+ * then gpt2, then number runs, then three ASCII digits at a time. */
+static const char re_punct[] = "[\\p{P}\\$\\+<=>\\^~\\|]+";
+static const char re_numbers[] = "\\p{N}+";
+static const char re_digits3[] = "[0-9][0-9][0-9]";
+
 static int name_in(const char *s, const char *const *list)
 {
 	for (; *list; list++)
@@ -57,11 +72,17 @@ enum cr_status dec_tok_bpe_setup(struct dec_tok *t, const char *pre, struct cr_e
 	static const char *const llama3_regex_only[] = { "dbrx", "smaug-bpe", NULL };
 	static const char *const qwen2_names[] = {
 		"qwen2", "deepseek-r1-qwen", "megrez", "stablelm2", NULL };
+	/* LLAMA_VOCAB_PRE_TYPE_GPT2, MPT, OLMO, JAIS: the gpt2 pattern alone */
 	static const char *const gpt2_names[] = {
-		"gpt-2", "gpt2", "phi-2", "default", "olmo", "mpt", "jais", NULL };
-	const char *src;
-	int ecode;
-	PCRE2_SIZE eoff;
+		"gpt-2", "phi-2", "roberta-bpe", "jina-es", "jina-de", "jina-v1-en", "jina-v2-es",
+		"jina-v2-de", "jina-v2-code", "gigachat", "olmo", "mpt", "jais", NULL };
+	/* STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL, EXAONE, MINERVA: the
+	 * same two regexes, and none of them changes how text is encoded
+	 * otherwise (their flags are clean_spaces, a detokenizer matter) */
+	static const char *const smollm_names[] = {
+		"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", NULL };
+	const char *src[TOK_MAX_RE] = { NULL };
+	int n = 1;
 
 	if (pre && name_in(pre, llama3_names)) {
 		t->pre = PRE_LLAMA3;
@@ -71,22 +92,53 @@ enum cr_status dec_tok_bpe_setup(struct dec_tok *t, const char *pre, struct cr_e
 		t->pre = PRE_LLAMA3;
 	} else if (pre && name_in(pre, qwen2_names)) {
 		t->pre = PRE_QWEN2;
-	} else {
+	} else if (pre && name_in(pre, gpt2_names)) {
 		t->pre = PRE_GPT2;
-		if (!pre || !name_in(pre, gpt2_names))
-			fprintf(stderr, "tokenizer: pre-tokenizer '%s' not known, using the gpt2 regex\n",
-				pre ? pre : "(none)");
+	} else if (pre && name_in(pre, smollm_names)) {
+		t->pre = PRE_SMOLLM;
+	} else if (!pre || strcmp(pre, "default") == 0) {
+		/* llama.cpp's choice too when the file names none (it warns) */
+		t->pre = PRE_DEFAULT;
+		if (!pre)
+			fprintf(stderr, "tokenizer: no tokenizer.ggml.pre in the file, using llama.cpp's "
+					"'default' pre-tokenizer\n");
+	} else {
+		return cr_errf(err, CR_EINPUT,
+			       "tokenizer: tokenizer.ggml.pre = '%.64s' is a pre-tokenizer the decoder does not "
+			       "implement (see docs/TOKENIZER.md for the names it does)", pre);
 	}
-	src = t->pre == PRE_LLAMA3 ? re_llama3 : t->pre == PRE_QWEN2 ? re_qwen2 : re_gpt2;
-	t->re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
-			      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ecode, &eoff, NULL);
-	if (!t->re) {
-		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(ecode, msg, sizeof msg);
-		return cr_errf(err, CR_EINTERNAL, "tokenizer: pre-tokenizer regex at %zu: %s",
-			       (size_t)eoff, (const char *)msg);
+	switch (t->pre) {
+	case PRE_LLAMA3: src[0] = re_llama3; break;
+	case PRE_QWEN2: src[0] = re_qwen2; break;
+	case PRE_GPT2: src[0] = re_gpt2; break;
+	case PRE_SMOLLM:
+		src[0] = re_digit;
+		src[1] = re_gpt2;
+		n = 2;
+		break;
+	case PRE_DEFAULT:
+		src[0] = re_punct;
+		src[1] = re_gpt2;
+		src[2] = re_numbers;
+		src[3] = re_digits3;
+		n = 4;
+		break;
 	}
-	pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional speed-up; the interpreter is the fallback */
+	for (int i = 0; i < n; i++) {
+		int ecode;
+		PCRE2_SIZE eoff;
+
+		t->re[i] = pcre2_compile((PCRE2_SPTR)src[i], PCRE2_ZERO_TERMINATED,
+					 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ecode, &eoff, NULL);
+		if (!t->re[i]) {
+			PCRE2_UCHAR msg[256];
+			pcre2_get_error_message(ecode, msg, sizeof msg);
+			return cr_errf(err, CR_EINTERNAL, "tokenizer: pre-tokenizer regex %d at %zu: %s", i,
+				       (size_t)eoff, (const char *)msg);
+		}
+		t->n_re = i + 1;
+		pcre2_jit_compile(t->re[i], PCRE2_JIT_COMPLETE); /* optional speed-up; the interpreter is the fallback */
+	}
 	return CR_OK;
 }
 
@@ -94,52 +146,91 @@ const char *dec_tok_pre_name(const struct dec_tok *t)
 {
 	if (t->model == TOK_SPM)
 		return "spm";
-	return t->pre == PRE_LLAMA3 ? "llama3" : t->pre == PRE_QWEN2 ? "qwen2" : "gpt2";
+	switch (t->pre) {
+	case PRE_LLAMA3: return "llama3";
+	case PRE_QWEN2: return "qwen2";
+	case PRE_SMOLLM: return "smollm";
+	case PRE_DEFAULT: return "default";
+	case PRE_GPT2: break;
+	}
+	return "gpt2";
 }
 
-enum cr_status dec_tok_pretokenize(const struct dec_tok *t, const char *text, size_t len,
-				   pretok_fn fn, void *ctx, struct cr_err *err)
-{
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
-	enum cr_status st = CR_OK;
-	size_t pos = 0, last = 0;
+struct split {
+	const struct dec_tok *t;
+	const char *text;
+	pcre2_match_data *md[TOK_MAX_RE];
+	pretok_fn fn;
+	void *ctx;
+	struct cr_err *err;
+};
 
-	if (!md)
-		return cr_errf(err, CR_ENOMEM, "tokenizer: out of memory");
-	while (pos < len) {
-		int rc = pcre2_match(t->re, (PCRE2_SPTR)text, len, pos, 0, md, NULL);
-		PCRE2_SIZE *ov;
+static enum cr_status split_piece(struct split *sp, int level, size_t start, size_t end);
+
+/* A piece of regex `level`: split further, or handed out after the last. */
+static enum cr_status emit(struct split *sp, int level, size_t start, size_t end)
+{
+	if (level + 1 < sp->t->n_re)
+		return split_piece(sp, level + 1, start, end);
+	return sp->fn(sp->ctx, start, end) ? CR_ENOMEM : CR_OK;
+}
+
+/* Regex `level` over text[start, end): the subject ends at `end`, so a
+ * lookahead sees nothing past the piece. */
+static enum cr_status split_piece(struct split *sp, int level, size_t start, size_t end)
+{
+	pcre2_match_data *md = sp->md[level];
+	size_t pos = start, last = start;
+	enum cr_status st;
+
+	while (pos < end) {
+		int rc = pcre2_match(sp->t->re[level], (PCRE2_SPTR)sp->text, end, pos, 0, md, NULL);
+		PCRE2_SIZE *ov, m0, m1;
+
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
 		if (rc < 0) {
 			PCRE2_UCHAR msg[256];
 			pcre2_get_error_message(rc, msg, sizeof msg);
-			st = cr_errf(err, CR_EINTERNAL, "tokenizer: regex match at byte %zu: %s", pos,
-				     (const char *)msg);
-			goto out;
+			return cr_errf(sp->err, CR_EINTERNAL, "tokenizer: regex match at byte %zu: %s", pos,
+				       (const char *)msg);
 		}
 		ov = pcre2_get_ovector_pointer(md);
-		if (ov[0] > last && fn(ctx, last, ov[0])) {
-			st = CR_ENOMEM;
-			goto out;
-		}
-		if (ov[1] == ov[0]) { /* no pattern matches empty; guard anyway */
-			pos = ov[0] + 1;
-			last = ov[0];
+		m0 = ov[0]; /* the next level reuses its own match data, not this one */
+		m1 = ov[1];
+		if (m0 > last && (st = emit(sp, level, last, m0)))
+			return st;
+		if (m1 == m0) { /* no pattern matches empty; guard anyway */
+			pos = m0 + 1;
+			last = m0;
 			continue;
 		}
-		if (fn(ctx, ov[0], ov[1])) {
-			st = CR_ENOMEM;
-			goto out;
-		}
-		last = pos = ov[1];
+		if ((st = emit(sp, level, m0, m1)))
+			return st;
+		last = pos = m1;
 	}
-	if (last < len && fn(ctx, last, len))
-		st = CR_ENOMEM;
-out:
+	if (last < end)
+		return emit(sp, level, last, end);
+	return CR_OK;
+}
+
+enum cr_status dec_tok_pretokenize(const struct dec_tok *t, const char *text, size_t len,
+				   pretok_fn fn, void *ctx, struct cr_err *err)
+{
+	struct split sp = { .t = t, .text = text, .fn = fn, .ctx = ctx, .err = err };
+	enum cr_status st = CR_OK;
+
+	for (int i = 0; i < t->n_re; i++)
+		if (!(sp.md[i] = pcre2_match_data_create_from_pattern(t->re[i], NULL))) {
+			st = CR_ENOMEM;
+			break;
+		}
+	if (st == CR_OK && len)
+		st = split_piece(&sp, 0, 0, len);
 	if (st == CR_ENOMEM)
 		cr_errf(err, st, "tokenizer: out of memory");
-	pcre2_match_data_free(md);
+	for (int i = 0; i < t->n_re; i++)
+		pcre2_match_data_free(sp.md[i]);
 	return st;
 }
 

@@ -30,7 +30,8 @@ enum {
 #define TOK_SPECIAL (TOK_CONTROL | TOK_USER | TOK_UNKNOWN)
 
 enum tok_model { TOK_BPE, TOK_SPM };
-enum tok_pre { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2 };
+enum tok_pre { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM, PRE_DEFAULT };
+#define TOK_MAX_RE 4 /* regexes a pre-tokenizer applies in turn */
 enum chat_kind { CHAT_NONE, CHAT_CHATML, CHAT_LLAMA3, CHAT_DEEPSEEK_R1 };
 
 /* Open-addressing map from a byte string to an int32. Keys are not copied:
@@ -77,7 +78,8 @@ struct dec_tok {
 	int add_bos, add_eos;  /* resolved defaults */
 	int ignore_merges;     /* llama3: a whole pre-token in the vocab is emitted as is */
 	int add_space_prefix;  /* SPM: ' ' before text at the start / after a special token */
-	pcre2_code *re;        /* BPE pre-tokenizer */
+	pcre2_code *re[TOK_MAX_RE]; /* BPE pre-tokenizer: each splits the pieces of the one before */
+	int n_re;
 	char *chat_template;   /* copy, or NULL */
 };
 
@@ -110,8 +112,11 @@ int dec_tok_parse_byte(const char *s, size_t n);
 enum cr_status dec_tok_bpe_setup(struct dec_tok *t, const char *pre, struct cr_err *err);
 enum cr_status dec_tok_bpe_encode(const struct dec_tok *t, const char *text, size_t len,
 				  struct idbuf *out, struct cr_err *err);
-/* Splits text by the pre-tokenizer regex: calls fn(start, end) for every
- * pre-token, matches and the gaps between them, in order. */
+/* Splits text by the pre-tokenizer regexes: the first splits the text into
+ * its matches and the gaps between them, each next one splits every piece
+ * of the one before (seeing only that piece, as llama.cpp's
+ * unicode_regex_split); calls fn(start, end) for every final piece, in
+ * order. */
 typedef int (*pretok_fn)(void *ctx, size_t start, size_t end);
 enum cr_status dec_tok_pretokenize(const struct dec_tok *t, const char *text, size_t len,
 				   pretok_fn fn, void *ctx, struct cr_err *err);

@@ -472,8 +472,8 @@ void dec_tok_free(struct dec_tok *t)
 {
 	if (!t)
 		return;
-	if (t->re)
-		pcre2_code_free(t->re);
+	for (int i = 0; i < t->n_re; i++)
+		pcre2_code_free(t->re[i]);
 	dec_tok_map_release(&t->vocab);
 	dec_tok_map_release(&t->merges);
 	free(t->blob);

@@ -156,6 +156,66 @@ static void test_decode_json_tokens(void **state)
 	json_decref(j);
 }
 
+/* --score: per position the logprob of the next prompt token, against the
+ * reference forward, and equal to what generation reports for the same
+ * token after the same context. */
+static void test_decode_score(void **state)
+{
+	char *argv[] = { "decode", "--model", model_path, "--tokens", "10,20,30,40,50,60,70", "--score",
+			 "--json", "--threads", "2" };
+	char *gen[] = { "decode", "--model", model_path, "--tokens", "10,20,30", "--max-tokens", "1",
+			"--top-logprobs", "1", "--json" };
+	char ids[64], *out;
+	char *forced[] = { "decode", "--model", model_path, "--tokens", ids, "--score", "--json" };
+	char *one[] = { "decode", "--model", model_path, "--tokens", "10", "--score" };
+	json_t *j = decode_json(argv, 9), *sc = json_object_get(j, "score_logprobs"), *g, *f;
+	int32_t seq[7] = { 10, 20, 30, 40, 50, 60, 70 };
+	struct dec_model *m;
+	struct cr_err e;
+	float *ref;
+	int nv, tok;
+	double lp;
+
+	(void)state;
+	assert_int_equal(json_array_size(sc), 6);
+	assert_int_equal(json_array_size(json_object_get(j, "tokens")), 0); /* no generation */
+	cr_err_init(&e);
+	assert_int_equal(dec_model_open(model_path, &m, &e), CR_OK);
+	nv = m->cfg.n_vocab;
+	ref = malloc(sizeof(float) * 7 * (size_t)nv);
+	assert_int_equal(dec_forward_ref(m, seq, 7, ref, &e), CR_OK);
+	for (int i = 0; i < 6; i++) {
+		const float *l = ref + (size_t)i * nv;
+		double mx = l[0], sum = 0, want;
+
+		for (int v = 1; v < nv; v++)
+			mx = l[v] > mx ? l[v] : mx;
+		for (int v = 0; v < nv; v++)
+			sum += exp(l[v] - mx);
+		want = l[seq[i + 1]] - mx - log(sum);
+		lp = json_real_value(json_array_get(sc, (size_t)i));
+		if (fabs(lp - want) > 0.1)
+			fail_msg("position %d: score %g vs reference %g", i, lp, want);
+	}
+	free(ref);
+	dec_model_free(m);
+	json_decref(j);
+	/* the greedy token after 10,20,30 and its logprob, then scored */
+	g = decode_json(gen, 10);
+	tok = (int)json_integer_value(json_array_get(json_object_get(g, "tokens"), 0));
+	lp = json_real_value(json_array_get(json_array_get(json_array_get(json_object_get(g, "top_logprobs"), 0), 0), 1));
+	snprintf(ids, sizeof ids, "10,20,30,%d", tok);
+	f = decode_json(forced, 7);
+	sc = json_object_get(f, "score_logprobs");
+	assert_int_equal(json_array_size(sc), 3);
+	if (fabs(json_real_value(json_array_get(sc, 2)) - lp) > 1e-5)
+		fail_msg("score %g vs generation's logprob %g", json_real_value(json_array_get(sc, 2)), lp);
+	json_decref(g);
+	json_decref(f);
+	assert_int_equal(capture(dec_decode_main, 6, one, &out), 2); /* nothing to score */
+	free(out);
+}
+
 static void test_decode_prompt_tokenize_only(void **state)
 {
 	char *argv[] = { "decode", "--model", model_path, "--prompt", "the cat<|im_end|>", "--max-tokens",
@@ -270,6 +330,7 @@ static void test_decode_errors(void **state)
 	free(out);
 	assert_int_equal(capture(dec_decode_main, 2, help, &out), 0);
 	assert_non_null(strstr(out, "--top-logprobs"));
+	assert_non_null(strstr(out, "--score"));
 	free(out);
 }
 
@@ -658,6 +719,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_json_tokens),
+		cmocka_unit_test(test_decode_score),
 		cmocka_unit_test(test_decode_prompt_tokenize_only),
 		cmocka_unit_test(test_decode_sampling_reproducible),
 		cmocka_unit_test(test_decode_stop),

@@ -16,6 +16,7 @@
 
 static const uint32_t weight_types[] = {
 	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K,
+	DEC_T_Q4_1, DEC_T_Q5_1,
 };
 #define N_TYPES (sizeof weight_types / sizeof weight_types[0])
 
@@ -96,6 +97,83 @@ static void test_hand_q5_0(void **st)
 	assert_true(y[31] == 16 + 5 - 16);
 }
 
+/* value = d * q + m */
+static void test_hand_q4_1(void **st)
+{
+	struct dec_block_q4_1 b;
+	float y[32];
+
+	(void)st;
+	b.d = dec_f32_to_f16(0.5f);
+	b.m = dec_f32_to_f16(-3.0f);
+	for (int i = 0; i < 16; i++)
+		b.qs[i] = (uint8_t)(i | ((15 - i) << 4));
+	dec_dequant_row(DEC_T_Q4_1, &b, y, 32);
+	for (int i = 0; i < 16; i++) {
+		assert_true(y[i] == 0.5f * (float)i - 3);
+		assert_true(y[i + 16] == 0.5f * (float)(15 - i) - 3);
+	}
+}
+
+static void test_hand_q5_1(void **st)
+{
+	struct dec_block_q5_1 b;
+	float y[32];
+	uint32_t qh = 0x80000001u; /* 5th bit set for x[0] and x[31] */
+
+	(void)st;
+	b.d = dec_f32_to_f16(1.0f);
+	b.m = dec_f32_to_f16(0.25f);
+	memcpy(b.qh, &qh, 4);
+	for (int i = 0; i < 16; i++)
+		b.qs[i] = (uint8_t)(3 | (5 << 4));
+	dec_dequant_row(DEC_T_Q5_1, &b, y, 32);
+	assert_true(y[0] == 19.25f);  /* 16 + 3 + 0.25 */
+	assert_true(y[1] == 3.25f);
+	assert_true(y[16] == 5.25f);
+	assert_true(y[31] == 21.25f); /* 16 + 5 + 0.25 */
+}
+
+/* Q8_1 activations and the _1 dot products on hand-built blocks. */
+static void test_hand_q8_1(void **st)
+{
+	struct dec_block_q8_1 a;
+	struct dec_block_q4_1 w4;
+	struct dec_block_q5_1 w5;
+	float x[32];
+	const struct dec_simd *tab[2] = { dec_simd_generic(), dec_simd_avx2() };
+	uint32_t qh = 0xffffffffu;
+
+	(void)st;
+	/* amax 1: d = 1/127, id = 127; 1 -> 127, -0.5 -> -63.5 -> -64 (nearest
+	 * even, and away from zero too); sum 16 · 127 - 16 · 64 = 1008;
+	 * s = 1008/127 = 7.93700... -> fp16 7.9375 (step 2^-8 in [4, 8)) */
+	for (int j = 0; j < 32; j++)
+		x[j] = j % 2 ? 1.0f : -0.5f;
+	assert_true(dec_quantize_row(DEC_T_Q8_1, x, &a, 32));
+	assert_int_equal(a.d, dec_f32_to_f16(1.0f / 127));
+	assert_true(dec_f16_to_f32(a.s) == 7.9375f);
+	for (int j = 0; j < 32; j++)
+		assert_int_equal(a.qs[j], j % 2 ? 127 : -64);
+	/* every weight value 0.5 · 2 - 1 = 0, every activation q 1 (d 1, s 3
+	 * as if another block's): (0.5 · 1) · (32 · 2) + (-1) · 3 = 29 */
+	w4.d = dec_f32_to_f16(0.5f);
+	w4.m = dec_f32_to_f16(-1.0f);
+	memset(w4.qs, 0x22, sizeof w4.qs);
+	a.d = dec_f32_to_f16(1.0f);
+	a.s = dec_f32_to_f16(3.0f);
+	memset(a.qs, 1, sizeof a.qs);
+	/* Q5_1: every 5th bit set, nibbles 2: q = 18; (0.5 · 1) · (32 · 18) - 3 = 285 */
+	w5.d = w4.d;
+	w5.m = w4.m;
+	memcpy(w5.qh, &qh, 4);
+	memset(w5.qs, 0x22, sizeof w5.qs);
+	for (int k = 0; k < 2 && tab[k]; k++) {
+		assert_true(tab[k]->dot_q4_1(&w4, &a, 32) == 29.0f);
+		assert_true(tab[k]->dot_q5_1(&w5, &a, 32) == 285.0f);
+	}
+}
+
 static void test_hand_q4_k(void **st)
 {
 	struct dec_block_q4_K b;
@@ -169,7 +247,7 @@ static void test_roundtrip(void **st)
 		case DEC_T_BF16: tol = 5e-3; break;
 		case DEC_T_Q8_0: tol = 0.01; break;
 		case DEC_T_Q6_K: tol = 0.05; break;
-		case DEC_T_Q5_0: tol = 0.06; break;
+		case DEC_T_Q5_0: case DEC_T_Q5_1: tol = 0.06; break;
 		default: tol = 0.15; break;
 		}
 		if (err > tol)
@@ -203,12 +281,30 @@ static void check_dot(const struct dec_simd *s)
 			with_act += (double)w[i] * xd[i];
 			mag += fabs((double)w[i] * x[i]);
 		}
+		if (vt == DEC_T_Q8_1) {
+			/* the offset term of a block is m · s_act, s the fp16 of
+			 * (unrounded d) · sum q, not m · (fp16 d) · sum q */
+			const struct dec_block_q8_1 *ab = (const void *)a;
+
+			for (int i = 0; i < N / DEC_QK; i++) {
+				uint16_t mh;
+				int sq = 0;
+
+				memcpy(&mh, q + (size_t)i * (ty == DEC_T_Q4_1 ? 20 : 24) + 2, 2);
+				for (int j = 0; j < DEC_QK; j++)
+					sq += ab[i].qs[j];
+				with_act += (double)dec_f16_to_f32(mh) *
+					    ((double)dec_f16_to_f32(ab[i].s) - (double)dec_f16_to_f32(ab[i].d) * sq);
+			}
+		}
 		switch (ty) {
 		case DEC_T_F32: got = s->dot_f32(q, a, N); break;
 		case DEC_T_F16: got = s->dot_f16(q, a, N); break;
 		case DEC_T_Q8_0: got = s->dot_q8_0(q, a, N); break;
 		case DEC_T_Q4_0: got = s->dot_q4_0(q, a, N); break;
 		case DEC_T_Q5_0: got = s->dot_q5_0(q, a, N); break;
+		case DEC_T_Q4_1: got = s->dot_q4_1(q, a, N); break;
+		case DEC_T_Q5_1: got = s->dot_q5_1(q, a, N); break;
 		case DEC_T_Q4_K: got = s->dot_q4_k(q, a, N); break;
 		case DEC_T_Q6_K: got = s->dot_q6_k(q, a, N); break;
 		default: got = dec_vec_dot(ty, q, a, N); break;
@@ -677,6 +773,65 @@ static void test_gemv8_q4_0_q5_0(void **st)
 		}
 }
 
+/* Q4_1 and Q5_1 likewise, against Q8_1 activations: random blocks, then
+ * every value at its largest against activations at ±127. */
+static void test_gemv8_q4_1_q5_1(void **st)
+{
+	enum { N = 1056, NB = N / DEC_QK, ROWS = 8, BMAX = 24 };
+	static uint8_t w[ROWS][NB * BMAX], x8[NB * 192];
+	static struct dec_block_q8_1 a[4][NB];
+	static const uint32_t types[2] = { DEC_T_Q4_1, DEC_T_Q5_1 };
+	const struct dec_simd *tab[2] = { dec_simd_generic(), dec_simd_avx2() };
+
+	(void)st;
+	for (int ty = 0; ty < 2; ty++)
+		for (int pass = 0; pass < 3; pass++) {
+			uint32_t t0 = types[ty];
+			size_t bs = t0 == DEC_T_Q4_1 ? sizeof(struct dec_block_q4_1) : sizeof(struct dec_block_q5_1);
+			dec_dot_fn gen = t0 == DEC_T_Q4_1 ? dec_dot_q4_1_generic : dec_dot_q5_1_generic;
+
+			fill_bytes(w, sizeof w, 151 + (uint32_t)(pass + 3 * ty));
+			fill_bytes(a, sizeof a, 161 + (uint32_t)(pass + 3 * ty));
+			for (int i = 0; i < NB; i++) {
+				for (int r = 0; r < ROWS; r++) {
+					uint16_t dm[2] = { dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(i + 1)),
+							   dec_f32_to_f16(-0.05f * (float)(r + 2) / (float)(i + 3)) };
+					uint8_t *b = w[r] + i * bs;
+
+					if (pass == 2)
+						memset(b + 4, 0xff, bs - 4);
+					memcpy(b, dm, 4);
+				}
+				for (int t = 0; t < 4; t++) {
+					a[t][i].d = dec_f32_to_f16(0.02f * (float)(t + 1));
+					a[t][i].s = dec_f32_to_f16(0.3f * (float)(t - 1) + 0.01f * (float)i);
+					for (int k = 0; k < DEC_QK; k++)
+						if (pass == 2)
+							a[t][i].qs[k] = t & 1 ? 127 : -127;
+						else if (a[t][i].qs[k] == -128)
+							a[t][i].qs[k] = -127;
+				}
+			}
+			dec_pack_x8(t0, w, sizeof w[0], N, x8);
+			for (int t = 0; t < 4; t++)
+				for (int k = 0; k < 2 && tab[k]; k++) {
+					const struct dec_simd *sk = tab[k];
+					dec_gemv8_fn g8 = t0 == DEC_T_Q4_1 ? sk->gemv8_q4_1 : sk->gemv8_q5_1;
+					dec_dot_fn dot = t0 == DEC_T_Q4_1 ? sk->dot_q4_1 : sk->dot_q5_1;
+					float o[8];
+
+					g8(x8, a[t], N, o);
+					for (int r = 0; r < ROWS; r++) {
+						float one = gen(w[r], a[t], N), v = dot(w[r], a[t], N);
+
+						if (memcmp(&one, &o[r], sizeof one) || memcmp(&one, &v, sizeof one))
+							fail_msg("%s %s pass %d token %d row %d: gemv8 %.9g dot %.9g generic %.9g",
+								 sk->name, dec_type_name(t0), pass, t, r, o[r], v, one);
+					}
+				}
+		}
+}
+
 static void test_type_table(void **st)
 {
 	size_t b, s;
@@ -687,7 +842,13 @@ static void test_type_table(void **st)
 	assert_true(dec_type_info(DEC_T_Q5_0, &b, &s) && b == 32 && s == sizeof(struct dec_block_q5_0));
 	assert_true(dec_type_info(DEC_T_Q8_K, &b, &s) && s == sizeof(struct dec_block_q8_K));
 	assert_false(dec_type_info(4, &b, &s)); /* removed Q4_2 */
-	assert_false(dec_type_supported(DEC_T_Q4_1));
+	assert_true(dec_type_info(DEC_T_Q4_1, &b, &s) && b == 32 && s == sizeof(struct dec_block_q4_1));
+	assert_true(dec_type_info(DEC_T_Q5_1, &b, &s) && b == 32 && s == sizeof(struct dec_block_q5_1));
+	assert_true(dec_type_info(DEC_T_Q8_1, &b, &s) && b == 32 && s == sizeof(struct dec_block_q8_1));
+	assert_true(dec_type_supported(DEC_T_Q4_1) && dec_type_supported(DEC_T_Q5_1));
+	assert_int_equal(dec_vec_type(DEC_T_Q4_1), DEC_T_Q8_1);
+	assert_int_equal(dec_vec_type(DEC_T_Q5_1), DEC_T_Q8_1);
+	assert_false(dec_type_supported(DEC_T_Q5_K));
 	assert_int_equal(dec_row_size(DEC_T_Q8_0, 64), 68);
 }
 
@@ -699,6 +860,9 @@ int main(void)
 		cmocka_unit_test(test_hand_q8_0),
 		cmocka_unit_test(test_hand_q4_0),
 		cmocka_unit_test(test_hand_q5_0),
+		cmocka_unit_test(test_hand_q4_1),
+		cmocka_unit_test(test_hand_q5_1),
+		cmocka_unit_test(test_hand_q8_1),
 		cmocka_unit_test(test_hand_q4_k),
 		cmocka_unit_test(test_hand_q6_k),
 		cmocka_unit_test(test_roundtrip),
@@ -710,6 +874,7 @@ int main(void)
 		cmocka_unit_test(test_gemv8_q8_0),
 		cmocka_unit_test(test_gemv8_q6_k),
 		cmocka_unit_test(test_gemv8_q4_0_q5_0),
+		cmocka_unit_test(test_gemv8_q4_1_q5_1),
 		cmocka_unit_test(test_act_kernels),
 		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),

@@ -79,6 +79,9 @@ static void test_reasoning(void **st)
 	const char *const unclosed[] = { "<think>", "a", " b", " c" };
 	const char *const plain[] = { "I", " will", " write", "\n```", "cuda", "\n" };
 	const char *const prose[] = { "no", " code" };
+	/* the whole completion is the kernel, no fence (SmolLM2 writes these),
+	 * an end-of-generation token of no text last */
+	const char *const bare[] = { "__global__", " void", " k", "(float", " *x)", " {", "}\n", "" };
 	const char *const split[] = { "<th", "ink>", "a", "</th", "ink>" };      /* markers over tokens */
 
 	(void)st;
@@ -86,7 +89,16 @@ static void test_reasoning(void **st)
 	assert_int_equal(count(opened, 5), 2);
 	assert_int_equal(count(unclosed, 4), 3);
 	assert_int_equal(count(plain, 6), 3);
-	assert_int_equal(count(prose, 2), 2);
+	/* neither markers nor a fence: the extracted candidate is the whole
+	 * text, so nothing is reasoning (was: every token) */
+	assert_int_equal(count(prose, 2), 0);
+	assert_int_equal(count(bare, 8), 0);
+	{
+		size_t b, e;
+
+		dec_extract_code("__global__ void k() {}", 22, &b, &e);
+		assert_true(b == 0 && e == 22); /* the premise: all of it is the candidate */
+	}
 	assert_int_equal(count(split, 5), 1);
 }
 

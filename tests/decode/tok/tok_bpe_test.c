@@ -188,6 +188,8 @@ static void tok_bpe_round_trip(void **state)
 	round_trips("llama-bpe");
 	round_trips("qwen2");
 	round_trips("gpt-2");
+	round_trips("smollm");
+	round_trips("default");
 }
 
 static void tok_bpe_piece(void **state)
