@@ -112,7 +112,9 @@ bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, in
  * candidate) are never kept. Only the orchestrator holds the cache: a
  * worker gets copies of the inputs in its shared memory, as on a miss.
  * Least recently used entries go first beyond CR_REF_CACHE_BYTES (override:
- * $CRUCIBLE_REF_CACHE_MB, 0 turns it off). */
+ * $CRUCIBLE_REF_CACHE_MB, 0 turns it off). One thread verifies at a time
+ * in a process (eval's loop, an eval job, run's main thread): the cache has
+ * no lock. */
 #define CR_REF_CACHE_BYTES (2048ll << 20)
 #define CR_REF_CACHE_MAX 512
 
