@@ -26,16 +26,18 @@ workers_of() { # prints the pids of the worker processes below $1 (children, or
 is_worker() { # $1 still names a worker process
 	tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -q '__worker'
 }
+first_worker() { # waits up to 10 s for a worker below $1; prints its pid
+	for i in $(seq 1 200); do
+		fw=$(workers_of "$1" | head -n 1)
+		[ -n "$fw" ] && { echo "$fw"; return; }
+		sleep 0.05
+	done
+}
 rm -rf "$out"; mkdir -p "$out"
 
 "$crucible" check "$src/proc_linger.c" --no-timing --timeout 60 >"$out/linger.txt" 2>&1 &
 pid=$!
-w=""
-for i in $(seq 1 200); do
-	w=$(workers_of "$pid" | head -n 1)
-	[ -n "$w" ] && break
-	sleep 0.05
-done
+w=$(first_worker "$pid")
 [ -n "$w" ] || fail "the lingering worker never started ($(cat "$out/linger.txt"))"
 nspid=$(awk '/^NSpid:/ { print $NF }' "/proc/$w/status")
 [ "$nspid" = 1 ] || fail "worker $w is not PID 1 of its own PID namespace (NSpid ends in $nspid)"
@@ -77,12 +79,7 @@ done
 "$crucible" eval "$src/proc_linger.c" --jobs 2 --no-timing --timeout 60 --out "$out/jobs" \
 	>"$out/jobs.txt" 2>&1 &
 pid=$!
-w=""
-for i in $(seq 1 200); do
-	w=$(workers_of "$pid" | head -n 1)
-	[ -n "$w" ] && break
-	sleep 0.05
-done
+w=$(first_worker "$pid")
 [ -n "$w" ] || fail "the lingering worker under --jobs 2 never started ($(cat "$out/jobs.txt"))"
 jobs_pids=$(pgrep -P "$pid")
 kill -9 "$pid"
