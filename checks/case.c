@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda/cuda_dev.h"
 #include "tasks/task_gen.h"
@@ -102,57 +103,233 @@ bool vr_guard_check(struct vr_case *c, const struct cr_pstage *st, char *shm, in
 
 /* ---- references ---- */
 
-/* Fills the double values of every input slot of case c and computes the
- * reference outputs (ref[]) and the f32 baseline's outputs (base[]). */
-static enum cr_status case_generate(struct vr *v, struct vr_case *c, struct cr_err *err)
+/* ---- the reference cache ----
+ * A case of a listed shape under a fixed profile has the same inputs for
+ * every candidate of a task in a run (its seed is the run's, the stage's,
+ * the shape's and the profile's), so its double reference and f32 baseline
+ * executions are kept and reused: computed once per process, not once per
+ * candidate. Drawn shapes and drawn profiles (fresh from the CSPRNG for each
+ * candidate) are never kept. Only the orchestrator holds the cache: a
+ * worker gets copies of the inputs in its shared memory, as on a miss.
+ * Least recently used entries go first beyond CR_REF_CACHE_BYTES (override:
+ * $CRUCIBLE_REF_CACHE_MB, 0 turns it off). One thread verifies at a time
+ * in a process (eval's loop, an eval job, run's main thread): the cache has
+ * no lock. */
+#define CR_REF_CACHE_BYTES (2048ll << 20)
+#define CR_REF_CACHE_MAX 512
+
+struct ref_entry {
+	char task[128];
+	bool bwd;
+	enum task_profile prof;
+	uint64_t seed;
+	struct task_dimset dims;
+	struct task_exec xd, xf;  /* the task's tensors only (values and gradients), in mem */
+	void *mem;
+	long long bytes;
+	uint64_t used;
+};
+
+static struct {
+	struct ref_entry e[CR_REF_CACHE_MAX];
+	int n;
+	long long bytes, cap;
+	uint64_t tick;
+	long long hits, misses;
+	bool init;
+} refc;
+
+static long long ref_cap(void)
+{
+	if (!refc.init) {
+		const char *m = getenv("CRUCIBLE_REF_CACHE_MB");
+		long long phys = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+		char *end;
+		long long mb;
+		refc.init = true;
+		/* 2 GiB, or an eighth of the memory on a small machine */
+		refc.cap = phys > 0 && phys / 8 < CR_REF_CACHE_BYTES ? phys / 8 : CR_REF_CACHE_BYTES;
+		if (m && *m && (mb = strtoll(m, &end, 10)) >= 0 && !*end)
+			refc.cap = mb << 20;
+	}
+	return refc.cap;
+}
+
+/* The bytes of x's tensors (values and gradients; not the intermediates). */
+static long long exec_bytes(const struct task_exec *x)
+{
+	long long b = 0;
+	size_t es = x->dbl ? sizeof(double) : sizeof(float);
+	for (int i = 0; i < x->t->n_tensors; i++) {
+		if (x->v[i].d)
+			b += x->v[i].n * (long long)es;
+		if (x->g[i].d)
+			b += x->g[i].n * (long long)es;
+	}
+	return b;
+}
+
+/* Copies x's tensors into *out, their arrays carved from mem at *off. */
+static void exec_compact(const struct task_exec *x, struct task_exec *out, char *mem, size_t *off)
+{
+	size_t es = x->dbl ? sizeof(double) : sizeof(float);
+	memset(out, 0, sizeof *out);
+	out->t = x->t;
+	out->dims = x->dims;
+	out->dbl = x->dbl;
+	for (int i = 0; i < x->t->n_tensors; i++)
+		for (int g = 0; g < 2; g++) {
+			const struct task_val *src = g ? &x->g[i] : &x->v[i];
+			struct task_val *dst = g ? &out->g[i] : &out->v[i];
+			*dst = *src;
+			if (!src->d)
+				continue;
+			dst->d = mem + *off;
+			memcpy(dst->d, src->d, (size_t)src->n * es);
+			*off += (size_t)src->n * es;
+		}
+}
+
+static struct ref_entry *ref_find(const struct task *t, bool bwd, enum task_profile prof,
+				  uint64_t seed, const struct task_dimset *d)
+{
+	for (int i = 0; i < refc.n; i++) {
+		struct ref_entry *e = &refc.e[i];
+		if (e->bwd == bwd && e->prof == prof && e->seed == seed &&
+		    !memcmp(&e->dims, d, sizeof *d) && !strcmp(e->task, t->name)) {
+			e->used = ++refc.tick;
+			refc.hits++;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static void ref_drop(int i)
+{
+	refc.bytes -= refc.e[i].bytes;
+	free(refc.e[i].mem);
+	refc.e[i] = refc.e[--refc.n];
+}
+
+/* Keeps a copy of xd's and xf's tensors when they fit. */
+static void ref_keep(const struct task *t, bool bwd, enum task_profile prof, uint64_t seed,
+		     const struct task_dimset *d, const struct task_exec *xd,
+		     const struct task_exec *xf)
+{
+	long long b = exec_bytes(xd) + exec_bytes(xf), cap = ref_cap();
+	struct ref_entry *e;
+	size_t off = 0;
+	char *mem;
+
+	if (b > cap / 8 || !(mem = malloc((size_t)(b ? b : 1))))
+		return;   /* one case may not crowd out the rest */
+	while (refc.n && (refc.n == CR_REF_CACHE_MAX || refc.bytes + b > cap)) {
+		int lru = 0;
+		for (int i = 1; i < refc.n; i++)
+			if (refc.e[i].used < refc.e[lru].used)
+				lru = i;
+		ref_drop(lru);
+	}
+	e = &refc.e[refc.n++];
+	snprintf(e->task, sizeof e->task, "%s", t->name);
+	e->bwd = bwd;
+	e->prof = prof;
+	e->seed = seed;
+	e->dims = *d;
+	e->mem = mem;
+	exec_compact(xd, &e->xd, mem, &off);
+	exec_compact(xf, &e->xf, mem, &off);
+	e->bytes = b;
+	e->used = ++refc.tick;
+	refc.bytes += b;
+}
+
+void vr_ref_cache_share(int n)
+{
+	if (n > 1)
+		refc.cap = ref_cap() / n;
+}
+
+void vr_ref_cache_stats(long long *hits, long long *misses)
+{
+	*hits = refc.hits;
+	*misses = refc.misses;
+}
+
+/* The double reference and the f32 baseline of case c executed: inputs
+ * drawn, forward (and backward, its output gradients drawn) run. */
+static enum cr_status case_execute(struct vr *v, struct vr_case *c, uint64_t seed,
+				   struct task_exec *xd, struct task_exec *xf, struct cr_err *err)
 {
 	const struct task *t = v->t;
-	const struct cr_pstage *st = &v->plan.st[c->stage];
-	struct task_exec xd, xf;
-	enum cr_status st_ = CR_OK;
+	enum cr_status st_;
 	bool bwd = c->stage == CR_BWD;
-	uint64_t seed = task_mix(v->o->seed, c->seed);
 
-	if ((st_ = task_exec_init(&xd, t, &c->dims, true, bwd, err)))
+	if ((st_ = task_exec_init(xd, t, &c->dims, true, bwd, err)))
 		return st_;
-	if ((st_ = task_exec_init(&xf, t, &c->dims, false, bwd, err))) {
-		task_exec_release(&xd);
+	if ((st_ = task_exec_init(xf, t, &c->dims, false, bwd, err))) {
+		task_exec_release(xd);
 		return st_;
 	}
 	for (int i = 0; i < t->n_tensors; i++) {
 		if (t->tensors[i].role == TASK_OUTPUT)
 			continue;
-		task_gen_tensor(t, i, &c->dims, c->prof, seed, xd.v[i].d);
-		for (int64_t k = 0; k < xd.v[i].n; k++)
-			((float *)xf.v[i].d)[k] = (float)((double *)xd.v[i].d)[k];
+		task_gen_tensor(t, i, &c->dims, c->prof, seed, xd->v[i].d);
+		for (int64_t k = 0; k < xd->v[i].n; k++)
+			((float *)xf->v[i].d)[k] = (float)((double *)xd->v[i].d)[k];
 	}
-	task_exec_forward(&xd);
-	task_exec_forward(&xf);
+	task_exec_forward(xd);
+	task_exec_forward(xf);
 	if (bwd) {
 		struct task_rng r;
 		task_rng_seed(&r, task_mix(seed, 0xd0u));
 		for (int i = 0; i < t->n_tensors; i++) {
-			double *y = xd.v[i].d, *dy = xd.g[i].d;
-			float *dyf = xf.g[i].d;
+			double *y = xd->v[i].d, *dy = xd->g[i].d;
+			float *dyf = xf->g[i].d;
 			if (t->tensors[i].role != TASK_OUTPUT)
 				continue;
 			/* the backward reads the reference forward outputs as f32 */
-			task_gen_round(t->tensors[i].dtype, y, xd.v[i].n);
-			for (int64_t k = 0; k < xd.v[i].n; k++) {
+			task_gen_round(t->tensors[i].dtype, y, xd->v[i].n);
+			for (int64_t k = 0; k < xd->v[i].n; k++) {
 				dy[k] = (float)task_rng_normal(&r);
 				dyf[k] = (float)dy[k];
-				((float *)xf.v[i].d)[k] = (float)y[k];
+				((float *)xf->v[i].d)[k] = (float)y[k];
 			}
 		}
-		task_exec_backward(&xd);
-		task_exec_backward(&xf);
+		task_exec_backward(xd);
+		task_exec_backward(xf);
+	}
+	return CR_OK;
+}
+
+/* Fills the double values of every input slot of case c and computes the
+ * reference outputs (ref[]) and the f32 baseline's outputs (base[]), or
+ * takes them from the cache (v->cache_case: a listed shape, a fixed
+ * profile). */
+static enum cr_status case_generate(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	struct task_exec xd_own, xf_own, *xdp = &xd_own, *xfp = &xf_own;
+	enum cr_status st_ = CR_OK;
+	bool bwd = c->stage == CR_BWD, cache = v->cache_case && ref_cap() > 0, owned = true;
+	uint64_t seed = task_mix(v->o->seed, c->seed);
+	struct ref_entry *hit = cache ? ref_find(t, bwd, c->prof, seed, &c->dims) : NULL;
+
+	if (hit) {
+		xdp = &hit->xd;
+		xfp = &hit->xf;
+		owned = false;
+	} else if (refc.misses++, (st_ = case_execute(v, c, seed, xdp, xfp, err))) {
+		return st_;
 	}
 	for (int k = 0; k < c->n_slots; k++) {
 		const struct cr_slot *sl = &st->slots[k];
 		if (sl->role == CR_SLOT_SCRATCH)
 			continue;
-		const struct task_val *src = sl->grad ? &xd.g[sl->tensor] : &xd.v[sl->tensor];
-		const struct task_val *fsrc = sl->grad ? &xf.g[sl->tensor] : &xf.v[sl->tensor];
+		const struct task_val *src = sl->grad ? &xdp->g[sl->tensor] : &xdp->v[sl->tensor];
+		const struct task_val *fsrc = sl->grad ? &xfp->g[sl->tensor] : &xfp->v[sl->tensor];
 		if (sl->role == CR_SLOT_IN) {
 			memcpy(c->in[k], src->d, sizeof(double) * (size_t)c->numel[k]);
 		} else {
@@ -164,8 +341,12 @@ static enum cr_status case_generate(struct vr *v, struct vr_case *c, struct cr_e
 				c->base[k][e] = ((float *)fsrc->d)[e];
 		}
 	}
-	task_exec_release(&xd);
-	task_exec_release(&xf);
+	if (owned) {
+		if (cache)
+			ref_keep(t, bwd, c->prof, seed, &c->dims, xdp, xfp);
+		task_exec_release(xdp);
+		task_exec_release(xfp);
+	}
 	return CR_OK;
 }
 
@@ -264,9 +445,12 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 
 	c->prof = p;
 	c->seed = seed;
+	int64_t t0 = cr_now_ns();
 	if (st || !c->ready)
 		return st;
-	return case_generate(v, c, err);
+	st = case_generate(v, c, err);
+	v->ns_cases += cr_now_ns() - t0;
+	return st;
 }
 
 int vr_output_rms(const struct vr *v, const struct vr_case *c, double *rms, int *slot_out)

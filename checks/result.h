@@ -69,6 +69,15 @@ struct cr_result {
 	char gpu_reasons[96];    /* every clocks-event reason seen ("none") */
 	int gpu_retaken;         /* samples retaken because the GPU throttled */
 	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
+	/* where the verification's wall time went (check --json "cost", bench/jobs_bench.sh):
+	 * bind and compile; the correctness stages, of which generating the cases
+	 * (inputs, the double reference, the f32 baseline's outputs) and starting
+	 * workers; the timing stage */
+	struct cr_cost {
+		double prepare_s, stages_s, cases_s, worker_start_s, timing_s;
+		double timing_wait_s;         /* eval --jobs: waiting for the timing lock */
+		int cases_reused, cases_computed; /* cases from the reference cache, and not */
+	} cost;
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */
 };

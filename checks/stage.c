@@ -352,10 +352,13 @@ bool vr_start_worker(struct vr *v, struct cr_proc *w, struct vr_case *c)
 	char detail[300];
 	enum cr_run res;
 
+	int64_t t0 = cr_now_ns();
+
 	if (!vr_write_header(v, c, w->shm, 1))
 		return false; /* format_error recorded */
 	res = cr_proc_start(w, vr_worker_mode(v), v->workdir, v->o->call_timeout_s + 10, detail,
 			    sizeof detail);
+	v->ns_start += cr_now_ns() - t0;
 	if (res == CR_RUN_OK && !v->sandbox[0])
 		snprintf(v->sandbox, sizeof v->sandbox, "%s", w->sandbox);
 	if (res == CR_RUN_OK)
@@ -427,7 +430,10 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 			uint64_t seed = list[p] == TASK_PROF_DRAWN ? cr_secure_u64()
 								   : task_mix((uint64_t)s + 1, (uint64_t)(i * 16 + p));
 			char note[300] = "", ds[128];
-			if ((st = vr_case_init(v, &c, s, &shapes[i], list[p], seed, err)))
+			v->cache_case = !drawn_shape && list[p] != TASK_PROF_DRAWN;
+			st = vr_case_init(v, &c, s, &shapes[i], list[p], seed, err);
+			v->cache_case = false;
+			if (st)
 				goto out;
 			if (!c.ready) {
 				vr_case_release(&c);

@@ -30,6 +30,10 @@ struct vr {
 	char sandbox[232];           /* the layers the candidate's first worker reported */
 	struct cr_worst worst;       /* the element the row reports (checks/stage.c) */
 	bool worst_failed;           /* worst is the first failing comparison's: final */
+	bool cache_case;             /* the next case may come from the reference cache
+	                              * (a listed shape, a fixed profile: checks/case.c) */
+	int64_t ns_cases, ns_start;  /* spent generating cases (inputs, reference, baseline
+	                              * outputs) and starting workers (struct cr_cost) */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of
@@ -51,6 +55,10 @@ struct vr_case {
 	void *mem;
 };
 
+/* The reference cache's hits and misses in this process (checks/case.c). */
+void vr_ref_cache_stats(long long *hits, long long *misses);
+/* n processes will each keep a cache: each gets 1/n of the budget. */
+void vr_ref_cache_share(int n);
 void vr_fail(struct vr *v, enum check_verdict s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The verdict of a failed call: timeout, the worker's FAULT verdict (a

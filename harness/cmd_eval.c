@@ -19,12 +19,14 @@
 #include "cr_config.h"
 #include "cr_version.h"
 #include "checks/cuda_build.h"
+#include "checks/stage.h"
 #include "common/cr_text.h"
 #include "common/sha256.h"
 #include "cuda/cuda_dev.h"
 #include "harness/backend.h"
 #include "harness/cand/cand.h"
 #include "harness/results.h"
+#include "harness/eval_jobs.h"
 #include "harness/worker/compile.h"
 #include "harness/seed.h"
 #include "harness/verify.h"
@@ -122,6 +124,12 @@ struct eval_opts {
 	double peak_tflops, peak_tbps;
 	unsigned shard_i, shard_n;   /* --shard i/n (shard_n 0: the whole set) */
 	char shard_str[24];          /* "i/n" as given, for run.json */
+	int jobs;                    /* --jobs N (0: not given: the cores) */
+	int job_timing;              /* --job-timing MODE (enum eval_job_timing) */
+	const char *job_cpusets;     /* the jobs' core sets, for run.json ("" with --jobs 1) */
+	struct cr_cost cost;         /* this invocation's rows, summed (run.json "cost") */
+	int cost_n;
+	double cost_verify_s;
 };
 
 static void cpu_model(char *buf, size_t cap)
@@ -257,6 +265,11 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 		json_object_set(j, "tasks_sha256", task_hashes);
 	if (o->shard_n)
 		json_object_set_new(j, "shard", json_string(o->shard_str));
+	json_object_set_new(j, "jobs", json_integer(o->jobs));
+	if (o->jobs > 1) {
+		json_object_set_new(j, "job_timing", json_string(eval_job_timing_names[o->job_timing]));
+		json_object_set_new(j, "job_cpusets", jstr(o->job_cpusets ? o->job_cpusets : ""));
+	}
 	if (cr_seed_is_secret())
 		json_object_set_new(j, "seed", json_string("secret"));
 	else
@@ -270,6 +283,14 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	json_object_set_new(j, "load_start", json_real(o->load_start));
 	if (final)
 		json_object_set_new(j, "load_end", json_real(la[0]));
+	if (final && o->cost_n)
+		json_object_set_new(j, "cost", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i}",
+			"candidates", o->cost_n, "verify_s", o->cost_verify_s,
+			"prepare_s", o->cost.prepare_s, "stages_s", o->cost.stages_s,
+			"cases_s", o->cost.cases_s, "worker_start_s", o->cost.worker_start_s,
+			"timing_s", o->cost.timing_s, "timing_wait_s", o->cost.timing_wait_s,
+			"cases_reused", o->cost.cases_reused,
+			"cases_computed", o->cost.cases_computed));
 	json_object_set_new(j, "sandbox", sandbox_json(o->sandbox_seen));
 	json_object_set_new(j, "complete", json_boolean(final));
 	snprintf(path, sizeof path, "%s/run.json", dir);
@@ -409,6 +430,12 @@ static void print_usage_eval(FILE *f)
 		"                      when no PATH is given)\n"
 		"  --compile-only      cuda backend: NVRTC compile verdicts of the .cu candidates,\n"
 		"                      no GPU needed (registers and spills in the detail)\n"
+		"  --jobs N            verify N candidates at a time, each job on its own cores\n"
+		"                      (default: the cores this process may use; 1: one by one)\n"
+		"  --job-timing MODE   with --jobs > 1: pinned (jobs time side by side, each on\n"
+		"                      its own cores), serial (one timing at a time), or\n"
+		"                      exclusive (default: a timing runs while no other job\n"
+		"                      does anything); the cuda backend times one at a time\n"
 		"  --shard I/N         only the I-th of N deterministic shards of the candidates\n"
 		"                      (by content and task; join them with `crucible merge`)\n"
 		"  --arch SM           compile-only target (default sm_90)\n"
@@ -549,7 +576,8 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 				     .rel_target = 0.02, .min_samples = 10, .no_timing = o->no_timing,
 				     .quick = o->quick, .workroot = workroot, .cuda = o->cuda,
 				     .arch = o->dev_arch, .baseline_dir = o->baseline_dir,
-				     .peak_tflops = o->peak_tflops, .peak_tbps = o->peak_tbps };
+				     .peak_tflops = o->peak_tflops, .peak_tbps = o->peak_tbps,
+				     .on_timing = o->jobs > 1 ? eval_jobs_timing_hook : NULL };
 	const struct task *t = NULL;
 	enum cr_status st;
 
@@ -715,6 +743,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "label", required_argument, 0, 'L' }, { "json", no_argument, 0, 'J' },
 		{ "lock-clocks", no_argument, 0, 'K' },
 		{ "shard", required_argument, 0, 'S' },
+		{ "jobs", required_argument, 0, 'j' }, { "job-timing", required_argument, 0, 'M' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -762,6 +791,29 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 				return 2;
 			}
 			break;
+		case 'j': case 'M': {
+			uint64_t v = 0;
+			if (check) {
+				fprintf(stderr, "crucible %s: --%s is for `crucible eval`\n", argv[0],
+					c == 'j' ? "jobs" : "job-timing");
+				return 2;
+			}
+			if (c == 'M') {
+				if ((o->job_timing = eval_job_timing_parse(optarg)) < 0) {
+					fprintf(stderr, "crucible %s: --job-timing: '%s' is not pinned, serial "
+							"or exclusive\n", argv[0], optarg);
+					return 2;
+				}
+				break;
+			}
+			if (!cr_parse_u64(optarg, &v) || v < 1 || v > 256) {
+				fprintf(stderr, "crucible %s: --jobs: '%s' is not a number of jobs in [1, 256]\n",
+					argv[0], optarg);
+				return 2;
+			}
+			o->jobs = (int)v;
+			break;
+		}
 		case 'J':
 			if (!check) {
 				fprintf(stderr, "crucible %s: --json is for `crucible check` (eval writes results.csv)\n", argv[0]);
@@ -961,9 +1013,118 @@ fail:
 	return rc;
 }
 
+/* What a finished candidate needs to become a row: shared by the one-by-one
+ * loop and the --jobs pool's callback (eval_jobs.h). */
+struct eval_emit {
+	const struct eval_opts *o;
+	const char *run_id, *device;
+	FILE *res, *samples;
+	struct cands *cs;
+	struct cr_meta *metas;     /* --jobs: the sidecar of each candidate, by index */
+	int done, unexpected;
+	struct cr_cost cost;       /* summed over the rows written (run.json "cost") */
+	double verify_s;
+};
+
+static enum cr_status emit_row(struct eval_emit *x, const char *cand, const struct cr_meta *m,
+			       struct cr_result *r, const char *tname, double verify_s,
+			       struct cr_err *err)
+{
+	const struct eval_opts *o = x->o;
+	struct cr_row row = { .run_id = x->run_id, .task = tname, .candidate = cand,
+			      .verify_s = verify_s, .backend = o->cuda ? "cuda" : "cpu",
+			      .device = x->device, .r = r, .m = m, .verify_seed = o->seed_str,
+			      .label = o->label };
+	char sb[1100], sp[64];
+	bool bad;
+
+	if (cr_results_write(x->res, &row, err) || cr_samples_write(x->samples, cand, r, err))
+		return err->status;
+	x->done++;
+	x->verify_s += verify_s;
+	x->cost.prepare_s += r->cost.prepare_s;
+	x->cost.stages_s += r->cost.stages_s;
+	x->cost.cases_s += r->cost.cases_s;
+	x->cost.worker_start_s += r->cost.worker_start_s;
+	x->cost.timing_s += r->cost.timing_s;
+	x->cost.timing_wait_s += r->cost.timing_wait_s;
+	x->cost.cases_reused += r->cost.cases_reused;
+	x->cost.cases_computed += r->cost.cases_computed;
+	bad = o->check_expect && m->expect[0] && strcmp(m->expect, check_verdict_name(r->status));
+	progress_done(); /* the row goes where the bar was */
+	x->unexpected += bad;
+	printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname,
+	       safe(strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand, sb, sizeof sb),
+	       check_verdict_name(r->status), r->backward, fmt_speed(r, sp, sizeof sp), 70,
+	       r->detail, bad ? "  <-- UNEXPECTED" : "");
+	if (bad)
+		printf("%-22s   expected status %s\n", "", m->expect);
+	fflush(stdout);
+	return CR_OK;
+}
+
+/* --jobs: what a job process works from (its own copy, by fork). */
+struct eval_job_in {
+	struct cands *cs;
+	struct task **tasks;
+	int *n_tasks;
+	struct eval_opts *o;
+	const char *workroot;
+};
+
+/* In a job: candidate cmd->idx read, hashed and parsed (as the one-by-one
+ * loop does), then verified; cmd->arg is its fallback task name. */
+static void eval_job(const struct eval_job_cmd *cmd, void *ctx, struct eval_job_msg *out)
+{
+	struct eval_job_in *in = ctx;
+	struct cr_cand_file cf;
+	struct cr_err e;
+	int64_t t0 = cr_now_ns();
+
+	cr_err_init(&e);
+	cr_cand_load(&cf, in->cs->paths[cmd->idx]);
+	out->st = verify_one(&cf, NULL, cmd->arg[0] ? cmd->arg : NULL, in->tasks, in->n_tasks, in->o,
+			     in->workroot, &out->r, out->tname, sizeof out->tname, &e);
+	cr_cand_file_release(&cf);
+	if (out->st)
+		snprintf(out->err, sizeof out->err, "%s", e.msg);
+	out->verify_s = (double)(cr_now_ns() - t0) / 1e9;
+}
+
+static enum cr_status eval_job_done(const struct eval_job_msg *msg, void *ctx, struct cr_err *err)
+{
+	struct eval_emit *x = ctx;
+	struct cr_result r = msg->r;
+	struct eval_opts *o = (struct eval_opts *)x->o;
+
+	if (!o->sandbox_seen[0] && r.sandbox[0])
+		snprintf(o->sandbox_seen, sizeof o->sandbox_seen, "%s", r.sandbox);
+	return emit_row(x, x->cs->paths[msg->idx], &x->metas[msg->idx], &r, msg->tname,
+			msg->verify_s, err);
+}
+
+/* --jobs: progress names the jobs in flight. */
+static void progress_jobs(int i, int n, const char *cand, struct eval_jobs *p)
+{
+	char names[600], sb[1100];
+	if (isatty(2)) {
+		progress(i, n, cand);
+		fprintf(stderr, " (%d in flight)", eval_jobs_in_flight(p));
+		fflush(stderr);
+		return;
+	}
+	eval_jobs_names(p, names, sizeof names);
+	fprintf(stderr, "[%d/%d] %s ... (in flight: %s)\n", i + 1, n, safe(cand, sb, sizeof sb),
+		names);
+}
+
 int cr_cmd_eval(int argc, char **argv)
 {
-	struct eval_opts o = { .out = "crucible-out", .timeout = 5, .time_cap = 1 };
+	struct eval_opts o = { .out = "crucible-out", .timeout = 5, .time_cap = 1,
+			       .job_timing = EJ_EXCLUSIVE };
+	struct eval_jobs *pool = NULL;
+	struct eval_emit emit = { 0 };
+	struct eval_job_in job_in = { 0 };
 	struct cands cs = { 0 };
 	struct task *tasks = NULL, *filter = NULL;
 	int n_tasks = 0, n_filter = 0, rc = 0, unexpected = 0, skipped = 0, done = 0;
@@ -1070,6 +1231,25 @@ int cr_cmd_eval(int argc, char **argv)
 		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
 		goto fail;
 	}
+	job_in = (struct eval_job_in){ .cs = &cs, .tasks = &tasks, .n_tasks = &n_tasks, .o = &o,
+				       .workroot = workroot };
+	if (!o.jobs)
+		o.jobs = o.compile_only ? 1 : eval_jobs_cores();
+	if (o.cuda && o.job_timing == EJ_PINNED)
+		o.job_timing = EJ_SERIAL;   /* one device: one timing stage at a time */
+	if (o.jobs > 1 && (backend == CR_BACKEND_CPU || o.cuda)) {
+		/* the jobs are forked now: the options they read are final */
+		vr_ref_cache_share(o.jobs);
+		if (eval_jobs_open(&pool, o.jobs, (enum eval_job_timing)o.job_timing, workroot,
+				   eval_job, &job_in, &err))
+			goto fail;
+		o.job_timing = (int)eval_jobs_mode(pool);
+		o.job_cpusets = eval_jobs_cpusets(pool);
+		fprintf(stderr, "crucible eval: --jobs %d, timing %s, cores %s\n", o.jobs,
+			eval_job_timing_names[o.job_timing], o.job_cpusets);
+	} else {
+		o.jobs = 1;
+	}
 	snprintf(run_id, sizeof run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
 	if (!o.cuda)
 		cpu_model(device, sizeof device);
@@ -1091,12 +1271,17 @@ int cr_cmd_eval(int argc, char **argv)
 			goto fail;
 		unexpected += unexp;
 	}
+	emit = (struct eval_emit){ .o = &o, .run_id = run_id, .device = device, .res = res,
+				   .samples = samples, .cs = &cs, .done = done, .unexpected = unexpected };
+	if (pool && !(emit.metas = calloc((size_t)(cs.n ? cs.n : 1), sizeof *emit.metas))) {
+		cr_errf(&err, CR_ENOMEM, "out of memory");
+		goto fail;
+	}
 	for (int i = 0; (backend == CR_BACKEND_CPU || o.cuda) && i < cs.n; i++) {
 		struct cr_result r;
 		struct cr_meta m;
-		char tname[256], sp[64], key[1200];
+		char tname[256], key[1200];
 		const char *cand = cs.paths[i];
-		struct cr_row row;
 		struct cr_cand_file cf;
 		enum cr_status st_one;
 		bool skip = false;
@@ -1136,34 +1321,47 @@ int cr_cmd_eval(int argc, char **argv)
 				continue;
 			}
 		}
+		const char *fallback = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
+		if (pool) {
+			/* the task is loaded here, so every job inherits it and run.json
+			 * names it; a broken task file is the run's error, as without --jobs */
+			const struct task *tp;
+			char sb[1100];
+			struct eval_job_cmd jc = { .idx = i };
+			snprintf(jc.arg, sizeof jc.arg, "%s", fallback ? fallback : "");
+			cr_result_init(&r);
+			if (cf.src && task_for(&cf, NULL, fallback, &tasks, &n_tasks, &r, tname,
+					       sizeof tname, &tp, &err)) {
+				cr_cand_file_release(&cf);
+				goto fail;
+			}
+			emit.metas[i] = m;
+			st_one = eval_jobs_submit(pool, &jc,
+						  safe(strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand,
+						       sb, sizeof sb),
+						  eval_job_done, &emit, &err);
+			cr_cand_file_release(&cf);
+			if (st_one)
+				goto fail;
+			progress_jobs(i, cs.n, cand, pool);
+			continue;
+		}
 		progress(i, cs.n, cand);
 		int64_t t0 = cr_now_ns();
-		st_one = verify_one(&cf, NULL, m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL,
-				    &tasks, &n_tasks, &o, workroot, &r, tname, sizeof tname, &err);
+		st_one = verify_one(&cf, NULL, fallback, &tasks, &n_tasks, &o, workroot, &r, tname,
+				    sizeof tname, &err);
 		cr_cand_file_release(&cf);
 		if (st_one)
 			goto fail;
 		if (!o.sandbox_seen[0] && r.sandbox[0])
 			snprintf(o.sandbox_seen, sizeof o.sandbox_seen, "%s", r.sandbox);
-		row = (struct cr_row){ .run_id = run_id, .task = tname, .candidate = cand,
-				       .verify_s = (double)(cr_now_ns() - t0) / 1e9,
-				       .backend = o.cuda ? "cuda" : "cpu", .device = device, .r = &r, .m = &m,
-				       .verify_seed = o.seed_str, .label = o.label };
-		if (cr_results_write(res, &row, &err) || cr_samples_write(samples, cand, &r, &err))
+		if (emit_row(&emit, cand, &m, &r, tname, (double)(cr_now_ns() - t0) / 1e9, &err))
 			goto fail;
-		done++;
-		bool bad = o.check_expect && m.expect[0] && strcmp(m.expect, check_verdict_name(r.status));
-		progress_done(); /* the row goes where the bar was */
-		unexpected += bad;
-		char sb[1100];
-		printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname,
-		       safe(strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand, sb, sizeof sb),
-		       check_verdict_name(r.status), r.backward, fmt_speed(&r, sp, sizeof sp), 70,
-		       r.detail, bad ? "  <-- UNEXPECTED" : "");
-		if (bad)
-			printf("%-22s   expected status %s\n", "", m.expect);
-		fflush(stdout);
 	}
+	if (pool && eval_jobs_drain(pool, eval_job_done, &emit, &err))
+		goto fail;
+	done = emit.done;
+	unexpected = emit.unexpected;
 	progress_done();
 	if (skipped && o.cuda)
 		fprintf(stderr, "crucible eval: %d C candidate(s) (.c) not run: the cuda backend runs .cu candidates "
@@ -1172,6 +1370,19 @@ int cr_cmd_eval(int argc, char **argv)
 		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates "
 				"(--backend cuda --compile-only gives their compile verdicts)\n", skipped);
 	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
+	if (emit.done) {
+		const struct cr_cost *c = &emit.cost;
+		double n = emit.done;
+		fprintf(stderr, "crucible eval: per candidate: %.2f s verifying: bind+compile %.2f s, "
+				"correctness %.2f s (cases %.2f s: %d of %d from the reference cache; "
+				"worker starts %.2f s), timing %.2f s (+ %.2f s waiting for the timing lock)\n",
+			emit.verify_s / n, c->prepare_s / n, c->stages_s / n, c->cases_s / n,
+			c->cases_reused, c->cases_reused + c->cases_computed, c->worker_start_s / n,
+			c->timing_s / n, c->timing_wait_s / n);
+		o.cost = emit.cost;
+		o.cost_n = emit.done;
+		o.cost_verify_s = emit.verify_s;
+	}
 	fclose(res);
 	res = NULL;
 	{
@@ -1215,6 +1426,8 @@ fail:
 	fprintf(stderr, "crucible eval: %s\n", err.msg);
 	rc = cr_status_exit_code(err.status);
 out:
+	eval_jobs_close(pool);
+	free(emit.metas);
 	cuda_unlock(&o, "crucible eval");
 	if (res)
 		fclose(res);
@@ -1367,6 +1580,11 @@ int cr_cmd_check(int argc, char **argv)
 		json_object_set_new(j, "seed", json_string(o.seed_str));
 		json_object_set_new(j, "seed_source", json_string(o.seed_source));
 		json_object_set_new(j, "sandbox", sandbox_json(r.sandbox));
+		json_object_set_new(j, "cost", json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i}",
+			"prepare_s", r.cost.prepare_s, "stages_s", r.cost.stages_s,
+			"cases_s", r.cost.cases_s, "worker_start_s", r.cost.worker_start_s,
+			"timing_s", r.cost.timing_s, "cases_reused", r.cost.cases_reused,
+			"cases_computed", r.cost.cases_computed));
 		char *txt = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
 		if (txt)
 			printf("%s\n", txt);

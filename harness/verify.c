@@ -169,9 +169,16 @@ enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 	struct vr v;
 	enum cr_status st;
 
+	int64_t t0 = cr_now_ns(), t1;
+	long long h0, m0, h1, m1;
+
+	vr_ref_cache_stats(&h0, &m0);
 	cr_result_init(r);
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
-	if ((st = prepare(&v, t, f, o, err)) || v.status != CHECK_OK)
+	st = prepare(&v, t, f, o, err);
+	t1 = cr_now_ns();
+	r->cost.prepare_s = (double)(t1 - t0) / 1e9;
+	if (st || v.status != CHECK_OK)
 		goto done;
 	v.worst_abs = v.worst_rel = v.err_vs_base = 0;
 	if ((st = vr_run_stage(&v, CR_FWD, err)))
@@ -187,11 +194,17 @@ enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 	r->max_abs_err = v.worst_abs;
 	r->max_rel_err = v.worst_rel;
 	r->err_vs_baseline = v.err_vs_base;
+	r->cost.stages_s = (double)(cr_now_ns() - t1) / 1e9;
+	t1 = cr_now_ns();
 	if (v.status == CHECK_OK && !o->no_timing) {
 		/* crucible run pauses a CPU generator while the candidate is timed */
 		if (o->on_timing)
 			o->on_timing(o->hook_ctx, true);
+		/* eval --jobs: the wait for the timing lock is not timing */
+		r->cost.timing_wait_s = (double)(cr_now_ns() - t1) / 1e9;
+		t1 = cr_now_ns();
 		st = v.cuda ? vr_time_cuda(&v, r, err) : vr_time(&v, r, err);
+		r->cost.timing_s = (double)(cr_now_ns() - t1) / 1e9;
 		if (o->on_timing)
 			o->on_timing(o->hook_ctx, false);
 	}
@@ -203,6 +216,11 @@ enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 		r->timed = false;
 	}
 done:
+	r->cost.cases_s = (double)v.ns_cases / 1e9;
+	r->cost.worker_start_s = (double)v.ns_start / 1e9;
+	vr_ref_cache_stats(&h1, &m1);
+	r->cost.cases_reused = (int)(h1 - h0);
+	r->cost.cases_computed = (int)(m1 - m0);
 	r->status = v.status;
 	/* a crash or timeout leaves nothing compared to the end: no element
 	 * (as max_abs_err is then unknown) */

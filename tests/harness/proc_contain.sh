@@ -11,24 +11,33 @@
 set -u
 crucible=$1; src=$2; out=$3
 fail() { echo "FAIL: $*"; [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null; exit 1; }
-workers_of() { # prints the pids of the worker processes whose parent is $1
+workers_of() { # prints the pids of the worker processes below $1 (children, or
+	# grandchildren through an eval --jobs job process)
 	for p in $(pgrep -P "$1"); do
-		is_worker "$p" && echo "$p"
+		if is_worker "$p"; then
+			echo "$p"
+		else
+			for q in $(pgrep -P "$p"); do
+				is_worker "$q" && echo "$q"
+			done
+		fi
 	done
 }
 is_worker() { # $1 still names a worker process
 	tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -q '__worker'
 }
+first_worker() { # waits up to 10 s for a worker below $1; prints its pid
+	for i in $(seq 1 200); do
+		fw=$(workers_of "$1" | head -n 1)
+		[ -n "$fw" ] && { echo "$fw"; return; }
+		sleep 0.05
+	done
+}
 rm -rf "$out"; mkdir -p "$out"
 
 "$crucible" check "$src/proc_linger.c" --no-timing --timeout 60 >"$out/linger.txt" 2>&1 &
 pid=$!
-w=""
-for i in $(seq 1 200); do
-	w=$(workers_of "$pid" | head -n 1)
-	[ -n "$w" ] && break
-	sleep 0.05
-done
+w=$(first_worker "$pid")
 [ -n "$w" ] || fail "the lingering worker never started ($(cat "$out/linger.txt"))"
 nspid=$(awk '/^NSpid:/ { print $NF }' "/proc/$w/status")
 [ "$nspid" = 1 ] || fail "worker $w is not PID 1 of its own PID namespace (NSpid ends in $nspid)"
@@ -65,4 +74,25 @@ pid=""
 for p in $seen; do
 	! is_worker "$p" || { kill -9 "$p"; fail "worker $p of a finished eval is still running"; }
 done
-echo "ok: worker in fresh pid/net/ipc namespaces, gone with crucible, none left after eval"
+# 4. eval --jobs 2 killed with SIGKILL mid-call takes its job processes and
+#    their workers with it
+"$crucible" eval "$src/proc_linger.c" --jobs 2 --no-timing --timeout 60 --out "$out/jobs" \
+	>"$out/jobs.txt" 2>&1 &
+pid=$!
+w=$(first_worker "$pid")
+[ -n "$w" ] || fail "the lingering worker under --jobs 2 never started ($(cat "$out/jobs.txt"))"
+jobs_pids=$(pgrep -P "$pid")
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+pid=""
+for i in $(seq 1 40); do
+	left=""
+	for p in $w $jobs_pids; do
+		kill -0 "$p" 2>/dev/null && [ "$(awk '/^State:/ { print $2 }' "/proc/$p/status" 2>/dev/null)" != Z ] &&
+			left="$left $p"
+	done
+	[ -z "$left" ] && break
+	sleep 0.05
+done
+[ -z "$left" ] || { kill -9 $left; fail "processes$left outlived eval --jobs 2 killed with SIGKILL"; }
+echo "ok: worker in fresh pid/net/ipc namespaces, gone with crucible, none left after eval, none after a killed eval --jobs 2"
