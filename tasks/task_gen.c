@@ -110,6 +110,8 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 		fan *= shape[k];
 	if (tt->rank == 1)
 		fan = shape[0];
+	if (tt->init.kind == TASK_INIT_KAIMING && tt->init.fan_dim >= 0)
+		fan = d->v[tt->init.fan_dim];
 	task_rng_seed(&r, task_mix(seed, (uint64_t)i + 1));
 	if (tt->init.kind == TASK_INIT_INDICES) {
 		int64_t hi = d->v[tt->init.bound_dim];
@@ -285,7 +287,7 @@ static bool solve_shapes(const struct task *t, const struct task_shape_range *r,
 	}
 	for (int n = 0; n < t->n_nodes; n++) {
 		const struct task_node *nd = &t->nodes[n];
-		struct task_val in[4], out[4];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
 		struct cr_err e;
 		for (int k = 0; k < nd->n_in; k++)
 			in[k] = v[nd->in[k]];
