@@ -242,7 +242,11 @@ static enum cr_status infer_normalize(const struct task_node *nd, const struct t
 }
 
 /* lstm: x, h0, c0, w_ih, w_hh, b_ih, b_hh -> y, h_n, c_n; gru: x, h0,
- * w_ih, w_hh, b_ih, b_hh -> y, h_n. */
+ * w_ih, w_hh, b_ih, b_hh -> y, h_n. x is [T, B, ...] (or [B, T, ...]) with
+ * I the product of its trailing extents (a bidirectional layer's input
+ * [T, B, 2, H]); weights are checked by element count, so PyTorch's
+ * weight_ih_l0 [G*H, I] may be declared [G, H, I] (the same memory) and a
+ * task's shapes follow H. */
 static enum cr_status infer_rnn(const struct task_node *nd, const struct task_val *in,
 				int n_in, struct task_val *out, struct cr_err *err)
 {
@@ -250,28 +254,28 @@ static enum cr_status infer_rnn(const struct task_node *nd, const struct task_va
 	int64_t g = lstm ? 4 : 3, ix = task_node_int(nd, "index", 0), t, b, i, h;
 	int w = lstm ? 3 : 2;
 	(void)n_in;
-	if (in[0].rank != 3 || in[1].rank != 3)
-		return cr_errf(err, CR_EINPUT, "op %s: x and h0 need rank 3", nd->op);
+	if (in[0].rank < 3 || in[1].rank != 3)
+		return cr_errf(err, CR_EINPUT, "op %s: x needs rank 3 or more, h0 rank 3", nd->op);
 	t = in[0].shape[bf ? 1 : 0];
 	b = in[0].shape[bf ? 0 : 1];
-	i = in[0].shape[2];
+	i = in[0].n / (t * b);
 	h = in[1].shape[2];
 	if (in[1].shape[1] != b || ix < 0 || ix >= in[1].shape[0])
 		return cr_errf(err, CR_EINPUT, "op %s: h0 needs [L, %lld, H] and index in [0, L)", nd->op,
 			       (long long)b);
 	if (lstm && (in[2].rank != 3 || memcmp(in[2].shape, in[1].shape, sizeof(int64_t) * 3)))
 		return cr_errf(err, CR_EINPUT, "op lstm: c0 needs h0's shape");
-	if (in[w].rank != 2 || in[w].shape[0] != g * h || in[w].shape[1] != i ||
-	    in[w + 1].rank != 2 || in[w + 1].shape[0] != g * h || in[w + 1].shape[1] != h ||
-	    in[w + 2].n != g * h || in[w + 3].n != g * h)
+	if (in[w].n != g * h * i || in[w + 1].n != g * h * h || in[w + 2].n != g * h ||
+	    in[w + 3].n != g * h)
 		return cr_errf(err, CR_EINPUT,
-			       "op %s: needs w_ih [%lld, %lld], w_hh [%lld, %lld], b_ih and b_hh [%lld]",
+			       "op %s: needs w_ih of %lld x %lld, w_hh of %lld x %lld, b_ih and b_hh of %lld elements",
 			       nd->op, (long long)(g * h), (long long)i, (long long)(g * h), (long long)h,
 			       (long long)(g * h));
 	if (t * b * (g * h > i ? g * h : i) > INT32_MAX)
 		return cr_errf(err, CR_EINPUT, "op %s: extent exceeds BLAS int range", nd->op);
-	out[0] = in[0];
-	out[0].d = NULL;
+	out[0].rank = 3;
+	out[0].shape[0] = in[0].shape[0];
+	out[0].shape[1] = in[0].shape[1];
 	out[0].shape[2] = h;
 	set_n(&out[0]);
 	for (int k = 1; k < (lstm ? 3 : 2); k++) {

@@ -277,7 +277,7 @@ static void FN(normalize_bwd)(const struct task_node *nd, const struct task_val 
 }
 
 /* ---- recurrent layers: one layer, one direction ----
- * x [T,B,I] (or [B,T,I] with batch_first), h0/c0 [L*D,B,H] of which slice
+ * x [T,B,I...] (or [B,T,I...] with batch_first), h0/c0 [L*D,B,H] of which slice
  * "index" is this layer's, w_ih [G*H,I], w_hh [G*H,H], b_ih, b_hh [G*H];
  * y like x with H features, h_n (and c_n) [1,B,H]. "reverse" runs the time
  * axis backwards (the second direction of a bidirectional layer). */
@@ -296,7 +296,7 @@ static struct FN(rnn_geo) FN(rnn_geo)(const struct task_node *nd, const struct t
 	q.rev = task_node_int(nd, "reverse", 0) != 0;
 	q.t = in[0].shape[q.bf ? 1 : 0];
 	q.b = in[0].shape[q.bf ? 0 : 1];
-	q.i = in[0].shape[2];
+	q.i = in[0].n / (q.t * q.b);
 	q.h = in[1].shape[2];
 	q.g = gates;
 	q.ix = task_node_int(nd, "index", 0) * q.b * q.h;
