@@ -4,6 +4,7 @@
 #include "tasks/task_ops.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +184,7 @@ out:
 }
 
 /* init: "normal", "normal(mean,std)", "uniform(lo,hi)", "positive",
- * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)", "ones",
+ * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)", "kaiming_relu", "ones",
  * "zeros". */
 static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 				 struct task_init *in, struct cr_err *err)
@@ -214,6 +215,12 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 				       t->path, tn, dim, s);
 	} else if (!strcmp(s, "kaiming")) {
 		in->kind = TASK_INIT_KAIMING;
+	} else if (!strcmp(s, "kaiming_relu")) {
+		/* He: U(-sqrt(6 / fan_in), sqrt(6 / fan_in)), PyTorch's
+		 * kaiming_uniform_(nonlinearity="relu"); keeps a deep ReLU
+		 * stack's signal from vanishing */
+		in->kind = TASK_INIT_KAIMING;
+		in->a = sqrt(6.0);
 	} else if (sscanf(s, "kaiming(%63[A-Za-z0-9_])%n", dim, &n) == 1 && s[n] == '\0') {
 		in->kind = TASK_INIT_KAIMING;
 		in->fan_dim = task_find_dim(t, dim, strlen(dim));
@@ -226,7 +233,7 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 		in->kind = TASK_INIT_ZEROS;
 	} else {
 		return cr_errf(err, CR_EINPUT,
-			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), ones, zeros)",
+			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), kaiming_relu, ones, zeros)",
 			       t->path, tn, s);
 	}
 	return CR_OK;

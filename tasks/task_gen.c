@@ -86,7 +86,8 @@ static double base_value(const struct task_init *in, double fan_bound, struct ta
 	case TASK_INIT_NORMAL: return in->a + in->b * task_rng_normal(r);
 	case TASK_INIT_UNIFORM: return in->a + (in->b - in->a) * task_rng_uniform(r);
 	case TASK_INIT_POSITIVE: return in->a + in->b * fabs(task_rng_normal(r));
-	case TASK_INIT_KAIMING: return fan_bound * (2 * task_rng_uniform(r) - 1);
+	case TASK_INIT_KAIMING: /* a: the gain (kaiming_relu: sqrt(6), He's bound); 0 reads as 1 */
+		return (in->a > 0 ? in->a : 1) * fan_bound * (2 * task_rng_uniform(r) - 1);
 	case TASK_INIT_ONES: return 1;
 	default: return 0;
 	}
