@@ -1,6 +1,7 @@
 /* ops_nn.c — the ops whole networks (level 3) need beyond L1/L2: cat,
  * layout ops (reshape, split_dim, permute, transpose, select), adaptive
- * average pooling, F.normalize, and one LSTM or GRU layer in one direction
+ * average pooling, F.normalize, attention scores q k^T / sqrt(D) with an
+ * optional causal mask, and one LSTM or GRU layer in one direction
  * (stacks and bidirectional layers are graphs of these: SPEC §2). Bodies in
  * ops_nn_impl.h, instantiated for double (reference) and float (baseline). */
 #include "tasks/task_ops.h"
@@ -288,6 +289,29 @@ static enum cr_status infer_rnn(const struct task_node *nd, const struct task_va
 	return CR_OK;
 }
 
+/* attn_scores: q [.., T, D], k [.., S, D] with the same leading extents. */
+static enum cr_status infer_attn(const struct task_node *nd, const struct task_val *in,
+				 int n_in, struct task_val *out, struct cr_err *err)
+{
+	int r = in[0].rank;
+	(void)n_in;
+	if (task_node_attr(nd, "scale") && task_node_float(nd, "scale", 0) <= 0)
+		return cr_errf(err, CR_EINPUT, "op attn_scores: \"scale\" must be positive");
+	if (r < 2 || in[1].rank != r || in[1].shape[r - 1] != in[0].shape[r - 1])
+		return cr_errf(err, CR_EINPUT, "op attn_scores: needs q [.., T, D] and k [.., S, D]");
+	for (int i = 0; i < r - 2; i++)
+		if (in[1].shape[i] != in[0].shape[i])
+			return cr_errf(err, CR_EINPUT, "op attn_scores: leading extent %d differs", i);
+	if (in[0].shape[r - 2] > INT32_MAX || in[1].shape[r - 2] > INT32_MAX ||
+	    in[0].shape[r - 1] > INT32_MAX)
+		return cr_errf(err, CR_EINPUT, "op attn_scores: extent exceeds BLAS int range");
+	out[0] = in[0];
+	out[0].d = NULL;
+	out[0].shape[r - 1] = in[1].shape[r - 2];
+	set_n(&out[0]);
+	return CR_OK;
+}
+
 #define NN(nm, lo, hi, nout, mask, inf, base) \
 	{ nm, lo, hi, nout, mask, inf, base##_fwd_d, base##_fwd_f, base##_bwd_d, base##_bwd_f }
 
@@ -302,5 +326,6 @@ const struct task_opdef task_ops_nn[] = {
 	NN("normalize", 1, 1, 1, 1u, infer_normalize, normalize),
 	NN("lstm", 7, 7, 3, 0x7fu, infer_rnn, lstm),
 	NN("gru", 6, 6, 2, 0x3fu, infer_rnn, gru),
+	NN("attn_scores", 2, 2, 1, 3u, infer_attn, attn_scores),
 	{ .name = NULL },
 };

@@ -564,3 +564,71 @@ static void FN(gru_bwd)(const struct task_node *nd, const struct task_val *in,
 	FN(rnn_param_grads)(&q, in, din, da, dah, hp);
 	free(act); free(hnp); free(hp); free(da); free(dah); free(y); free(dh); free(dhn); free(dst);
 }
+
+/* ---- attn_scores: s[.., t, u] = q[.., t, :] . k[.., u, :] * scale, scale
+ * 1/sqrt(D) (D q's last extent) unless given; "causal": u > t is -inf (the
+ * masked_fill of a causal mask before softmax or ReLU) ---- */
+
+static void FN(attn_geo)(const struct task_node *nd, const struct task_val *in, int64_t *nb,
+			 int64_t *t, int64_t *u, int64_t *d, double *scale)
+{
+	int r = in[0].rank;
+	*t = in[0].shape[r - 2];
+	*d = in[0].shape[r - 1];
+	*u = in[1].shape[r - 2];
+	*nb = in[0].n / (*t * *d);
+	*scale = task_node_float(nd, "scale", 1.0 / sqrt((double)*d));
+}
+
+static void FN(attn_scores_fwd)(const struct task_node *nd, const struct task_val *in,
+				struct task_val *out)
+{
+	int64_t nb, t, u, d;
+	double scale;
+	bool causal = task_node_int(nd, "causal", 0) != 0;
+	const T *q = in[0].d, *k = in[1].d;
+	T *s = out[0].d;
+
+	FN(attn_geo)(nd, in, &nb, &t, &u, &d, &scale);
+	for (int64_t b = 0; b < nb; b++) {
+		T *sb = s + b * t * u;
+		GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t, (int)u, (int)d, (T)scale,
+		     q + b * t * d, (int)d, k + b * u * d, (int)d, 0.0, sb, (int)u);
+		if (causal)
+			for (int64_t i = 0; i < t; i++)
+				for (int64_t j = i + 1; j < u; j++)
+					sb[i * u + j] = (T)-INFINITY;
+	}
+}
+
+static void FN(attn_scores_bwd)(const struct task_node *nd, const struct task_val *in,
+				const struct task_val *out, const struct task_val *dout,
+				struct task_val *din)
+{
+	int64_t nb, t, u, d;
+	double scale;
+	bool causal = task_node_int(nd, "causal", 0) != 0;
+	const T *q = in[0].d, *k = in[1].d, *ds = dout[0].d;
+	T *dq = din[0].d, *dk = din[1].d, *g;
+	(void)out;
+
+	FN(attn_geo)(nd, in, &nb, &t, &u, &d, &scale);
+	g = malloc(sizeof(T) * (size_t)(t * u));
+	if (!g)
+		abort();
+	for (int64_t b = 0; b < nb; b++) {
+		/* the masked entries are constants: no gradient flows through them */
+		memcpy(g, ds + b * t * u, sizeof(T) * (size_t)(t * u));
+		if (causal)
+			for (int64_t i = 0; i < t; i++)
+				for (int64_t j = i + 1; j < u; j++)
+					g[i * u + j] = 0;
+		if (dq) /* dq += g . k * scale */
+			GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)t, (int)d, (int)u, (T)scale,
+			     g, (int)u, k + b * u * d, (int)d, 1.0, dq + b * t * d, (int)d);
+		if (dk) /* dk += g^T . q * scale */
+			GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)u, (int)d, (int)t, (T)scale,
+			     g, (int)u, q + b * t * d, (int)d, 1.0, dk + b * u * d, (int)d);
+	}
+	free(g);
+}

@@ -448,6 +448,64 @@ static void test_rnn_reverse(void **s)
 	}
 }
 
+/* q k^T / sqrt(D), the causal mask's -inf above the diagonal, and the
+ * backward: central differences without the mask; with it, the gradient is
+ * the unmasked one with dy zeroed where the mask is (the masked entries are
+ * constants). */
+static void test_attn_scores(void **s)
+{
+	static struct nd_case c, m;
+	static double dy[MAXN], dq[2][MAXN], dk[2][MAXN];
+	struct task_rng r;
+	double h = 1 / sqrt(2.0);
+	(void)s;
+	c_init(&c, "attn_scores");
+	c_in(&c, 3, SH(1, 2, 2), V(1, 0, 0, 1), NULL);
+	c_in(&c, 3, SH(1, 2, 2), V(1, 2, 3, 4), NULL);
+	c_expect(&c, 0, 3, SH(1, 2, 2), V(h, 3 * h, 2 * h, 4 * h), 1e-15);
+	c_int(&c, "causal", 1);
+	c_infer(&c);
+	c.nd.def->fwd_d(&c.nd, c.in, c.out);
+	assert_true(isinf(c.y[0][1]) && c.y[0][1] < 0);
+	assert_true(fabs(c.y[0][0] - h) < 1e-15 && fabs(c.y[0][2] - 2 * h) < 1e-15 &&
+		    fabs(c.y[0][3] - 4 * h) < 1e-15);
+	task_rng_seed(&r, 7);
+	c_init(&c, "attn_scores");
+	c_in(&c, 4, SH(2, 3, 5, 4), NULL, &r);
+	c_in(&c, 4, SH(2, 3, 5, 4), NULL, &r);
+	c_fd(&c, &r);
+	c_float_matches(&c);
+	/* causal backward = unmasked backward of the masked dy */
+	m = c;
+	for (int k = 0; k < 2; k++)
+		m.in[k].d = m.x[k];
+	c_int(&m, "causal", 1);
+	c_infer(&m);
+	c_infer(&c);
+	for (int64_t e = 0; e < c.out[0].n; e++)
+		dy[e] = task_rng_normal(&r);
+	for (int pass = 0; pass < 2; pass++) {
+		struct nd_case *p = pass ? &m : &c;
+		struct task_val dout = p->out[0], din[2] = { p->in[0], p->in[1] };
+		static double dym[MAXN];
+		for (int64_t e = 0; e < c.out[0].n; e++) {
+			int64_t i = e / 5 % 5, j = e % 5;
+			dym[e] = pass || j <= i ? dy[e] : 0;
+		}
+		dout.d = dym;
+		memset(dq[pass], 0, sizeof dq[pass]);
+		memset(dk[pass], 0, sizeof dk[pass]);
+		din[0].d = dq[pass];
+		din[1].d = dk[pass];
+		p->nd.def->fwd_d(&p->nd, p->in, p->out);
+		p->nd.def->bwd_d(&p->nd, p->in, p->out, &dout, din);
+	}
+	for (int64_t e = 0; e < c.in[0].n; e++) {
+		assert_true(fabs(dq[0][e] - dq[1][e]) < 1e-12);
+		assert_true(fabs(dk[0][e] - dk[1][e]) < 1e-12);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_gru_closed),
 		cmocka_unit_test(test_rnn_fd),
 		cmocka_unit_test(test_rnn_reverse),
+		cmocka_unit_test(test_attn_scores),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
