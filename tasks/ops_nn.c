@@ -11,18 +11,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Splits a shape around an axis: outer × len × inner. */
-static void nn_split(const struct task_val *v, int axis, int64_t *outer, int64_t *len,
-		     int64_t *inner)
+/* normalize's "dim": an axis or a list of consecutive axes, seen as one
+ * axis: outer x len x inner. false when it is neither. */
+static bool nn_axes(const struct task_node *nd, const struct task_val *v, int64_t *outer,
+		    int64_t *len, int64_t *inner)
 {
-	int64_t o = 1, in = 1;
-	for (int i = 0; i < axis; i++)
-		o *= v->shape[i];
-	for (int i = axis + 1; i < v->rank; i++)
-		in *= v->shape[i];
-	*outer = o;
-	*len = v->shape[axis];
-	*inner = in;
+	int64_t d[TASK_MAX_RANK];
+	int n = task_node_ints(nd, "dim", d, TASK_MAX_RANK), lo, hi;
+	if (n == 0) {
+		if (task_node_attr(nd, "dim"))
+			return false;
+		d[0] = 1;
+		n = 1;
+	}
+	lo = task_axis(d[0], v->rank);
+	hi = task_axis(d[n - 1], v->rank);
+	if (lo < 0 || hi < lo || hi - lo + 1 != n)
+		return false;
+	for (int i = 1; i < n; i++)
+		if (task_axis(d[i], v->rank) != lo + i)
+			return false;
+	*outer = *len = *inner = 1;
+	for (int i = 0; i < v->rank; i++)
+		*(i < lo ? outer : i > hi ? inner : len) *= v->shape[i];
+	return true;
 }
 
 /* The permutation of a permute ("dims") or transpose ("dim0", "dim1") node:
@@ -234,8 +246,10 @@ static enum cr_status infer_normalize(const struct task_node *nd, const struct t
 				      int n_in, struct task_val *out, struct cr_err *err)
 {
 	(void)n_in;
-	if (task_axis(task_node_int(nd, "dim", 1), in[0].rank) < 0 || task_node_float(nd, "p", 2) != 2)
-		return cr_errf(err, CR_EINPUT, "op normalize: dim out of range for rank %d, or p != 2",
+	int64_t o, l, i;
+	if (!nn_axes(nd, &in[0], &o, &l, &i) || task_node_float(nd, "p", 2) != 2)
+		return cr_errf(err, CR_EINPUT,
+			       "op normalize: \"dim\" must be an axis or consecutive axes of rank %d, and p 2",
 			       in[0].rank);
 	out[0] = in[0];
 	out[0].d = NULL;

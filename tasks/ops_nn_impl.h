@@ -215,18 +215,19 @@ static void FN(adapool_bwd)(const struct task_node *nd, const struct task_val *i
 		FN(adapool_run)(nd, &in[0], &out[0], din[0].d, dout[0].d, true);
 }
 
-/* ---- normalize: F.normalize(x, p=2, dim, eps) = x / max(||x||_2, eps) ---- */
+/* ---- normalize: F.normalize(x, p=2, dim, eps) = x / max(||x||_2, eps);
+ * "dim" may list consecutive axes, normalised together (a flattened
+ * [B, D*K] declared [B, D, K]) ---- */
 
 static void FN(normalize_fwd)(const struct task_node *nd, const struct task_val *in,
 			      struct task_val *out)
 {
-	int axis = task_axis(task_node_int(nd, "dim", 1), in[0].rank);
 	double eps = task_node_float(nd, "eps", 1e-12);
 	int64_t o, len, inner;
 	const T *x = in[0].d;
 	T *y = out[0].d;
 
-	nn_split(&in[0], axis, &o, &len, &inner);
+	nn_axes(nd, &in[0], &o, &len, &inner);
 	for (int64_t a = 0; a < o; a++)
 		for (int64_t c = 0; c < inner; c++) {
 			int64_t base = a * len * inner + c;
@@ -245,7 +246,6 @@ static void FN(normalize_bwd)(const struct task_node *nd, const struct task_val 
 			      const struct task_val *out, const struct task_val *dout,
 			      struct task_val *din)
 {
-	int axis = task_axis(task_node_int(nd, "dim", 1), in[0].rank);
 	double eps = task_node_float(nd, "eps", 1e-12);
 	int64_t o, len, inner;
 	const T *x = in[0].d, *dy = dout[0].d;
@@ -253,7 +253,7 @@ static void FN(normalize_bwd)(const struct task_node *nd, const struct task_val 
 	(void)out;
 	if (!dx)
 		return;
-	nn_split(&in[0], axis, &o, &len, &inner);
+	nn_axes(nd, &in[0], &o, &len, &inner);
 	for (int64_t a = 0; a < o; a++)
 		for (int64_t c = 0; c < inner; c++) {
 			int64_t base = a * len * inner + c;

@@ -322,9 +322,19 @@ static void test_normalize(void **s)
 	c_int(&c, "dim", 1);
 	c_in(&c, 2, SH(2, 2), V(3, 4, 0, 0), NULL);
 	c_expect(&c, 0, 2, SH(2, 2), V(0.6, 0.8, 0, 0), 1e-15);
+	/* over axes (1, 2) together: the row (1, 2, 2) has norm 3 */
+	c_init(&c, "normalize");
+	c_ints(&c, "dim", 2, SH(1, 2));
+	c_in(&c, 3, SH(1, 3, 1), V(1, 2, 2), NULL);
+	c_expect(&c, 0, 3, SH(1, 3, 1), V(1.0 / 3, 2.0 / 3, 2.0 / 3), 1e-15);
 	task_rng_seed(&r, 4);
 	c_init(&c, "normalize");
 	c_int(&c, "dim", 1);
+	c_in(&c, 3, SH(2, 5, 3), NULL, &r);
+	c_fd(&c, &r);
+	c_float_matches(&c);
+	c_init(&c, "normalize");
+	c_ints(&c, "dim", 2, SH(1, 2));
 	c_in(&c, 3, SH(2, 5, 3), NULL, &r);
 	c_fd(&c, &r);
 	c_float_matches(&c);
