@@ -2,7 +2,7 @@
  * sets (default L1), every check shape and the cpu bench shape × every init
  * profile, input generation + forward (+ backward where the task has one),
  * as the verifier runs them. Prints per-task seconds and the total.
- * usage: ref_bench [SET[,SET]]   (CRUCIBLE_DATADIR as for crucible) */
+ * usage: ref_bench [SET[,SET]]   (L1, L2, L3, smoke; CRUCIBLE_DATADIR as for crucible) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("\n%d tasks, %d cases (shapes x profiles, forward%s): %.1f s in all "
-	       "(target for L1: under 600 s); slowest task %s at %.2f s\n",
+	       "(target: under 600 s a set); slowest task %s at %.2f s\n",
 	       n, cases, " + backward where the task has one", total, worst_name, worst);
 	free(ts);
 	return 0;

@@ -124,6 +124,10 @@ static enum cr_status infer_attr(const struct task_node *nd, const struct task_v
 	}
 	if (!strcmp(nd->op, "softplus") && infer_positive_attr(nd, "beta", err))
 		return CR_EINPUT;
+	/* the identity: p = 0 (or eval mode); training-mode dropout with p > 0
+	 * is stochastic and has no reference */
+	if (!strcmp(nd->op, "dropout") && task_node_float(nd, "p", 0) != 0)
+		return cr_errf(err, CR_EINPUT, "op dropout: only p = 0 (the identity) has a reference");
 	return infer_same(nd, in, n_in, out, err);
 }
 

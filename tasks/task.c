@@ -4,6 +4,7 @@
 #include "tasks/task_ops.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +184,7 @@ out:
 }
 
 /* init: "normal", "normal(mean,std)", "uniform(lo,hi)", "positive",
- * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "ones",
+ * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)", "kaiming_relu", "ones",
  * "zeros". */
 static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 				 struct task_init *in, struct cr_err *err)
@@ -193,6 +194,7 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 	int n = 0;
 
 	memset(in, 0, sizeof *in);
+	in->fan_dim = -1;
 	if (!strcmp(s, "normal")) {
 		in->kind = TASK_INIT_NORMAL; in->a = 0; in->b = 1;
 	} else if (sscanf(s, "normal(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && b > 0) {
@@ -213,13 +215,25 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 				       t->path, tn, dim, s);
 	} else if (!strcmp(s, "kaiming")) {
 		in->kind = TASK_INIT_KAIMING;
+	} else if (!strcmp(s, "kaiming_relu")) {
+		/* He: U(-sqrt(6 / fan_in), sqrt(6 / fan_in)), PyTorch's
+		 * kaiming_uniform_(nonlinearity="relu"); keeps a deep ReLU
+		 * stack's signal from vanishing */
+		in->kind = TASK_INIT_KAIMING;
+		in->a = sqrt(6.0);
+	} else if (sscanf(s, "kaiming(%63[A-Za-z0-9_])%n", dim, &n) == 1 && s[n] == '\0') {
+		in->kind = TASK_INIT_KAIMING;
+		in->fan_dim = task_find_dim(t, dim, strlen(dim));
+		if (in->fan_dim < 0)
+			return cr_errf(err, CR_EINPUT, "%s: tensors.%s.init: unknown dim '%s' in \"%s\"",
+				       t->path, tn, dim, s);
 	} else if (!strcmp(s, "ones")) {
 		in->kind = TASK_INIT_ONES;
 	} else if (!strcmp(s, "zeros")) {
 		in->kind = TASK_INIT_ZEROS;
 	} else {
 		return cr_errf(err, CR_EINPUT,
-			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, ones, zeros)",
+			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), kaiming_relu, ones, zeros)",
 			       t->path, tn, s);
 	}
 	return CR_OK;
@@ -373,12 +387,12 @@ static enum cr_status parse_node(struct task *t, int ni, json_t *o, struct cr_er
 	if (!nd->def)
 		FAIL("%s: graph[%d].op: unknown op \"%s\"", t->path, ni, json_string_value(op));
 	snprintf(nd->op, sizeof nd->op, "%s", nd->def->name);
-	if ((st = parse_names(t, ni, json_object_get(o, "in"), "in", nd->in, &nd->n_in, 4, false, err)))
+	if ((st = parse_names(t, ni, json_object_get(o, "in"), "in", nd->in, &nd->n_in, TASK_MAX_IN, false, err)))
 		goto out;
 	if (nd->n_in < nd->def->min_in || nd->n_in > nd->def->max_in)
 		FAIL("%s: graph[%d].in: op %s takes %d to %d inputs, got %d", t->path, ni, nd->op,
 		     nd->def->min_in, nd->def->max_in, nd->n_in);
-	if ((st = parse_names(t, ni, json_object_get(o, "out"), "out", nd->out, &nd->n_out, 4, true, err)))
+	if ((st = parse_names(t, ni, json_object_get(o, "out"), "out", nd->out, &nd->n_out, TASK_MAX_OUT, true, err)))
 		goto out;
 	if (nd->n_out != nd->def->n_out)
 		FAIL("%s: graph[%d].out: op %s has %d outputs, got %d", t->path, ni, nd->op,
@@ -436,7 +450,7 @@ static enum cr_status check_shapes(struct task *t, const struct task_dimset *d,
 	}
 	for (int n = 0; n < t->n_nodes; n++) {
 		struct task_node *nd = &t->nodes[n];
-		struct task_val in[4], out[4];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
 		struct cr_err e2;
 		for (int k = 0; k < nd->n_in; k++)
 			in[k] = v[nd->in[k]];

@@ -13,12 +13,14 @@
 #include "common/cr_status.h"
 
 #define TASK_MAX_DIMS 16
-#define TASK_MAX_TENSORS 24
+#define TASK_MAX_TENSORS 64
 #define TASK_MAX_RANK 6
 #define TASK_MAX_CHECKS 12
-#define TASK_MAX_NODES 32
+#define TASK_MAX_NODES 64
 #define TASK_MAX_VALUES (TASK_MAX_TENSORS + 2 * TASK_MAX_NODES)
 #define TASK_MAX_ATTRS 8
+#define TASK_MAX_IN 16      /* inputs of one op (cat of a stack's h_n) */
+#define TASK_MAX_OUT 4
 #define TASK_NAME_MAX 64
 
 enum task_dtype { TASK_F32, TASK_F16, TASK_BF16, TASK_I32, TASK_I64 };
@@ -32,7 +34,9 @@ enum task_init_kind {
 	TASK_INIT_POSITIVE,  /* |N(0,std)| + lo, strictly positive */
 	TASK_INIT_PROBS,     /* rows (last axis) sum to 1 */
 	TASK_INIT_INDICES,   /* integers in [0, dim) */
-	TASK_INIT_KAIMING,   /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = product of all but the first axis */
+	TASK_INIT_KAIMING,   /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = product of all but the first axis,
+			      * or the extent of a named dim ("kaiming(H)": PyTorch's RNN init);
+			      * a: a gain ("kaiming_relu": sqrt(6), He's uniform bound) */
 	TASK_INIT_ONES,
 	TASK_INIT_ZEROS
 };
@@ -41,6 +45,7 @@ struct task_init {
 	enum task_init_kind kind;
 	double a, b;          /* normal: mean,std; uniform: lo,hi; positive: lo,std */
 	int bound_dim;        /* indices: the dim giving the upper bound */
+	int fan_dim;          /* kaiming(DIM): the dim giving fan_in, or -1 */
 };
 
 struct task_tensor {
@@ -72,7 +77,7 @@ struct task_node {
 	char op[32];
 	const struct task_opdef *def;
 	int n_in, n_out;
-	int in[4], out[4];
+	int in[TASK_MAX_IN], out[TASK_MAX_OUT];
 	int n_attrs;
 	struct task_attr attrs[TASK_MAX_ATTRS];
 };

@@ -22,7 +22,7 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 	}
 	for (int n = 0; n < t->n_nodes; n++) {
 		const struct task_node *nd = &t->nodes[n];
-		struct task_val in[4], out[4];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
 		for (int k = 0; k < nd->n_in; k++)
 			in[k] = x->v[nd->in[k]];
 		memset(out, 0, sizeof out);
@@ -98,7 +98,7 @@ void task_exec_forward(struct task_exec *x)
 	convert_sources(x);
 	for (int n = 0; n < x->t->n_nodes; n++) {
 		const struct task_node *nd = &x->t->nodes[n];
-		struct task_val in[4], out[4];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
 		for (int k = 0; k < nd->n_in; k++)
 			in[k] = x->v[nd->in[k]];
 		for (int k = 0; k < nd->n_out; k++)
@@ -118,7 +118,7 @@ void task_exec_backward(struct task_exec *x)
 			memset(x->g[i].d, 0, (size_t)x->g[i].n * es);
 	for (int n = t->n_nodes - 1; n >= 0; n--) {
 		const struct task_node *nd = &t->nodes[n];
-		struct task_val in[4], out[4], dout[4], din[4];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT], dout[TASK_MAX_OUT], din[TASK_MAX_IN];
 		for (int k = 0; k < nd->n_in; k++) {
 			in[k] = x->v[nd->in[k]];
 			din[k] = x->g[nd->in[k]];

@@ -86,7 +86,8 @@ static double base_value(const struct task_init *in, double fan_bound, struct ta
 	case TASK_INIT_NORMAL: return in->a + in->b * task_rng_normal(r);
 	case TASK_INIT_UNIFORM: return in->a + (in->b - in->a) * task_rng_uniform(r);
 	case TASK_INIT_POSITIVE: return in->a + in->b * fabs(task_rng_normal(r));
-	case TASK_INIT_KAIMING: return fan_bound * (2 * task_rng_uniform(r) - 1);
+	case TASK_INIT_KAIMING: /* a: the gain (kaiming_relu: sqrt(6), He's bound); 0 reads as 1 */
+		return (in->a > 0 ? in->a : 1) * fan_bound * (2 * task_rng_uniform(r) - 1);
 	case TASK_INIT_ONES: return 1;
 	default: return 0;
 	}
@@ -110,6 +111,8 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 		fan *= shape[k];
 	if (tt->rank == 1)
 		fan = shape[0];
+	if (tt->init.kind == TASK_INIT_KAIMING && tt->init.fan_dim >= 0)
+		fan = d->v[tt->init.fan_dim];
 	task_rng_seed(&r, task_mix(seed, (uint64_t)i + 1));
 	if (tt->init.kind == TASK_INIT_INDICES) {
 		int64_t hi = d->v[tt->init.bound_dim];
@@ -285,7 +288,7 @@ static bool solve_shapes(const struct task *t, const struct task_shape_range *r,
 	}
 	for (int n = 0; n < t->n_nodes; n++) {
 		const struct task_node *nd = &t->nodes[n];
-		struct task_val in[4], out[4];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
 		struct cr_err e;
 		for (int k = 0; k < nd->n_in; k++)
 			in[k] = v[nd->in[k]];

@@ -153,7 +153,7 @@ static const struct task_opdef ops[] = {
 /* Op families live in their own files (tasks/ops_*.c), each a table
  * ended by an entry with a NULL name. */
 static const struct task_opdef *const tables[] = {
-	task_ops_ew, task_ops_reduce, task_ops_linalg,
+	task_ops_ew, task_ops_reduce, task_ops_linalg, task_ops_nn,
 };
 
 static int core_n(void)

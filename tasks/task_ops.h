@@ -36,11 +36,12 @@ struct task_opdef {
 	task_bwd_fn bwd_d, bwd_f;     /* NULL: not differentiable */
 };
 
-/* Family tables (tasks/ops_ew.c, ops_reduce.c, ops_linalg.c), each ended
+/* Family tables (tasks/ops_ew.c, ops_reduce.c, ops_linalg.c, ops_nn.c), each ended
  * by an entry whose name is NULL. A name must be unique across tables. */
 extern const struct task_opdef task_ops_ew[];
 extern const struct task_opdef task_ops_reduce[];
 extern const struct task_opdef task_ops_linalg[];
+extern const struct task_opdef task_ops_nn[];
 
 const struct task_opdef *task_op_find(const char *name);
 /* For `crucible list` and docs: the i-th op, NULL past the end. */

@@ -179,8 +179,77 @@ static void test_closed_forms(void **s)
 	}
 }
 
+static double fd_loss(struct task_exec *x, const struct task *t)
+{
+	double acc = 0;
+	task_exec_forward(x);
+	for (int o = 0; o < t->n_tensors; o++)
+		if (t->tensors[o].role == TASK_OUTPUT)
+			for (int64_t m = 0; m < x->v[o].n; m++)
+				acc += ((double *)x->g[o].d)[m] * ((double *)x->v[o].d)[m];
+	return acc;
+}
+
+/* Directional form for tasks whose every check shape is large (whole
+ * networks on fixed 224x224 images): per differentiable input, two random
+ * directions u over all its elements, (L(v + hu) - L(v - hu)) / 2h against
+ * g . u: 4 forwards per input instead of 2 per probed element, and every
+ * element of the gradient takes part. */
+static int fd_directional(struct task_exec *x, const struct task *t, struct task_rng *r)
+{
+	for (int i = 0; i < t->n_tensors; i++) {
+		double *v = x->v[i].d, *g = x->g[i].d;
+		int64_t n = x->v[i].n;
+		if (t->tensors[i].role == TASK_OUTPUT || !t->tensors[i].grad)
+			continue;
+		double *keep = malloc(sizeof(double) * (size_t)n), *u = malloc(sizeof(double) * (size_t)n);
+		assert_non_null(keep);
+		assert_non_null(u);
+		memcpy(keep, v, sizeof(double) * (size_t)n);
+		for (int q = 0; q < 2; q++) {
+			double gu = 0, mag = 0, rms = 0, h, lp, lm;
+			for (int64_t k = 0; k < n; k++) {
+				u[k] = task_rng_normal(r);
+				gu += g[k] * u[k];
+				mag += fabs(g[k] * u[k]);
+				rms += keep[k] * keep[k];
+			}
+			/* a step moves every element, so across thousands of ReLU and
+			 * max-pool kinks one may be crossed: smaller steps (fewer
+			 * crossings) before calling it a mismatch */
+			double fd = 0;
+			for (int step = 0; step < 3; step++) {
+				h = pow(10, -6 - step) * fmax(1.0, sqrt(rms / (double)n));
+				for (int64_t k = 0; k < n; k++)
+					v[k] = keep[k] + h * u[k];
+				lp = fd_loss(x, t);
+				for (int64_t k = 0; k < n; k++)
+					v[k] = keep[k] - h * u[k];
+				lm = fd_loss(x, t);
+				fd = (lp - lm) / (2 * h);
+				if (fabs(fd - gu) <= 1e-5 * fmax(1.0, mag))
+					break;
+			}
+			memcpy(v, keep, sizeof(double) * (size_t)n);
+			if (fabs(fd - gu) > 1e-5 * fmax(1.0, mag)) {
+				print_error("%s: d%s . u: backward %.12g, finite difference %.12g\n",
+					    t->name, t->tensors[i].name, gu, fd);
+				free(keep);
+				free(u);
+				return 1;
+			}
+		}
+		free(keep);
+		free(u);
+	}
+	return 0;
+}
+
 /* L = sum(dout * out); checks dL/dinput from backward against central
- * differences on up to 64 random elements of every differentiable input. */
+ * differences on up to 64 random elements of every differentiable input
+ * (whole networks with dozens of params: 640 probes over all of them, at
+ * least 8 per input); directional differences (fd_directional) where no
+ * check shape is small. */
 static int fd_task(const struct task *t)
 {
 	const struct task_dimset *d = &t->checks[0];
@@ -188,6 +257,7 @@ static int fd_task(const struct task *t)
 	struct cr_err e;
 	struct task_rng r;
 	int bad = 0;
+	bool small = false;
 
 	/* the largest check shape with at most 4096 elements per input */
 	for (int s = 0; s < t->n_checks; s++) {
@@ -195,8 +265,10 @@ static int fd_task(const struct task *t)
 		for (int i = 0; i < t->n_tensors; i++)
 			if (task_tensor_numel(t, i, &t->checks[s]) > 4096)
 				fits = false;
-		if (fits)
+		if (fits) {
 			d = &t->checks[s];
+			small = true;
+		}
 	}
 	cr_err_init(&e);
 	if (task_exec_init(&x, t, d, true, true, &e)) {
@@ -213,12 +285,22 @@ static int fd_task(const struct task *t)
 			for (int64_t k = 0; k < x.v[i].n; k++)
 				((double *)x.g[i].d)[k] = task_rng_normal(&r);
 	task_exec_backward(&x);
+	if (!small) {
+		bad = fd_directional(&x, t, &r);
+		task_exec_release(&x);
+		return bad;
+	}
+	int n_grad = 0, per;
+	for (int i = 0; i < t->n_tensors; i++)
+		n_grad += t->tensors[i].role != TASK_OUTPUT && t->tensors[i].grad;
+	per = n_grad ? 640 / n_grad : 64;
+	per = per > 64 ? 64 : per < 8 ? 8 : per;
 	for (int i = 0; i < t->n_tensors && !bad; i++) {
 		double *v = x.v[i].d, *g = x.g[i].d;
 		if (t->tensors[i].role == TASK_OUTPUT || !t->tensors[i].grad)
 			continue;
-		for (int q = 0; q < 64 && q < x.v[i].n; q++) {
-			int64_t k = x.v[i].n <= 64 ? q : (int64_t)(task_rng_next(&r) % (uint64_t)x.v[i].n);
+		for (int q = 0; q < per && q < x.v[i].n; q++) {
+			int64_t k = x.v[i].n <= per ? q : (int64_t)(task_rng_next(&r) % (uint64_t)x.v[i].n);
 			double keep = v[k], h = 1e-6 * fmax(1.0, fabs(keep)), lp = 0, lm = 0;
 			for (int side = 0; side < 2; side++) {
 				double acc = 0;
