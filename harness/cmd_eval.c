@@ -432,10 +432,11 @@ static void print_usage_eval(FILE *f)
 		"                      no GPU needed (registers and spills in the detail)\n"
 		"  --jobs N            verify N candidates at a time, each job on its own cores\n"
 		"                      (default: the cores this process may use; 1: one by one)\n"
-		"  --job-timing MODE   with --jobs > 1: pinned (jobs time side by side, each on\n"
-		"                      its own cores), serial (one timing at a time), or\n"
-		"                      exclusive (default: a timing runs while no other job\n"
-		"                      does anything); the cuda backend times one at a time\n"
+		"  --job-timing MODE   with --jobs > 1: serial (default: one timing at a time,\n"
+		"                      other jobs' checks on their own cores), exclusive (a\n"
+		"                      timing runs while no other job does anything), or\n"
+		"                      pinned (jobs time side by side, each on its own cores);\n"
+		"                      the cuda backend times one at a time\n"
 		"  --shard I/N         only the I-th of N deterministic shards of the candidates\n"
 		"                      (by content and task; join them with `crucible merge`)\n"
 		"  --arch SM           compile-only target (default sm_90)\n"
@@ -1121,7 +1122,7 @@ static void progress_jobs(int i, int n, const char *cand, struct eval_jobs *p)
 int cr_cmd_eval(int argc, char **argv)
 {
 	struct eval_opts o = { .out = "crucible-out", .timeout = 5, .time_cap = 1,
-			       .job_timing = EJ_EXCLUSIVE };
+			       .job_timing = EJ_SERIAL };
 	struct eval_jobs *pool = NULL;
 	struct eval_emit emit = { 0 };
 	struct eval_job_in job_in = { 0 };

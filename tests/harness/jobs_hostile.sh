@@ -23,5 +23,5 @@ uniq=$(tail -n +2 "$out/results.csv" | cut -d, -f3 | sort -u | wc -l)
 echo "candidates: $total; rows: $rows; distinct candidates: $uniq"
 [ "$rows" -eq "$total" ] && [ "$uniq" -eq "$total" ] || { echo "FAIL: duplicate or missing rows"; exit 1; }
 grep -q '"jobs": 2' "$out/run.json" || { echo "FAIL: run.json does not say --jobs 2"; exit 1; }
-grep -q '"job_timing": "exclusive"' "$out/run.json" || { echo "FAIL: run.json lacks the timing mode"; exit 1; }
+grep -q '"job_timing": "serial"' "$out/run.json" || { echo "FAIL: run.json lacks the timing mode"; exit 1; }
 echo "1 passed, 0 failed"
