@@ -29,7 +29,9 @@ void relu_fwd(const float *x, float *y, int64_t n)
 }
 CAND
 cp "$src/data/candidates/smoke/rowsum_fast.c" "$out/cands/b_rowsum_fast.c"
-CRUCIBLE_DATADIR="$out/data" "$exe" eval "$out/cands" --backend cpu --time-cap 0.3 --timeout 5 \
+# --jobs 1: the candidates one after the other, in file order, with their
+# workers children of this eval (pgrep -P below)
+CRUCIBLE_DATADIR="$out/data" "$exe" eval "$out/cands" --jobs 1 --backend cpu --time-cap 0.3 --timeout 5 \
 	--out "$out/res" >"$out/log" 2>&1 &
 pid=$!
 removed=0
