@@ -1022,13 +1022,14 @@ struct eval_emit {
 	FILE *res, *samples;
 	struct cands *cs;
 	struct cr_meta *metas;     /* --jobs: the sidecar of each candidate, by index */
-	int done, unexpected;
-	struct cr_cost cost;       /* summed over the rows written (run.json "cost") */
+	int done, unexpected;      /* done counts the cuda compile-only rows too */
+	int verified;              /* rows written here: what cost and verify_s sum over */
+	struct cr_cost cost;
 	double verify_s;
 };
 
 static enum cr_status emit_row(struct eval_emit *x, const char *cand, const struct cr_meta *m,
-			       struct cr_result *r, const char *tname, double verify_s,
+			       const struct cr_result *r, const char *tname, double verify_s,
 			       struct cr_err *err)
 {
 	const struct eval_opts *o = x->o;
@@ -1042,6 +1043,7 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 	if (cr_results_write(x->res, &row, err) || cr_samples_write(x->samples, cand, r, err))
 		return err->status;
 	x->done++;
+	x->verified++;
 	x->verify_s += verify_s;
 	x->cost.prepare_s += r->cost.prepare_s;
 	x->cost.stages_s += r->cost.stages_s;
@@ -1095,12 +1097,11 @@ static void eval_job(const struct eval_job_cmd *cmd, void *ctx, struct eval_job_
 static enum cr_status eval_job_done(const struct eval_job_msg *msg, void *ctx, struct cr_err *err)
 {
 	struct eval_emit *x = ctx;
-	struct cr_result r = msg->r;
 	struct eval_opts *o = (struct eval_opts *)x->o;
 
-	if (!o->sandbox_seen[0] && r.sandbox[0])
-		snprintf(o->sandbox_seen, sizeof o->sandbox_seen, "%s", r.sandbox);
-	return emit_row(x, x->cs->paths[msg->idx], &x->metas[msg->idx], &r, msg->tname,
+	if (!o->sandbox_seen[0] && msg->r.sandbox[0])
+		snprintf(o->sandbox_seen, sizeof o->sandbox_seen, "%s", msg->r.sandbox);
+	return emit_row(x, x->cs->paths[msg->idx], &x->metas[msg->idx], &msg->r, msg->tname,
 			msg->verify_s, err);
 }
 
@@ -1371,9 +1372,9 @@ int cr_cmd_eval(int argc, char **argv)
 		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates "
 				"(--backend cuda --compile-only gives their compile verdicts)\n", skipped);
 	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
-	if (emit.done) {
+	if (emit.verified) {
 		const struct cr_cost *c = &emit.cost;
-		double n = emit.done;
+		double n = emit.verified;
 		fprintf(stderr, "crucible eval: per candidate: %.2f s verifying: bind+compile %.2f s, "
 				"correctness %.2f s (cases %.2f s: %d of %d from the reference cache; "
 				"worker starts %.2f s), timing %.2f s (+ %.2f s waiting for the timing lock)\n",
@@ -1381,7 +1382,7 @@ int cr_cmd_eval(int argc, char **argv)
 			c->cases_reused, c->cases_reused + c->cases_computed, c->worker_start_s / n,
 			c->timing_s / n, c->timing_wait_s / n);
 		o.cost = emit.cost;
-		o.cost_n = emit.done;
+		o.cost_n = emit.verified;
 		o.cost_verify_s = emit.verify_s;
 	}
 	fclose(res);

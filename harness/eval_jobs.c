@@ -49,7 +49,7 @@ struct eval_jobs {
 	int n;
 	enum eval_job_timing mode;
 	bool pinned;
-	cpu_set_t sets[CPU_SETSIZE];
+	cpu_set_t *sets;          /* job i's cores (n of them) */
 	char cpusets[512];
 	char lock_t[4200], lock_l[4200];
 	struct job *jobs;
@@ -106,9 +106,10 @@ void eval_jobs_names(const struct eval_jobs *p, char *buf, size_t cap)
 			n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", p->jobs[i].name);
 }
 
-/* The cores in the affinity mask dealt round-robin into n sets, so each
- * set holds every n-th core (hyperthread siblings, numbered apart on most
- * machines, then fall in different sets). */
+/* The cores in the affinity mask dealt round-robin into n sets: set i holds
+ * every n-th core from the i-th. The topology is not read: where SMT
+ * siblings are numbered apart, a set may hold half of a physical core whose
+ * other half is another job's (docs/SCALE.md). */
 static bool split_cores(struct eval_jobs *p)
 {
 	cpu_set_t all;
@@ -287,7 +288,10 @@ enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing
 	int fd;
 
 	*pp = NULL;
-	if (!p || !(p->jobs = calloc((size_t)n, sizeof *p->jobs))) {
+	if (!p || !(p->jobs = calloc((size_t)n, sizeof *p->jobs)) ||
+	    !(p->sets = calloc((size_t)n, sizeof *p->sets))) {
+		if (p)
+			free(p->jobs);
 		free(p);
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	}
@@ -311,6 +315,7 @@ enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing
 		const char *path = i ? p->lock_l : p->lock_t;
 		if ((fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600)) < 0) {
 			st = cr_errf(err, CR_EENV, "--jobs: cannot create %s: %s", path, strerror(errno));
+			free(p->sets);
 			free(p->jobs);
 			free(p);
 			return st;
@@ -486,6 +491,7 @@ void eval_jobs_close(struct eval_jobs *p)
 	}
 	unlink(p->lock_t);
 	unlink(p->lock_l);
+	free(p->sets);
 	free(p->jobs);
 	free(p);
 }
