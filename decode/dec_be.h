@@ -1,0 +1,170 @@
+/* dec_be.h — the decoder's device backends: one table of the forward's
+ * operations per device (CPU, CUDA), in ggml's spirit. The forward itself
+ * (dec_graph.c) is written once over this table; the KV-cache manager
+ * (dec_kv.c) and the scheduler (dec_engine.c) know nothing of the device.
+ *
+ * Memory. A backend holds, in its own memory (host for the CPU, the GPU's
+ * for CUDA):
+ *   - the model's weights (the CPU reads struct dec_model's packed copy; a
+ *     GPU backend uploads them at open);
+ *   - the paged KV cache: per layer, K and V pools of n_blocks blocks of
+ *     block_size positions × kv_dim f16 values (kv_dim = n_kv_heads ·
+ *     head_dim), so position p of a sequence whose block table is t lives in
+ *     block t[p / block_size], row p % block_size;
+ *   - activation scratch: f32 buffers handed out by scratch(), row-major
+ *     [tokens, width] with rows packed (stride = width);
+ *   - the current step's indices (set_step).
+ * Pointers returned by scratch() are in the backend's address space: the
+ * caller passes them back to ops and never dereferences them (except on the
+ * CPU, where they are host memory).
+ *
+ * Ordering and errors. Ops are issued in program order on one queue (the
+ * CUDA backend's stream) and may run asynchronously; they return nothing.
+ * A failure inside an op (a sticky CUDA error) is reported by the next call
+ * that returns a status: set_step, download, kv_copy or graph_end, naming
+ * the failing kernel. Only one thread uses a backend at a time.
+ *
+ * Exactness contract (what the engine relies on): every op computes each
+ * token's row from that token's inputs alone, with the same arithmetic
+ * whatever else is in the step (how many tokens, which sequences, prefill or
+ * decode). So a token's logits and cache entries do not depend on batching,
+ * chunking or which blocks hold its context, and a cached block can be
+ * reused by any sequence with the same prefix. */
+#ifndef DEC_BE_H
+#define DEC_BE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/cr_status.h"
+#include "decode/dec_model.h"
+
+/* Which weight of a layer (layer >= 0) or of the model (layer == -1). */
+enum dec_wkind {
+	DEC_W_ATTN_NORM, /* [dim] f32 */
+	DEC_W_Q,         /* [q_dim, dim] */
+	DEC_W_K,         /* [kv_dim, dim] */
+	DEC_W_V,         /* [kv_dim, dim] */
+	DEC_W_O,         /* [dim, q_dim] */
+	DEC_W_FFN_NORM,  /* [dim] f32 */
+	DEC_W_GATE,      /* [hidden, dim] */
+	DEC_W_UP,        /* [hidden, dim] */
+	DEC_W_DOWN,      /* [dim, hidden] */
+	/* layer == -1 */
+	DEC_W_TOK_EMBD,  /* [n_vocab, dim] */
+	DEC_W_OUT_NORM,  /* [dim] f32 */
+	DEC_W_OUTPUT,    /* [n_vocab, dim] (tok_embd when tied) */
+	DEC_W_N
+};
+
+struct dec_be_cfg {
+	int max_tokens;  /* tokens per step at most: rows of the activations */
+	int max_out;     /* rows of logits per step at most (<= max_tokens) */
+	int max_seqs;    /* sequences per step at most: rows of the block tables */
+	int max_ctx;     /* positions per sequence at most */
+	int block_size;  /* positions per KV block (a power of two) */
+	int n_blocks;    /* KV pool size, blocks */
+	int n_threads;   /* CPU: worker threads (<= 0: the usable CPUs, at most 16) */
+	int device;      /* CUDA: the driver's device ordinal */
+};
+
+/* Blocks per sequence at most: the width of a block-table row. */
+static inline int dec_be_max_blocks(const struct dec_be_cfg *c)
+{
+	return (c->max_ctx + c->block_size - 1) / c->block_size;
+}
+
+/* One step, host side, filled by the caller. Token b belongs to sequence
+ * row seq[b] of btab and sits at position pos[b] of it; it attends to
+ * positions 0..pos[b] of that sequence (its own included), whose K/V must be
+ * in the cache by the time attention runs (earlier steps, or earlier in this
+ * step: a prefill chunk's tokens attend to each other). Positions of one
+ * sequence within a step are consecutive and ascending. out[] lists the
+ * tokens whose logits are wanted, ascending. */
+struct dec_step {
+	int nb;                /* tokens, 1..max_tokens */
+	const int32_t *tok;    /* [nb] ids */
+	const int32_t *pos;    /* [nb] */
+	const int32_t *seq;    /* [nb] row of btab */
+	int n_seq;             /* rows of btab, 1..max_seqs */
+	const int32_t *btab;   /* [n_seq, dec_be_max_blocks] physical blocks, -1 past the end */
+	int n_out;             /* 0..max_out */
+	const int32_t *out;    /* [n_out] token indices */
+};
+
+struct dec_be_ops;
+
+/* A backend instance: one model on one device. Backends embed this first. */
+struct dec_be {
+	const struct dec_be_ops *ops;
+	const struct dec_model *m;
+	struct dec_be_cfg cfg;
+};
+
+struct dec_be_ops {
+	const char *name; /* "cpu", "cuda" */
+	void (*free)(struct dec_be *be);
+	/* f32 [n] in the backend's memory, 256-byte aligned, alive until free;
+	 * NULL when out of memory. */
+	float *(*scratch)(struct dec_be *be, size_t n);
+	/* Copies the step's indices in (the caller's arrays may change after);
+	 * checks them (a position past max_ctx, a block out of the pool, a
+	 * missing block for a position: CR_EINTERNAL naming it). */
+	enum cr_status (*set_step)(struct dec_be *be, const struct dec_step *st, struct cr_err *err);
+
+	/* The forward's operations over the current step (nb tokens). */
+	/* x[b] = tok_embd[tok[b]] as f32, b < nb */
+	void (*embed)(struct dec_be *be, float *x);
+	/* y[b] = x[b] / rms(x[b]) * w, rows of dim, b < nb (w: a norm weight) */
+	void (*rmsnorm)(struct dec_be *be, float *y, const float *x, int layer, enum dec_wkind w,
+			int nb);
+	/* out[k][b] (+)= W_k · in[b] for k < nw (1..3), b < nb: the weights
+	 * share one input ([nb, cols]); out[k] is [nb, rows of W_k]. With add
+	 * (nw == 1 only) the product is added to out, which saves a pass. */
+	void (*matmul)(struct dec_be *be, int layer, int nw, const enum dec_wkind *w,
+		       float *const *out, const float *in, int nb, int add);
+	/* Per token, in order: q, k, v biases (qwen2); per-head RMS norm of q and
+	 * k (qwen3); RoPE of q and k at the token's position; k and v stored as
+	 * f16 in the cache at the token's slot. q [nb, q_dim], k, v [nb, kv_dim]. */
+	void (*qkv_post)(struct dec_be *be, int layer, float *q, float *k, float *v);
+	/* out[b] = softmax(q[b] · K / sqrt(head_dim)) · V per head over the
+	 * token's positions 0..pos[b] in the cache (q meets K as f16, as
+	 * llama.cpp does); q, out [nb, q_dim]. */
+	void (*attention)(struct dec_be *be, int layer, const float *q, float *out);
+	/* x[i] += y[i], i < n */
+	void (*add)(struct dec_be *be, float *x, const float *y, size_t n);
+	/* g[b][i] = silu(g[b][i]) * u[b][i] over rows of hidden_dim, b < nb */
+	void (*silu_mul)(struct dec_be *be, float *g, const float *u, int nb);
+	/* dst[i] = src[out[i]] for the step's n_out rows of width values */
+	void (*gather)(struct dec_be *be, float *dst, const float *src, int width);
+
+	/* Device → host copy of n floats; waits for every op before it, and
+	 * reports an op's failure. */
+	enum cr_status (*download)(struct dec_be *be, float *host, const float *src, size_t n,
+				   struct cr_err *err);
+	/* KV block src copied to dst in every layer (copy-on-write). */
+	enum cr_status (*kv_copy)(struct dec_be *be, int src, int dst, struct cr_err *err);
+
+	/* Optional (NULL on the CPU): replay of a captured step. graph_begin
+	 * returns 1 when it replayed the graph captured for this step shape (the
+	 * caller then skips the ops and goes to download), 0 when the caller
+	 * should issue the ops (captured if the backend chooses to, until
+	 * graph_end). The shape key is (nb, n_out, n_seq); set_step has run. */
+	int (*graph_begin)(struct dec_be *be);
+	enum cr_status (*graph_end)(struct dec_be *be, struct cr_err *err);
+};
+
+/* The CPU backend (always built). */
+enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cfg *cfg,
+			       struct dec_be **out, struct cr_err *err);
+
+/* The CUDA backend: CR_EENV with the reason (no driver, no device, built
+ * without CUDA) when unavailable. */
+enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_cfg *cfg,
+				struct dec_be **out, struct cr_err *err);
+
+void dec_be_free(struct dec_be *be); /* NULL: no-op */
+
+/* Bytes of KV cache one block takes on any backend (K and V, every layer). */
+size_t dec_be_block_bytes(const struct dec_model *m, int block_size);
+
+#endif
