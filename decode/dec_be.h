@@ -137,8 +137,8 @@ struct dec_be_ops {
 	/* dst[i] = src[out[i]] for the step's n_out rows of width values */
 	void (*gather)(struct dec_be *be, float *dst, const float *src, int width);
 
-	/* Device → host copy of n floats; waits for every op before it, and
-	 * reports an op's failure. */
+	/* Device → host copy of n floats (n == 0: only waits); waits for every
+	 * op before it, and reports an op's failure. */
 	enum cr_status (*download)(struct dec_be *be, float *host, const float *src, size_t n,
 				   struct cr_err *err);
 	/* KV block src copied to dst in every layer (copy-on-write). */
@@ -163,6 +163,29 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 				struct dec_be **out, struct cr_err *err);
 
 void dec_be_free(struct dec_be *be); /* NULL: no-op */
+
+/* The forward (dec_graph.c), written once over the table: per layer
+ *   xb = rmsnorm(x)·attn_norm; q,k,v = W·xb; qkv_post; xb = attention(q);
+ *   x += Wo·xb; xb = rmsnorm(x)·ffn_norm; x += Wdown·(silu(Wgate·xb) ⊙ Wup·xb)
+ * then, for the step's output rows, logits = Woutput·rmsnorm(x)·out_norm.
+ * The activation buffers are the backend's scratch, sized for its
+ * cfg.max_tokens / max_out. */
+struct dec_graph {
+	struct dec_be *be;
+	float *x;        /* [max_tokens, dim] residual stream */
+	float *xb;       /* [max_tokens, max(dim, q_dim)] normed input / attention output */
+	float *q;        /* [max_tokens, q_dim] */
+	float *k, *v;    /* [max_tokens, kv_dim] */
+	float *hb, *hb2; /* [max_tokens, hidden_dim] */
+	float *xo;       /* [max_out, dim] the output rows, gathered */
+	float *logits;   /* [max_out, n_vocab] */
+};
+
+enum cr_status dec_graph_init(struct dec_graph *g, struct dec_be *be, struct cr_err *err);
+/* Runs one step: the tokens' K/V land in the cache, and the logits of the
+ * step's output rows are copied to logits[n_out, n_vocab] (host). */
+enum cr_status dec_graph_step(struct dec_graph *g, const struct dec_step *st, float *logits,
+			      struct cr_err *err);
 
 /* Bytes of KV cache one block takes on any backend (K and V, every layer). */
 size_t dec_be_block_bytes(const struct dec_model *m, int block_size);

@@ -92,31 +92,19 @@ enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err);
 int64_t dec_model_n_params(const struct dec_model *m);
 size_t dec_model_weight_bytes(const struct dec_model *m); /* bytes read per decoded token */
 
-struct dec_pool;
 
-/* Run state of the optimised forward: n_seq KV caches of max_ctx positions
- * and the scratch for blocks of up to max_block tokens. */
+/* Run state of the forward with n_seq fixed sequences of max_ctx positions
+ * (dec_forward.c): the CPU backend (dec_be.h) with an unshared KV layout,
+ * processing blocks of up to max_block tokens. The engine (dec_engine.h)
+ * is the paged, shared, continuously batched alternative. */
 struct dec_state {
 	const struct dec_model *m;
 	int max_ctx, max_block, n_threads;
 	int n_seq;            /* independent sequences (KV caches) */
 	int seq;              /* the sequence dec_forward appends to (0 unless set) */
 	int pos;              /* tokens of `seq` already in its cache */
-	int *blk_seq, *blk_pos; /* [max_block] sequence and position of each token in a block */
-	float *x;             /* [max_block, dim] residual stream */
-	float *xb;            /* [max_block, max(dim, q_dim)] normed input / attention output */
-	float *q;             /* [max_block, q_dim] */
-	float *k, *v;         /* [max_block, kv_dim] */
-	float *hb, *hb2;      /* [max_block, hidden_dim] */
-	float *att;           /* [n_threads, max_ctx] attention scores */
 	float *logits;        /* [n_vocab] of the last token */
-	void *act;            /* [max_block, row bytes of max(dim, hidden_dim, q_dim)] encoded activations */
-	size_t act_stride;
-	uint16_t *kc, *vc;    /* [n_seq, n_layers, max_ctx, kv_dim] f16, like llama.cpp's default cache */
-	float *q16;           /* [n_threads, head_dim] scratch for a query head in f16 */
-	float *rope_cs;       /* [max_block, rope_dim] cos, sin of each position in the block */
-	struct dec_pool *pool;
-	void *mem;            /* the one allocation the fields above are carved from */
+	void *priv;           /* the backend, the forward's buffers, the step arrays */
 };
 
 /* One sequence. n_threads <= 0: the CPUs this process may use (at most 16). */

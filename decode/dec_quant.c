@@ -920,7 +920,6 @@ void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
 			    float *o)
 {
-	memset(o, 0, (size_t)hd * sizeof *o);
 	for (int p = 0; p < n_pos; p++)
 		dec_axpy_f16_generic(a[p], v + p * stride, o, hd);
 }

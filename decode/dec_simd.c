@@ -286,7 +286,7 @@ AVX2 static void att_values(const float *a, const uint16_t *v, int64_t stride, i
 		return;
 	}
 	for (int i = 0; i < hd / 8; i++)
-		acc[i] = _mm256_setzero_ps();
+		acc[i] = _mm256_loadu_ps(o + 8 * i);
 	for (int p = 0; p < n_pos; p++) {
 		const uint16_t *vp = v + p * stride;
 		__m256 ap = _mm256_set1_ps(a[p]);

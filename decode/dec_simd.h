@@ -29,7 +29,8 @@ struct dec_simd {
 	void (*axpy_f16)(float a, const uint16_t *v, float *o, int64_t n);
 	/* Attention over an f16 cache whose rows are `stride` elements apart:
 	 * sc[p] = scale * (q · k[p]) for p < n_pos (q in f16, hd values), and
-	 * o = sum_p a[p] * v[p] (o overwritten). */
+	 * o += sum_p a[p] * v[p] (o accumulates: a cache split in blocks
+	 * gives the bits of one contiguous call when o carries over). */
 	void (*att_scores)(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
 			   float scale, float *sc);
 	void (*att_values)(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd, float *o);
