@@ -1,6 +1,7 @@
 /* dec_run.c — the generation loop (prefill → sample → append until an
  * end-of-generation token, a stop string, max tokens or a full context),
  * shared option parsing, and UTF-8 repair for JSON output. */
+#include "decode/dec_impl.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>
@@ -17,12 +18,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-struct textbuf {
-	char *p;
-	size_t n, cap;
-};
-
-static int tb_reserve(struct textbuf *t, size_t more)
+static int tb_reserve(struct dec_textbuf *t, size_t more)
 {
 	if (t->n + more + 1 > t->cap) {
 		size_t cap = (t->n + more + 1) * 2;
@@ -37,7 +33,7 @@ static int tb_reserve(struct textbuf *t, size_t more)
 }
 
 /* Appends the token's text; returns -1 on allocation failure. */
-static int append_piece(struct textbuf *t, const struct dec_tok *tok, int32_t id)
+static int append_piece(struct dec_textbuf *t, const struct dec_tok *tok, int32_t id)
 {
 	size_t n = dec_tok_piece(tok, id, NULL, 0);
 
@@ -51,7 +47,7 @@ static int append_piece(struct textbuf *t, const struct dec_tok *tok, int32_t id
 
 /* The earliest stop string that now occurs, searching only where a new one
  * can start (from old_len - longest stop + 1); its offset, or -1. */
-static long find_stop(const struct textbuf *t, size_t old_len, const struct dec_gen_params *p)
+static long find_stop(const struct dec_textbuf *t, size_t old_len, const struct dec_gen_params *p)
 {
 	long best = -1;
 
@@ -68,17 +64,9 @@ static long find_stop(const struct textbuf *t, size_t old_len, const struct dec_
 	return best;
 }
 
-/* One sample of a batch: its stream, text and outputs. */
-struct sample {
-	struct dec_rng rng;
-	struct textbuf tb;
-	struct dec_gen_out *o;
-	int cap, done;
-};
-
 /* Draws the sample's next token from logits and records it; sets done when
  * the sample ends (end-of-generation, stop string, max tokens). */
-static enum cr_status take(struct sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
+enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
 			   const float *logits, int n_vocab, const struct dec_gen_params *p,
 			   struct cr_err *err)
 {
@@ -111,7 +99,7 @@ static enum cr_status take(struct sample *g, struct dec_sampler *smp, const stru
 	return CR_OK;
 }
 
-static enum cr_status sample_init(struct sample *g, struct dec_gen_out *o, const struct dec_gen_params *p,
+enum cr_status dec_gen_sample_init(struct dec_gen_sample *g, struct dec_gen_out *o, const struct dec_gen_params *p,
 				  uint64_t index, struct cr_err *err)
 {
 	int cap = p->max_tokens > 0 ? p->max_tokens : 0, k = p->top_logprobs;
@@ -138,7 +126,7 @@ enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
 			      struct cr_err *err)
 {
 	struct dec_sampler smp = { 0 };
-	struct sample *g = calloc((size_t)(n > 0 ? n : 1), sizeof *g);
+	struct dec_gen_sample *g = calloc((size_t)(n > 0 ? n : 1), sizeof *g);
 	int n_vocab = s->m->cfg.n_vocab, *seqs = NULL, *pos = NULL, step = 0, nb = 0;
 	float *logits = NULL;
 	int32_t *toks = NULL;
@@ -166,7 +154,7 @@ enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
-		if ((st = sample_init(&g[i], &outs[i], p, p->sample + (uint64_t)i, err)))
+		if ((st = dec_gen_sample_init(&g[i], &outs[i], p, p->sample + (uint64_t)i, err)))
 			goto out;
 	t0 = now_s();
 	if (!prompt_logits) {
@@ -189,11 +177,11 @@ enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
 		if (step == 0) {
 			for (int i = 0; i < n; i++)
 				if (!g[i].done &&
-				    (st = take(&g[i], &smp, tok, logits + (size_t)i * n_vocab, n_vocab, p, err)))
+				    (st = dec_gen_take(&g[i], &smp, tok, logits + (size_t)i * n_vocab, n_vocab, p, err)))
 					goto out;
 		} else {
 			for (int b = 0; b < nb; b++)
-				if ((st = take(&g[seqs[b]], &smp, tok, logits + (size_t)b * n_vocab, n_vocab, p, err)))
+				if ((st = dec_gen_take(&g[seqs[b]], &smp, tok, logits + (size_t)b * n_vocab, n_vocab, p, err)))
 					goto out;
 		}
 		if (p->on_token)
