@@ -16,6 +16,7 @@
 #include "decode/dec_simd.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -568,4 +569,38 @@ void dec_be_free(struct dec_be *be)
 {
 	if (be)
 		be->ops->free(be);
+}
+
+enum cr_status dec_be_open(const struct dec_model *m, const struct dec_be_cfg *cfg, enum dec_device dev,
+			   struct dec_be **out, char *note, size_t note_cap, struct cr_err *err)
+{
+	struct cr_err ce;
+	enum cr_status st;
+
+	*out = NULL;
+	if (note_cap)
+		note[0] = 0;
+	if (dev == DEC_DEV_CPU)
+		return dec_be_cpu_open(m, cfg, out, err);
+	cr_err_init(&ce);
+	if (!(st = dec_be_cuda_open(m, cfg, out, &ce)))
+		return CR_OK;
+	if (dev == DEC_DEV_CUDA)
+		return cr_errf(err, st, "%s", ce.msg);
+	if (note_cap)
+		snprintf(note, note_cap, "cuda not used (%s): running on the CPU", ce.msg);
+	return dec_be_cpu_open(m, cfg, out, err);
+}
+
+enum cr_status dec_device_parse(const char *s, enum dec_device *dev, struct cr_err *err)
+{
+	if (!strcmp(s, "auto"))
+		*dev = DEC_DEV_AUTO;
+	else if (!strcmp(s, "cpu"))
+		*dev = DEC_DEV_CPU;
+	else if (!strcmp(s, "cuda"))
+		*dev = DEC_DEV_CUDA;
+	else
+		return cr_errf(err, CR_EUSAGE, "--device: expected cpu, cuda or auto, got '%s'", s);
+	return CR_OK;
 }

@@ -3,6 +3,7 @@
  * prompt token ids, the generated ids, the text and per step the top-K
  * (id, logprob) under log-softmax of the raw logits; --json for machines. */
 #include "decode/dec.h"
+#include "decode/dec_engine.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>
@@ -202,9 +203,19 @@ static enum cr_status score_prompt(const struct dec_model *m, const struct dec_o
 		st = cr_errf(err, CR_ENOMEM, "--score: out of memory for %d x %d logits", n_prompt, nv);
 		goto out;
 	}
-	if ((st = dec_state_new(m, ctx, 64, o->threads, &s, err)) ||
-	    (st = dec_forward(s, prompt, n_prompt, lg, err)))
-		goto out;
+	{
+		enum dec_device dev = DEC_DEV_AUTO;
+		char note[512];
+
+		if (o->device)
+			dec_device_parse(o->device, &dev, NULL);
+		if ((st = dec_state_new_dev(m, ctx, 64, 1, o->threads, dev, note, sizeof note, &s, err)))
+			goto out;
+		if (note[0])
+			fprintf(stderr, "decode: %s\n", note);
+		if ((st = dec_forward(s, prompt, n_prompt, lg, err)))
+			goto out;
+	}
 	for (int i = 0; i + 1 < n_prompt; i++) {
 		const float *l = lg + (size_t)i * nv;
 		double mx = l[0], sum = 0;
@@ -224,6 +235,27 @@ out:
 	return st;
 }
 
+/* One completion through the engine (one sequence). */
+static enum cr_status generate_one(const struct dec_model *m, const struct dec_tok *tok,
+				   const struct dec_opts *o, int ctx, const int32_t *prompt, int n_prompt,
+				   const struct dec_gen_params *gp, struct dec_gen_out *out, struct cr_err *err)
+{
+	struct dec_engine_cfg cfg;
+	struct dec_engine *e = NULL;
+	struct dec_req r = { .prompt = prompt, .n_prompt = n_prompt, .n = 1, .p = *gp, .tok = tok, .outs = out };
+	enum cr_status st;
+
+	dec_opts_engine_cfg(o, ctx, 1, &cfg);
+	if ((st = dec_engine_new(m, &cfg, &e, err)))
+		return st;
+	if (dec_engine_device_note(e)[0])
+		fprintf(stderr, "decode: %s\n", dec_engine_device_note(e));
+	if (!(st = dec_engine_submit(e, &r, err)))
+		st = dec_engine_run(e, err);
+	dec_engine_free(e);
+	return st;
+}
+
 static int run(int argc, char **argv, struct cr_err *err)
 {
 	struct decode_args a = { .o = { .max_tokens = 32, .samp = { 0, 0, 1, 0 } } };
@@ -233,7 +265,6 @@ static int run(int argc, char **argv, struct cr_err *err)
 	int32_t *prompt = NULL;
 	struct dec_model *m = NULL;
 	struct dec_tok *tok = NULL;
-	struct dec_state *s = NULL;
 	struct dec_gen_out out = { 0 };
 	struct dec_gen_params gp;
 	double *score = NULL;
@@ -297,11 +328,9 @@ static int run(int argc, char **argv, struct cr_err *err)
 				     n_prompt, ctx);
 			goto out;
 		}
-		if ((st = dec_state_new(m, ctx, 64, o.threads, &s, err)))
-			goto out;
 		gp = (struct dec_gen_params){ o.max_tokens, o.samp, o.seed, NULL, 0, o.stops, o.n_stops, k,
 					      NULL, NULL };
-		if ((st = dec_generate(s, tok, prompt, n_prompt, NULL, &gp, &out, err)))
+		if ((st = generate_one(m, tok, &o, ctx, prompt, n_prompt, &gp, &out, err)))
 			goto out;
 	}
 	if (json)
@@ -315,7 +344,6 @@ static int run(int argc, char **argv, struct cr_err *err)
 out:
 	free(score);
 	dec_gen_out_release(&out);
-	dec_state_free(s);
 	free(prompt);
 	dec_tok_free(tok);
 	dec_model_free(m);

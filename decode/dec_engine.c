@@ -47,7 +47,8 @@ struct group {
 };
 
 struct seq {
-	int64_t id;       /* arrival order: the newest is preempted first */
+	int64_t id;       /* place in line (requests in arrival order, a request's samples
+	                     after its leader): the last is preempted first */
 	struct group *g;
 	int sample;       /* -1: the request's prompt (leader) */
 	int state;
@@ -111,9 +112,13 @@ static void seq_free(struct seq *s)
 	free(s);
 }
 
+/* A new sequence: appended (the newest), or for a sample right after its
+ * leader `after`, whose place in line it takes. */
 static enum cr_status seq_new(struct dec_engine *e, struct group *g, int sample, int cap,
-			      struct seq **out, struct cr_err *err)
+			      const struct seq *after, struct seq **out, struct cr_err *err)
 {
+	int at;
+
 	struct seq *s = calloc(1, sizeof *s);
 	struct seq **ns;
 
@@ -139,10 +144,22 @@ static enum cr_status seq_new(struct dec_engine *e, struct group *g, int sample,
 	}
 	s->g = g;
 	g->refs++;
-	s->id = e->next_id++;
 	s->state = SQ_WAIT;
 	s->step_out = -1;
-	e->seqs[e->n_seqs++] = s;
+	at = e->n_seqs;
+	if (after) {
+		/* samples keep their request's place: ids lead + 1 + i, after any
+		 * sibling already there */
+		s->id = after->id + 1 + sample;
+		for (at = 0; at < e->n_seqs && e->seqs[at]->id <= s->id; at++)
+			;
+		memmove(e->seqs + at + 1, e->seqs + at, (size_t)(e->n_seqs - at) * sizeof *e->seqs);
+	} else {
+		s->id = e->next_id;
+		e->next_id += (int64_t)1 << 21; /* room for a request's samples (n <= 10^6) */
+	}
+	e->seqs[at] = s;
+	e->n_seqs++;
 	*out = s;
 	return CR_OK;
 }
@@ -352,8 +369,8 @@ static enum cr_status fork_samples(struct dec_engine *e, struct seq *lead, const
 	for (int i = 0; i < r->n && !st; i++) {
 		struct seq *s;
 
-		if ((st = seq_new(e, g, i, r->n_prompt + (r->p.max_tokens > 0 ? r->p.max_tokens : 0) + 1, &s,
-				  err)))
+		if ((st = seq_new(e, g, i, r->n_prompt + (r->p.max_tokens > 0 ? r->p.max_tokens : 0) + 1, lead,
+				  &s, err)))
 			break;
 		memcpy(s->toks, g->prompt, (size_t)r->n_prompt * sizeof *s->toks);
 		s->n_toks = s->n_computed = r->n_prompt;
@@ -545,30 +562,48 @@ static void progress(struct dec_engine *e)
 	}
 }
 
+/* After an error: every unfinished sample dropped, its outputs released. */
+static void drop_all(struct dec_engine *e)
+{
+	for (int i = 0; i < e->n_seqs; i++) {
+		struct seq *s = e->seqs[i];
+
+		release_blocks(e, s);
+		if (s->sample >= 0 && s->state != SQ_DONE && s->gs.o)
+			dec_gen_out_release(s->gs.o);
+		if (s->state != SQ_DONE)
+			set_state(e, s, SQ_DONE);
+	}
+	sweep(e);
+}
+
+enum cr_status dec_engine_step(struct dec_engine *e, struct cr_err *err)
+{
+	enum cr_status st;
+
+	if (!e->n_seqs)
+		return CR_OK;
+	if (e->cfg.on_step)
+		e->cfg.on_step(e->cfg.ctx);
+	st = step(e, err);
+	progress(e);
+	sweep(e);
+	if (st)
+		drop_all(e);
+	return st;
+}
+
+int dec_engine_busy(const struct dec_engine *e)
+{
+	return e->n_seqs > 0;
+}
+
 enum cr_status dec_engine_run(struct dec_engine *e, struct cr_err *err)
 {
 	enum cr_status st = CR_OK;
 
-	while (e->n_seqs && !st) {
-		if (e->cfg.on_step)
-			e->cfg.on_step(e->cfg.ctx);
-		st = step(e, err);
-		progress(e);
-		sweep(e);
-	}
-	if (st) {
-		/* drop what is left: release the outputs of unfinished samples */
-		for (int i = 0; i < e->n_seqs; i++) {
-			struct seq *s = e->seqs[i];
-
-			release_blocks(e, s);
-			if (s->sample >= 0 && s->state != SQ_DONE && s->gs.o)
-				dec_gen_out_release(s->gs.o);
-			if (s->state != SQ_DONE)
-				set_state(e, s, SQ_DONE);
-		}
-		sweep(e);
-	}
+	while (e->n_seqs && !st)
+		st = dec_engine_step(e, err);
 	return st;
 }
 
@@ -580,8 +615,9 @@ enum cr_status dec_engine_submit(struct dec_engine *e, struct dec_req *r, struct
 
 	r->prefill_tokens = 0;
 	r->n_done = 0;
-	if (r->n < 1 || r->n_prompt < 1 || !r->prompt || !r->outs)
-		return cr_errf(err, CR_EUSAGE, "engine: a request needs a prompt and n >= 1 (n %d, prompt %d)",
+	if (r->n < 1 || r->n >= (1 << 21) - 1 || r->n_prompt < 1 || !r->prompt || !r->outs)
+		return cr_errf(err, CR_EUSAGE,
+			       "engine: a request needs a prompt and 1..2097150 samples (n %d, prompt %d)",
 			       r->n, r->n_prompt);
 	if (r->n_prompt >= e->cfg.max_ctx)
 		return cr_errf(err, CR_EUSAGE, "prompt of %d tokens: need 1..%d", r->n_prompt,
@@ -612,7 +648,7 @@ enum cr_status dec_engine_submit(struct dec_engine *e, struct dec_req *r, struct
 	}
 	g->r = r;
 	memcpy(g->prompt, r->prompt, (size_t)r->n_prompt * sizeof *g->prompt);
-	if ((st = seq_new(e, g, -1, r->n_prompt, &s, err))) {
+	if ((st = seq_new(e, g, -1, r->n_prompt, NULL, &s, err))) {
 		free(g->prompt);
 		free(g);
 		return st;
@@ -694,20 +730,7 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	bc.n_blocks = n_blocks;
 	bc.n_threads = e->cfg.n_threads;
 	bc.device = e->cfg.cuda_device;
-	if (e->cfg.device != DEC_DEV_CPU) {
-		struct cr_err ce;
-
-		cr_err_init(&ce);
-		st = dec_be_cuda_open(m, &bc, &e->be, &ce);
-		if (st && e->cfg.device == DEC_DEV_CUDA) {
-			cr_errf(err, st, "%s", ce.msg);
-			goto out;
-		}
-		if (st)
-			snprintf(e->note, sizeof e->note, "cuda unavailable (%s): running on the CPU", ce.msg);
-		st = CR_OK;
-	}
-	if (!e->be && (st = dec_be_cpu_open(m, &bc, &e->be, err)))
+	if ((st = dec_be_open(m, &bc, e->cfg.device, &e->be, e->note, sizeof e->note, err)))
 		goto out;
 	e->device = e->be->ops->name;
 	if ((st = dec_graph_init(&e->graph, e->be, err)) ||

@@ -25,10 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/cr_status.h"
+#include "decode/dec_be.h"
 #include "decode/dec_model.h"
 #include "decode/dec_run.h"
-
-enum dec_device { DEC_DEV_AUTO, DEC_DEV_CPU, DEC_DEV_CUDA };
 
 struct dec_engine_cfg {
 	enum dec_device device;
@@ -93,6 +92,11 @@ enum cr_status dec_engine_submit(struct dec_engine *e, struct dec_req *r, struct
 /* Steps until every submitted request is done. On error the requests not
  * done are dropped (their outs released). */
 enum cr_status dec_engine_run(struct dec_engine *e, struct cr_err *err);
+/* One step (on_step first); a caller interleaving submits with steps (a
+ * serving loop) uses this. Errors as dec_engine_run's. */
+enum cr_status dec_engine_step(struct dec_engine *e, struct cr_err *err);
+/* Whether any submitted request is unfinished. */
+int dec_engine_busy(const struct dec_engine *e);
 const struct dec_engine_stats *dec_engine_stats(const struct dec_engine *e);
 
 #endif

@@ -63,9 +63,11 @@ void dec_kv_publish(struct dec_kv *kv, int blk, uint64_t hash, uint64_t parent,
  * copies it into a block of its own (the positions it matches are valid,
  * what follows in the copy is rewritten). */
 void dec_kv_publish_partial(struct dec_kv *kv, int blk, uint64_t parent, const int32_t *tokens, int n);
-/* The partial block after parent sharing the longest prefix (1..max_n
- * tokens, in *n_match) with tokens, referenced for the caller to copy and
- * release; -1 (n_match 0) when none. */
+/* The published block after parent — partial, or full but differing
+ * further on — sharing the longest prefix (1..max_n tokens, in *n_match)
+ * with tokens, referenced for the caller to copy and release; -1 (n_match
+ * 0) when none. What follows the match in the copy is rewritten by the
+ * caller before it is read. */
 int dec_kv_lookup_partial(struct dec_kv *kv, uint64_t parent, const int32_t *tokens, int max_n,
 			  int *n_match);
 

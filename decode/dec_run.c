@@ -1,6 +1,7 @@
 /* dec_run.c — the generation loop (prefill → sample → append until an
  * end-of-generation token, a stop string, max tokens or a full context),
  * shared option parsing, and UTF-8 repair for JSON output. */
+#include "decode/dec_engine.h"
 #include "decode/dec_impl.h"
 #include "decode/dec_run.h"
 
@@ -256,6 +257,10 @@ const char dec_opts_help[] =
 	"  --stop TEXT          stop when the text contains TEXT (repeatable, up to 16)\n"
 	"  --threads N          worker threads (default: online CPUs, at most 16)\n"
 	"  --ctx N              context length (default: prompt + max tokens, capped by the model)\n"
+	"  --device D           cpu, cuda or auto (default auto: cuda when a GPU is usable)\n"
+	"  --kv-mem BYTES       KV cache size, e.g. 512M or 2G (default: every sequence's whole\n"
+	"                       context, at most a quarter of the available memory)\n"
+	"  --max-batch-tokens N tokens per engine step, decode and prefill chunks (default 256)\n"
 	"Sampling order: temperature, top-k, softmax, top-p, min-p, draw.\n";
 
 enum cr_status dec_opt_int(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
@@ -296,6 +301,31 @@ bad:
 		       v);
 }
 
+enum cr_status dec_opt_bytes(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+			     struct cr_err *err)
+{
+	size_t n = strlen(v);
+	char num[32];
+	uint64_t u, mul = 1;
+
+	if (n && strchr("KMG", v[n - 1])) {
+		mul = v[n - 1] == 'K' ? 1u << 10 : v[n - 1] == 'M' ? 1u << 20 : 1u << 30;
+		n--;
+	}
+	if (n == 0 || n >= sizeof num)
+		goto bad;
+	memcpy(num, v, n);
+	num[n] = 0;
+	if (!cr_parse_u64(num, &u) || u > hi / mul || u * mul < lo || u * mul > hi)
+		goto bad;
+	*out = u * mul;
+	return CR_OK;
+bad:
+	return cr_errf(err, CR_EUSAGE,
+		       "%s: expected a byte count (digits, optionally K, M or G) in %llu..%llu, got '%s'",
+		       opt, (unsigned long long)lo, (unsigned long long)hi, v);
+}
+
 /* An integer option into an int field. */
 static enum cr_status int_opt(const char *opt, const char *v, int lo, int hi, int *out,
 			      struct cr_err *err)
@@ -334,6 +364,14 @@ enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *v, struc
 	case DEC_OPT_SEED: return dec_opt_int("--seed", v, 0, UINT64_MAX, &o->seed, err);
 	case DEC_OPT_THREADS: return int_opt("--threads", v, 1, 256, &o->threads, err);
 	case DEC_OPT_CTX: return int_opt("--ctx", v, 1, 1 << 24, &o->ctx, err);
+	case DEC_OPT_DEVICE:
+		if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto"))
+			return cr_errf(err, CR_EUSAGE, "--device: expected cpu, cuda or auto, got '%s'", v);
+		o->device = v;
+		return CR_OK;
+	case DEC_OPT_KV_MEM: return dec_opt_bytes("--kv-mem", v, 1, (uint64_t)1 << 50, &o->kv_mem, err);
+	case DEC_OPT_MAX_BATCH_TOKENS:
+		return int_opt("--max-batch-tokens", v, 1, 1 << 16, &o->max_batch_tokens, err);
 	case DEC_OPT_STOP:
 		if (o->n_stops >= (int)(sizeof o->stops / sizeof o->stops[0]))
 			return cr_errf(err, CR_EUSAGE, "--stop: at most %zu stop strings, '%s' is one more",
@@ -402,6 +440,19 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 	if (!st && !*help && optind < argc)
 		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
 	return st;
+}
+
+void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, struct dec_engine_cfg *cfg)
+{
+	enum dec_device dev = DEC_DEV_AUTO;
+
+	if (o->device)
+		dec_device_parse(o->device, &dev, NULL); /* checked when parsed */
+	*cfg = (struct dec_engine_cfg){ .device = dev, .max_seqs = max_seqs, .max_ctx = max_ctx,
+					.max_batch_tokens = o->max_batch_tokens, .kv_mem = (size_t)o->kv_mem,
+					.n_threads = o->threads };
+	if (cfg->max_batch_tokens && cfg->max_batch_tokens < max_seqs)
+		cfg->max_seqs = cfg->max_batch_tokens; /* at most one token per sequence a step */
 }
 
 int dec_gen_reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)

@@ -123,6 +123,12 @@ static void test_kv_pool(void **state)
 		dec_kv_unref(kv, a);
 		assert_int_equal(dec_kv_lookup_partial(kv, h1, q, 2, &m) >= 0, 1);
 		assert_int_equal(m, 2);
+		/* a full block serves a prefix too */
+		d = dec_kv_alloc(kv);
+		dec_kv_publish(kv, d, dec_kv_hash(h2, q, 4), h2, q);
+		dec_kv_unref(kv, d);
+		assert_int_equal(dec_kv_lookup_partial(kv, h2, (int32_t[]){ 9, 8, 7, 1 }, 4, &m), d);
+		assert_int_equal(m, 3);
 		dec_kv_free(kv);
 	}
 	assert_int_equal(dec_kv_new(0, 4, &kv, &e), CR_EUSAGE);
