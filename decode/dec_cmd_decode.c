@@ -65,6 +65,10 @@ static json_t *ids_json(const int32_t *ids, int n)
 	return a;
 }
 
+/* The engine's counts of the last generation (speculative decoding). */
+static struct dec_engine_stats last_stats;
+static int spec_on;
+
 static void print_json(const int32_t *prompt, int n_prompt, const struct dec_gen_out *o, int k,
 		       const char *model, const double *score)
 {
@@ -101,6 +105,18 @@ static void print_json(const int32_t *prompt, int n_prompt, const struct dec_gen
 	json_object_set_new(tim, "decode_s", json_real(o->decode_s));
 	json_object_set_new(tim, "decode_tokens_per_s",
 			    json_real(dec_gen_rate(o)));
+	if (spec_on) {
+		const struct dec_engine_stats *es = &last_stats;
+
+		json_object_set_new(tim, "target_passes", json_integer(es->decode_tokens));
+		json_object_set_new(tim, "draft_proposed", json_integer(es->draft_proposed));
+		json_object_set_new(tim, "draft_accepted", json_integer(es->draft_accepted));
+		json_object_set_new(tim, "acceptance_rate",
+				    json_real(es->draft_proposed ? (double)es->draft_accepted / es->draft_proposed : 0));
+		json_object_set_new(tim, "tokens_per_target_pass",
+				    json_real(es->decode_tokens && o->n_tokens > 1
+						      ? (double)(o->n_tokens - 1) / es->decode_tokens : 0));
+	}
 	json_object_set_new(root, "timings", tim);
 	json_dumpf(root, stdout, JSON_INDENT(0) | JSON_COMPACT | JSON_REAL_PRECISION(9));
 	fputc('\n', stdout);
@@ -252,6 +268,8 @@ static enum cr_status generate_one(const struct dec_model *m, const struct dec_t
 		fprintf(stderr, "decode: %s\n", dec_engine_device_note(e));
 	if (!(st = dec_engine_submit(e, &r, err)))
 		st = dec_engine_run(e, err);
+	last_stats = *dec_engine_stats(e);
+	spec_on = cfg.draft_tokens > 0;
 	dec_engine_free(e);
 	return st;
 }
@@ -341,6 +359,12 @@ static int run(int argc, char **argv, struct cr_err *err)
 		fprintf(stderr, "decode: prompt %d tokens in %.2fs (%.1f tok/s), %d tokens in %.2fs (%.1f tok/s)\n",
 			n_prompt, out.prefill_s, out.prefill_s > 0 ? n_prompt / out.prefill_s : 0,
 			out.n_tokens, out.decode_s, dec_gen_rate(&out));
+	if (o.max_tokens > 0 && spec_on)
+		fprintf(stderr, "decode: drafts %lld proposed, %lld accepted (%.0f%%), %.2f tokens per target pass\n",
+			(long long)last_stats.draft_proposed, (long long)last_stats.draft_accepted,
+			last_stats.draft_proposed ? 100.0 * last_stats.draft_accepted / last_stats.draft_proposed : 0,
+			last_stats.decode_tokens && out.n_tokens > 1
+				? (double)(out.n_tokens - 1) / last_stats.decode_tokens : 0);
 out:
 	free(score);
 	dec_gen_out_release(&out);

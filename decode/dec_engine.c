@@ -59,7 +59,9 @@ struct seq {
 	int n_blk, n_hashed;
 	struct dec_gen_sample gs;
 	double t_first;
-	int step_n, step_row, step_out; /* this step: tokens, block-table row, logits row (-1) */
+	int step_n, step_row, step_out; /* this step: tokens, block-table row, first logits row (-1) */
+	int step_k;       /* this step: draft tokens checked after the pending one */
+	int32_t *draft;   /* [draft_tokens] proposed tokens */
 };
 
 struct dec_engine {
@@ -106,6 +108,7 @@ static void seq_free(struct seq *s)
 		free(s->g);
 	}
 	free(s->toks);
+	free(s->draft);
 	free(s->blocks);
 	free(s->hashes);
 	free(s->gs.tb.p);
@@ -130,6 +133,7 @@ static enum cr_status seq_new(struct dec_engine *e, struct group *g, int sample,
 	s->toks = malloc((size_t)cap * sizeof *s->toks);
 	s->blocks = malloc((size_t)e->max_blocks * sizeof *s->blocks);
 	s->hashes = malloc((size_t)e->max_blocks * sizeof *s->hashes);
+	s->draft = malloc((size_t)(e->cfg.draft_tokens + 1) * sizeof *s->draft);
 	if (e->n_seqs == e->cap_seqs) {
 		int nc = e->cap_seqs ? 2 * e->cap_seqs : 64;
 
@@ -138,7 +142,7 @@ static enum cr_status seq_new(struct dec_engine *e, struct group *g, int sample,
 			e->cap_seqs = nc;
 		}
 	}
-	if (!s->toks || !s->blocks || !s->hashes || e->n_seqs == e->cap_seqs) {
+	if (!s->toks || !s->blocks || !s->hashes || !s->draft || e->n_seqs == e->cap_seqs) {
 		seq_free(s);
 		return cr_errf(err, CR_ENOMEM, "engine: out of memory");
 	}
@@ -335,16 +339,17 @@ static void finish(struct dec_engine *e, struct seq *s)
 		r->on_sample(r->ctx, r, s->sample);
 }
 
-/* s draws its next token from logits; ends it when done or out of context. */
-static enum cr_status draw(struct dec_engine *e, struct seq *s, const float *logits, struct cr_err *err)
+/* s takes token id (drawn from logits, or a speculative step's choice):
+ * recorded, appended; ends s when done or out of context. */
+static enum cr_status record(struct dec_engine *e, struct seq *s, const float *logits, int32_t id,
+			     struct cr_err *err)
 {
 	struct dec_req *r = s->g->r;
 	enum cr_status st;
 
-	e->smp.cfg = r->p.samp;
-	if ((st = dec_gen_take(&s->gs, &e->smp, r->tok, logits, e->m->cfg.n_vocab, &r->p, err)))
+	if ((st = dec_gen_record(&s->gs, r->tok, logits, e->m->cfg.n_vocab, &r->p, id, err)))
 		return st;
-	s->toks[s->n_toks++] = s->gs.o->tokens[s->gs.o->n_tokens - 1];
+	s->toks[s->n_toks++] = id;
 	if (s->gs.o->n_tokens > s->g->max_tok)
 		s->g->max_tok = s->gs.o->n_tokens;
 	if (!s->gs.done && s->n_toks > e->cfg.max_ctx) {
@@ -354,6 +359,13 @@ static enum cr_status draw(struct dec_engine *e, struct seq *s, const float *log
 	if (s->gs.done)
 		finish(e, s);
 	return CR_OK;
+}
+
+/* s draws its next token from logits (its stream). */
+static enum cr_status draw(struct dec_engine *e, struct seq *s, const float *logits, struct cr_err *err)
+{
+	e->smp.cfg = s->g->r->p.samp;
+	return record(e, s, logits, dec_sample(&e->smp, logits, &s->gs.rng), err);
 }
 
 /* The leader's prompt is computed: its samples take its blocks and draw
@@ -396,25 +408,62 @@ static enum cr_status fork_samples(struct dec_engine *e, struct seq *lead, const
 
 /* ---- the step ---- */
 
-static void schedule(struct dec_engine *e, struct seq *s, int c, int *nb, int *n_rows, int *n_out)
+/* s's next c tokens into the step; logits come back for the last of them
+ * when that completes s's pending tokens, or for each of the 1 + k tokens of
+ * a speculative check (k drafts after the pending token). */
+static void schedule(struct dec_engine *e, struct seq *s, int c, int k, int *nb, int *n_rows, int *n_out)
 {
 	int r = (*n_rows)++;
 
 	for (int t = 0; t < c; t++) {
-		e->tok[*nb] = s->toks[s->n_computed + t];
+		e->tok[*nb] = t ? (k ? s->draft[t - 1] : s->toks[s->n_computed + t]) : s->toks[s->n_computed];
 		e->pos[*nb] = s->n_computed + t;
 		e->row[(*nb)++] = r;
+		if (k) {
+			if (!t)
+				s->step_out = *n_out;
+			e->out[(*n_out)++] = *nb - 1;
+		}
 	}
 	for (int j = 0; j < e->max_blocks; j++)
 		e->btab[(size_t)r * e->max_blocks + j] = j < s->n_blk ? s->blocks[j] : -1;
 	e->rows[r] = s;
 	s->step_n = c;
+	s->step_k = k;
 	s->step_row = r;
-	s->step_out = -1;
-	if (s->n_computed + c == s->n_toks) {
-		s->step_out = (*n_out)++;
-		e->out[s->step_out] = *nb - 1;
+	if (!k) {
+		s->step_out = -1;
+		if (s->n_computed + c == s->n_toks) {
+			s->step_out = (*n_out)++;
+			e->out[s->step_out] = *nb - 1;
+		}
 	}
+}
+
+/* Prompt lookup (n-gram drafting): the tokens that followed the most recent
+ * earlier occurrence of the sequence's last 3 (else 2, else 1) tokens, at
+ * most kmax of them. */
+static int propose_ngram(const struct seq *s, int kmax)
+{
+	const int32_t *t = s->toks;
+	int n = s->n_toks;
+
+	for (int m = 3; m >= 1; m--) {
+		if (n <= m)
+			continue;
+		for (int j = n - m - 1; j >= 0; j--) {
+			int k = 0;
+
+			if (memcmp(t + j, t + n - m, (size_t)m * sizeof *t))
+				continue;
+			while (k < kmax && j + m + k < n) {
+				((struct seq *)s)->draft[k] = t[j + m + k];
+				k++;
+			}
+			return k;
+		}
+	}
+	return 0;
 }
 
 static int holders(const struct dec_engine *e)
@@ -434,21 +483,71 @@ static enum cr_status too_small(struct dec_engine *e, const struct seq *s, struc
 		       (size_t)dec_kv_n_blocks(e->kv) * dec_be_block_bytes(e->m, e->bs), s->n_toks);
 }
 
+/* A speculative check came back: logits for the pending token and each of
+ * the k drafts. Draft i is accepted by dec_spec_accept against the target's
+ * logits before it; the first rejection's replacement, or after k
+ * acceptances one more token drawn from the last logits, ends the check.
+ * K/V written for rejected drafts lie past n_computed and are rewritten
+ * before they are read. */
+static enum cr_status check_drafts(struct dec_engine *e, struct seq *s, struct cr_err *err)
+{
+	struct dec_req *r = s->g->r;
+	size_t nv = (size_t)e->m->cfg.n_vocab;
+	enum cr_status st = CR_OK;
+	int i;
+
+	e->stats.decode_tokens += 1;
+	s->n_computed += 1; /* the pending token's K/V */
+	e->smp.cfg = r->p.samp;
+	for (i = 0; i < s->step_k; i++) {
+		const float *lg = e->logits + (s->step_out + i) * nv;
+		int acc;
+		int32_t id = dec_spec_accept(&e->smp, lg, s->draft[i], NULL, &s->gs.rng, &acc);
+
+		if (acc) {
+			e->stats.draft_accepted++;
+			s->n_computed++; /* the draft's K/V stand */
+		}
+		if ((st = record(e, s, lg, id, err)) || s->state == SQ_DONE || !acc)
+			break;
+	}
+	if (!st && i == s->step_k && s->state != SQ_DONE)
+		st = draw(e, s, e->logits + (s->step_out + s->step_k) * nv, err);
+	if (s->state != SQ_DONE)
+		publish(e, s);
+	return st;
+}
+
 static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 {
-	int budget = e->cfg.max_batch_tokens, nb = 0, n_rows = 0, n_out = 0;
+	int budget = e->cfg.max_batch_tokens, nb = 0, n_rows = 0, n_out = 0, decoders = 0;
 	enum cr_status st = CR_OK;
 	struct dec_step ds;
 
 	for (int i = 0; i < e->n_seqs; i++)
 		e->seqs[i]->step_n = 0;
-	/* 1. decode: one token for each active sequence that has one pending */
+	/* 1. decode: the token pending in each active sequence that has one
+	 * (with up to draft_tokens drafts after it, checked in the same pass) */
+	for (int i = 0; i < e->n_seqs; i++)
+		decoders += e->seqs[i]->state == SQ_ACTIVE && pending(e->seqs[i]) == 1;
 	for (int i = 0; i < e->n_seqs && budget > 0; i++) {
 		struct seq *s = e->seqs[i];
+		int k = 0, c;
 
 		if (s->state != SQ_ACTIVE || pending(s) != 1)
 			continue;
-		if (ensure(e, s, 1, 1, &st, err) < 1) {
+		decoders--;
+		if (e->cfg.draft_tokens && s->sample >= 0) {
+			/* room for every draft, the token after them, the others' turns */
+			int kmax = e->cfg.draft_tokens, left = s->gs.cap - s->gs.o->n_tokens - 1;
+
+			kmax = kmax < left ? kmax : left;
+			kmax = kmax < e->cfg.max_ctx - s->n_toks - 1 ? kmax : e->cfg.max_ctx - s->n_toks - 1;
+			kmax = kmax < budget - 1 - decoders ? kmax : budget - 1 - decoders;
+			if (kmax > 0)
+				k = propose_ngram(s, kmax);
+		}
+		if ((c = ensure(e, s, 1 + k, 1, &st, err)) < 1) {
 			if (st)
 				return st;
 			if (holders(e) < 2)
@@ -456,8 +555,13 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 			preempt(e, s);
 			continue;
 		}
-		schedule(e, s, 1, &nb, &n_rows, &n_out);
-		budget--;
+		k = c - 1;
+		schedule(e, s, c, k, &nb, &n_rows, &n_out);
+		budget -= c;
+		if (k) {
+			e->stats.draft_proposed += k;
+			e->stats.spec_checks++;
+		}
 	}
 	/* 2. prefill: active sequences with more pending, then the waiting */
 	for (int i = 0; i < e->n_seqs && budget > 0; i++) {
@@ -470,7 +574,7 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 		if (st)
 			return st;
 		if (c) {
-			schedule(e, s, c, &nb, &n_rows, &n_out);
+			schedule(e, s, c, 0, &nb, &n_rows, &n_out);
 			budget -= c;
 		}
 	}
@@ -490,7 +594,7 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 		if (!c)
 			break; /* first come, first served: no overtaking for memory */
 		set_state(e, s, SQ_ACTIVE);
-		schedule(e, s, c, &nb, &n_rows, &n_out);
+		schedule(e, s, c, 0, &nb, &n_rows, &n_out);
 		budget -= c;
 	}
 	if (!nb) {
@@ -517,6 +621,10 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 	for (int r = 0; r < n_rows && !st; r++) {
 		struct seq *s = e->rows[r];
 
+		if (s->step_k) {
+			st = check_drafts(e, s, err);
+			continue;
+		}
 		if (s->step_n == 1 && pending(s) == 1 && s->n_computed + 1 == s->n_toks && s->sample >= 0)
 			e->stats.decode_tokens++;
 		else
@@ -697,6 +805,7 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	if (!e->cfg.block_size)
 		e->cfg.block_size = 16;
 	if (e->cfg.max_ctx < 2 || e->cfg.max_seqs < 1 || e->cfg.max_batch_tokens < e->cfg.max_seqs ||
+	    e->cfg.draft_tokens < 0 || e->cfg.draft_tokens > 64 ||
 	    e->cfg.block_size < 1 || (e->cfg.block_size & (e->cfg.block_size - 1))) {
 		st = cr_errf(err, CR_EUSAGE,
 			     "engine: context %d, %d sequences, %d batch tokens (at least the sequences), "
@@ -725,7 +834,9 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 			n_blocks = 1;
 	}
 	bc.max_tokens = e->cfg.max_batch_tokens;
-	bc.max_out = e->cfg.max_seqs;
+	bc.max_out = e->cfg.max_seqs * (e->cfg.draft_tokens + 1);
+	if (bc.max_out > bc.max_tokens)
+		bc.max_out = bc.max_tokens;
 	bc.max_seqs = e->cfg.max_seqs;
 	bc.n_blocks = n_blocks;
 	bc.n_threads = e->cfg.n_threads;
@@ -740,7 +851,7 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	mb = (size_t)e->max_blocks;
 	e->tok = malloc(((size_t)4 * bc.max_tokens + bc.max_seqs * (mb + 1)) * sizeof(int32_t));
 	e->rows = malloc((size_t)bc.max_seqs * sizeof *e->rows);
-	e->logits = malloc((size_t)bc.max_seqs * m->cfg.n_vocab * sizeof *e->logits);
+	e->logits = malloc((size_t)bc.max_out * m->cfg.n_vocab * sizeof *e->logits);
 	if (!e->tok || !e->rows || !e->logits) {
 		st = cr_errf(err, CR_ENOMEM, "engine: out of memory");
 		goto out;

@@ -39,6 +39,13 @@ struct dec_engine_cfg {
 	                          quarter of the memory available) */
 	int n_threads;         /* CPU threads (0: the usable CPUs, at most 16) */
 	int cuda_device;       /* the driver's ordinal */
+	/* Speculative decoding: up to draft_tokens (0: off, at most 64) tokens
+	 * proposed per decoding sequence and step by prompt lookup (the tokens
+	 * that followed the latest earlier occurrence of its last 3, 2 or 1
+	 * tokens) and checked by the target in that step (dec_spec_accept):
+	 * greedy output is the target's own, sampled output has the target's
+	 * distribution. */
+	int draft_tokens;
 	/* Called between steps (may be NULL): where a caller can pause the engine. */
 	void (*on_step)(void *ctx);
 	void *ctx;
@@ -72,6 +79,8 @@ struct dec_engine_stats {
 	int64_t cow_copies;       /* shared blocks copied before a write */
 	int64_t evictions;        /* cached blocks reused */
 	int64_t shared_blocks;    /* block references taken by forked samples */
+	int64_t spec_checks;      /* target passes that checked drafts (one per sequence) */
+	int64_t draft_proposed, draft_accepted;
 	int n_blocks, block_size, peak_blocks;
 };
 

@@ -53,4 +53,8 @@ enum cr_status dec_gen_sample_init(struct dec_gen_sample *g, struct dec_gen_out 
 enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
 			    const float *logits, int n_vocab, const struct dec_gen_params *p,
 			    struct cr_err *err);
+/* dec_gen_take's bookkeeping for a token chosen elsewhere (a speculative
+ * step's accepted draft): top logprobs of logits, the token, the end tests. */
+enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *tok, const float *logits,
+			      int n_vocab, const struct dec_gen_params *p, int32_t id, struct cr_err *err);
 #endif

@@ -71,16 +71,23 @@ enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, c
 			   const float *logits, int n_vocab, const struct dec_gen_params *p,
 			   struct cr_err *err)
 {
+	int32_t id;
+
+	id = dec_sample(smp, logits, &g->rng);
+	return dec_gen_record(g, tok, logits, n_vocab, p, id, err);
+}
+
+enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *tok, const float *logits,
+			      int n_vocab, const struct dec_gen_params *p, int32_t id, struct cr_err *err)
+{
 	struct dec_gen_out *o = g->o;
 	int k = p->top_logprobs;
 	size_t old = g->tb.n;
-	int32_t id;
 	long stop;
 
 	if (k)
 		dec_top_logprobs(logits, n_vocab, k, o->top_ids + (size_t)o->n_tokens * k,
 				 o->top_lp + (size_t)o->n_tokens * k);
-	id = dec_sample(smp, logits, &g->rng);
 	o->tokens[o->n_tokens++] = id;
 	if (tok && dec_tok_is_eog(tok, id)) {
 		o->finish = "eog";
@@ -261,6 +268,11 @@ const char dec_opts_help[] =
 	"  --kv-mem BYTES       KV cache size, e.g. 512M or 2G (default: every sequence's whole\n"
 	"                       context, at most a quarter of the available memory)\n"
 	"  --max-batch-tokens N tokens per engine step, decode and prefill chunks (default 256)\n"
+	"  --draft ngram        speculative decoding with drafts from prompt lookup (the tokens\n"
+	"                       that followed the last earlier occurrence of the last 3, 2 or 1\n"
+	"                       tokens), checked by the model: greedy output unchanged, sampled\n"
+	"                       output from the model's own distribution\n"
+	"  --draft-tokens K     drafts per step, 1..64 (default 4)\n"
 	"Sampling order: temperature, top-k, softmax, top-p, min-p, draw.\n";
 
 enum cr_status dec_opt_int(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
@@ -372,6 +384,12 @@ enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *v, struc
 	case DEC_OPT_KV_MEM: return dec_opt_bytes("--kv-mem", v, 1, (uint64_t)1 << 50, &o->kv_mem, err);
 	case DEC_OPT_MAX_BATCH_TOKENS:
 		return int_opt("--max-batch-tokens", v, 1, 1 << 16, &o->max_batch_tokens, err);
+	case DEC_OPT_DRAFT:
+		if (strcmp(v, "ngram"))
+			return cr_errf(err, CR_EUSAGE, "--draft: expected ngram, got '%s'", v);
+		o->draft = v;
+		return CR_OK;
+	case DEC_OPT_DRAFT_TOKENS: return int_opt("--draft-tokens", v, 1, 64, &o->draft_tokens, err);
 	case DEC_OPT_STOP:
 		if (o->n_stops >= (int)(sizeof o->stops / sizeof o->stops[0]))
 			return cr_errf(err, CR_EUSAGE, "--stop: at most %zu stop strings, '%s' is one more",
@@ -439,6 +457,8 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 	}
 	if (!st && !*help && optind < argc)
 		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+	if (!st && !*help && o->draft_tokens && !o->draft)
+		st = cr_errf(err, CR_EUSAGE, "--draft-tokens needs --draft (see --help)");
 	return st;
 }
 
@@ -450,7 +470,8 @@ void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, st
 		dec_device_parse(o->device, &dev, NULL); /* checked when parsed */
 	*cfg = (struct dec_engine_cfg){ .device = dev, .max_seqs = max_seqs, .max_ctx = max_ctx,
 					.max_batch_tokens = o->max_batch_tokens, .kv_mem = (size_t)o->kv_mem,
-					.n_threads = o->threads };
+					.n_threads = o->threads,
+					.draft_tokens = o->draft ? (o->draft_tokens ? o->draft_tokens : 4) : 0 };
 	if (cfg->max_batch_tokens && cfg->max_batch_tokens < max_seqs)
 		cfg->max_seqs = cfg->max_batch_tokens; /* at most one token per sequence a step */
 }

@@ -82,6 +82,8 @@ struct dec_opts {
 	const char *device;      /* "cpu", "cuda", "auto" (default auto) */
 	uint64_t kv_mem;         /* KV cache bytes; 0: derived (docs/DECODER.md) */
 	int max_batch_tokens;    /* tokens per engine step; 0: the engine's default */
+	const char *draft;       /* speculative decoding: "ngram" (prompt lookup); NULL: off */
+	int draft_tokens;        /* drafts per step (default 4) */
 };
 
 /* getopt_long codes of the shared options; a command numbers its own from
@@ -89,7 +91,8 @@ struct dec_opts {
 enum dec_opt_code {
 	DEC_OPT_MODEL = 0x100, DEC_OPT_MAX_TOKENS, DEC_OPT_TEMPERATURE, DEC_OPT_TOP_K,
 	DEC_OPT_TOP_P, DEC_OPT_MIN_P, DEC_OPT_SEED, DEC_OPT_STOP, DEC_OPT_THREADS, DEC_OPT_CTX,
-	DEC_OPT_DEVICE, DEC_OPT_KV_MEM, DEC_OPT_MAX_BATCH_TOKENS, DEC_OPT_HELP, DEC_OPT_OWN
+	DEC_OPT_DEVICE, DEC_OPT_KV_MEM, DEC_OPT_MAX_BATCH_TOKENS, DEC_OPT_DRAFT, DEC_OPT_DRAFT_TOKENS,
+	DEC_OPT_HELP, DEC_OPT_OWN
 };
 
 /* The shared options' struct option entries, to open a command's table:
@@ -109,6 +112,8 @@ enum dec_opt_code {
 	{ "device", required_argument, NULL, DEC_OPT_DEVICE },                                    \
 	{ "kv-mem", required_argument, NULL, DEC_OPT_KV_MEM },                                    \
 	{ "max-batch-tokens", required_argument, NULL, DEC_OPT_MAX_BATCH_TOKENS },                \
+	{ "draft", required_argument, NULL, DEC_OPT_DRAFT },                                      \
+	{ "draft-tokens", required_argument, NULL, DEC_OPT_DRAFT_TOKENS },                        \
 	{ "help", no_argument, NULL, DEC_OPT_HELP }
 
 /* Sets the shared option code (DEC_OPT_MODEL .. DEC_OPT_MAX_BATCH_TOKENS) to arg.

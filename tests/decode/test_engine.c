@@ -391,6 +391,79 @@ static void test_prefix_sharing(void **state)
 	dec_engine_free(eng);
 }
 
+/* Speculative decoding by prompt lookup: greedy output is the target's own
+ * at every draft length (drafts accepted and rejected, so the rollback of
+ * rejected K/V is exercised), and sampled output does not depend on the
+ * batch it ran in. */
+static void test_speculative(void **state)
+{
+	struct fixture *f = *state;
+	int32_t prompt[3][40];
+	struct dec_gen_out ref[3], out[3];
+	struct dec_req r[3];
+	struct cr_err e;
+
+	cr_err_init(&e);
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 40; i++) /* repeating patterns: lookup finds drafts */
+			prompt[k][i] = (int32_t)(((i % (5 + k)) * 37 + k * 11 + 3) % f->m->cfg.n_vocab);
+	for (int sampled = 0; sampled < 2; sampled++) {
+		for (int K = 0; K <= 6; K++) {
+			for (int B = 1; B <= 3; B += 2) {
+				struct dec_engine_cfg cfg = { .device = DEC_DEV_CPU, .max_seqs = B, .max_ctx = 128,
+							      .n_threads = 2, .draft_tokens = K };
+				struct dec_engine *eng;
+				struct dec_gen_out *o = K == 0 && B == 1 ? ref : out;
+
+				assert_int_equal(dec_engine_new(f->m, &cfg, &eng, &e), CR_OK);
+				for (int k = 0; k < 3; k++) {
+					r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 40, .n = 1, .outs = &o[k],
+								 .tok = f->tok,
+								 .p = { .max_tokens = 30 + 7 * k,
+									.samp = { sampled ? 0.7f : 0, 0, 1.0f, 0 },
+									.seed = 5, .task = "spec", .sample = (uint64_t)k,
+									.top_logprobs = 2 } };
+					assert_int_equal(dec_engine_submit(eng, &r[k], &e), CR_OK);
+				}
+				assert_int_equal(dec_engine_run(eng, &e), CR_OK);
+				if (K && !sampled) {
+					const struct dec_engine_stats *st = dec_engine_stats(eng);
+
+					assert_true(st->draft_proposed > 0);
+					assert_true(st->draft_accepted > 0);
+					assert_true(st->draft_accepted < st->draft_proposed);
+				}
+				dec_engine_free(eng);
+				if (o == ref)
+					continue;
+				/* sampled: the reference for B = 3 is this K's B = 1 run */
+				if (sampled && B == 1) {
+					for (int k = 0; k < 3; k++)
+						dec_gen_out_release(&ref[k]);
+					memcpy(ref, out, sizeof ref);
+					memset(out, 0, sizeof out);
+					continue;
+				}
+				for (int k = 0; k < 3; k++) {
+					/* greedy: every K gives the plain tokens; sampled: the
+					 * same K gives the same tokens in any batch */
+					const struct dec_gen_out *want = ref + k;
+
+					assert_int_equal(out[k].n_tokens, want->n_tokens);
+					assert_memory_equal(out[k].tokens, want->tokens,
+							    sizeof(int32_t) * (size_t)out[k].n_tokens);
+					assert_memory_equal(out[k].top_lp, want->top_lp,
+							    sizeof(float) * 2 * (size_t)out[k].n_tokens);
+					assert_string_equal(out[k].finish, want->finish);
+					dec_gen_out_release(&out[k]);
+				}
+			}
+		}
+		for (int k = 0; k < 3; k++)
+			dec_gen_out_release(&ref[k]);
+	}
+}
+
 static void test_errors(void **state)
 {
 	struct fixture *f = *state;
@@ -443,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_continuous_batching),
 		cmocka_unit_test(test_preemption),
 		cmocka_unit_test(test_prefix_sharing),
+		cmocka_unit_test(test_speculative),
 		cmocka_unit_test(test_errors),
 	};
 
