@@ -258,12 +258,22 @@ static enum cr_status generate_one(const struct dec_model *m, const struct dec_t
 {
 	struct dec_engine_cfg cfg;
 	struct dec_engine *e = NULL;
+	struct dec_model *dm = NULL;
 	struct dec_req r = { .prompt = prompt, .n_prompt = n_prompt, .n = 1, .p = *gp, .tok = tok, .outs = out };
 	enum cr_status st;
 
-	dec_opts_engine_cfg(o, ctx, 1, &cfg);
-	if ((st = dec_engine_new(m, &cfg, &e, err)))
+	if (o->draft_model) {
+		if (!tok)
+			return cr_errf(err, CR_EUSAGE, "--draft-model: %s has no tokenizer to check the draft's against",
+				       o->model);
+		if ((st = dec_open_draft(o->draft_model, o->model, tok, &dm, err)))
+			return st;
+	}
+	dec_opts_engine_cfg(o, ctx, 1, dm, &cfg);
+	if ((st = dec_engine_new(m, &cfg, &e, err))) {
+		dec_model_free(dm);
 		return st;
+	}
 	if (dec_engine_device_note(e)[0])
 		fprintf(stderr, "decode: %s\n", dec_engine_device_note(e));
 	if (!(st = dec_engine_submit(e, &r, err)))
@@ -271,6 +281,7 @@ static enum cr_status generate_one(const struct dec_model *m, const struct dec_t
 	last_stats = *dec_engine_stats(e);
 	spec_on = cfg.draft_tokens > 0;
 	dec_engine_free(e);
+	dec_model_free(dm);
 	return st;
 }
 

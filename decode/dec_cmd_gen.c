@@ -301,6 +301,7 @@ static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, stru
 {
 	struct task_run *t = calloc(n_names ? n_names : 1, sizeof *t);
 	struct dec_engine *e = NULL;
+	struct dec_model *dm = NULL;
 	struct dec_engine_cfg cfg;
 	struct progress pr = { t, (int)n_names, g->n, isatty(2), dec_gen_now(), dec_gen_now() };
 	enum cr_status st = CR_OK;
@@ -325,7 +326,9 @@ static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, stru
 		ctx = longest < m->cfg.ctx_len ? longest : m->cfg.ctx_len;
 	if (ctx < 2)
 		ctx = 2;
-	dec_opts_engine_cfg(&g->o, ctx, g->batch, &cfg);
+	if (g->o.draft_model && (st = dec_open_draft(g->o.draft_model, g->o.model, tok, &dm, err)))
+		goto out;
+	dec_opts_engine_cfg(&g->o, ctx, g->batch, dm, &cfg);
 	cfg.on_step = on_step;
 	cfg.ctx = &pr;
 	if ((st = dec_engine_new(m, &cfg, &e, err)))
@@ -362,6 +365,10 @@ static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, stru
 			"cache, %lld preemptions, %.1fs\n", (long long)es->steps, (long long)es->decode_tokens,
 			(long long)es->prefill_tokens, (long long)es->cached_tokens, (long long)es->preemptions,
 			dec_gen_now() - pr.t0);
+		if (cfg.draft_tokens)
+			fprintf(stderr, "generate: drafts %lld proposed, %lld accepted (%.0f%%)\n",
+				(long long)es->draft_proposed, (long long)es->draft_accepted,
+				es->draft_proposed ? 100.0 * es->draft_accepted / es->draft_proposed : 0);
 	}
 	for (size_t i = 0; i < n_names; i++)
 		if (t[i].st) {
@@ -375,6 +382,7 @@ static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, stru
 		cr_errf(err, st, "%d of %zu tasks failed (see above)", failed, n_names);
 out:
 	dec_engine_free(e);
+	dec_model_free(dm);
 	for (size_t i = 0; i < n_names; i++) {
 		for (int k = 0; t[i].outs && k < g->n; k++)
 			dec_gen_out_release(&t[i].outs[k]);

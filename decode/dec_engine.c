@@ -61,7 +61,11 @@ struct seq {
 	double t_first;
 	int step_n, step_row, step_out; /* this step: tokens, block-table row, first logits row (-1) */
 	int step_k;       /* this step: draft tokens checked after the pending one */
+	int step_tok0;    /* this step: index of its first token in the step */
 	int32_t *draft;   /* [draft_tokens] proposed tokens */
+	int n_dcomp;      /* draft model: positions with the draft's K/V (<= n_computed + k) */
+	int slot;         /* draft model: this step's row of qrows */
+	struct dec_rng drng; /* draft model: its draws' stream */
 };
 
 struct dec_engine {
@@ -79,6 +83,14 @@ struct dec_engine {
 	struct seq **rows;
 	float *logits;     /* [max_seqs, n_vocab] host */
 	struct dec_sampler smp;
+	/* the draft model (cfg.draft_model): its backend over the same block ids */
+	struct dec_be *dbe;
+	struct dec_graph dgraph;
+	int32_t *dtok, *dpos, *drow, *dout, *dbtab;
+	float *dlogits;    /* [max_seqs, n_vocab] a draft pass's logits */
+	float *qrows;      /* [max_seqs, draft_tokens, n_vocab] the draft's logits of each proposal */
+	float *qdense;     /* [n_vocab] a draft distribution, dense */
+	struct dec_sampler dsmp;
 	struct dec_engine_stats stats;
 	const char *device;
 	char note[512];
@@ -90,11 +102,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int pending(const struct seq *s)
-{
-	return s->n_toks - s->n_computed;
 }
 
 /* ---- sequences ---- */
@@ -175,6 +182,22 @@ static void release_blocks(struct dec_engine *e, struct seq *s)
 	s->n_blk = s->n_hashed = 0;
 }
 
+/* A block copied in the target's cache and the draft model's. */
+static enum cr_status kv_copy(struct dec_engine *e, int src, int dst, struct cr_err *err)
+{
+	enum cr_status st = e->be->ops->kv_copy(e->be, src, dst, err);
+
+	if (!st && e->dbe)
+		st = e->dbe->ops->kv_copy(e->dbe, src, dst, err);
+	return st;
+}
+
+/* Positions whose K/V both models have (the draft's may lag the target's). */
+static int both_computed(const struct dec_engine *e, const struct seq *s)
+{
+	return e->dbe && s->n_dcomp < s->n_computed ? s->n_dcomp : s->n_computed;
+}
+
 static void set_state(struct dec_engine *e, struct seq *s, int state)
 {
 	e->n_active += (state == SQ_ACTIVE) - (s->state == SQ_ACTIVE);
@@ -184,7 +207,7 @@ static void set_state(struct dec_engine *e, struct seq *s, int state)
 /* Before s gives its blocks back: its unfilled last block into the cache. */
 static void keep_partial(struct dec_engine *e, struct seq *s)
 {
-	int n = s->n_computed % e->bs, j = s->n_computed / e->bs;
+	int n = both_computed(e, s) % e->bs, j = both_computed(e, s) / e->bs;
 
 	if (n && j < s->n_blk && s->n_hashed == j)
 		dec_kv_publish_partial(e->kv, s->blocks[j], j ? s->hashes[j - 1] : 0,
@@ -196,7 +219,7 @@ static void preempt(struct dec_engine *e, struct seq *s)
 {
 	keep_partial(e, s);
 	release_blocks(e, s);
-	s->n_computed = 0;
+	s->n_computed = s->n_dcomp = 0;
 	set_state(e, s, SQ_WAIT);
 	e->stats.preemptions++;
 }
@@ -244,7 +267,7 @@ static int ensure(struct dec_engine *e, struct seq *s, int c, int may_preempt, e
 
 		if (b < 0)
 			return 0;
-		if ((*st = e->be->ops->kv_copy(e->be, s->blocks[j], b, err))) {
+		if ((*st = kv_copy(e, s->blocks[j], b, err))) {
 			dec_kv_unref(e->kv, b);
 			return 0;
 		}
@@ -288,7 +311,7 @@ static enum cr_status take_cached(struct dec_engine *e, struct seq *s, struct cr
 	    (part = dec_kv_lookup_partial(e->kv, parent, s->toks + s->n_computed,
 					  limit - s->n_computed < e->bs ? limit - s->n_computed : e->bs, &m)) >= 0) {
 		if ((b = dec_kv_alloc(e->kv)) >= 0) {
-			if ((st = e->be->ops->kv_copy(e->be, part, b, err)))
+			if ((st = kv_copy(e, part, b, err)))
 				dec_kv_unref(e->kv, b);
 			else {
 				s->blocks[s->n_blk++] = b;
@@ -297,6 +320,7 @@ static enum cr_status take_cached(struct dec_engine *e, struct seq *s, struct cr
 		}
 		dec_kv_unref(e->kv, part);
 	}
+	s->n_dcomp = s->n_computed;
 	e->stats.cached_tokens += s->n_computed;
 	if (s->sample < 0 && !s->g->counted) {
 		s->g->r->prefill_tokens = s->g->r->n_prompt - s->n_computed;
@@ -308,7 +332,7 @@ static enum cr_status take_cached(struct dec_engine *e, struct seq *s, struct cr
 
 static void publish(struct dec_engine *e, struct seq *s)
 {
-	while ((s->n_hashed + 1) * e->bs <= s->n_computed) {
+	while ((s->n_hashed + 1) * e->bs <= both_computed(e, s)) {
 		const int32_t *t = s->toks + (size_t)s->n_hashed * e->bs;
 		uint64_t parent = s->n_hashed ? s->hashes[s->n_hashed - 1] : 0;
 		uint64_t h = dec_kv_hash(parent, t, e->bs);
@@ -393,6 +417,8 @@ static enum cr_status fork_samples(struct dec_engine *e, struct seq *lead, const
 		}
 		s->n_blk = lead->n_blk;
 		s->n_hashed = lead->n_hashed;
+		s->n_dcomp = lead->n_dcomp;
+		dec_rng_seed(&s->drng, r->p.seed ^ 0xd4af7e5eedull, r->p.task, r->p.sample + (uint64_t)i);
 		e->stats.shared_blocks += lead->n_blk;
 		/* the first sample takes the leader's place among the active */
 		if (i == 0 && lead->state == SQ_ACTIVE)
@@ -415,6 +441,7 @@ static void schedule(struct dec_engine *e, struct seq *s, int c, int k, int *nb,
 {
 	int r = (*n_rows)++;
 
+	s->step_tok0 = *nb;
 	for (int t = 0; t < c; t++) {
 		e->tok[*nb] = t ? (k ? s->draft[t - 1] : s->toks[s->n_computed + t]) : s->toks[s->n_computed];
 		e->pos[*nb] = s->n_computed + t;
@@ -483,6 +510,93 @@ static enum cr_status too_small(struct dec_engine *e, const struct seq *s, struc
 		       (size_t)dec_kv_n_blocks(e->kv) * dec_be_block_bytes(e->m, e->bs), s->n_toks);
 }
 
+/* The draft model's passes for this step, its rows already scheduled for
+ * the target: pass 1 brings every row's draft K/V up to what the target
+ * computes this step (a prefill chunk; a decoder's catch-up and pending
+ * token) and gives each checking decoder its first draft; pass j gives the
+ * j-th, one token each. The drafts go into the target step's tokens; the
+ * draft's logits of each are kept for the acceptance rule. */
+static enum cr_status draft_passes(struct dec_engine *e, int n_rows, struct cr_err *err)
+{
+	size_t nv = (size_t)e->m->cfg.n_vocab;
+	int kmax = 0, slot = 0, mb = e->max_blocks;
+	enum cr_status st;
+
+	for (int pass = 1; pass == 1 || pass <= kmax; pass++) {
+		int nb = 0, n_out = 0, nr = 0;
+		struct dec_step ds;
+
+		for (int r = 0; r < n_rows; r++) {
+			struct seq *s = e->rows[r];
+			int from, end, row = nr;
+
+			if (pass == 1) {
+				from = s->n_dcomp;
+				end = s->n_computed + (s->step_k ? 1 : s->step_n);
+				if (s->step_k) {
+					s->slot = slot++;
+					kmax = s->step_k > kmax ? s->step_k : kmax;
+				}
+			} else {
+				if (s->step_k < pass)
+					continue;
+				from = s->n_computed + pass - 1;
+				end = from + 1;
+			}
+			if (from >= end)
+				continue;
+			nr++;
+			for (int t = from; t < end; t++) {
+				e->dtok[nb] = pass == 1 ? s->toks[t] : s->draft[pass - 2];
+				e->dpos[nb] = t;
+				e->drow[nb++] = row;
+			}
+			memcpy(e->dbtab + (size_t)row * mb, e->btab + (size_t)s->step_row * mb, (size_t)mb * sizeof *e->dbtab);
+			if (s->step_k >= pass)
+				e->dout[n_out++] = nb - 1;
+			s->n_dcomp = end;
+		}
+		if (!nb)
+			continue;
+		ds = (struct dec_step){ .nb = nb, .tok = e->dtok, .pos = e->dpos, .seq = e->drow, .n_seq = nr,
+					.btab = e->dbtab, .n_out = n_out, .out = e->dout };
+		if ((st = dec_graph_step(&e->dgraph, &ds, e->dlogits, err)))
+			return st;
+		n_out = 0;
+		for (int r = 0; r < n_rows; r++) {
+			struct seq *s = e->rows[r];
+			const float *lg;
+
+			if (s->step_k < pass)
+				continue;
+			lg = e->dlogits + (size_t)(n_out++) * nv;
+			memcpy(e->qrows + ((size_t)s->slot * e->cfg.draft_tokens + (size_t)(pass - 1)) * nv, lg,
+			       nv * sizeof *lg);
+			e->dsmp.cfg = s->g->r->p.samp;
+			s->draft[pass - 1] = dec_sample(&e->dsmp, lg, &s->drng);
+			e->tok[s->step_tok0 + pass] = s->draft[pass - 1];
+		}
+	}
+	return CR_OK;
+}
+
+/* The draft model's distribution of s's i-th draft, dense in e->qdense
+ * (NULL when greedy: the rule needs no q then). */
+static const float *draft_q(struct dec_engine *e, const struct seq *s, int i)
+{
+	size_t nv = (size_t)e->m->cfg.n_vocab;
+	int n;
+
+	if (!e->dbe || s->g->r->p.samp.temperature <= 0)
+		return NULL;
+	e->dsmp.cfg = s->g->r->p.samp;
+	n = dec_sampler_dist(&e->dsmp, e->qrows + ((size_t)s->slot * e->cfg.draft_tokens + (size_t)i) * nv);
+	memset(e->qdense, 0, nv * sizeof *e->qdense);
+	for (int j = 0; j < n; j++)
+		e->qdense[e->dsmp.cand[j].id] = e->dsmp.cand[j].p;
+	return e->qdense;
+}
+
 /* A speculative check came back: logits for the pending token and each of
  * the k drafts. Draft i is accepted by dec_spec_accept against the target's
  * logits before it; the first rejection's replacement, or after k
@@ -502,7 +616,7 @@ static enum cr_status check_drafts(struct dec_engine *e, struct seq *s, struct c
 	for (i = 0; i < s->step_k; i++) {
 		const float *lg = e->logits + (s->step_out + i) * nv;
 		int acc;
-		int32_t id = dec_spec_accept(&e->smp, lg, s->draft[i], NULL, &s->gs.rng, &acc);
+		int32_t id = dec_spec_accept(&e->smp, lg, s->draft[i], draft_q(e, s, i), &s->gs.rng, &acc);
 
 		if (acc) {
 			e->stats.draft_accepted++;
@@ -513,64 +627,91 @@ static enum cr_status check_drafts(struct dec_engine *e, struct seq *s, struct c
 	}
 	if (!st && i == s->step_k && s->state != SQ_DONE)
 		st = draw(e, s, e->logits + (s->step_out + s->step_k) * nv, err);
+	if (s->n_dcomp > s->n_computed) /* the draft's K/V of rejected drafts */
+		s->n_dcomp = s->n_computed;
 	if (s->state != SQ_DONE)
 		publish(e, s);
 	return st;
 }
 
+/* Tokens s has still to prefill: a leader its whole prompt (the last one
+ * gives the logits); a sample up to, not including, its pending token,
+ * which a decode step computes, drafts and all, so that a sample recomputed
+ * after preemption draws exactly as if it had never been preempted. */
+static int prefill_left(const struct seq *s)
+{
+	return (s->sample >= 0 ? s->n_toks - 1 : s->n_toks) - s->n_computed;
+}
+
+static int is_decoder(const struct seq *s)
+{
+	return s->sample >= 0 && s->n_computed == s->n_toks - 1;
+}
+
+/* One decode for sample s: its pending token and k drafts, k depending on
+ * s alone (never on the batch or the memory: a sampled sequence's draws
+ * must not either). Not scheduled (*done 0) when the budget is short; s
+ * preempted when blocks are. */
+static enum cr_status decode_one(struct dec_engine *e, struct seq *s, int *budget, int *nb, int *n_rows,
+				 int *n_out, int *done, struct cr_err *err)
+{
+	enum cr_status st = CR_OK;
+	int k = 0, kmax = e->cfg.draft_tokens, c;
+
+	*done = 0;
+	if (kmax) {
+		int left = s->gs.cap - s->gs.o->n_tokens - 1, room = e->cfg.max_ctx - s->n_toks - 1;
+
+		kmax = kmax < left ? kmax : left;
+		kmax = kmax < room ? kmax : room;
+		if (kmax > 0)
+			k = e->dbe ? kmax : propose_ngram(s, kmax); /* the model's drafts come later */
+	}
+	if (1 + k > *budget)
+		return CR_OK;
+	if ((c = ensure(e, s, 1 + k, 1, &st, err)) < 1 + k) {
+		if (st)
+			return st;
+		if (holders(e) < 2)
+			return too_small(e, s, err);
+		preempt(e, s);
+		return CR_OK;
+	}
+	schedule(e, s, c, k, nb, n_rows, n_out);
+	*budget -= c;
+	*done = 1;
+	if (k) {
+		e->stats.draft_proposed += k;
+		e->stats.spec_checks++;
+	}
+	return CR_OK;
+}
+
 static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 {
-	int budget = e->cfg.max_batch_tokens, nb = 0, n_rows = 0, n_out = 0, decoders = 0;
+	int budget = e->cfg.max_batch_tokens, nb = 0, n_rows = 0, n_out = 0, done;
 	enum cr_status st = CR_OK;
 	struct dec_step ds;
 
 	for (int i = 0; i < e->n_seqs; i++)
 		e->seqs[i]->step_n = 0;
-	/* 1. decode: the token pending in each active sequence that has one
-	 * (with up to draft_tokens drafts after it, checked in the same pass) */
-	for (int i = 0; i < e->n_seqs; i++)
-		decoders += e->seqs[i]->state == SQ_ACTIVE && pending(e->seqs[i]) == 1;
-	for (int i = 0; i < e->n_seqs && budget > 0; i++) {
+	/* 1. decode: the pending token of each active sample (with its drafts,
+	 * checked in the same pass); the budget holds them all */
+	for (int i = 0; i < e->n_seqs; i++) {
 		struct seq *s = e->seqs[i];
-		int k = 0, c;
 
-		if (s->state != SQ_ACTIVE || pending(s) != 1)
-			continue;
-		decoders--;
-		if (e->cfg.draft_tokens && s->sample >= 0) {
-			/* room for every draft, the token after them, the others' turns */
-			int kmax = e->cfg.draft_tokens, left = s->gs.cap - s->gs.o->n_tokens - 1;
-
-			kmax = kmax < left ? kmax : left;
-			kmax = kmax < e->cfg.max_ctx - s->n_toks - 1 ? kmax : e->cfg.max_ctx - s->n_toks - 1;
-			kmax = kmax < budget - 1 - decoders ? kmax : budget - 1 - decoders;
-			if (kmax > 0)
-				k = propose_ngram(s, kmax);
-		}
-		if ((c = ensure(e, s, 1 + k, 1, &st, err)) < 1) {
-			if (st)
-				return st;
-			if (holders(e) < 2)
-				return too_small(e, s, err);
-			preempt(e, s);
-			continue;
-		}
-		k = c - 1;
-		schedule(e, s, c, k, &nb, &n_rows, &n_out);
-		budget -= c;
-		if (k) {
-			e->stats.draft_proposed += k;
-			e->stats.spec_checks++;
-		}
+		if (s->state == SQ_ACTIVE && is_decoder(s) &&
+		    (st = decode_one(e, s, &budget, &nb, &n_rows, &n_out, &done, err)))
+			return st;
 	}
-	/* 2. prefill: active sequences with more pending, then the waiting */
+	/* 2. prefill: active sequences with more to compute, then the waiting */
 	for (int i = 0; i < e->n_seqs && budget > 0; i++) {
 		struct seq *s = e->seqs[i];
-		int c;
+		int c, left = prefill_left(s);
 
-		if (s->state != SQ_ACTIVE || s->step_n || pending(s) < 2)
+		if (s->state != SQ_ACTIVE || s->step_n || left < 1)
 			continue;
-		c = ensure(e, s, pending(s) < budget ? pending(s) : budget, 0, &st, err);
+		c = ensure(e, s, left < budget ? left : budget, 0, &st, err);
 		if (st)
 			return st;
 		if (c) {
@@ -580,7 +721,7 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 	}
 	for (int i = 0; i < e->n_seqs && budget > 0 && e->n_active < e->cfg.max_seqs; i++) {
 		struct seq *s = e->seqs[i];
-		int c;
+		int c, left;
 
 		if (s->state != SQ_WAIT)
 			continue;
@@ -588,7 +729,18 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 			return st;
 		if (s->sample < 0 && !s->g->t_admit)
 			s->g->t_admit = now_s();
-		c = ensure(e, s, pending(s) < budget ? pending(s) : budget, 0, &st, err);
+		if (is_decoder(s)) {
+			set_state(e, s, SQ_ACTIVE);
+			if ((st = decode_one(e, s, &budget, &nb, &n_rows, &n_out, &done, err)))
+				return st;
+			if (!done && s->state == SQ_ACTIVE)
+				set_state(e, s, SQ_WAIT); /* its turn next step */
+			if (!done)
+				break; /* first come, first served */
+			continue;
+		}
+		left = prefill_left(s);
+		c = ensure(e, s, left < budget ? left : budget, 0, &st, err);
 		if (st)
 			return st;
 		if (!c)
@@ -612,6 +764,8 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 		preempt(e, v);
 		return CR_OK;
 	}
+	if (e->dbe && (st = draft_passes(e, n_rows, err)))
+		return st;
 	ds = (struct dec_step){ .nb = nb, .tok = e->tok, .pos = e->pos, .seq = e->row, .n_seq = n_rows,
 				.btab = e->btab, .n_out = n_out, .out = e->out };
 	if ((st = dec_graph_step(&e->graph, &ds, e->logits, err)))
@@ -625,7 +779,7 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 			st = check_drafts(e, s, err);
 			continue;
 		}
-		if (s->step_n == 1 && pending(s) == 1 && s->n_computed + 1 == s->n_toks && s->sample >= 0)
+		if (is_decoder(s))
 			e->stats.decode_tokens++;
 		else
 			e->stats.prefill_tokens += s->step_n;
@@ -800,17 +954,23 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	e->cfg = *cfg;
 	if (!e->cfg.max_seqs)
 		e->cfg.max_seqs = 8;
-	if (!e->cfg.max_batch_tokens)
+	if (e->cfg.draft_model && !e->cfg.draft_tokens)
+		e->cfg.draft_tokens = 4;
+	if (!e->cfg.max_batch_tokens) {
 		e->cfg.max_batch_tokens = 256;
+		/* every decoding sequence's token and drafts fit one step */
+		if (e->cfg.max_batch_tokens < e->cfg.max_seqs * (e->cfg.draft_tokens + 1))
+			e->cfg.max_batch_tokens = e->cfg.max_seqs * (e->cfg.draft_tokens + 1);
+	}
 	if (!e->cfg.block_size)
 		e->cfg.block_size = 16;
-	if (e->cfg.max_ctx < 2 || e->cfg.max_seqs < 1 || e->cfg.max_batch_tokens < e->cfg.max_seqs ||
-	    e->cfg.draft_tokens < 0 || e->cfg.draft_tokens > 64 ||
+	if (e->cfg.max_ctx < 2 || e->cfg.max_seqs < 1 || e->cfg.draft_tokens < 0 || e->cfg.draft_tokens > 64 ||
+	    e->cfg.max_batch_tokens < e->cfg.max_seqs * (e->cfg.draft_tokens + 1) ||
 	    e->cfg.block_size < 1 || (e->cfg.block_size & (e->cfg.block_size - 1))) {
 		st = cr_errf(err, CR_EUSAGE,
-			     "engine: context %d, %d sequences, %d batch tokens (at least the sequences), "
-			     "block size %d (a power of two)", e->cfg.max_ctx, e->cfg.max_seqs,
-			     e->cfg.max_batch_tokens, e->cfg.block_size);
+			     "engine: context %d, %d sequences, %d drafts, %d batch tokens (at least "
+			     "sequences x (1 + drafts)), block size %d (a power of two)", e->cfg.max_ctx,
+			     e->cfg.max_seqs, e->cfg.draft_tokens, e->cfg.max_batch_tokens, e->cfg.block_size);
 		goto out;
 	}
 	e->bs = e->cfg.block_size;
@@ -818,6 +978,16 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	bc.block_size = e->bs;
 	e->max_blocks = dec_be_max_blocks(&bc);
 	bb = dec_be_block_bytes(m, e->bs);
+	if (e->cfg.draft_model) {
+		const struct dec_config *dc = &e->cfg.draft_model->cfg;
+
+		if (dc->n_vocab != m->cfg.n_vocab) {
+			st = cr_errf(err, CR_EUSAGE, "the draft model's vocabulary has %d tokens, the model's %d",
+				     dc->n_vocab, m->cfg.n_vocab);
+			goto out;
+		}
+		bb += dec_be_block_bytes(e->cfg.draft_model, e->bs); /* both caches use a block id */
+	}
 	if (e->cfg.kv_mem) {
 		if (e->cfg.kv_mem / bb < 1 || e->cfg.kv_mem / bb > (1u << 30)) {
 			st = cr_errf(err, CR_EUSAGE,
@@ -844,6 +1014,39 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	if ((st = dec_be_open(m, &bc, e->cfg.device, &e->be, e->note, sizeof e->note, err)))
 		goto out;
 	e->device = e->be->ops->name;
+	if (e->cfg.draft_model) {
+		struct dec_be_cfg dcfg = bc;
+		size_t nv = (size_t)m->cfg.n_vocab;
+
+		dcfg.max_tokens = bc.max_tokens + bc.max_seqs; /* a step's tokens and each one's catch-up */
+		dcfg.max_out = bc.max_seqs;
+		if ((st = dec_be_open(e->cfg.draft_model, &dcfg, e->cfg.device == DEC_DEV_AUTO ? DEC_DEV_CPU : e->cfg.device,
+				      &e->dbe, NULL, 0, err)))
+			goto out;
+		if (strcmp(e->dbe->ops->name, e->be->ops->name) && e->cfg.device == DEC_DEV_AUTO) {
+			dec_be_free(e->dbe);
+			e->dbe = NULL;
+			if ((st = dec_be_open(e->cfg.draft_model, &dcfg, !strcmp(e->be->ops->name, "cuda") ? DEC_DEV_CUDA : DEC_DEV_CPU,
+					      &e->dbe, NULL, 0, err)))
+				goto out;
+		}
+		if ((st = dec_graph_init(&e->dgraph, e->dbe, err)) ||
+		    (st = dec_sampler_init(&e->dsmp, &(struct dec_sampling){ 0 }, m->cfg.n_vocab, err)))
+			goto out;
+		e->dtok = malloc(((size_t)3 * dcfg.max_tokens + dcfg.max_out + (size_t)dcfg.max_seqs * dec_be_max_blocks(&dcfg)) *
+				 sizeof(int32_t));
+		e->dlogits = malloc((size_t)dcfg.max_out * nv * sizeof *e->dlogits);
+		e->qrows = malloc((size_t)bc.max_seqs * e->cfg.draft_tokens * nv * sizeof *e->qrows);
+		e->qdense = malloc(nv * sizeof *e->qdense);
+		if (!e->dtok || !e->dlogits || !e->qrows || !e->qdense) {
+			st = cr_errf(err, CR_ENOMEM, "engine: out of memory for the draft model");
+			goto out;
+		}
+		e->dpos = e->dtok + dcfg.max_tokens;
+		e->drow = e->dpos + dcfg.max_tokens;
+		e->dout = e->drow + dcfg.max_tokens;
+		e->dbtab = e->dout + dcfg.max_out;
+	}
 	if ((st = dec_graph_init(&e->graph, e->be, err)) ||
 	    (st = dec_kv_new(n_blocks, e->bs, &e->kv, err)) ||
 	    (st = dec_sampler_init(&e->smp, &(struct dec_sampling){ 0 }, m->cfg.n_vocab, err)))
@@ -877,6 +1080,12 @@ void dec_engine_free(struct dec_engine *e)
 		seq_free(e->seqs[i]);
 	free(e->seqs);
 	dec_be_free(e->be);
+	dec_be_free(e->dbe);
+	dec_sampler_release(&e->dsmp);
+	free(e->dtok);
+	free(e->dlogits);
+	free(e->qrows);
+	free(e->qdense);
 	dec_kv_free(e->kv);
 	dec_sampler_release(&e->smp);
 	free(e->tok);

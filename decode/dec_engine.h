@@ -39,13 +39,19 @@ struct dec_engine_cfg {
 	                          quarter of the memory available) */
 	int n_threads;         /* CPU threads (0: the usable CPUs, at most 16) */
 	int cuda_device;       /* the driver's ordinal */
-	/* Speculative decoding: up to draft_tokens (0: off, at most 64) tokens
-	 * proposed per decoding sequence and step by prompt lookup (the tokens
+	/* Speculative decoding: up to draft_tokens (0: off, at most 64; 4 with a
+	 * draft model) tokens proposed per decoding sequence and step, by a draft
+	 * model or by prompt lookup (the tokens
 	 * that followed the latest earlier occurrence of its last 3, 2 or 1
 	 * tokens) and checked by the target in that step (dec_spec_accept):
 	 * greedy output is the target's own, sampled output has the target's
 	 * distribution. */
 	int draft_tokens;
+	/* With a draft model (the same vocabulary: the caller checks the
+	 * tokenizers), the drafts are its own, drawn with the request's sampling
+	 * from its distribution q, which the rule then uses; its K/V live in a
+	 * cache of its own under the same block ids (--kv-mem covers both). */
+	const struct dec_model *draft_model;
 	/* Called between steps (may be NULL): where a caller can pause the engine. */
 	void (*on_step)(void *ctx);
 	void *ctx;

@@ -272,6 +272,8 @@ const char dec_opts_help[] =
 	"                       that followed the last earlier occurrence of the last 3, 2 or 1\n"
 	"                       tokens), checked by the model: greedy output unchanged, sampled\n"
 	"                       output from the model's own distribution\n"
+	"  --draft-model D.gguf speculative decoding with drafts from a smaller model (or a\n"
+	"                       lower-bit file of the same one) with the same tokenizer (checked)\n"
 	"  --draft-tokens K     drafts per step, 1..64 (default 4)\n"
 	"Sampling order: temperature, top-k, softmax, top-p, min-p, draw.\n";
 
@@ -390,6 +392,9 @@ enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *v, struc
 		o->draft = v;
 		return CR_OK;
 	case DEC_OPT_DRAFT_TOKENS: return int_opt("--draft-tokens", v, 1, 64, &o->draft_tokens, err);
+	case DEC_OPT_DRAFT_MODEL:
+		o->draft_model = v;
+		return CR_OK;
 	case DEC_OPT_STOP:
 		if (o->n_stops >= (int)(sizeof o->stops / sizeof o->stops[0]))
 			return cr_errf(err, CR_EUSAGE, "--stop: at most %zu stop strings, '%s' is one more",
@@ -457,12 +462,15 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 	}
 	if (!st && !*help && optind < argc)
 		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
-	if (!st && !*help && o->draft_tokens && !o->draft)
-		st = cr_errf(err, CR_EUSAGE, "--draft-tokens needs --draft (see --help)");
+	if (!st && !*help && o->draft_tokens && !o->draft && !o->draft_model)
+		st = cr_errf(err, CR_EUSAGE, "--draft-tokens needs --draft or --draft-model (see --help)");
+	if (!st && !*help && o->draft && o->draft_model)
+		st = cr_errf(err, CR_EUSAGE, "--draft ngram and --draft-model exclude each other (see --help)");
 	return st;
 }
 
-void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, struct dec_engine_cfg *cfg)
+void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, const struct dec_model *draft,
+			 struct dec_engine_cfg *cfg)
 {
 	enum dec_device dev = DEC_DEV_AUTO;
 
@@ -471,9 +479,49 @@ void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, st
 	*cfg = (struct dec_engine_cfg){ .device = dev, .max_seqs = max_seqs, .max_ctx = max_ctx,
 					.max_batch_tokens = o->max_batch_tokens, .kv_mem = (size_t)o->kv_mem,
 					.n_threads = o->threads,
-					.draft_tokens = o->draft ? (o->draft_tokens ? o->draft_tokens : 4) : 0 };
+					.draft_tokens = o->draft || draft ? (o->draft_tokens ? o->draft_tokens : 4) : 0,
+					.draft_model = draft };
 	if (cfg->max_batch_tokens && cfg->max_batch_tokens < max_seqs)
 		cfg->max_seqs = cfg->max_batch_tokens; /* at most one token per sequence a step */
+}
+
+enum cr_status dec_open_draft(const char *path, const char *target_path, const struct dec_tok *tok,
+			      struct dec_model **out, struct cr_err *err)
+{
+	struct dec_model *m = NULL;
+	struct dec_tok *dt = NULL;
+	enum cr_status st;
+	char a[256], b[256];
+
+	*out = NULL;
+	if ((st = dec_model_open(path, &m, err)) || (st = dec_vocab_tokenizer(m->gguf, &dt, err)))
+		goto out;
+	if (dec_tok_n_vocab(dt) != dec_tok_n_vocab(tok)) {
+		st = cr_errf(err, CR_EUSAGE, "--draft-model %s has %zu tokens, %s has %zu: not the same tokenizer",
+			     path, dec_tok_n_vocab(dt), target_path, dec_tok_n_vocab(tok));
+		goto out;
+	}
+	for (size_t id = 0; id < dec_tok_n_vocab(tok); id++) {
+		size_t na = dec_tok_piece(tok, (int32_t)id, a, sizeof a), nb = dec_tok_piece(dt, (int32_t)id, b, sizeof b);
+
+		if (na != nb || memcmp(a, b, na < sizeof a ? na : sizeof a) ||
+		    dec_tok_is_eog(tok, (int32_t)id) != dec_tok_is_eog(dt, (int32_t)id)) {
+			st = cr_errf(err, CR_EUSAGE, "--draft-model %s: token %zu differs from %s's: not the same tokenizer",
+				     path, id, target_path);
+			goto out;
+		}
+	}
+	if (m->cfg.n_vocab != (int)dec_tok_n_vocab(tok)) {
+		st = cr_errf(err, CR_EUSAGE, "--draft-model %s: %d output rows for %zu tokens", path, m->cfg.n_vocab,
+			     dec_tok_n_vocab(tok));
+		goto out;
+	}
+	*out = m;
+	m = NULL;
+out:
+	dec_tok_free(dt);
+	dec_model_free(m);
+	return st;
 }
 
 int dec_gen_reasoning_tokens(const struct dec_tok *tok, const struct dec_gen_out *o)

@@ -83,6 +83,7 @@ struct dec_opts {
 	uint64_t kv_mem;         /* KV cache bytes; 0: derived (docs/DECODER.md) */
 	int max_batch_tokens;    /* tokens per engine step; 0: the engine's default */
 	const char *draft;       /* speculative decoding: "ngram" (prompt lookup); NULL: off */
+	const char *draft_model; /* speculative decoding with this GGUF as the draft */
 	int draft_tokens;        /* drafts per step (default 4) */
 };
 
@@ -92,6 +93,7 @@ enum dec_opt_code {
 	DEC_OPT_MODEL = 0x100, DEC_OPT_MAX_TOKENS, DEC_OPT_TEMPERATURE, DEC_OPT_TOP_K,
 	DEC_OPT_TOP_P, DEC_OPT_MIN_P, DEC_OPT_SEED, DEC_OPT_STOP, DEC_OPT_THREADS, DEC_OPT_CTX,
 	DEC_OPT_DEVICE, DEC_OPT_KV_MEM, DEC_OPT_MAX_BATCH_TOKENS, DEC_OPT_DRAFT, DEC_OPT_DRAFT_TOKENS,
+	DEC_OPT_DRAFT_MODEL,
 	DEC_OPT_HELP, DEC_OPT_OWN
 };
 
@@ -114,6 +116,7 @@ enum dec_opt_code {
 	{ "max-batch-tokens", required_argument, NULL, DEC_OPT_MAX_BATCH_TOKENS },                \
 	{ "draft", required_argument, NULL, DEC_OPT_DRAFT },                                      \
 	{ "draft-tokens", required_argument, NULL, DEC_OPT_DRAFT_TOKENS },                        \
+	{ "draft-model", required_argument, NULL, DEC_OPT_DRAFT_MODEL },                          \
 	{ "help", no_argument, NULL, DEC_OPT_HELP }
 
 /* Sets the shared option code (DEC_OPT_MODEL .. DEC_OPT_MAX_BATCH_TOKENS) to arg.
@@ -137,8 +140,16 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 
 struct dec_engine_cfg;
 /* An engine configuration from the shared options: device, threads,
- * kv-mem, max-batch-tokens, and the context and sequences given. */
-void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, struct dec_engine_cfg *cfg);
+ * kv-mem, max-batch-tokens, speculative decoding (draft is the draft model
+ * opened by dec_open_draft, or NULL), and the context and sequences given. */
+void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, const struct dec_model *draft,
+			 struct dec_engine_cfg *cfg);
+/* The draft model at path for a target whose tokenizer is tok: refused
+ * (CR_EUSAGE naming both files and the first difference) unless its
+ * tokenizer has the same tokens, the same pieces and the same
+ * end-of-generation tokens. */
+enum cr_status dec_open_draft(const char *path, const char *target_path, const struct dec_tok *tok,
+			      struct dec_model **out, struct cr_err *err);
 
 /* The number rules of every option (the same as the harness's commands).
  * dec_opt_int: a non-negative decimal filling all of v (cr_parse_u64) in

@@ -98,6 +98,9 @@ struct gen_local_cfg {
 	int device;                  /* enum dec_device: 0 auto, 1 cpu, 2 cuda */
 	size_t kv_mem;               /* KV cache bytes (0: the engine's default) */
 	int max_batch_tokens;        /* tokens per engine step (0: the engine's default) */
+	int draft_ngram;             /* speculative decoding by prompt lookup */
+	const char *draft_model;     /* speculative decoding with this GGUF as the draft (or NULL) */
+	int draft_tokens;            /* drafts per step (0: 4) */
 };
 enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generator *g,
 			      struct cr_err *err);

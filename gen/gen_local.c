@@ -51,6 +51,7 @@ struct local {
 	struct dec_model *m;
 	struct dec_tok *tok;
 	struct dec_engine *eng;
+	struct dec_model *draft;  /* the draft model, or NULL */
 	int ctx, batch, concurrency;
 	pthread_t th;
 	int th_started;
@@ -291,6 +292,8 @@ static json_t *local_describe(void *ctx)
 	json_object_set_new(j, "batch", json_integer(L->batch));
 	json_object_set_new(j, "kv_blocks", json_integer(s->n_blocks));
 	json_object_set_new(j, "kv_block_size", json_integer(s->block_size));
+	if (L->draft)
+		json_object_set_new(j, "draft_model_arch", json_string(L->draft->cfg.arch_name));
 	return j;
 }
 
@@ -308,6 +311,7 @@ static void local_release(void *ctx)
 		pthread_join(L->th, NULL);
 	}
 	dec_engine_free(L->eng);
+	dec_model_free(L->draft);
 	dec_tok_free(L->tok);
 	dec_model_free(L->m);
 	free(L->path);
@@ -370,9 +374,13 @@ enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generato
 			     c->model, L->ctx);
 		goto fail;
 	}
+	if (c->draft_model && (st = dec_open_draft(c->draft_model, c->model, L->tok, &L->draft, err)))
+		goto fail;
 	ec = (struct dec_engine_cfg){ .device = c->device, .max_seqs = L->batch, .max_ctx = L->ctx,
 				      .max_batch_tokens = c->max_batch_tokens, .kv_mem = c->kv_mem,
-				      .n_threads = c->threads, .on_step = wait_point, .ctx = L };
+				      .n_threads = c->threads, .on_step = wait_point, .ctx = L,
+				      .draft_model = L->draft,
+				      .draft_tokens = c->draft_ngram || L->draft ? (c->draft_tokens ? c->draft_tokens : 4) : 0 };
 	if (ec.max_batch_tokens && ec.max_batch_tokens < ec.max_seqs)
 		ec.max_seqs = ec.max_batch_tokens;
 	if ((st = dec_engine_new(L->m, &ec, &L->eng, err)))

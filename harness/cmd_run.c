@@ -60,6 +60,8 @@ static const char usage[] =
 	"  --device D          built-in decoder: cpu, cuda or auto (default auto)\n"
 	"  --kv-mem BYTES      built-in decoder: KV cache size, e.g. 512M (default: derived)\n"
 	"  --max-batch-tokens N built-in decoder: tokens per step (default 256)\n"
+	"  --draft ngram | --draft-model D.gguf [--draft-tokens K]\n"
+	"                      built-in decoder: speculative decoding (docs/DECODER.md)\n"
 	"  --system TEXT       system message\n"
 	"  --no-timing --quick --timeout S   as for eval\n"
 	"  --resume            continue a killed run in DIR (same options)\n"
@@ -73,6 +75,8 @@ struct run_opts {
 	int n_task_list;
 	int n, turns, keep, max_tokens, top_k, concurrency, batch, threads, ctx;
 	int device, max_batch_tokens; /* built-in decoder: enum dec_device; 0: default */
+	int draft_ngram, draft_tokens;
+	const char *draft_model;
 	uint64_t kv_mem;
 	long budget;
 	float temperature, top_p, min_p;
@@ -460,7 +464,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	enum { O_STRATEGY = 256, O_MODEL, O_ENDPOINT, O_API_MODEL, O_API_KEY_ENV, O_REPLAY, O_TASKS,
 	       O_TASK, O_BACKEND, O_OUT, O_N, O_TURNS, O_KEEP, O_BUDGET, O_MAX_TOKENS, O_TEMP, O_TOP_P,
 	       O_TOP_K, O_MIN_P, O_SEED, O_RESUME, O_CONC, O_BATCH, O_THREADS, O_CTX, O_SYSTEM,
-	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_DEVICE, O_KV_MEM, O_MBT, O_HELP };
+	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_DEVICE, O_KV_MEM, O_MBT, O_DRAFT, O_DRAFT_MODEL,
+	       O_DRAFT_TOKENS, O_HELP };
 	static const struct option opts[] = {
 		{ "strategy", 1, 0, O_STRATEGY }, { "model", 1, 0, O_MODEL },
 		{ "endpoint", 1, 0, O_ENDPOINT }, { "api-model", 1, 0, O_API_MODEL },
@@ -475,7 +480,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "system", 1, 0, O_SYSTEM }, { "no-timing", 0, 0, O_NO_TIMING },
 		{ "quick", 0, 0, O_QUICK }, { "timeout", 1, 0, O_TIMEOUT }, { "help", 0, 0, O_HELP },
 		{ "device", 1, 0, O_DEVICE }, { "kv-mem", 1, 0, O_KV_MEM },
-		{ "max-batch-tokens", 1, 0, O_MBT },
+		{ "max-batch-tokens", 1, 0, O_MBT }, { "draft", 1, 0, O_DRAFT },
+		{ "draft-model", 1, 0, O_DRAFT_MODEL }, { "draft-tokens", 1, 0, O_DRAFT_TOKENS },
 		{ 0, 0, 0, 0 } };
 	int c, rc = 0, sources;
 	long l;
@@ -535,6 +541,16 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			rc = int_arg("--max-batch-tokens", optarg, 1, 1 << 16, &l);
 			o->max_batch_tokens = (int)l;
 			break;
+		case O_DRAFT:
+			if (strcmp(optarg, "ngram"))
+				rc = bad("--draft", optarg, "ngram");
+			o->draft_ngram = 1;
+			break;
+		case O_DRAFT_MODEL: o->draft_model = optarg; break;
+		case O_DRAFT_TOKENS:
+			rc = int_arg("--draft-tokens", optarg, 1, 64, &l);
+			o->draft_tokens = (int)l;
+			break;
 		case O_DEVICE: {
 			struct cr_err de;
 			enum dec_device d;
@@ -591,6 +607,20 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	}
 	if (o->endpoint && !o->api_model) {
 		fprintf(stderr, "crucible run: --endpoint needs --api-model NAME\n");
+		return 2;
+	}
+	if ((o->draft_ngram || o->draft_model || o->draft_tokens || o->device || o->kv_mem || o->max_batch_tokens) &&
+	    !o->model) {
+		fprintf(stderr, "crucible run: --device, --kv-mem, --max-batch-tokens and the --draft options are "
+				"the built-in decoder's: they need --model\n");
+		return 2;
+	}
+	if (o->draft_ngram && o->draft_model) {
+		fprintf(stderr, "crucible run: --draft ngram and --draft-model exclude each other\n");
+		return 2;
+	}
+	if (o->draft_tokens && !o->draft_ngram && !o->draft_model) {
+		fprintf(stderr, "crucible run: --draft-tokens needs --draft or --draft-model\n");
 		return 2;
 	}
 	if (o->strategy == GEN_EVOLVE && o->keep > o->n) {
@@ -771,7 +801,9 @@ int cr_cmd_run(int argc, char **argv)
 	if (o.model) {
 		struct gen_local_cfg lc = { .model = o.model, .threads = o.threads, .ctx = o.ctx,
 					    .concurrency = o.concurrency, .batch = o.batch, .device = o.device,
-					    .kv_mem = (size_t)o.kv_mem, .max_batch_tokens = o.max_batch_tokens };
+					    .kv_mem = (size_t)o.kv_mem, .max_batch_tokens = o.max_batch_tokens,
+					    .draft_ngram = o.draft_ngram, .draft_model = o.draft_model,
+					    .draft_tokens = o.draft_tokens };
 		st = gen_local_open(&lc, &g, &err);
 		const char *b = strrchr(o.model, '/');
 		snprintf(label, sizeof label, "%s", b ? b + 1 : o.model);

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "decode/dec_be.h"
 #include "decode/dec_engine.h"
 #include "decode/dec_kv.h"
 #include "decode/dec_model.h"
@@ -464,6 +465,102 @@ static void test_speculative(void **state)
 	}
 }
 
+/* A draft model: the same model in Q4_0 (accepted often) and an unrelated
+ * one (other weights: accepted rarely). Greedy output is the target's own
+ * at every K, roomy pool or one small enough to preempt; sampled output
+ * does not depend on the batch. */
+static void test_draft_model(void **state)
+{
+	struct fixture *f = *state;
+	struct tiny_spec s;
+	uint8_t *img[2];
+	struct dec_model *dm[2];
+	int32_t prompt[3][24];
+	struct dec_gen_out ref[3], out[3];
+	struct dec_req r[3];
+	struct cr_err e;
+	size_t bb;
+
+	cr_err_init(&e);
+	tiny_spec_default(&s, "qwen2", DEC_T_Q4_0); /* the fixture's model, 4-bit */
+	s.dim = 64;
+	s.hidden = 128;
+	s.n_heads = 4;
+	s.n_kv_heads = 2;
+	s.head_dim = 16;
+	dm[0] = load(&s, &img[0]);
+	s.seed = 99;                                   /* another model */
+	s.wtype = DEC_T_Q8_0;
+	s.n_layers = 1;
+	dm[1] = load(&s, &img[1]);
+	bb = dec_be_block_bytes(f->m, 16) + dec_be_block_bytes(dm[0], 16);
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 24; i++)
+			prompt[k][i] = (int32_t)((i * 53 + k * 29 + 7) % f->m->cfg.n_vocab);
+	for (int sampled = 0; sampled < 2; sampled++) {
+		for (int v = -1; v < 6; v++) { /* v = -1: no draft (the reference) */
+			int which = v < 0 ? 0 : v % 2, K = v < 0 ? 0 : 1 + v % 5;
+			int B = (sampled && v >= 0 && v % 3 == 2) || v == 4 ? 3 : 1;
+			size_t kv = v == 4 ? 5 * bb : 0;
+			struct dec_engine_cfg cfg = { .device = DEC_DEV_CPU, .max_seqs = B, .max_ctx = 96, .n_threads = 2,
+						      .draft_tokens = K, .draft_model = v < 0 ? NULL : dm[which],
+						      .kv_mem = kv };
+			struct dec_engine *eng;
+			struct dec_gen_out *o = v < 0 ? ref : out;
+
+			if (sampled && v >= 0 && B == 1)
+				continue; /* sampled: compare B = 3 against B = 1 of the same draft */
+			assert_int_equal(dec_engine_new(f->m, &cfg, &eng, &e), CR_OK);
+			for (int run = 0; run < (sampled && v >= 0 ? 2 : 1); run++) {
+				if (run) { /* the same draft at batch 1: the reference */
+					dec_engine_free(eng);
+					cfg.max_seqs = 1;
+					assert_int_equal(dec_engine_new(f->m, &cfg, &eng, &e), CR_OK);
+					o = ref;
+					for (int k = 0; k < 3; k++)
+						dec_gen_out_release(&ref[k]);
+				}
+				for (int k = 0; k < 3; k++) {
+					r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 24, .n = 1, .outs = &o[k],
+								 .tok = f->tok,
+								 .p = { .max_tokens = 25 + 9 * k,
+									.samp = { sampled ? 0.8f : 0, 0, 1.0f, 0 },
+									.seed = 3, .task = "draft", .sample = (uint64_t)k,
+									.top_logprobs = 2 } };
+					assert_int_equal(dec_engine_submit(eng, &r[k], &e), CR_OK);
+				}
+				if (dec_engine_run(eng, &e))
+					fail_msg("%s", e.msg);
+			}
+			if (v >= 0) {
+				const struct dec_engine_stats *st = dec_engine_stats(eng);
+
+				assert_true(st->draft_proposed > 0);
+				if (which == 0 && !sampled)
+					assert_true(st->draft_accepted > st->draft_proposed / 4);
+				if (v == 4 && !sampled) /* (sampled: these are the batch-1 run's counts) */
+					assert_true(st->preemptions > 0);
+			}
+			dec_engine_free(eng);
+			if (v < 0)
+				continue;
+			for (int k = 0; k < 3; k++) {
+				print_message("sampled %d v %d k %d: %d tokens\n", sampled, v, k, out[k].n_tokens);
+				assert_int_equal(out[k].n_tokens, ref[k].n_tokens);
+				assert_memory_equal(out[k].tokens, ref[k].tokens, sizeof(int32_t) * (size_t)out[k].n_tokens);
+				assert_memory_equal(out[k].top_lp, ref[k].top_lp, sizeof(float) * 2 * (size_t)out[k].n_tokens);
+				dec_gen_out_release(&out[k]);
+			}
+		}
+		for (int k = 0; k < 3; k++)
+			dec_gen_out_release(&ref[k]);
+	}
+	for (int i = 0; i < 2; i++) {
+		dec_model_free(dm[i]);
+		free(img[i]);
+	}
+}
+
 static void test_errors(void **state)
 {
 	struct fixture *f = *state;
@@ -517,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_preemption),
 		cmocka_unit_test(test_prefix_sharing),
 		cmocka_unit_test(test_speculative),
+		cmocka_unit_test(test_draft_model),
 		cmocka_unit_test(test_errors),
 	};
 
