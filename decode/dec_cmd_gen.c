@@ -30,11 +30,16 @@ static const char usage[] =
 	"  --batch B            decode B samples together, of any tasks (default 8): one pass\n"
 	"                       over the weights serves B tokens; results do not depend on B\n"
 	"  --system TEXT        system message (default: none)\n"
+	"  --chat-template NAME chatml, llama3, deepseek-r1, phi3 or gemma over the template\n"
+	"                       detected from the GGUF (docs/TOKENIZER.md)\n"
+	"  --no-think           Qwen3's thinking switch off: the answer opens with an empty\n"
+	"                       think block (recorded in the sidecar)\n"
 	"  Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n";
 
 struct gen_cfg {
 	struct dec_opts o;
-	const char *tasks, *out, *backend, *system;
+	const char *tasks, *out, *backend, *system, *chat_template;
+	int no_think;
 	int n;
 	int batch; /* samples decoded together */
 };
@@ -112,6 +117,8 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 	json_object_set_new(j, "max_tokens", json_integer(g->o.max_tokens));
 	json_object_set_new(j, "finish_reason", json_string(o->finish));
 	json_object_set_new(j, "chat_template", json_string(dec_chat_template_name(tok)));
+	if (g->no_think)
+		json_object_set_new(j, "no_think", json_true());
 	json_object_set_new(j, "decode_tokens_per_s", json_real(dec_gen_rate(o)));
 	snprintf(path, plen, "%s/%s_s%d.json", g->out, task, i);
 	txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
@@ -238,7 +245,7 @@ static void on_step(void *ctx)
 	fprintf(stderr, "generate: %d/%d samples done, %d tokens written, %.0fs\n", done, all, tok, now - p->t0);
 }
 
-enum { O_TASKS = DEC_OPT_OWN, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH };
+enum { O_TASKS = DEC_OPT_OWN, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH, O_CHAT_TEMPLATE, O_NO_THINK };
 
 static const struct option opts[] = {
 	DEC_OPTS_LONG,
@@ -248,6 +255,8 @@ static const struct option opts[] = {
 	{ "backend", required_argument, NULL, O_BACKEND },
 	{ "n", required_argument, NULL, O_N },
 	{ "batch", required_argument, NULL, O_BATCH },
+	{ "chat-template", required_argument, NULL, O_CHAT_TEMPLATE },
+	{ "no-think", no_argument, NULL, O_NO_THINK },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -260,6 +269,8 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 	case O_TASKS: g->tasks = v; return CR_OK;
 	case O_OUT: g->out = v; return CR_OK;
 	case O_SYSTEM: g->system = v; return CR_OK;
+	case O_CHAT_TEMPLATE: g->chat_template = v; return CR_OK;
+	case O_NO_THINK: g->no_think = 1; return CR_OK;
 	case O_BACKEND:
 		if (strcmp(v, "cuda") && strcmp(v, "cpu"))
 			return cr_errf(err, CR_EUSAGE, "--backend: expected cuda or cpu, got '%s'",
@@ -418,7 +429,9 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	}
 	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
 		goto out;
-	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)))
+	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)) ||
+	    (g.chat_template && (st = dec_chat_set_template(tok, g.chat_template, &err))) ||
+	    (g.no_think && (st = dec_chat_set_no_think(tok, &err))))
 		goto out;
 	fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
 		g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,

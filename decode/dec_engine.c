@@ -973,6 +973,9 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 			     e->cfg.max_seqs, e->cfg.draft_tokens, e->cfg.max_batch_tokens, e->cfg.block_size);
 		goto out;
 	}
+	if ((st = dec_model_check_ctx(m, e->cfg.max_ctx, err)) ||
+	    (e->cfg.draft_model && (st = dec_model_check_ctx(e->cfg.draft_model, e->cfg.max_ctx, err))))
+		goto out;
 	e->bs = e->cfg.block_size;
 	bc.max_ctx = e->cfg.max_ctx;
 	bc.block_size = e->bs;

@@ -153,6 +153,8 @@ enum cr_status dec_state_new_dev(const struct dec_model *m, int max_ctx, int max
 			     max_ctx, max_block, n_seq);
 		goto out;
 	}
+	if ((st = dec_model_check_ctx(m, max_ctx, err)))
+		goto out;
 	s->m = m;
 	s->max_ctx = max_ctx;
 	s->max_block = max_block;

@@ -64,9 +64,11 @@ static enum cr_status read_config(struct loader *L)
 		c->arch = DEC_ARCH_QWEN2;
 	else if (!strcmp(arch, "qwen3"))
 		c->arch = DEC_ARCH_QWEN3;
+	else if (!strcmp(arch, "phi3"))
+		c->arch = DEC_ARCH_PHI3;
 	else
 		st = cr_errf(L->err, CR_EINPUT,
-			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3)",
+			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3, phi3)",
 			     L->g->path, arch);
 	snprintf(c->arch_name, sizeof c->arch_name, "%s", arch);
 	free(arch);
@@ -109,14 +111,29 @@ static enum cr_status read_config(struct loader *L)
 
 		snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch_name);
 		type = dec_gguf_get_strdup(L->g, key);
+		if (type && strcmp(type, "linear") && strcmp(type, "none")) {
+			st = cr_errf(L->err, CR_EINPUT,
+				     "%s: metadata '%s' = '%.40s': this RoPE scaling is not supported (none, linear)",
+				     L->g->path, key, type);
+			free(type);
+			return st;
+		}
 		if (type && !strcmp(type, "linear") && f > 0)
 			c->rope_scale = 1 / f;
 		free(type);
+		/* phi3's long-context RoPE (longrope) comes as factor tensors */
+		if (dec_gguf_tensor(L->g, "rope_factors_long.weight") ||
+		    dec_gguf_tensor(L->g, "rope_factors_short.weight"))
+			return cr_errf(L->err, CR_EINPUT,
+				       "%s: tensor 'rope_factors_long.weight' / 'rope_factors_short.weight': "
+				       "long-context RoPE factors are not supported", L->g->path);
 		f = get_float_key(L, "rope.scale_linear", 0); /* the older key */
 		if (f > 0)
 			c->rope_scale = 1 / f;
 	}
 	c->rope_neox = c->arch != DEC_ARCH_LLAMA;
+	if ((st = get_int_key(L, "attention.sliding_window", 0, 0, &c->sliding_window)))
+		return st;
 	if (c->ctx_len <= 0)
 		c->ctx_len = 4096;
 	te = dec_gguf_tensor(L->g, "token_embd.weight");
@@ -175,6 +192,17 @@ static enum cr_status get_vec(struct loader *L, const char *name, int64_t n, int
 	return CR_OK;
 }
 
+/* Rows [r0, r0 + n) of m, as a matrix of their own (rows are independent
+ * in every type, so a range of them is one). */
+static struct dec_mat rows_of(const struct dec_mat *m, int64_t r0, int64_t n)
+{
+	struct dec_mat v = *m;
+
+	v.data = (const uint8_t *)m->data + (size_t)r0 * m->row_bytes;
+	v.rows = n;
+	return v;
+}
+
 static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 {
 	const struct dec_config *c = &L->m->cfg;
@@ -195,15 +223,36 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 	snprintf(b[2], sizeof b[2], "blk.%d.attn_v.bias", i);
 	snprintf(b[3], sizeof b[3], "blk.%d.attn_q_norm.weight", i);
 	snprintf(b[4], sizeof b[4], "blk.%d.attn_k_norm.weight", i);
-	if ((st = get_vec(L, n[0], c->dim, 0, &l->attn_norm)) ||
-	    (st = get_mat(L, n[1], qd, c->dim, 0, &l->wq)) ||
-	    (st = get_mat(L, n[2], kvd, c->dim, 0, &l->wk)) ||
-	    (st = get_mat(L, n[3], kvd, c->dim, 0, &l->wv)) ||
-	    (st = get_mat(L, n[4], c->dim, qd, 0, &l->wo)) ||
-	    (st = get_vec(L, n[5], c->dim, 0, &l->ffn_norm)) ||
-	    (st = get_mat(L, n[6], c->hidden_dim, c->dim, 0, &l->w_gate)) ||
-	    (st = get_mat(L, n[7], c->hidden_dim, c->dim, 0, &l->w_up)) ||
-	    (st = get_mat(L, n[8], c->dim, c->hidden_dim, 0, &l->w_down)))
+	struct dec_mat qkv, gu;
+
+	/* phi3 fuses attn_qkv = [q; k; v] rows (some files keep the three
+	 * apart) and ffn_up = [gate; up] rows; the other archs keep them apart */
+	snprintf(b[5], sizeof b[5], "blk.%d.attn_qkv.weight", i);
+	if ((st = get_vec(L, n[0], c->dim, 0, &l->attn_norm)))
+		return st;
+	if (c->arch == DEC_ARCH_PHI3 && dec_gguf_tensor(L->g, b[5])) {
+		if ((st = get_mat(L, b[5], qd + 2 * kvd, c->dim, 0, &qkv)))
+			return st;
+		l->wq = rows_of(&qkv, 0, qd);
+		l->wk = rows_of(&qkv, qd, kvd);
+		l->wv = rows_of(&qkv, qd + kvd, kvd);
+	} else if ((st = get_mat(L, n[1], qd, c->dim, 0, &l->wq)) ||
+		   (st = get_mat(L, n[2], kvd, c->dim, 0, &l->wk)) ||
+		   (st = get_mat(L, n[3], kvd, c->dim, 0, &l->wv))) {
+		return st;
+	}
+	if ((st = get_mat(L, n[4], c->dim, qd, 0, &l->wo)) || (st = get_vec(L, n[5], c->dim, 0, &l->ffn_norm)))
+		return st;
+	if (c->arch == DEC_ARCH_PHI3) {
+		if ((st = get_mat(L, n[7], 2 * (int64_t)c->hidden_dim, c->dim, 0, &gu)))
+			return st;
+		l->w_gate = rows_of(&gu, 0, c->hidden_dim);
+		l->w_up = rows_of(&gu, c->hidden_dim, c->hidden_dim);
+	} else if ((st = get_mat(L, n[6], c->hidden_dim, c->dim, 0, &l->w_gate)) ||
+		   (st = get_mat(L, n[7], c->hidden_dim, c->dim, 0, &l->w_up))) {
+		return st;
+	}
+	if ((st = get_mat(L, n[8], c->dim, c->hidden_dim, 0, &l->w_down)))
 		return st;
 	/* biases: required for qwen2, accepted on any arch when present */
 	if ((st = get_vec(L, b[0], qd, !qwen2, &l->bq)) ||
@@ -363,6 +412,17 @@ void dec_model_free(struct dec_model *m)
 static int64_t mat_n(const struct dec_mat *w)
 {
 	return w->rows * w->cols;
+}
+
+enum cr_status dec_model_check_ctx(const struct dec_model *m, int ctx, struct cr_err *err)
+{
+	if (m->cfg.sliding_window > 0 && ctx > m->cfg.sliding_window)
+		return cr_errf(err, CR_EUSAGE,
+			       "a context of %d positions: the model's attention is limited to a sliding "
+			       "window of %d ('%s.attention.sliding_window'), which the decoder does not do; "
+			       "use --ctx %d or less", ctx, m->cfg.sliding_window, m->cfg.arch_name,
+			       m->cfg.sliding_window);
+	return CR_OK;
 }
 
 int64_t dec_model_n_params(const struct dec_model *m)

@@ -1,7 +1,8 @@
 /* dec_model.h — transformer models from GGUF files (llama, qwen2, qwen3):
  * config, weights (pointers into the mapping), run state, the optimised CPU
  * forward with a KV cache and the plain reference forward it is tested
- * against.
+ * against. phi3's fused tensors (attn_qkv, ffn_up holding gate and up) are
+ * split at load into row ranges, so the forward sees q, k, v, gate and up.
  *
  * Conventions (GGUF / ggml): a weight matrix has ne[0] = in-features
  * (contiguous) and ne[1] = out-features, so row r of W is output r. llama.cpp's
@@ -15,7 +16,7 @@
 #include "common/cr_status.h"
 #include "decode/gguf.h"
 
-enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3 };
+enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3, DEC_ARCH_PHI3 };
 
 struct dec_config {
 	enum dec_arch arch;
@@ -33,6 +34,9 @@ struct dec_config {
 	float rope_base; /* rope.freq_base */
 	float rope_scale; /* position scale: 1 / rope.scaling.factor for "linear" scaling, else 1 */
 	float eps;       /* attention.layer_norm_rms_epsilon */
+	int sliding_window; /* attention.sliding_window: a token sees the last this many
+	                       positions; 0 none. Contexts beyond it are refused
+	                       (dec_model_check_ctx): within it attention is full */
 };
 
 /* A 2-D weight: rows × cols elements of a ggml type, row-major. */
@@ -90,6 +94,9 @@ void dec_model_free(struct dec_model *m);
  * its own buffers through pointers it kept, not through dec_mat.data). */
 enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err);
 int64_t dec_model_n_params(const struct dec_model *m);
+/* CR_EUSAGE naming the metadata key when a context of ctx positions needs
+ * more than the model can do (a sliding window shorter than it). */
+enum cr_status dec_model_check_ctx(const struct dec_model *m, int ctx, struct cr_err *err);
 size_t dec_model_weight_bytes(const struct dec_model *m); /* bytes read per decoded token */
 
 

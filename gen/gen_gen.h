@@ -84,6 +84,7 @@ struct gen_endpoint_cfg {
 	double timeout_s;            /* one HTTP request; 0: 600 */
 	int max_retries;             /* 429, 5xx, timeouts; 0: 5 */
 	double backoff_s;            /* first retry delay, doubled each time; 0: 1 */
+	const char *reasoning_effort; /* "low", "medium", "high": sent as reasoning_effort (NULL: not sent) */
 };
 enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_generator *g,
 				 struct cr_err *err);
@@ -101,6 +102,8 @@ struct gen_local_cfg {
 	int draft_ngram;             /* speculative decoding by prompt lookup */
 	const char *draft_model;     /* speculative decoding with this GGUF as the draft (or NULL) */
 	int draft_tokens;            /* drafts per step (0: 4) */
+	const char *chat_template;   /* a built-in template by name, over the detected one (NULL: detected) */
+	int no_think;                /* Qwen3's thinking switch off (an empty think block opens the answer) */
 };
 enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generator *g,
 			      struct cr_err *err);

@@ -52,7 +52,7 @@ struct local {
 	struct dec_tok *tok;
 	struct dec_engine *eng;
 	struct dec_model *draft;  /* the draft model, or NULL */
-	int ctx, batch, concurrency;
+	int ctx, batch, concurrency, no_think;
 	pthread_t th;
 	int th_started;
 	pthread_mutex_t mu;       /* everything below */
@@ -287,6 +287,7 @@ static json_t *local_describe(void *ctx)
 	json_object_set_new(j, "model_sha256", json_string(L->sha256));
 	json_object_set_new(j, "arch", json_string(L->m->cfg.arch_name));
 	json_object_set_new(j, "chat_template", json_string(dec_chat_template_name(L->tok)));
+	json_object_set_new(j, "no_think", json_boolean(L->no_think));
 	json_object_set_new(j, "ctx", json_integer(L->ctx));
 	json_object_set_new(j, "device", json_string(dec_engine_device(L->eng)));
 	json_object_set_new(j, "batch", json_integer(L->batch));
@@ -333,11 +334,23 @@ static enum cr_status open_model(struct local *L, const char *path, struct cr_er
 		return strstr(e.msg, path)
 			       ? cr_errf(err, st, "builtin generator: %s", e.msg)
 			       : cr_errf(err, st, "builtin generator: %s: %s", path, e.msg);
-	if (!strcmp(dec_chat_template_name(L->tok), "none"))
-		return cr_errf(err, CR_EINPUT, "builtin generator: %s: no known chat template "
-			       "(chatml, llama3, deepseek-r1)", path);
 	/* the bytes loaded, through the model's own mapping of the file */
 	cr_sha256_hex(L->m->gguf->base, L->m->gguf->size, L->sha256);
+	return CR_OK;
+}
+
+/* --chat-template and --no-think, then a template must be known. */
+static enum cr_status set_template(struct local *L, const struct gen_local_cfg *c, struct cr_err *err)
+{
+	enum cr_status st;
+
+	if (c->chat_template && (st = dec_chat_set_template(L->tok, c->chat_template, err)))
+		return st;
+	if (!strcmp(dec_chat_template_name(L->tok), "none"))
+		return cr_errf(err, CR_EINPUT, "builtin generator: %s: no known chat template "
+			       "(chatml, llama3, deepseek-r1, phi3, gemma; --chat-template names one)", c->model);
+	if (c->no_think && (st = dec_chat_set_no_think(L->tok, err)))
+		return st;
 	return CR_OK;
 }
 
@@ -361,12 +374,13 @@ enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generato
 	pthread_mutex_init(&L->mu, NULL);
 	pthread_cond_init(&L->cv, NULL);
 	L->batch = c->batch > 0 ? c->batch : BATCH_DEFAULT;
+	L->no_think = c->no_think;
 	L->concurrency = c->concurrency > 0 ? c->concurrency : 1;
 	if (!(L->path = strdup(c->model))) {
 		st = cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
 		goto fail;
 	}
-	if ((st = open_model(L, c->model, err)))
+	if ((st = open_model(L, c->model, err)) || (st = set_template(L, c, err)))
 		goto fail;
 	L->ctx = c->ctx ? c->ctx : L->m->cfg.ctx_len < CTX_CAP ? L->m->cfg.ctx_len : CTX_CAP;
 	if (L->ctx < 2) {

@@ -62,6 +62,10 @@ static const char usage[] =
 	"  --max-batch-tokens N built-in decoder: tokens per step (default 256)\n"
 	"  --draft ngram | --draft-model D.gguf [--draft-tokens K]\n"
 	"                      built-in decoder: speculative decoding (docs/DECODER.md)\n"
+	"  --chat-template NAME built-in decoder: chatml, llama3, deepseek-r1, phi3 or gemma\n"
+	"                      over the one detected from the GGUF (docs/TOKENIZER.md)\n"
+	"  --no-think          built-in decoder: Qwen3's thinking switch off\n"
+	"  --reasoning EFFORT  endpoint: reasoning_effort low, medium or high in every request\n"
 	"  --system TEXT       system message\n"
 	"  --no-timing --quick --timeout S   as for eval\n"
 	"  --resume            continue a killed run in DIR (same options)\n"
@@ -75,8 +79,8 @@ struct run_opts {
 	int n_task_list;
 	int n, turns, keep, max_tokens, top_k, concurrency, batch, threads, ctx;
 	int device, max_batch_tokens; /* built-in decoder: enum dec_device; 0: default */
-	int draft_ngram, draft_tokens;
-	const char *draft_model;
+	int draft_ngram, draft_tokens, no_think;
+	const char *draft_model, *chat_template, *reasoning;
 	uint64_t kv_mem;
 	long budget;
 	float temperature, top_p, min_p;
@@ -465,7 +469,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	       O_TASK, O_BACKEND, O_OUT, O_N, O_TURNS, O_KEEP, O_BUDGET, O_MAX_TOKENS, O_TEMP, O_TOP_P,
 	       O_TOP_K, O_MIN_P, O_SEED, O_RESUME, O_CONC, O_BATCH, O_THREADS, O_CTX, O_SYSTEM,
 	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_DEVICE, O_KV_MEM, O_MBT, O_DRAFT, O_DRAFT_MODEL,
-	       O_DRAFT_TOKENS, O_HELP };
+	       O_DRAFT_TOKENS, O_CHAT_TEMPLATE, O_NO_THINK, O_REASONING, O_HELP };
 	static const struct option opts[] = {
 		{ "strategy", 1, 0, O_STRATEGY }, { "model", 1, 0, O_MODEL },
 		{ "endpoint", 1, 0, O_ENDPOINT }, { "api-model", 1, 0, O_API_MODEL },
@@ -482,6 +486,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "device", 1, 0, O_DEVICE }, { "kv-mem", 1, 0, O_KV_MEM },
 		{ "max-batch-tokens", 1, 0, O_MBT }, { "draft", 1, 0, O_DRAFT },
 		{ "draft-model", 1, 0, O_DRAFT_MODEL }, { "draft-tokens", 1, 0, O_DRAFT_TOKENS },
+		{ "chat-template", 1, 0, O_CHAT_TEMPLATE }, { "no-think", 0, 0, O_NO_THINK },
+		{ "reasoning", 1, 0, O_REASONING },
 		{ 0, 0, 0, 0 } };
 	int c, rc = 0, sources;
 	long l;
@@ -547,6 +553,13 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			o->draft_ngram = 1;
 			break;
 		case O_DRAFT_MODEL: o->draft_model = optarg; break;
+		case O_CHAT_TEMPLATE: o->chat_template = optarg; break;
+		case O_NO_THINK: o->no_think = 1; break;
+		case O_REASONING:
+			if (strcmp(optarg, "low") && strcmp(optarg, "medium") && strcmp(optarg, "high"))
+				rc = bad("--reasoning", optarg, "low, medium or high");
+			o->reasoning = optarg;
+			break;
 		case O_DRAFT_TOKENS:
 			rc = int_arg("--draft-tokens", optarg, 1, 64, &l);
 			o->draft_tokens = (int)l;
@@ -609,10 +622,16 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		fprintf(stderr, "crucible run: --endpoint needs --api-model NAME\n");
 		return 2;
 	}
-	if ((o->draft_ngram || o->draft_model || o->draft_tokens || o->device || o->kv_mem || o->max_batch_tokens) &&
-	    !o->model) {
-		fprintf(stderr, "crucible run: --device, --kv-mem, --max-batch-tokens and the --draft options are "
-				"the built-in decoder's: they need --model\n");
+	if ((o->draft_ngram || o->draft_model || o->draft_tokens || o->device || o->kv_mem || o->max_batch_tokens ||
+	     o->chat_template || o->no_think) && !o->model) {
+		fprintf(stderr, "crucible run: --device, --kv-mem, --max-batch-tokens, --chat-template, --no-think "
+				"and the --draft options are the built-in decoder's: they need --model\n");
+		return 2;
+	}
+	if (o->reasoning && !o->endpoint) {
+		fprintf(stderr, "crucible run: --reasoning is sent to an endpoint (--endpoint); the built-in "
+				"decoder's templates (chatml, llama3, deepseek-r1, phi3, gemma) have no reasoning-effort "
+				"setting (Qwen3's thinking switch is --no-think)\n");
 		return 2;
 	}
 	if (o->draft_ngram && o->draft_model) {
@@ -803,13 +822,15 @@ int cr_cmd_run(int argc, char **argv)
 					    .concurrency = o.concurrency, .batch = o.batch, .device = o.device,
 					    .kv_mem = (size_t)o.kv_mem, .max_batch_tokens = o.max_batch_tokens,
 					    .draft_ngram = o.draft_ngram, .draft_model = o.draft_model,
-					    .draft_tokens = o.draft_tokens };
+					    .draft_tokens = o.draft_tokens, .chat_template = o.chat_template,
+					    .no_think = o.no_think };
 		st = gen_local_open(&lc, &g, &err);
 		const char *b = strrchr(o.model, '/');
 		snprintf(label, sizeof label, "%s", b ? b + 1 : o.model);
 	} else if (o.endpoint) {
 		struct gen_endpoint_cfg ec = { .url = o.endpoint, .model = o.api_model,
-					       .api_key_env = o.api_key_env, .concurrency = o.concurrency };
+					       .api_key_env = o.api_key_env, .concurrency = o.concurrency,
+					       .reasoning_effort = o.reasoning };
 		st = gen_endpoint_open(&ec, &g, &err);
 		snprintf(label, sizeof label, "%s", o.api_model);
 	} else {

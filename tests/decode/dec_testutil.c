@@ -294,6 +294,7 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 	struct gw *w = gw_new();
 	uint64_t st = s->seed;
 	int qd = s->n_heads * s->head_dim, kvd = s->n_kv_heads * s->head_dim, nv = tiny_vocab_size();
+	int phi3 = !strcmp(s->arch, "phi3");
 	char key[96];
 	uint8_t *out;
 
@@ -318,6 +319,8 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		gw_kv_str(w, K("rope.scaling.type"), "linear");
 		gw_kv_f32(w, K("rope.scaling.factor"), s->rope_linear);
 	}
+	if (phi3) /* phi-3-mini's */
+		gw_kv_u32(w, K("attention.sliding_window"), 2047);
 #undef K
 	if (!s->no_vocab)
 		add_vocab(w);
@@ -327,9 +330,13 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		double a = 1.0 / sqrt((double)s->dim), h = 1.0 / sqrt((double)s->hidden);
 
 		add_vec(w, &st, N("attn_norm.weight"), s->dim, 1.0, 0.2);
-		add_mat(w, &st, N("attn_q.weight"), s->wtype, qd, s->dim, 2 * a);
-		add_mat(w, &st, N("attn_k.weight"), s->wtype, kvd, s->dim, 2 * a);
-		add_mat(w, &st, N("attn_v.weight"), s->vtype ? s->vtype : s->wtype, kvd, s->dim, 2 * a);
+		if (phi3) { /* fused, as llama.cpp's converter writes phi3 */
+			add_mat(w, &st, N("attn_qkv.weight"), s->wtype, qd + 2 * kvd, s->dim, 2 * a);
+		} else {
+			add_mat(w, &st, N("attn_q.weight"), s->wtype, qd, s->dim, 2 * a);
+			add_mat(w, &st, N("attn_k.weight"), s->wtype, kvd, s->dim, 2 * a);
+			add_mat(w, &st, N("attn_v.weight"), s->vtype ? s->vtype : s->wtype, kvd, s->dim, 2 * a);
+		}
 		add_mat(w, &st, N("attn_output.weight"), s->wtype, s->dim, qd, 1.0 / sqrt((double)qd));
 		if (!strcmp(s->arch, "qwen2")) {
 			add_vec(w, &st, N("attn_q.bias"), qd, 0, 0.3);
@@ -341,8 +348,12 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 			add_vec(w, &st, N("attn_k_norm.weight"), s->head_dim, 1.0, 0.3);
 		}
 		add_vec(w, &st, N("ffn_norm.weight"), s->dim, 1.0, 0.2);
-		add_mat(w, &st, N("ffn_gate.weight"), s->wtype, s->hidden, s->dim, 2 * a);
-		add_mat(w, &st, N("ffn_up.weight"), s->vtype ? s->vtype : s->wtype, s->hidden, s->dim, 2 * a);
+		if (phi3) {
+			add_mat(w, &st, N("ffn_up.weight"), s->wtype, 2 * s->hidden, s->dim, 2 * a);
+		} else {
+			add_mat(w, &st, N("ffn_gate.weight"), s->wtype, s->hidden, s->dim, 2 * a);
+			add_mat(w, &st, N("ffn_up.weight"), s->vtype ? s->vtype : s->wtype, s->hidden, s->dim, 2 * a);
+		}
 		add_mat(w, &st, N("ffn_down.weight"), s->wtype, s->dim, s->hidden, h);
 #undef N
 	}

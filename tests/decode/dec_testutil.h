@@ -28,7 +28,7 @@ uint8_t *gw_finish(struct gw *w, size_t *size);
 int gw_write(struct gw *w, const char *path); /* 0 ok */
 
 struct tiny_spec {
-	const char *arch;    /* "llama", "qwen2", "qwen3" */
+	const char *arch;    /* "llama", "qwen2", "qwen3", "phi3" (fused attn_qkv and ffn_up) */
 	uint32_t wtype;      /* type of every 2-D weight */
 	int dim, n_layers, n_heads, n_kv_heads, head_dim, hidden;
 	int tied;            /* omit output.weight */
