@@ -136,6 +136,12 @@ struct dec_be_ops {
 	void (*silu_mul)(struct dec_be *be, float *g, const float *u, int nb);
 	/* dst[i] = src[out[i]] for the step's n_out rows of width values */
 	void (*gather)(struct dec_be *be, float *dst, const float *src, int width);
+	/* Mixture of experts (NULL when the backend has none: a model that needs
+	 * it is refused when the backend opens): per token, the router's
+	 * softmax over the experts, its top n_expert_used (ties: lower id),
+	 * their weights renormalised to sum 1, and out[b] += sum in rank order
+	 * of w_e * down_e(silu(gate_e in[b]) * up_e in[b]); in, out [nb, dim]. */
+	void (*moe)(struct dec_be *be, int layer, const float *in, float *out, int nb);
 
 	/* Device → host copy of n floats (n == 0: only waits); waits for every
 	 * op before it, and reports an op's failure. */
