@@ -28,11 +28,23 @@ void dec_glu(const struct dec_config *c, float *g, const float *u, int64_t n)
 		dec_simd_get()->silu_mul(g, u, n);
 		return;
 	}
-	/* GELU, tanh form (ggml's gelu): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+	/* GELU, tanh form, as llama.cpp's CPU backend computes it: the input
+	 * rounded to f16, 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))) in
+	 * f32, the result rounded to f16 (its lookup table); 0 below -10, x
+	 * above 10 */
 	for (int64_t i = 0; i < n; i++) {
-		float x = g[i];
+		float x = g[i], y;
 
-		g[i] = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x))) * u[i];
+		if (x <= -10.0f) {
+			y = 0;
+		} else if (x >= 10.0f) {
+			y = x;
+		} else {
+			x = dec_f16_to_f32(dec_f32_to_f16(x));
+			y = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
+			y = dec_f16_to_f32(dec_f32_to_f16(y));
+		}
+		g[i] = y * u[i];
 	}
 }
 
