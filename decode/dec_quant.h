@@ -151,6 +151,33 @@ struct dec_block_q6_k_x8 {                                                 /* 16
 	uint8_t qh[16][8][4];     /* [group h of 16][row][k]: high bits of values 16h+k, +4, +8, +12 at bits 0, 2, 4, 6 */
 };
 
+/* The low-bit types regrouped the same way (dec_pack_k.c). IQ4_NL uses
+ * dec_block_q4_0_x8 as it is (its nibbles are codebook indexes). */
+struct dec_block_q5_k_x8 {                                                 /* 1440 B */
+	uint16_t d[8], dmin[8];
+	uint8_t sc[8][8];         /* as dec_block_q4_k_x8 */
+	uint8_t mn[4][8][2];
+	uint8_t qs[8][4][8][4];   /* low 4 bits, as dec_block_q4_k_x8 */
+	uint8_t qh[8][8][4];      /* [sub-block][row][g]: bit k = 5th bit of value 8g+k of the sub-block */
+};
+/* Q3_K's quants as unsigned nibbles q + 4 (0..7), 16 per sub-block of a row. */
+struct dec_block_q3_k_x8 {                                                 /* 1168 B */
+	uint16_t d[8];
+	int8_t sc[16][8];         /* [sub-block][row]: scale - 32 */
+	uint8_t qs[16][2][8][4];  /* [sub-block][g][row][k]: value 8g+k | value 8g+4+k << 4 */
+};
+/* Q2_K keeps its 2 bits a value: 16 values of a row in its 32-bit lane. */
+struct dec_block_q2_k_x8 {                                                 /* 672 B */
+	uint16_t d[8], dmin[8];
+	uint8_t sm[16][8];        /* [sub-block][row]: scale | min << 4, as in the file */
+	uint8_t qs[16][8][4];     /* [sub-block][row][k]: bits 2j, 2j+1 = value 4j+k */
+};
+struct dec_block_iq4_xs_x8 {                                               /* 1104 B */
+	uint16_t d[8];
+	int8_t sc[8][8];          /* [block of 32][row]: scale - 32 */
+	uint8_t qs[8][4][8][4];   /* [block][g][row][k]: index of value 8g+k | of 8g+4+k << 4 */
+};
+
 /* Block size and bytes per block; 0 for a type id ggml does not define. */
 int dec_type_info(uint32_t t, size_t *blck, size_t *tsize);
 const char *dec_type_name(uint32_t t);
@@ -218,6 +245,16 @@ void dec_pack_q5_1_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
 void dec_gemv8_q5_1_generic(const void *x8, const void *act, int64_t n, float *out);
 void dec_pack_q6_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
 void dec_gemv8_q6_k_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q2_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q2_k_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q3_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q3_k_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_q5_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_q5_k_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_iq4_nl_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_iq4_nl_generic(const void *x8, const void *act, int64_t n, float *out);
+void dec_pack_iq4_xs_x8(const void *rows, size_t row_bytes, int64_t n, void *dst);
+void dec_gemv8_iq4_xs_generic(const void *x8, const void *act, int64_t n, float *out);
 /* Bytes of one packed group of 8 rows of n values of type t; 0 when t has
  * no packed layout (then dec_pack_x8 does nothing). */
 size_t dec_x8_group_bytes(uint32_t t, int64_t n);

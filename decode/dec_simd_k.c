@@ -1,14 +1,14 @@
 /* dec_simd_k.c — AVX2 kernels of the low-bit types (Q2_K, Q3_K, Q5_K,
- * IQ4_NL, IQ4_XS): one row against one token here; eight repacked rows
- * against one token in dec_simd_k8.c. Each takes the exact integer sums and
+ * IQ4_NL, IQ4_XS): one row against one token (eight repacked rows against
+ * one token are in dec_simd_rows.c with the other types'). Each takes the exact integer sums and
  * then the float step of its portable kernel (dec_quant_k.c), so the results
  * agree bit for bit; tests/decode/test_quant_k.c compares them exactly.
  *
  * Unsigned quants (Q2_K 0..3, Q3_K's q + 4 in 0..7, Q5_K 0..31) go straight
  * into maddubs and Q3_K's offset comes off with the activation block sums;
  * the IQ4 codebook values (signed, |v| <= 127) are looked up with a byte
- * shuffle and multiplied with the sign trick, which needs activations in
- * ±127 (the Q8_0 and Q8_K quantizers never write -128). */
+ * shuffle and multiplied as maddubs(|a|, v with a's sign), exact for every
+ * activation byte, -128 included. */
 #include "decode/dec_simd.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_simd_impl.h"
@@ -163,7 +163,7 @@ AVX2 float dec_dot_iq4_nl_avx2(const void *vx, const void *vy, int64_t n)
 
 	for (int64_t i = 0; i < n / DEC_QK; i++) {
 		__m256i q = _mm256_shuffle_epi8(lut, nibbles(x[i].qs));
-		__m256i p = mul_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+		__m256i p = mul_s8(_mm256_loadu_si256((const __m256i *)y[i].qs), q);
 
 		sum += _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d) * (float)hsum8i(p);
 	}
@@ -185,7 +185,7 @@ AVX2 float dec_dot_iq4_xs_avx2(const void *vx, const void *vy, int64_t n)
 		for (int b = 0; b < 8; b++) {
 			__m256i q = _mm256_shuffle_epi8(lut, nibbles(x[i].qs + 16 * b));
 			__m256i a = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * b));
-			__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
+			__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(q, a));
 
 			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16((short)dec_iq4xs_scale(&x[i], b))));
 		}
