@@ -24,14 +24,14 @@ void dec_pack_q5_k_x8(const void *rows, size_t row_bytes, int64_t n, void *dst)
 			o->dmin[r] = b->dmin;
 			for (int s = 0; s < 8; s++) {
 				dec_q4k_scale_min(s, b->scales, &o->sc[s][r], &o->mn[s / 2][r][s & 1]);
-				for (int g = 0; g < 4; g++) {
-					o->qh[s][r][g] = 0;
-					for (int k = 0; k < 4; k++)
-						o->qs[s][g][r][k] = (uint8_t)((dec_q5k_u(b, 32 * s + 8 * g + k) & 0xF) |
-									      (dec_q5k_u(b, 32 * s + 8 * g + 4 + k) & 0xF) << 4);
-					for (int k = 0; k < 8; k++)
-						o->qh[s][r][g] |= (uint8_t)((dec_q5k_u(b, 32 * s + 8 * g + k) >> 4) << k);
-				}
+				memset(o->qh[s][r], 0, 4);
+				for (int g = 0; g < 4; g++)
+					for (int k = 0; k < 4; k++) {
+						int lo = dec_q5k_u(b, 32 * s + 8 * g + k), hi = dec_q5k_u(b, 32 * s + 8 * g + 4 + k);
+
+						o->qs[s][g][r][k] = (uint8_t)((lo & 0xF) | (hi & 0xF) << 4);
+						o->qh[s][r][k] |= (uint8_t)((lo >> 4) << (2 * g) | (hi >> 4) << (2 * g + 1));
+					}
 			}
 		}
 }
@@ -136,10 +136,10 @@ void dec_gemv8_q5_k_generic(const void *vx, const void *vy, int64_t n, float *ou
 				for (int g = 0; g < 4; g++)
 					for (int k = 0; k < 4; k++) {
 						const int8_t *a = y[i].qs + 32 * s + 8 * g + k;
-						uint8_t q = x[i].qs[s][g][r][k], h = x[i].qh[s][r][g];
+						uint8_t q = x[i].qs[s][g][r][k], h = x[i].qh[s][r][k];
 
-						acc += ((q & 0xF) | ((h >> k) & 1) << 4) * a[0] +
-						       ((q >> 4) | ((h >> (k + 4)) & 1) << 4) * a[4];
+						acc += ((q & 0xF) | ((h >> (2 * g)) & 1) << 4) * a[0] +
+						       ((q >> 4) | ((h >> (2 * g + 1)) & 1) << 4) * a[4];
 					}
 				sumi += x[i].sc[s][r] * acc;
 				summ += x[i].mn[s / 2][r][s & 1] * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);

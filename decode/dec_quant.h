@@ -158,7 +158,7 @@ struct dec_block_q5_k_x8 {                                                 /* 14
 	uint8_t sc[8][8];         /* as dec_block_q4_k_x8 */
 	uint8_t mn[4][8][2];
 	uint8_t qs[8][4][8][4];   /* low 4 bits, as dec_block_q4_k_x8 */
-	uint8_t qh[8][8][4];      /* [sub-block][row][g]: bit k = 5th bit of value 8g+k of the sub-block */
+	uint8_t qh[8][8][4];      /* [sub-block][row][k]: bits 2g, 2g+1 = 5th bits of values 8g+k, 8g+4+k */
 };
 /* Q3_K's quants as unsigned nibbles q + 4 (0..7), 16 per sub-block of a row. */
 struct dec_block_q3_k_x8 {                                                 /* 1168 B */

@@ -50,6 +50,16 @@ AVX2 static inline int32_t smin_sum16(const int8_t *m, const int16_t *bsums)
 	return hsum8i(p);
 }
 
+/* Quarter j of a Q2_K / Q3_K half (bits 2j of the 32 bytes q, sub-blocks
+ * s, s + 1 = 8 h + 2 j, + 1): u · a as 16-bit pairs, times the two scales.
+ * Called with constant j so the shifts are immediates. */
+AVX2 static inline __m256i k2_quarter(__m256i u, const int8_t *a, int sc0, int sc1)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)a)), scale_pair(sc0, sc1));
+}
+
+#define Q2K_Q(j) k2_quarter(bits2(q, j), a + 32 * (j), sc[s0 + 2 * (j)] & 0xF, sc[s0 + 2 * (j) + 1] & 0xF)
+
 /* Products of 2-bit quants (at most 2 · 3 · 128 a pair) times 4-bit scales. */
 AVX2 float dec_dot_q2_k_avx2(const void *vx, const void *vy, int64_t n)
 {
@@ -65,25 +75,42 @@ AVX2 float dec_dot_q2_k_avx2(const void *vx, const void *vy, int64_t n)
 
 		for (int h = 0; h < 2; h++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+			const int8_t *a = y[i].qs + 128 * h;
+			int s0 = 8 * h;
 
-			for (int j = 0; j < 4; j++) {
-				int s = 8 * h + 2 * j;
-				__m256i p = _mm256_maddubs_epi16(bits2(q, j),
-								 _mm256_loadu_si256((const __m256i *)(y[i].qs + 16 * s)));
-
-				acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scale_pair(sc[s] & 0xF, sc[s + 1] & 0xF)));
-			}
+			acc = _mm256_add_epi32(acc, _mm256_add_epi32(Q2K_Q(0), Q2K_Q(1)));
+			acc = _mm256_add_epi32(acc, _mm256_add_epi32(Q2K_Q(2), Q2K_Q(3)));
 		}
 		sum += y[i].d * (_cvtsh_ss(x[i].d) * (float)hsum8i(acc) - _cvtsh_ss(x[i].dmin) * (float)summ);
 	}
 	return sum;
 }
 
-/* Q3_K's 16 scales (-32..31) from the 12 packed bytes. */
-static inline void q3k_scales(const uint8_t *p, int8_t *sc)
+/* Q3_K's 16 scales (-32..31) from the 12 packed bytes, four at a time:
+ * low nibbles from bytes 0..7 (scales 0..7) and their high nibbles (8..15),
+ * the top 2 bits from bytes 8..11 at bit 2 (j / 4). */
+static inline __m128i q3k_scales(const uint8_t *p)
 {
-	for (int j = 0; j < 16; j++)
-		sc[j] = (int8_t)dec_q3k_scale(p, j);
+	uint32_t a[3], o[4];
+
+	memcpy(a, p, 12);
+	o[0] = (a[0] & 0x0f0f0f0f) | (a[2] & 0x03030303) << 4;
+	o[1] = (a[1] & 0x0f0f0f0f) | (a[2] >> 2 & 0x03030303) << 4;
+	o[2] = (a[0] >> 4 & 0x0f0f0f0f) | (a[2] >> 4 & 0x03030303) << 4;
+	o[3] = (a[1] >> 4 & 0x0f0f0f0f) | (a[2] >> 6 & 0x03030303) << 4;
+	return _mm_sub_epi8(_mm_loadu_si128((const __m128i *)o), _mm_set1_epi8(32));
+}
+
+#define Q3K_Q(j) k2_quarter(_mm256_or_si256(bits2(q, j), bit_at(hm, 4 * h + (j), 2)), a + 32 * (j), \
+			    sc[8 * h + 2 * (j)], sc[8 * h + 2 * (j) + 1])
+
+/* Half h (values 128 h ..) of a Q3_K block; h constant at each call. */
+AVX2 static inline __m256i q3k_half(const uint8_t *qs, __m256i hm, const int8_t *a, const int8_t *sc, int h)
+{
+	__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+
+	a += 128 * h;
+	return _mm256_add_epi32(_mm256_add_epi32(Q3K_Q(0), Q3K_Q(1)), _mm256_add_epi32(Q3K_Q(2), Q3K_Q(3)));
 }
 
 /* q + 4 (0..7: the low 2 bits and the 3rd bit) times the activation, at most
@@ -96,52 +123,49 @@ AVX2 float dec_dot_q3_k_avx2(const void *vx, const void *vy, int64_t n)
 
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
 		int8_t sc[16];
-		__m256i acc = _mm256_setzero_si256(), hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+		__m256i acc, hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
 		int32_t bias;
 
-		q3k_scales(x[i].scales, sc);
+		_mm_storeu_si128((__m128i *)sc, q3k_scales(x[i].scales));
 		bias = smin_sum16(sc, y[i].bsums);
-		for (int h = 0; h < 2; h++) {
-			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
-
-			for (int j = 0; j < 4; j++) {
-				int s = 8 * h + 2 * j;
-				__m256i u = _mm256_or_si256(bits2(q, j), bit_at(hm, 4 * h + j, 2));
-				__m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(y[i].qs + 16 * s)));
-
-				acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scale_pair(sc[s], sc[s + 1])));
-			}
-		}
+		acc = _mm256_add_epi32(q3k_half(x[i].qs, hm, y[i].qs, sc, 0), q3k_half(x[i].qs, hm, y[i].qs, sc, 1));
 		sum += _cvtsh_ss(x[i].d) * y[i].d * (float)(hsum8i(acc) - 4 * bias);
 	}
 	return sum;
 }
 
-/* As dot_q4_k with the 5th bits (2 · 31 · 128 a pair at most). */
+/* Pair j of a Q5_K block: sub-blocks 2j (low nibbles, bit 2j of qh) and
+ * 2j + 1 (high nibbles, bit 2j + 1), at most 2 · 31 · 128 a pair. */
+AVX2 static inline __m256i q5k_pair(const uint8_t *qs, __m256i qh, const int8_t *a, __m256i scv, int j)
+{
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+	__m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), bit_at(qh, 2 * j, 4));
+	__m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), bit_at(qh, 2 * j + 1, 4));
+	__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(a + 64 * j)));
+	__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a + 64 * j + 32)));
+
+	return _mm256_add_epi32(_mm256_madd_epi16(p0, q4k_scale_at(scv, 2 * j)),
+				_mm256_madd_epi16(p1, q4k_scale_at(scv, 2 * j + 1)));
+}
+
+/* As dot_q4_k with the 5th bits. */
 AVX2 float dec_dot_q5_k_avx2(const void *vx, const void *vy, int64_t n)
 {
 	const struct dec_block_q5_K *x = vx;
 	const struct dec_block_q8_K *y = vy;
-	const __m256i m4 = _mm256_set1_epi8(0xF);
 	float sum = 0;
 
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
-		__m256i acc = _mm256_setzero_si256(), scv, qh = _mm256_loadu_si256((const __m256i *)x[i].qh);
+		__m256i acc, scv, qh = _mm256_loadu_si256((const __m256i *)x[i].qh);
 		uint8_t sc[8];
 		int16_t mn[8];
 
 		q4k_scales(x[i].scales, sc, mn);
 		scv = q4k_scale_vec(sc);
-		for (int j = 0; j < 4; j++) {
-			__m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
-			__m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), bit_at(qh, 2 * j, 4));
-			__m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), bit_at(qh, 2 * j + 1, 4));
-			__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j)));
-			__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * j + 32)));
-
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, q4k_scale_at(scv, 2 * j)));
-			acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, q4k_scale_at(scv, 2 * j + 1)));
-		}
+		acc = _mm256_add_epi32(q5k_pair(x[i].qs, qh, y[i].qs, scv, 0), q5k_pair(x[i].qs, qh, y[i].qs, scv, 1));
+		acc = _mm256_add_epi32(acc, _mm256_add_epi32(q5k_pair(x[i].qs, qh, y[i].qs, scv, 2),
+							     q5k_pair(x[i].qs, qh, y[i].qs, scv, 3)));
 		sum += y[i].d * (_cvtsh_ss(x[i].d) * (float)hsum8i(acc) -
 				 _cvtsh_ss(x[i].dmin) * (float)q4k_min_sum(mn, y[i].bsums));
 	}

@@ -442,16 +442,31 @@ AVX2 void dec_gemv8_iq4_xs_avx2(const void *vx, const void *vy, int64_t n, float
 	_mm256_storeu_ps(out, sum);
 }
 
-/* As dec_gemv8_q4_k_avx2 with Q5_0's 5th bits: two 16-bit sums a sub-block
- * (2 groups, at most 4 · 2 · 31 · 128). */
+/* Bit `from` of every byte at bit 4 (0x10), the others cleared: a 16-bit
+ * shift by at most 4 keeps bit 4 of a byte within its byte. */
+AVX2 static inline __m256i bit_to4(__m256i v, int from)
+{
+	__m256i s = from < 4 ? _mm256_slli_epi16(v, 4 - from) : _mm256_srli_epi16(v, from - 4);
+
+	return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
+}
+
+/* Group g of a Q5_K sub-block: 4 + 4 values a row times the activation. */
+AVX2 static inline __m256i q5k_group(const void *qs, __m256i qh, const int8_t *a, int g)
+{
+	__m256i q = _mm256_loadu_si256((const __m256i *)qs);
+
+	return _mm256_add_epi16(dot4b(_mm256_or_si256(lo4(q), bit_to4(qh, 2 * g)), a + 8 * g),
+				dot4b(_mm256_or_si256(hi4(q), bit_to4(qh, 2 * g + 1)), a + 8 * g + 4));
+}
+
+/* As dec_gemv8_q4_k_avx2 with the 5th bits (of group g: bits 2g, 2g+1 of
+ * each byte of qh): two 16-bit sums a sub-block (2 groups, at most
+ * 4 · 2 · 31 · 128). */
 AVX2 void dec_gemv8_q5_k_avx2(const void *vx, const void *vy, int64_t n, float *out)
 {
 	const struct dec_block_q5_k_x8 *x = vx;
 	const struct dec_block_q8_K *y = vy;
-	const __m256i b4 = _mm256_set1_epi8(0x10);
-	const __m256i lane = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
-					      0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
-	const __m256i bl = _mm256_set1_epi32(0x08040201), bh = _mm256_set1_epi32((int)0x80402010u);
 	__m256 sum = _mm256_setzero_ps();
 
 	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
@@ -466,17 +481,9 @@ AVX2 void dec_gemv8_q5_k_avx2(const void *vx, const void *vy, int64_t n, float *
 			__m256i sc = scale8_u(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x[i].sc[s])));
 			const int8_t *a = y[i].qs + 32 * s;
 
-			a16[0] = a16[1] = _mm256_setzero_si256();
-			for (int g = 0; g < 4; g++) {
-				__m256i q = _mm256_loadu_si256((const __m256i *)x[i].qs[s][g]);
-				__m256i hb = _mm256_shuffle_epi8(qh, _mm256_add_epi8(lane, _mm256_set1_epi8((char)g)));
-				__m256i hl = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bl), bl), b4);
-				__m256i hh = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bh), bh), b4);
-				__m256i *acc = &a16[g / 2];
-
-				*acc = _mm256_add_epi16(*acc, dot4b(_mm256_or_si256(lo4(q), hl), a + 8 * g));
-				*acc = _mm256_add_epi16(*acc, dot4b(_mm256_or_si256(hi4(q), hh), a + 8 * g + 4));
-			}
+			/* the groups written out: the shifts must be immediates */
+			a16[0] = _mm256_add_epi16(q5k_group(x[i].qs[s][0], qh, a, 0), q5k_group(x[i].qs[s][1], qh, a, 1));
+			a16[1] = _mm256_add_epi16(q5k_group(x[i].qs[s][2], qh, a, 2), q5k_group(x[i].qs[s][3], qh, a, 3));
 			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(a16[0], sc));
 			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(a16[1], sc));
 		}
