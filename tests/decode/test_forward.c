@@ -432,12 +432,43 @@ static void test_load_errors(void **state)
 	gw_free(w);
 }
 
+/* A ggml type the decoder does not run (IQ2_XXS, 66 bytes a 256 values) in
+ * a needed matrix: the file parses, and the loader names the tensor and
+ * the type. */
+static void test_unsupported_type(void **state)
+{
+	struct gw *w = gw_new();
+	size_t n;
+	uint8_t *p, q[4 * 66] = { 0 };
+	struct dec_gguf *g;
+	struct dec_model *m;
+	struct cr_err e;
+	uint64_t ne[2] = { 256, 4 };
+
+	(void)state;
+	gw_kv_str(w, "general.architecture", "llama");
+	gw_kv_u32(w, "llama.embedding_length", 256);
+	gw_kv_u32(w, "llama.block_count", 1);
+	gw_kv_u32(w, "llama.feed_forward_length", 512);
+	gw_kv_u32(w, "llama.attention.head_count", 4);
+	gw_tensor(w, "token_embd.weight", 2, ne, DEC_T_IQ2_XXS, q, sizeof q);
+	p = gw_finish(w, &n);
+	cr_err_init(&e);
+	assert_int_equal(dec_gguf_from_buffer(p, n, "iq2.gguf", &g, &e), CR_OK);
+	assert_int_equal(dec_model_load(g, &m, &e), CR_EINPUT);
+	if (!strstr(e.msg, "token_embd.weight") || !strstr(e.msg, "IQ2_XXS") || !strstr(e.msg, "IQ4_XS"))
+		fail_msg("message: %s", e.msg);
+	free(p);
+	gw_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_unsupported_type),
 		cmocka_unit_test(test_tied_and_rope_freqs),
 		cmocka_unit_test(test_kv_cache),
 		cmocka_unit_test(test_batch_seqs),
