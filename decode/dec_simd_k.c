@@ -1,8 +1,9 @@
 /* dec_simd_k.c — AVX2 kernels of the low-bit types (Q2_K, Q3_K, Q5_K,
  * IQ4_NL, IQ4_XS): one row against one token (eight repacked rows against
- * one token are in dec_simd_rows.c with the other types'). Each takes the exact integer sums and
- * then the float step of its portable kernel (dec_quant_k.c), so the results
- * agree bit for bit; tests/decode/test_quant_k.c compares them exactly.
+ * one token are in dec_simd_rows.c with the other types'). Each takes the
+ * exact integer sums and then the float step of its portable kernel
+ * (dec_quant_k.c), so the results agree bit for bit;
+ * tests/decode/test_quant_k.c compares them exactly.
  *
  * Unsigned quants (Q2_K 0..3, Q3_K's q + 4 in 0..7, Q5_K 0..31) go straight
  * into maddubs and Q3_K's offset comes off with the activation block sums;

@@ -7,7 +7,8 @@
  *
  * Each output is bit for bit what the portable one-row kernel gives (the
  * integer sums are exact, the float operations per row are the same and in
- * the same order); tests/decode/test_quant.c compares them exactly. */
+ * the same order); tests/decode/test_quant.c and test_quant_k.c (the
+ * low-bit types, after the others in this file) compare them exactly. */
 #include "decode/dec_simd.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_simd_impl.h"
