@@ -286,7 +286,8 @@ static enum cr_status get_expert_mats(struct loader *L, const char *name, int64_
 			       name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
 			       (unsigned long long)t->ne[2], (long long)cols, (long long)rows, ne);
 	if (!dec_type_supported(t->type))
-		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has type %s, which the decoder does not support",
+		return cr_errf(L->err, CR_EINPUT,
+			       "%s: tensor '%s' has type %s, which the decoder does not support (" DEC_TYPES_SUPPORTED ")",
 			       L->g->path, name, dec_type_name(t->type));
 	rb = dec_row_size(t->type, cols);
 	for (int e = 0; e < ne; e++)
