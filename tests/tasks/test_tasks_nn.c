@@ -1,7 +1,9 @@
 /* test_tasks_nn.c — the whole-network ops (tasks/ops_nn.c): closed forms
  * worked out by hand from PyTorch's definitions (cat, the layout ops,
  * adaptive pooling's floor/ceil windows, F.normalize, one LSTM and GRU step
- * with gate order i,f,g,o and r,z,n), the float body against the double one,
+ * with gate order i,f,g,o and r,z,n, F.pad, slicing by bounds or by another
+ * input's extent, Mamba-2's segsum against its naive cumsum form), the
+ * float body against the double one,
  * and every op's backward against central finite differences of
  * L = sum(dy * y) on random inputs, over every attribute variant the tasks
  * use (reverse, batch_first, a non-zero h0 slice). */
