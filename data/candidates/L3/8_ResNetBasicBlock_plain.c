@@ -1,0 +1,221 @@
+// Honest plain ResNet basic block, forward and backward: direct 3x3 and
+// 1x1 convolutions (padding 1, stride 1), training-mode BatchNorm (batch
+// statistics, biased variance, eps 1e-5), ReLU, the downsample branch and
+// the residual add. The backward recomputes the forward (scratch starts as
+// garbage) and walks it back: the final ReLU's mask, both BatchNorms of the
+// sum, conv2's weight and input gradients, ReLU, BatchNorm 1, conv1's and
+// the downsample's gradients into dx. Reductions accumulate in double;
+// OpenMP over channels and planes.
+// @task L3/8_ResNetBasicBlock
+// @scratch t1 f32[N * CO * H * W]
+// @scratch a1 f32[N * CO * H * W]
+// @scratch t4 f32[N * CO * H * W]
+// @scratch t6 f32[N * CO * H * W]
+// @scratch st f32[6 * CO]
+// @scratch g f32[N * CO * H * W]
+// @scratch g4 f32[N * CO * H * W]
+// @scratch g6 f32[N * CO * H * W]
+// @forward block_fwd(x, conv1_w, bn1_w, bn1_b, conv2_w, bn2_w, bn2_b, down_w, down_bn_w, down_bn_b, y, t1, a1, t4, t6, st, N, CI, CO, H, W)
+// @backward block_bwd_head(x, conv1_w, bn1_w, bn1_b, conv2_w, bn2_w, bn2_b, down_w, down_bn_w, down_bn_b, dy, dx, dbn2_w, dbn2_b, ddown_w, ddown_bn_w, ddown_bn_b, t1, a1, t4, t6, st, g, g4, g6, N, CI, CO, H, W)
+// @backward block_bwd_tail(x, conv1_w, bn1_w, conv2_w, dx, dconv1_w, dbn1_w, dbn1_b, dconv2_w, t1, a1, st, g, g4, N, CI, CO, H, W)
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* y[n, o] = sum_c w[o, c] (*) x[n, c], kernel k (3: padding 1; 1: none) */
+static void conv(const float *x, const float *w, float *y, int64_t nb, int64_t ci, int64_t co,
+		 int64_t h, int64_t wd, int k)
+{
+	int pad = k / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t o = 0; o < co; o++)
+			for (int64_t i = 0; i < h; i++)
+				for (int64_t j = 0; j < wd; j++) {
+					double s = 0;
+					for (int64_t c = 0; c < ci; c++)
+						for (int u = 0; u < k; u++) {
+							int64_t ii = i + u - pad;
+							if (ii < 0 || ii >= h)
+								continue;
+							for (int v = 0; v < k; v++) {
+								int64_t jj = j + v - pad;
+								if (jj >= 0 && jj < wd)
+									s += (double)x[((n * ci + c) * h + ii) * wd + jj] *
+									     w[((o * ci + c) * k + u) * k + v];
+							}
+						}
+					y[((n * co + o) * h + i) * wd + j] = (float)s;
+				}
+}
+
+/* dw[o, c] = sum g[n, o] (x) x[n, c]; dx (accumulated) = sum_o w^T (*) g */
+static void conv_bwd(const float *x, const float *w, const float *g, float *dw, float *dx,
+		     int64_t nb, int64_t ci, int64_t co, int64_t h, int64_t wd, int k)
+{
+	int pad = k / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t o = 0; o < co; o++)
+		for (int64_t c = 0; c < ci; c++)
+			for (int u = 0; u < k; u++)
+				for (int v = 0; v < k; v++) {
+					double s = 0;
+					for (int64_t n = 0; n < nb; n++)
+						for (int64_t i = 0; i < h; i++) {
+							int64_t ii = i + u - pad;
+							if (ii < 0 || ii >= h)
+								continue;
+							for (int64_t j = 0; j < wd; j++) {
+								int64_t jj = j + v - pad;
+								if (jj >= 0 && jj < wd)
+									s += (double)g[((n * co + o) * h + i) * wd + j] *
+									     x[((n * ci + c) * h + ii) * wd + jj];
+							}
+						}
+					dw[((o * ci + c) * k + u) * k + v] = (float)s;
+				}
+#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t c = 0; c < ci; c++)
+			for (int64_t i = 0; i < h; i++)
+				for (int64_t j = 0; j < wd; j++) {
+					double s = 0;
+					for (int64_t o = 0; o < co; o++)
+						for (int u = 0; u < k; u++) {
+							int64_t oi = i - u + pad;
+							if (oi < 0 || oi >= h)
+								continue;
+							for (int v = 0; v < k; v++) {
+								int64_t oj = j - v + pad;
+								if (oj >= 0 && oj < wd)
+									s += (double)g[((n * co + o) * h + oi) * wd + oj] *
+									     w[((o * ci + c) * k + u) * k + v];
+							}
+						}
+					dx[((n * ci + c) * h + i) * wd + j] += (float)s;
+				}
+}
+
+/* batch statistics of t per channel: st[c] the mean, st[co + c] 1/std */
+static void bn_stats(const float *t, float *st, int64_t nb, int64_t co, int64_t hw)
+{
+#pragma omp parallel for schedule(static)
+	for (int64_t c = 0; c < co; c++) {
+		double m = 0, v = 0;
+		for (int64_t n = 0; n < nb; n++)
+			for (int64_t e = 0; e < hw; e++)
+				m += t[(n * co + c) * hw + e];
+		m /= (double)(nb * hw);
+		for (int64_t n = 0; n < nb; n++)
+			for (int64_t e = 0; e < hw; e++) {
+				double d = t[(n * co + c) * hw + e] - m;
+				v += d * d;
+			}
+		v /= (double)(nb * hw);
+		st[c] = (float)m;
+		st[co + c] = (float)(1.0 / sqrt(v + 1e-5));
+	}
+}
+
+static float bn_at(const float *t, const float *st, const float *w, const float *b, int64_t co,
+		   int64_t c, int64_t idx)
+{
+	return (t[idx] - st[c]) * st[co + c] * w[c] + b[c];
+}
+
+/* t1 = conv1 x, a1 = relu(bn1 t1), t4 = conv2 a1, t6 = down x; st: the
+ * three BatchNorms' statistics; y = relu(bn2 t4 + down_bn t6) */
+static void forward(const float *x, const float *w1, const float *g1, const float *b1,
+		    const float *w2, const float *g2, const float *b2, const float *wd,
+		    const float *gd, const float *bd, float *y, float *t1, float *a1, float *t4,
+		    float *t6, float *st, int64_t nb, int64_t ci, int64_t co, int64_t h, int64_t wdt)
+{
+	int64_t hw = h * wdt, tot = nb * co * hw;
+	conv(x, w1, t1, nb, ci, co, h, wdt, 3);
+	bn_stats(t1, st, nb, co, hw);
+	for (int64_t e = 0; e < tot; e++) {
+		float v = bn_at(t1, st, g1, b1, co, e / hw % co, e);
+		a1[e] = v > 0 ? v : 0;
+	}
+	conv(a1, w2, t4, nb, co, co, h, wdt, 3);
+	conv(x, wd, t6, nb, ci, co, h, wdt, 1);
+	bn_stats(t4, st + 2 * co, nb, co, hw);
+	bn_stats(t6, st + 4 * co, nb, co, hw);
+	for (int64_t e = 0; e < tot; e++) {
+		int64_t c = e / hw % co;
+		float v = bn_at(t4, st + 2 * co, g2, b2, co, c, e) + bn_at(t6, st + 4 * co, gd, bd, co, c, e);
+		y[e] = v > 0 ? v : 0;
+	}
+}
+
+void block_fwd(const float *x, const float *w1, const float *g1, const float *b1, const float *w2,
+	       const float *g2, const float *b2, const float *wd, const float *gd, const float *bd,
+	       float *y, float *t1, float *a1, float *t4, float *t6, float *st, int64_t nb,
+	       int64_t ci, int64_t co, int64_t h, int64_t wdt)
+{
+	forward(x, w1, g1, b1, w2, g2, b2, wd, gd, bd, y, t1, a1, t4, t6, st, nb, ci, co, h, wdt);
+}
+
+/* BatchNorm backward with batch statistics: from the output gradient g,
+ * dw = sum g xhat, db = sum g, dt = w rstd (g - db / M - xhat dw / M) */
+static void bn_bwd(const float *t, const float *st, const float *w, const float *g, float *dw,
+		   float *db, float *dt, int64_t nb, int64_t co, int64_t hw)
+{
+	double m = (double)(nb * hw);
+#pragma omp parallel for schedule(static)
+	for (int64_t c = 0; c < co; c++) {
+		double sg = 0, sgx = 0;
+		for (int64_t n = 0; n < nb; n++)
+			for (int64_t e = 0; e < hw; e++) {
+				int64_t i = (n * co + c) * hw + e;
+				sg += g[i];
+				sgx += (double)g[i] * (t[i] - st[c]) * st[co + c];
+			}
+		dw[c] = (float)sgx;
+		db[c] = (float)sg;
+		for (int64_t n = 0; n < nb; n++)
+			for (int64_t e = 0; e < hw; e++) {
+				int64_t i = (n * co + c) * hw + e;
+				double xh = (t[i] - st[c]) * st[co + c];
+				dt[i] = (float)(w[c] * st[co + c] * (g[i] - sg / m - xh * sgx / m));
+			}
+	}
+}
+
+/* The forward again, the final ReLU's mask, both BatchNorms of the sum
+ * (into g4 for conv2's output, g6 for the downsample's) and the downsample
+ * conv's gradients (dx starts there). */
+void block_bwd_head(const float *x, const float *w1, const float *g1, const float *b1,
+		    const float *w2, const float *g2, const float *b2, const float *wd,
+		    const float *gd, const float *bd, const float *dy, float *dx, float *dg2,
+		    float *db2, float *dwd, float *dgd, float *dbd, float *t1, float *a1, float *t4,
+		    float *t6, float *st, float *g, float *g4, float *g6, int64_t nb, int64_t ci,
+		    int64_t co, int64_t h, int64_t wdt)
+{
+	int64_t hw = h * wdt, tot = nb * co * hw;
+	/* y recomputed into g, then replaced by the final ReLU's gradient */
+	forward(x, w1, g1, b1, w2, g2, b2, wd, gd, bd, g, t1, a1, t4, t6, st, nb, ci, co, h, wdt);
+	for (int64_t e = 0; e < tot; e++)
+		g[e] = g[e] > 0 ? dy[e] : 0;
+	bn_bwd(t4, st + 2 * co, g2, g, dg2, db2, g4, nb, co, hw);
+	bn_bwd(t6, st + 4 * co, gd, g, dgd, dbd, g6, nb, co, hw);
+	memset(dx, 0, sizeof(float) * (size_t)(nb * ci * hw));
+	conv_bwd(x, wd, g6, dwd, dx, nb, ci, co, h, wdt, 1);
+}
+
+/* conv2's gradients from g4 (its input's into g), ReLU's mask, BatchNorm
+ * 1, conv1's gradients (added to dx). */
+void block_bwd_tail(const float *x, const float *w1, const float *g1, const float *w2, float *dx,
+		    float *dw1, float *dg1, float *db1, float *dw2, float *t1, float *a1,
+		    float *st, float *g, float *g4, int64_t nb, int64_t ci, int64_t co, int64_t h,
+		    int64_t wdt)
+{
+	int64_t hw = h * wdt, tot = nb * co * hw;
+	memset(g, 0, sizeof(float) * (size_t)tot);
+	conv_bwd(a1, w2, g4, dw2, g, nb, co, co, h, wdt, 3);
+	for (int64_t e = 0; e < tot; e++)
+		if (!(a1[e] > 0))
+			g[e] = 0;
+	bn_bwd(t1, st, g1, g, dg1, db1, g4, nb, co, hw);
+	conv_bwd(x, w1, g4, dw1, dx, nb, ci, co, h, wdt, 3);
+}
