@@ -4,8 +4,9 @@
 // the residual add. The backward recomputes the forward (scratch starts as
 // garbage) and walks it back: the final ReLU's mask, both BatchNorms of the
 // sum, conv2's weight and input gradients, ReLU, BatchNorm 1, conv1's and
-// the downsample's gradients into dx. Reductions accumulate in double;
-// OpenMP over channels and planes.
+// the downsample's gradients into dx. Convolutions plane by plane with the
+// innermost loop over a contiguous row (float; the weight gradients' row
+// sums added in double), statistics in double; OpenMP over planes.
 // @task L3/8_ResNetBasicBlock
 // @scratch t1 f32[N * CO * H * W]
 // @scratch a1 f32[N * CO * H * W]
@@ -22,78 +23,84 @@
 #include <stdint.h>
 #include <string.h>
 
-/* y[n, o] = sum_c w[o, c] (*) x[n, c], kernel k (3: padding 1; 1: none) */
+/* The rows i (or columns) of an output plane that tap u of a k-wide
+ * kernel with padding k / 2 reaches: [lo, hi). */
+static void taps(int u, int k, int64_t len, int64_t *lo, int64_t *hi)
+{
+	int64_t off = u - k / 2;
+	*lo = off < 0 ? -off : 0;
+	*hi = off > 0 ? len - off : len;
+}
+
+/* y[n, o] = sum_c w[o, c] (*) x[n, c], kernel k (3: padding 1; 1: none);
+ * plane by plane, the innermost loop over a contiguous row */
 static void conv(const float *x, const float *w, float *y, int64_t nb, int64_t ci, int64_t co,
 		 int64_t h, int64_t wd, int k)
 {
-	int pad = k / 2;
 #pragma omp parallel for collapse(2) schedule(static)
 	for (int64_t n = 0; n < nb; n++)
-		for (int64_t o = 0; o < co; o++)
-			for (int64_t i = 0; i < h; i++)
-				for (int64_t j = 0; j < wd; j++) {
-					double s = 0;
-					for (int64_t c = 0; c < ci; c++)
-						for (int u = 0; u < k; u++) {
-							int64_t ii = i + u - pad;
-							if (ii < 0 || ii >= h)
-								continue;
-							for (int v = 0; v < k; v++) {
-								int64_t jj = j + v - pad;
-								if (jj >= 0 && jj < wd)
-									s += (double)x[((n * ci + c) * h + ii) * wd + jj] *
-									     w[((o * ci + c) * k + u) * k + v];
-							}
-						}
-					y[((n * co + o) * h + i) * wd + j] = (float)s;
-				}
+		for (int64_t o = 0; o < co; o++) {
+			float *yp = y + (n * co + o) * h * wd;
+			for (int64_t e = 0; e < h * wd; e++)
+				yp[e] = 0;
+			for (int64_t c = 0; c < ci; c++) {
+				const float *xp = x + (n * ci + c) * h * wd;
+				for (int u = 0; u < k; u++)
+					for (int v = 0; v < k; v++) {
+						float wv = w[((o * ci + c) * k + u) * k + v];
+						int64_t i0, i1, j0, j1, du = u - k / 2, dv = v - k / 2;
+						taps(u, k, h, &i0, &i1);
+						taps(v, k, wd, &j0, &j1);
+						for (int64_t i = i0; i < i1; i++)
+							for (int64_t j = j0; j < j1; j++)
+								yp[i * wd + j] += wv * xp[(i + du) * wd + j + dv];
+					}
+			}
+		}
 }
 
 /* dw[o, c] = sum g[n, o] (x) x[n, c]; dx (accumulated) = sum_o w^T (*) g */
 static void conv_bwd(const float *x, const float *w, const float *g, float *dw, float *dx,
 		     int64_t nb, int64_t ci, int64_t co, int64_t h, int64_t wd, int k)
 {
-	int pad = k / 2;
 #pragma omp parallel for collapse(2) schedule(static)
 	for (int64_t o = 0; o < co; o++)
 		for (int64_t c = 0; c < ci; c++)
 			for (int u = 0; u < k; u++)
 				for (int v = 0; v < k; v++) {
+					int64_t i0, i1, j0, j1, du = u - k / 2, dv = v - k / 2;
 					double s = 0;
-					for (int64_t n = 0; n < nb; n++)
-						for (int64_t i = 0; i < h; i++) {
-							int64_t ii = i + u - pad;
-							if (ii < 0 || ii >= h)
-								continue;
-							for (int64_t j = 0; j < wd; j++) {
-								int64_t jj = j + v - pad;
-								if (jj >= 0 && jj < wd)
-									s += (double)g[((n * co + o) * h + i) * wd + j] *
-									     x[((n * ci + c) * h + ii) * wd + jj];
-							}
+					taps(u, k, h, &i0, &i1);
+					taps(v, k, wd, &j0, &j1);
+					for (int64_t n = 0; n < nb; n++) {
+						const float *gp = g + (n * co + o) * h * wd, *xp = x + (n * ci + c) * h * wd;
+						for (int64_t i = i0; i < i1; i++) {
+							float r = 0;
+							for (int64_t j = j0; j < j1; j++)
+								r += gp[i * wd + j] * xp[(i + du) * wd + j + dv];
+							s += r;
 						}
+					}
 					dw[((o * ci + c) * k + u) * k + v] = (float)s;
 				}
 #pragma omp parallel for collapse(2) schedule(static)
 	for (int64_t n = 0; n < nb; n++)
-		for (int64_t c = 0; c < ci; c++)
-			for (int64_t i = 0; i < h; i++)
-				for (int64_t j = 0; j < wd; j++) {
-					double s = 0;
-					for (int64_t o = 0; o < co; o++)
-						for (int u = 0; u < k; u++) {
-							int64_t oi = i - u + pad;
-							if (oi < 0 || oi >= h)
-								continue;
-							for (int v = 0; v < k; v++) {
-								int64_t oj = j - v + pad;
-								if (oj >= 0 && oj < wd)
-									s += (double)g[((n * co + o) * h + oi) * wd + oj] *
-									     w[((o * ci + c) * k + u) * k + v];
-							}
-						}
-					dx[((n * ci + c) * h + i) * wd + j] += (float)s;
-				}
+		for (int64_t c = 0; c < ci; c++) {
+			float *dp = dx + (n * ci + c) * h * wd;
+			for (int64_t o = 0; o < co; o++) {
+				const float *gp = g + (n * co + o) * h * wd;
+				for (int u = 0; u < k; u++)
+					for (int v = 0; v < k; v++) {
+						float wv = w[((o * ci + c) * k + u) * k + v];
+						int64_t i0, i1, j0, j1, du = u - k / 2, dv = v - k / 2;
+						taps(u, k, h, &i0, &i1);
+						taps(v, k, wd, &j0, &j1);
+						for (int64_t i = i0; i < i1; i++)
+							for (int64_t j = j0; j < j1; j++)
+								dp[(i + du) * wd + j + dv] += wv * gp[i * wd + j];
+					}
+			}
+		}
 }
 
 /* batch statistics of t per channel: st[c] the mean, st[co + c] 1/std */
