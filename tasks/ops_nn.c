@@ -58,7 +58,6 @@ static void task_op_perm(const struct task_node *nd, int rank, int *perm)
 	}
 }
 
-
 /* The band of a pad or slice node: the axis split outer x len x inner on
  * the longer side, the offset of the shorter side's run in it (pad:
  * "before"; slice: its start) and the run's length (pad: the input's
@@ -373,7 +372,7 @@ static enum cr_status infer_pad(const struct task_node *nd, const struct task_va
 
 /* slice: x.narrow on "dim" (default 0) from "start" (default 0) to "end"
  * (exclusive, default the extent), both negative from the end as Python's
- * x[:, :-1]; or, with a second input `like`, "length" like's extent on
+ * x[:, :-1]; or, with a second input `like`, as long as like's extent on
  * "like_dim" (default "dim") from "start" — a slice sized by a dim, as
  * assignment[:, :K] of NetVLAD's K + G clusters. like gives its shape only
  * (no gradient). */
