@@ -409,19 +409,25 @@ int cr_cmd_dump(int argc, char **argv)
 /* ---- lint ---- */
 
 /* Checks one output of one case; writes a reason and returns false when
- * the task would accept a degenerate kernel. */
-static bool lint_output(const double *a, const double *b, const struct task_val *v,
-			const struct task *t, bool own, char *why, size_t cap)
+ * the task would accept a degenerate kernel. a: the case; b: the same task
+ * with the inputs redrawn and the params kept (does the output follow its
+ * inputs?); c: everything redrawn (does each element vary across seeds?
+ * An element fixed by the params alone, such as the bias at a transposed
+ * conv's structural holes, varies here and not in b). */
+static bool lint_output(const double *a, const double *b, const double *c,
+			const struct task_val *v, const struct task *t, bool own, char *why,
+			size_t cap)
 {
-	int64_t same = 0;
-	double lo = INFINITY, hi = -INFINITY, rms = 0, amax = 0, tol;
+	int64_t same_in = 0, same = 0;
+	double lo = INFINITY, hi = -INFINITY, rms = 0, amax = 0, dmax = 0, tol;
 	for (int64_t i = 0; i < v->n; i++) {
 		lo = fmin(lo, a[i]);
 		hi = fmax(hi, a[i]);
 		rms += a[i] * a[i];
 		amax = fmax(amax, fabs(a[i]));
-		if (a[i] == b[i])
-			same++;
+		dmax = fmax(dmax, fabs(a[i] - b[i]));
+		same_in += a[i] == b[i];
+		same += a[i] == c[i];
 	}
 	rms = sqrt(rms / (double)(v->n ? v->n : 1));
 	/* the verifier's tolerance at this scale: if one constant lies within it
@@ -432,8 +438,16 @@ static bool lint_output(const double *a, const double *b, const struct task_val 
 			 (hi - lo) / 2, tol);
 		return false;
 	}
-	if (same == v->n) {
+	if (same_in == v->n) {
 		snprintf(why, cap, "reference does not change when the inputs change");
+		return false;
+	}
+	/* a kernel that ignores the inputs (the output of a fixed input, or a
+	 * parameter-only chain) is off by dmax, and passes within tol */
+	if (own && dmax <= tol) {
+		snprintf(why, cap,
+			 "reference moves by at most %.3g when the inputs are redrawn (params kept), within the tolerance %.3g: a kernel ignoring the inputs would pass",
+			 dmax, tol);
 		return false;
 	}
 	/* per-element variation is judged on the task's own init: sparse and
@@ -473,8 +487,9 @@ int cr_cmd_lint(int argc, char **argv)
 			printf("usage: crucible lint [SET]\n"
 			       "Checks the registry: on every shape and init profile each task's reference\n"
 			       "output spreads beyond the task's tolerance under its own init (so a constant cannot pass; this\n"
-			       "replaces robust-kbench's fixed +-0.01), changes with the inputs, varies across seeds per\n"
-			       "element and along every axis. The task's own init decides; other init\n"
+			       "replaces robust-kbench's fixed +-0.01), changes with the inputs beyond that tolerance\n"
+			       "(the inputs redrawn, the params kept), varies across seeds per element (all\n"
+			       "redrawn) and along every axis. The task's own init decides; other init\n"
 			       "profiles that saturate the chain are reported as notes.\n"
 			       "Shapes where an input has fewer than 16\n"
 			       "elements are edge cases for the verifier and are not judged here.\n"
@@ -508,25 +523,33 @@ int cr_cmd_lint(int argc, char **argv)
 			if (tiny && s < t->n_checks)
 				continue;
 			for (int p = 0; p < TASK_PROF_COUNT && ok; p++) {
-				struct task_exec xa, xb;
+				struct task_exec xa, xb, xc;
 				char why[200], ds[128];
 				if (task_exec_init(&xa, t, d, true, false, &err) ||
-				    task_exec_init(&xb, t, d, true, false, &err)) {
+				    task_exec_init(&xb, t, d, true, false, &err) ||
+				    task_exec_init(&xc, t, d, true, false, &err)) {
 					fprintf(stderr, "crucible lint: %s\n", err.msg);
 					free(ts);
 					return 2;
 				}
+				/* xb: the inputs redrawn, the params kept (redrawing
+				 * the params too would hide an output that depends on
+				 * them only: a deep chain that forgets x, a layer dead
+				 * at a check shape); xc: everything redrawn */
 				for (int k = 0; k < t->n_tensors; k++)
 					if (t->tensors[k].role != TASK_OUTPUT) {
+						bool in = t->tensors[k].role == TASK_INPUT;
 						task_gen_tensor(t, k, d, (enum task_profile)p, 11, xa.v[k].d);
-						task_gen_tensor(t, k, d, (enum task_profile)p, 12, xb.v[k].d);
+						task_gen_tensor(t, k, d, (enum task_profile)p, in ? 12 : 11, xb.v[k].d);
+						task_gen_tensor(t, k, d, (enum task_profile)p, 12, xc.v[k].d);
 					}
 				task_exec_forward(&xa);
 				task_exec_forward(&xb);
+				task_exec_forward(&xc);
 				for (int k = 0; k < t->n_tensors && ok; k++) {
 					if (t->tensors[k].role != TASK_OUTPUT)
 						continue;
-					if (!lint_output(xa.v[k].d, xb.v[k].d, &xa.v[k], t,
+					if (!lint_output(xa.v[k].d, xb.v[k].d, xc.v[k].d, &xa.v[k], t,
 							 p == TASK_PROF_OWN, why, sizeof why)) {
 						/* the task's own init decides; a stress profile
 						 * that saturates the chain (tanh of large values,
@@ -545,6 +568,7 @@ int cr_cmd_lint(int argc, char **argv)
 				}
 				task_exec_release(&xa);
 				task_exec_release(&xb);
+				task_exec_release(&xc);
 			}
 		}
 		checked++;

@@ -1,8 +1,10 @@
 /* ops_nn.c — the ops whole networks (level 3) need beyond L1/L2: cat,
  * layout ops (reshape, split_dim, permute, transpose, select), adaptive
  * average pooling, F.normalize, attention scores q k^T / sqrt(D) with an
- * optional causal mask, and one LSTM or GRU layer in one direction
- * (stacks and bidirectional layers are graphs of these: SPEC §2). Bodies in
+ * optional causal mask, one LSTM or GRU layer in one direction
+ * (stacks and bidirectional layers are graphs of these: SPEC §2), and
+ * Mamba-2's pieces: zero padding and slicing on one axis, and the segment
+ * sum (segsum) behind its decay matrices. Bodies in
  * ops_nn_impl.h, instantiated for double (reference) and float (baseline). */
 #include "tasks/task_ops.h"
 
@@ -53,6 +55,30 @@ static void task_op_perm(const struct task_node *nd, int rank, int *perm)
 		task_node_ints(nd, "dims", d, TASK_MAX_RANK);
 		for (int i = 0; i < rank; i++)
 			perm[i] = task_axis(d[i], rank);
+	}
+}
+
+/* The band of a pad or slice node: the axis split outer x len x inner on
+ * the longer side, the offset of the shorter side's run in it (pad:
+ * "before"; slice: its start) and the run's length (pad: the input's
+ * extent; slice: the output's). Validated by infer. */
+static void nn_band(const struct task_node *nd, const struct task_val *x, const struct task_val *y,
+		    int64_t *outer, int64_t *inner, int64_t *off, int64_t *len)
+{
+	bool pad = !strcmp(nd->op, "pad");
+	int axis = task_axis(task_node_int(nd, "dim", pad ? -1 : 0), x->rank);
+	*outer = *inner = 1;
+	for (int i = 0; i < x->rank; i++)
+		if (i != axis)
+			*(i < axis ? outer : inner) *= x->shape[i];
+	if (pad) {
+		*off = task_node_int(nd, "before", 0);
+		*len = x->shape[axis];
+	} else {
+		*off = task_node_int(nd, "start", 0);
+		if (*off < 0)
+			*off += x->shape[axis];
+		*len = y->shape[axis];
 	}
 }
 
@@ -326,6 +352,80 @@ static enum cr_status infer_attn(const struct task_node *nd, const struct task_v
 	return CR_OK;
 }
 
+/* pad: F.pad with zeros on one axis, "dim" (default -1), "before" and
+ * "after" (>= 0): F.pad(x, (1, 0)) is {"dim": -1, "before": 1}. */
+static enum cr_status infer_pad(const struct task_node *nd, const struct task_val *in,
+				int n_in, struct task_val *out, struct cr_err *err)
+{
+	int r = in[0].rank, axis = task_axis(task_node_int(nd, "dim", -1), r);
+	int64_t b = task_node_int(nd, "before", 0), a = task_node_int(nd, "after", 0);
+	(void)n_in;
+	if (axis < 0 || b < 0 || a < 0 || a + b < 1)
+		return cr_errf(err, CR_EINPUT,
+			       "op pad: needs \"dim\" within rank %d and \"before\"/\"after\" >= 0, not both 0", r);
+	out[0] = in[0];
+	out[0].d = NULL;
+	out[0].shape[axis] += a + b;
+	set_n(&out[0]);
+	return CR_OK;
+}
+
+/* slice: x.narrow on "dim" (default 0) from "start" (default 0) to "end"
+ * (exclusive, default the extent), both negative from the end as Python's
+ * x[:, :-1]; or, with a second input `like`, as long as like's extent on
+ * "like_dim" (default "dim") from "start" — a slice sized by a dim, as
+ * assignment[:, :K] of NetVLAD's K + G clusters. like gives its shape only
+ * (no gradient). */
+static enum cr_status infer_slice(const struct task_node *nd, const struct task_val *in,
+				  int n_in, struct task_val *out, struct cr_err *err)
+{
+	int r = in[0].rank, axis = task_axis(task_node_int(nd, "dim", 0), r);
+	int64_t ext, s, e;
+	if (axis < 0)
+		return cr_errf(err, CR_EINPUT, "op slice: dim %lld out of range for rank %d",
+			       (long long)task_node_int(nd, "dim", 0), r);
+	ext = in[0].shape[axis];
+	s = task_node_int(nd, "start", 0);
+	if (s < 0)
+		s += ext;
+	if (n_in > 1) {
+		int la = task_axis(task_node_int(nd, "like_dim", task_node_int(nd, "dim", 0)), in[1].rank);
+		if (task_node_attr(nd, "end") || la < 0)
+			return cr_errf(err, CR_EINPUT,
+				       "op slice: with a second input, its \"like_dim\" sizes the slice (no \"end\")");
+		e = s + in[1].shape[la];
+	} else {
+		e = task_node_int(nd, "end", ext);
+		if (e < 0)
+			e += ext;
+	}
+	if (s < 0 || e > ext || e <= s)
+		return cr_errf(err, CR_EINPUT, "op slice: [%lld, %lld) is empty or outside the extent %lld",
+			       (long long)s, (long long)e, (long long)ext);
+	out[0] = in[0];
+	out[0].d = NULL;
+	out[0].shape[axis] = e - s;
+	set_n(&out[0]);
+	return CR_OK;
+}
+
+/* segsum: x [.., T] -> [.., T, T] */
+static enum cr_status infer_segsum(const struct task_node *nd, const struct task_val *in,
+				   int n_in, struct task_val *out, struct cr_err *err)
+{
+	int r = in[0].rank;
+	(void)n_in; (void)nd;
+	if (r == TASK_MAX_RANK)
+		return cr_errf(err, CR_EINPUT, "op segsum: the output's rank must stay within %d",
+			       TASK_MAX_RANK);
+	out[0] = in[0];
+	out[0].d = NULL;
+	out[0].rank = r + 1;
+	out[0].shape[r] = in[0].shape[r - 1];
+	set_n(&out[0]);
+	return CR_OK;
+}
+
 #define NN(nm, lo, hi, nout, mask, inf, base) \
 	{ nm, lo, hi, nout, mask, inf, base##_fwd_d, base##_fwd_f, base##_bwd_d, base##_bwd_f }
 
@@ -341,5 +441,8 @@ const struct task_opdef task_ops_nn[] = {
 	NN("lstm", 7, 7, 3, 0x7fu, infer_rnn, lstm),
 	NN("gru", 6, 6, 2, 0x3fu, infer_rnn, gru),
 	NN("attn_scores", 2, 2, 1, 3u, infer_attn, attn_scores),
+	NN("pad", 1, 1, 1, 1u, infer_pad, pad),
+	NN("slice", 1, 2, 1, 1u, infer_slice, slice),
+	NN("segsum", 1, 1, 1, 1u, infer_segsum, segsum),
 	{ .name = NULL },
 };

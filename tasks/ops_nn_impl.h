@@ -632,3 +632,117 @@ static void FN(attn_scores_bwd)(const struct task_node *nd, const struct task_va
 	}
 	free(g);
 }
+
+/* ---- pad / slice along one axis: outer x len x inner, the copied run of
+ * len' elements at an offset on the longer side ---- */
+
+/* Copies (or, back, accumulates) rows of `run` elements between a tensor
+ * with `lx` entries on the axis and one with `ly`, at offsets ox and oy. */
+static void FN(band_run)(const T *src, T *dst, int64_t outer, int64_t inner, int64_t ls,
+			 int64_t os, int64_t ld, int64_t od, int64_t run, bool acc)
+{
+	for (int64_t a = 0; a < outer; a++) {
+		const T *s = src + (a * ls + os) * inner;
+		T *d = dst + (a * ld + od) * inner;
+		if (acc)
+			for (int64_t e = 0; e < run * inner; e++)
+				d[e] += s[e];
+		else
+			memcpy(d, s, sizeof(T) * (size_t)(run * inner));
+	}
+}
+
+static void FN(pad_fwd)(const struct task_node *nd, const struct task_val *in,
+			struct task_val *out)
+{
+	int64_t outer, inner, before, len;
+	nn_band(nd, &in[0], &out[0], &outer, &inner, &before, &len);
+	memset(out[0].d, 0, sizeof(T) * (size_t)out[0].n);
+	FN(band_run)(in[0].d, out[0].d, outer, inner, len, 0, out[0].n / (outer * inner), before,
+		     len, false);
+}
+
+static void FN(pad_bwd)(const struct task_node *nd, const struct task_val *in,
+			const struct task_val *out, const struct task_val *dout,
+			struct task_val *din)
+{
+	int64_t outer, inner, before, len;
+	if (!din[0].d)
+		return;
+	nn_band(nd, &in[0], &out[0], &outer, &inner, &before, &len);
+	FN(band_run)(dout[0].d, din[0].d, outer, inner, out[0].n / (outer * inner), before, len,
+		     0, len, true);
+}
+
+static void FN(slice_fwd)(const struct task_node *nd, const struct task_val *in,
+			  struct task_val *out)
+{
+	int64_t outer, inner, start, len;
+	nn_band(nd, &in[0], &out[0], &outer, &inner, &start, &len);
+	FN(band_run)(in[0].d, out[0].d, outer, inner, in[0].n / (outer * inner), start, len, 0,
+		     len, false);
+}
+
+static void FN(slice_bwd)(const struct task_node *nd, const struct task_val *in,
+			  const struct task_val *out, const struct task_val *dout,
+			  struct task_val *din)
+{
+	int64_t outer, inner, start, len;
+	if (!din[0].d)
+		return;
+	nn_band(nd, &in[0], &out[0], &outer, &inner, &start, &len);
+	FN(band_run)(dout[0].d, din[0].d, outer, inner, len, 0, in[0].n / (outer * inner), start,
+		     len, true);
+}
+
+/* ---- segsum: x [.., T] -> y [.., T, T], y[i][j] = x[j+1] + .. + x[i] for
+ * j <= i (0 on the diagonal), -inf above it: Mamba-2's stable segment sum,
+ * the exact value of its naive cumsum[i] - cumsum[j] with the tril mask ---- */
+
+static void FN(segsum_fwd)(const struct task_node *nd, const struct task_val *in,
+			   struct task_val *out)
+{
+	int64_t t = in[0].shape[in[0].rank - 1], rows = in[0].n / t;
+	const T *x = in[0].d;
+	T *y = out[0].d;
+	(void)nd;
+	for (int64_t r = 0; r < rows; r++) {
+		const T *xr = x + r * t;
+		T *yr = y + r * t * t;
+		for (int64_t i = 0; i < t; i++) {
+			ACC s = 0;
+			yr[i * t + i] = 0;
+			for (int64_t j = i - 1; j >= 0; j--) {
+				s += xr[j + 1];
+				yr[i * t + j] = (T)s;
+			}
+			for (int64_t j = i + 1; j < t; j++)
+				yr[i * t + j] = (T)-INFINITY;
+		}
+	}
+}
+
+/* dx[k] = sum of dy[i][j] over j < k <= i: the entries whose segment holds
+ * x[k]; the masked ones are constants (masked_fill), with no gradient. */
+static void FN(segsum_bwd)(const struct task_node *nd, const struct task_val *in,
+			   const struct task_val *out, const struct task_val *dout,
+			   struct task_val *din)
+{
+	int64_t t = in[0].shape[in[0].rank - 1], rows = in[0].n / t;
+	const T *dy = dout[0].d;
+	T *dx = din[0].d;
+	(void)nd; (void)out;
+	if (!dx)
+		return;
+	for (int64_t r = 0; r < rows; r++) {
+		const T *g = dy + r * t * t;
+		T *dxr = dx + r * t;
+		for (int64_t i = 1; i < t; i++) {
+			ACC run = 0; /* dy[i][0] + .. + dy[i][k-1] */
+			for (int64_t k = 1; k <= i; k++) {
+				run += g[i * t + k - 1];
+				dxr[k] += (T)run;
+			}
+		}
+	}
+}

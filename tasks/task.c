@@ -184,8 +184,8 @@ out:
 }
 
 /* init: "normal", "normal(mean,std)", "uniform(lo,hi)", "positive",
- * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)", "kaiming_relu", "ones",
- * "zeros". */
+ * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)" (or a literal
+ * fan_in, "kaiming(9)"), "kaiming_relu", "ones", "zeros". */
 static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 				 struct task_init *in, struct cr_err *err)
 {
@@ -223,6 +223,12 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 		in->a = sqrt(6.0);
 	} else if (sscanf(s, "kaiming(%63[A-Za-z0-9_])%n", dim, &n) == 1 && s[n] == '\0') {
 		in->kind = TASK_INIT_KAIMING;
+		/* a literal fan_in: a depthwise conv's 1 x 3 x 3 (9) where the
+		 * weight [G, M/G, 1, 3, 3] splits its channels in groups */
+		if (dim[strspn(dim, "0123456789")] == '\0' && atoi(dim) > 0) {
+			in->b = atoi(dim);
+			return CR_OK;
+		}
 		in->fan_dim = task_find_dim(t, dim, strlen(dim));
 		if (in->fan_dim < 0)
 			return cr_errf(err, CR_EINPUT, "%s: tensors.%s.init: unknown dim '%s' in \"%s\"",
@@ -233,7 +239,7 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 		in->kind = TASK_INIT_ZEROS;
 	} else {
 		return cr_errf(err, CR_EINPUT,
-			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), kaiming_relu, ones, zeros)",
+			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), kaiming(N), kaiming_relu, ones, zeros)",
 			       t->path, tn, s);
 	}
 	return CR_OK;

@@ -35,7 +35,8 @@ enum task_init_kind {
 	TASK_INIT_PROBS,     /* rows (last axis) sum to 1 */
 	TASK_INIT_INDICES,   /* integers in [0, dim) */
 	TASK_INIT_KAIMING,   /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = product of all but the first axis,
-			      * or the extent of a named dim ("kaiming(H)": PyTorch's RNN init);
+			      * or the extent of a named dim ("kaiming(H)": PyTorch's RNN init),
+			      * or a literal ("kaiming(9)": b holds it);
 			      * a: a gain ("kaiming_relu": sqrt(6), He's uniform bound) */
 	TASK_INIT_ONES,
 	TASK_INIT_ZEROS
@@ -43,7 +44,7 @@ enum task_init_kind {
 
 struct task_init {
 	enum task_init_kind kind;
-	double a, b;          /* normal: mean,std; uniform: lo,hi; positive: lo,std */
+	double a, b;          /* normal: mean,std; uniform: lo,hi; positive: lo,std; kaiming: gain, literal fan_in (0: none) */
 	int bound_dim;        /* indices: the dim giving the upper bound */
 	int fan_dim;          /* kaiming(DIM): the dim giving fan_in, or -1 */
 };

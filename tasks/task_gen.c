@@ -113,6 +113,8 @@ void task_gen_tensor(const struct task *t, int i, const struct task_dimset *d,
 		fan = shape[0];
 	if (tt->init.kind == TASK_INIT_KAIMING && tt->init.fan_dim >= 0)
 		fan = d->v[tt->init.fan_dim];
+	else if (tt->init.kind == TASK_INIT_KAIMING && tt->init.b > 0)
+		fan = (int64_t)tt->init.b;
 	task_rng_seed(&r, task_mix(seed, (uint64_t)i + 1));
 	if (tt->init.kind == TASK_INIT_INDICES) {
 		int64_t hi = d->v[tt->init.bound_dim];

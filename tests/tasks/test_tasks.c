@@ -85,6 +85,50 @@ static void test_loader_errors(void **s)
 	expect_error("\"role\": \"input\"", "\"role\": \"inptu\"", "not input, param or output");
 }
 
+/* kaiming's fan_in: the product of all but the first axis, a named dim,
+ * or a literal (a depthwise 3x3 weight declared [G, M/G, 1, 3, 3] has
+ * fan_in 9, not its trailing product); draws lie within 1/sqrt(fan_in)
+ * and reach near it. */
+static void test_kaiming_fan(void **s)
+{
+	static const char *const inits[] = { "kaiming", "kaiming(B)", "kaiming(9)" };
+	const double bound[] = { 1 / sqrt(33.0), 1 / sqrt(7.0), 1 / 3.0 };
+	char text[4096], w[256];
+	double v[7 * 33];
+	(void)s;
+	for (int k = 0; k < 3; k++) {
+		char path[] = "/tmp/crucible-task-XXXXXX";
+		struct task t;
+		struct cr_err e;
+		int fd, wi;
+		double top = 0;
+		snprintf(w, sizeof w,
+			 "\"y\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [\"B\", \"D\"]},"
+			 " \"w\": {\"role\": \"param\", \"dtype\": \"f32\", \"shape\": [\"B\", \"D\"], \"init\": \"%s\"}}",
+			 inits[k]);
+		variant(text, sizeof text,
+			"\"y\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [\"B\", \"D\"]}}", w);
+		fd = mkstemp(path);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+		close(fd);
+		cr_err_init(&e);
+		if (task_load(&t, path, "test/t", &e))
+			fail_msg("%s: %s", inits[k], e.msg);
+		unlink(path);
+		wi = task_find_tensor(&t, "w");
+		assert_true(wi >= 0);
+		task_gen_tensor(&t, wi, &t.checks[2], TASK_PROF_OWN, 3, v); /* B 7, D 33 */
+		for (int i = 0; i < 7 * 33; i++) {
+			assert_true(fabs(v[i]) <= bound[k]);
+			top = fmax(top, fabs(v[i]));
+		}
+		assert_true(top > 0.9 * bound[k]);
+	}
+	snprintf(w, sizeof w, "\"init\": \"kaiming(0)\"}");
+	expect_error("\"init\": \"normal\"}", w, "unknown dim '0'");
+}
+
 /* Runs a one-op graph on given inputs in double. */
 static void run1(const char *path_json, const double *const *in, double *out)
 {
@@ -427,6 +471,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loader_good),
 		cmocka_unit_test(test_loader_errors),
+		cmocka_unit_test(test_kaiming_fan),
 		cmocka_unit_test(test_closed_forms),
 		cmocka_unit_test(test_backward_fd),
 		cmocka_unit_test(test_drawn_shapes),

@@ -1,7 +1,9 @@
 /* test_tasks_nn.c — the whole-network ops (tasks/ops_nn.c): closed forms
  * worked out by hand from PyTorch's definitions (cat, the layout ops,
  * adaptive pooling's floor/ceil windows, F.normalize, one LSTM and GRU step
- * with gate order i,f,g,o and r,z,n), the float body against the double one,
+ * with gate order i,f,g,o and r,z,n, F.pad, slicing by bounds or by another
+ * input's extent, Mamba-2's segsum against its naive cumsum form), the
+ * float body against the double one,
  * and every op's backward against central finite differences of
  * L = sum(dy * y) on random inputs, over every attribute variant the tasks
  * use (reverse, batch_first, a non-zero h0 slice). */
@@ -133,12 +135,14 @@ static double c_loss(struct nd_case *c, double dy[][MAXN])
 	c->nd.def->fwd_d(&c->nd, c->in, c->out);
 	for (int k = 0; k < c->nd.n_out; k++)
 		for (int64_t e = 0; e < c->out[k].n; e++)
-			l += dy[k][e] * c->y[k][e];
+			if (dy[k][e] != 0) /* a masked -inf output has dy 0 (see c_fd) */
+				l += dy[k][e] * c->y[k][e];
 	return l;
 }
 
 /* Backward (double and float) against central differences of sum(dy * y)
- * for every element of every differentiable input. */
+ * for every element of every differentiable input. An infinite output (a
+ * masked entry: a constant) gets dy 0, as the exp after it would give. */
 static void c_fd(struct nd_case *c, struct task_rng *r)
 {
 	static double dy[TASK_MAX_OUT][MAXN], dx[MAXIN][MAXN];
@@ -148,9 +152,10 @@ static void c_fd(struct nd_case *c, struct task_rng *r)
 		fdout[TASK_MAX_OUT], fdin[MAXIN];
 
 	c_infer(c);
+	c->nd.def->fwd_d(&c->nd, c->in, c->out);
 	for (int k = 0; k < c->nd.n_out; k++) {
 		for (int64_t e = 0; e < c->out[k].n; e++) {
-			dy[k][e] = task_rng_normal(r);
+			dy[k][e] = isinf(c->y[k][e]) ? 0 : task_rng_normal(r);
 			dyf[k][e] = (float)dy[k][e];
 		}
 		dout[k] = fdout[k] = c->out[k];
@@ -516,6 +521,115 @@ static void test_attn_scores(void **s)
 	}
 }
 
+/* F.pad(x, (1, 0)) on the last axis, a pad in the middle, x[:, :-1],
+ * x[:, 1:3] and a slice sized by a second input's extent; backward by
+ * central differences. */
+static void test_pad_slice(void **s)
+{
+	static struct nd_case c;
+	struct task_rng r;
+	(void)s;
+	c_init(&c, "pad");
+	c_int(&c, "before", 1);
+	c_in(&c, 2, SH(2, 2), V(1, 2, 3, 4), NULL);
+	c_expect(&c, 0, 2, SH(2, 3), V(0, 1, 2, 0, 3, 4), 0);
+	c_init(&c, "pad");
+	c_int(&c, "dim", 1);
+	c_int(&c, "before", 1);
+	c_int(&c, "after", 2);
+	c_in(&c, 3, SH(1, 1, 2), V(5, 6), NULL);
+	c_expect(&c, 0, 3, SH(1, 4, 2), V(0, 0, 5, 6, 0, 0, 0, 0), 0);
+	c_init(&c, "slice");
+	c_int(&c, "dim", 1);
+	c_int(&c, "end", -1);
+	c_in(&c, 2, SH(2, 3), V(1, 2, 3, 4, 5, 6), NULL);
+	c_expect(&c, 0, 2, SH(2, 2), V(1, 2, 4, 5), 0);
+	c_init(&c, "slice");
+	c_int(&c, "dim", -1);
+	c_int(&c, "start", 1);
+	c_int(&c, "end", 3);
+	c_in(&c, 2, SH(2, 4), V(1, 2, 3, 4, 5, 6, 7, 8), NULL);
+	c_expect(&c, 0, 2, SH(2, 2), V(2, 3, 6, 7), 0);
+	/* assignment[:, :K]: K from like [1, 1, 2] on the same axis */
+	c_init(&c, "slice");
+	c_int(&c, "dim", 2);
+	c_in(&c, 3, SH(1, 2, 3), V(1, 2, 3, 4, 5, 6), NULL);
+	c_in(&c, 3, SH(1, 1, 2), V(0, 0), NULL);
+	c_expect(&c, 0, 3, SH(1, 2, 2), V(1, 2, 4, 5), 0);
+	task_rng_seed(&r, 8);
+	c_init(&c, "pad");
+	c_int(&c, "dim", 1);
+	c_int(&c, "before", 2);
+	c_int(&c, "after", 1);
+	c_in(&c, 3, SH(2, 3, 2), NULL, &r);
+	c_fd(&c, &r);
+	c_float_matches(&c);
+	c_init(&c, "slice");
+	c_int(&c, "dim", 1);
+	c_int(&c, "start", -3);
+	c_int(&c, "end", -1);
+	c_in(&c, 3, SH(2, 5, 3), NULL, &r);
+	c_fd(&c, &r);
+	c_float_matches(&c);
+	c_init(&c, "slice");
+	c_int(&c, "dim", 2);
+	c_int(&c, "start", 1);
+	c_int(&c, "like_dim", 0);
+	c_in(&c, 3, SH(2, 3, 5), NULL, &r);
+	c_in(&c, 1, SH(3), NULL, &r);
+	c_fd(&c, &r);
+	c_float_matches(&c);
+}
+
+/* segsum of (1, 2, 3, 4): y[i][j] = x[j+1] + .. + x[i] below the diagonal,
+ * 0 on it, -inf above; equal to cumsum[i] - cumsum[j]; the backward by
+ * central differences (the -inf entries get dy 0) and on a closed form:
+ * with dy all ones below the diagonal, dx[k] = k (T - k). */
+static void test_segsum(void **s)
+{
+	static struct nd_case c;
+	static double dy[MAXN], dx[MAXN];
+	struct task_rng r;
+	const double ni = -INFINITY;
+	(void)s;
+	c_init(&c, "segsum");
+	c_in(&c, 1, SH(4), V(1, 2, 3, 4), NULL);
+	c_expect(&c, 0, 2, SH(4, 4),
+		 V(0, ni, ni, ni, 2, 0, ni, ni, 5, 3, 0, ni, 9, 7, 4, 0), 0);
+	{
+		struct task_val dout = c.out[0], din = c.in[0];
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 4; j++)
+				dy[i * 4 + j] = j < i ? 1 : 0;
+		memset(dx, 0, sizeof dx);
+		dout.d = dy;
+		din.d = dx;
+		c.nd.def->bwd_d(&c.nd, c.in, c.out, &dout, &din);
+		for (int k = 0; k < 4; k++)
+			assert_true(fabs(dx[k] - k * (4 - k)) < 1e-15);
+	}
+	task_rng_seed(&r, 9);
+	c_init(&c, "segsum");
+	c_in(&c, 3, SH(2, 3, 6), NULL, &r);
+	c_fd(&c, &r);
+	{
+		/* the naive form KernelBench writes: cumsum differences */
+		c_infer(&c);
+		c.nd.def->fwd_d(&c.nd, c.in, c.out);
+		for (int row = 0; row < 6; row++) {
+			double cs[6], a = 0;
+			for (int k = 0; k < 6; k++)
+				cs[k] = a += c.x[0][row * 6 + k];
+			for (int i = 0; i < 6; i++)
+				for (int j = 0; j <= i; j++)
+					assert_true(fabs(c.y[0][row * 36 + i * 6 + j] - (cs[i] - cs[j])) < 1e-13);
+		}
+	}
+	c_init(&c, "segsum");
+	c_in(&c, 2, SH(3, 7), NULL, &r);
+	c_fd(&c, &r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +642,8 @@ int main(void)
 		cmocka_unit_test(test_rnn_fd),
 		cmocka_unit_test(test_rnn_reverse),
 		cmocka_unit_test(test_attn_scores),
+		cmocka_unit_test(test_pad_slice),
+		cmocka_unit_test(test_segsum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
