@@ -128,20 +128,22 @@ static enum cr_status sticky(struct be_cuda *b, struct cr_err *err)
 	return b->err_st ? cr_errf(err, b->err_st, "%s", b->err_msg) : CR_OK;
 }
 
-static void launch(struct be_cuda *b, enum kid k, int layer, unsigned gx, unsigned gy, unsigned gz,
+static void launch(struct be_cuda *b, enum kid k, int layer, uint64_t gx, unsigned gy, unsigned gz,
 		   unsigned threads, void **params)
 {
 	CUresult r;
-	char what[96];
+	char what[128];
 
 	if (b->err_st)
 		return;
 	b->last_kernel = (int)k;
 	b->last_layer = layer;
-	r = b->cu->LaunchKernel(b->fn[k], gx, gy, gz, threads, 1, 1, 0, b->st, params, NULL);
+	/* the hardware's limits, checked here so a size never wraps */
+	r = gx > INT32_MAX || gy > 65535 || gz > 65535 ? CUDA_ERROR_INVALID_VALUE
+		: b->cu->LaunchKernel(b->fn[k], (unsigned)gx, gy, gz, threads, 1, 1, 0, b->st, params, NULL);
 	if (r != CUDA_SUCCESS) {
-		snprintf(what, sizeof what, "launch of %s (grid %u,%u,%u, %u threads)", kname[k], gx, gy, gz,
-			 threads);
+		snprintf(what, sizeof what, "launch of %s (grid %llu,%u,%u, %u threads)", kname[k],
+			 (unsigned long long)gx, gy, gz, threads);
 		fail(b, r, what);
 	} else if (b->sync_each && (r = b->cu->StreamSynchronize(b->st)) != CUDA_SUCCESS) {
 		snprintf(what, sizeof what, "kernel %s", kname[k]);
@@ -214,10 +216,9 @@ static enum cr_status check_mat(const struct dec_mat *w, int layer, enum dec_wki
 		return cr_errf(err, CR_EINPUT, "cuda backend: %s has type %s, which has no CUDA kernel",
 			       wname(layer, k, nm, sizeof nm), dec_type_name(w->type));
 	}
-	if (w->cols % 8 || w->rows > INT32_MAX || w->cols > INT32_MAX)
-		return cr_errf(err, CR_EINPUT, "cuda backend: %s is %lld x %lld: the CUDA kernels need rows of a "
-			       "multiple of 8 values", wname(layer, k, nm, sizeof nm), (long long)w->rows,
-			       (long long)w->cols);
+	if (w->rows > INT32_MAX || w->cols > INT32_MAX || w->rows * w->cols > ((int64_t)1 << 40))
+		return cr_errf(err, CR_EINPUT, "cuda backend: %s is %lld x %lld: too large for the CUDA kernels",
+			       wname(layer, k, nm, sizeof nm), (long long)w->rows, (long long)w->cols);
 	return CR_OK;
 }
 
@@ -413,7 +414,7 @@ static void quantize(struct be_cuda *b, enum dec_cu_act a, const float *in, int 
 	case DEC_CU_ACT_BF16: {
 		void *p[] = { &px, &b->act_q, &n };
 		launch(b, a == DEC_CU_ACT_F16 ? KI_k_quant_f16 : KI_k_quant_bf16, layer,
-		       (unsigned)((n + 255) / 256), 1, 1, 256, p);
+		       ((uint64_t)n + 255) / 256, 1, 1, 256, p);
 		break;
 	}
 	case DEC_CU_ACT_Q8_0: {
@@ -472,8 +473,11 @@ static void op_matmul(struct dec_be *be, int layer, int nw, const enum dec_wkind
 		if ((int)a != have)
 			quantize(b, a, in, cols, nb, layer);
 		have = (int)a;
-		launch(b, kk, layer, (unsigned)((rows + DEC_CU_THREADS / 32 - 1) / (DEC_CU_THREADS / 32)),
-		       (unsigned)((nb + nt - 1) / nt), 1, DEC_CU_THREADS, p);
+		/* rows a block: a warp each, two for the F32/F16 kernels (a half warp a row) */
+		int rpb = DEC_CU_THREADS / 32 * (d->type == DEC_T_F32 || d->type == DEC_T_F16 ? 2 : 1);
+
+		launch(b, kk, layer, (unsigned)((rows + rpb - 1) / rpb), (unsigned)((nb + nt - 1) / nt), 1,
+		       DEC_CU_THREADS, p);
 	}
 }
 
@@ -505,18 +509,19 @@ static void op_add(struct dec_be *be, float *x, const float *y, size_t n)
 	void *p[] = { &px, &py, &nn };
 
 	if (n)
-		launch(b, KI_k_add, -1, (unsigned)((n + 255) / 256), 1, 1, 256, p);
+		launch(b, KI_k_add, -1, ((uint64_t)n + 255) / 256, 1, 1, 256, p);
 }
 
 static void op_silu_mul(struct dec_be *be, float *g, const float *u, int nb)
 {
 	struct be_cuda *b = cuda(be);
 	CUdeviceptr pg = (CUdeviceptr)(uintptr_t)g, pu = (CUdeviceptr)(uintptr_t)u;
-	int64_t n = (int64_t)nb * be->m->cfg.hidden_dim;
-	void *p[] = { &pg, &pu, &n };
+	int hidden = be->m->cfg.hidden_dim;
+	int64_t n = (int64_t)nb * hidden;
+	void *p[] = { &pg, &pu, &n, &hidden };
 
 	if (n)
-		launch(b, KI_k_silu_mul, -1, (unsigned)((n + 255) / 256), 1, 1, 256, p);
+		launch(b, KI_k_silu_mul, -1, ((uint64_t)n + 255) / 256, 1, 1, 256, p);
 }
 
 static void op_gather(struct dec_be *be, float *dst, const float *src, int width)
@@ -815,11 +820,11 @@ static enum cr_status check_model(const struct dec_model *m, struct cr_err *err)
 	static const enum dec_wkind ks[] = { DEC_W_Q, DEC_W_K, DEC_W_V, DEC_W_O, DEC_W_GATE, DEC_W_UP, DEC_W_DOWN };
 	enum cr_status st;
 
-	if (c->n_layers > DEC_CU_MAX_LAYERS || c->head_dim > DEC_CU_MAX_HEAD_DIM || c->head_dim % 2 ||
-	    c->dim % 32 || c->n_heads % c->n_kv_heads)
-		return cr_errf(err, CR_EINPUT, "cuda backend: %d layers, head dim %d, dim %d: the CUDA kernels "
-			       "take at most %d layers, an even head dim of at most %d, a dim of a multiple of 32",
-			       c->n_layers, c->head_dim, c->dim, DEC_CU_MAX_LAYERS, DEC_CU_MAX_HEAD_DIM);
+	if (c->n_layers > DEC_CU_MAX_LAYERS || c->head_dim > DEC_CU_MAX_HEAD_DIM || c->head_dim % 8 ||
+	    c->n_heads % c->n_kv_heads)
+		return cr_errf(err, CR_EINPUT, "cuda backend: %d layers, head dim %d: the CUDA kernels take at "
+			       "most %d layers and a head dim of a multiple of 8 up to %d", c->n_layers, c->head_dim,
+			       DEC_CU_MAX_LAYERS, DEC_CU_MAX_HEAD_DIM);
 	for (int L = 0; L < c->n_layers; L++)
 		for (int i = 0; i < 7; i++)
 			if ((st = check_mat(wmat(m, L, ks[i]), L, ks[i], err)))

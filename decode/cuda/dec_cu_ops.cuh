@@ -243,13 +243,16 @@ extern "C" __global__ void k_add(float *x, const float *y, int64_t n)
 		x[i] += y[i];
 }
 
-// g = silu(g) · u, as the CPU's g / (1 + e^-g) · u (expf here, the CPU's
-// AVX2 table uses its own e^x: they differ by an ulp or two)
-extern "C" __global__ void k_silu_mul(float *g, const float *u, int64_t n)
+// g = silu(g) · u over rows of `hidden`, as the CPU's AVX2 silu_mul: g /
+// (1 + e^-g) · u with its e^x for each row's whole 8-value chunks, expf
+// for the rest
+extern "C" __global__ void k_silu_mul(float *g, const float *u, int64_t n, int hidden)
 {
 	int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n)
-		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+	if (i < n) {
+		float x = g[i], e = i % hidden < hidden - hidden % 8 ? exp_cephes(0.0f - x) : expf(-x);
+		g[i] = x / (1.0f + e) * u[i];
+	}
 }
 
 // dst[i] = src[out[i]], rows of width (grid: the step's n_out)
