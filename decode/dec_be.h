@@ -136,6 +136,12 @@ struct dec_be_ops {
 	void (*silu_mul)(struct dec_be *be, float *g, const float *u, int nb);
 	/* dst[i] = src[out[i]] for the step's n_out rows of width values */
 	void (*gather)(struct dec_be *be, float *dst, const float *src, int width);
+	/* Mixture of experts (NULL when the backend has none: a model that needs
+	 * it is refused when the backend opens): per token, the router's
+	 * softmax over the experts, its top n_expert_used (ties: lower id),
+	 * their weights renormalised to sum 1, and out[b] += sum in rank order
+	 * of w_e * down_e(silu(gate_e in[b]) * up_e in[b]); in, out [nb, dim]. */
+	void (*moe)(struct dec_be *be, int layer, const float *in, float *out, int nb);
 
 	/* Device → host copy of n floats (n == 0: only waits); waits for every
 	 * op before it, and reports an op's failure. */
@@ -163,6 +169,18 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 				struct dec_be **out, struct cr_err *err);
 
 void dec_be_free(struct dec_be *be); /* NULL: no-op */
+
+enum dec_device { DEC_DEV_AUTO, DEC_DEV_CPU, DEC_DEV_CUDA };
+/* The backend for dev: AUTO takes CUDA when it opens, else the CPU, and
+ * writes why CUDA was not taken into note (empty otherwise). */
+enum cr_status dec_be_open(const struct dec_model *m, const struct dec_be_cfg *cfg, enum dec_device dev,
+			   struct dec_be **out, char *note, size_t note_cap, struct cr_err *err);
+/* A dec_state (dec_model.h) on the backend for dev (as dec_be_open). */
+enum cr_status dec_state_new_dev(const struct dec_model *m, int max_ctx, int max_block, int n_seq,
+				 int n_threads, enum dec_device dev, char *note, size_t note_cap,
+				 struct dec_state **out, struct cr_err *err);
+/* "auto", "cpu", "cuda" into *dev; CR_EUSAGE naming the value otherwise. */
+enum cr_status dec_device_parse(const char *s, enum dec_device *dev, struct cr_err *err);
 
 /* The forward (dec_graph.c), written once over the table: per layer
  *   xb = rmsnorm(x)·attn_norm; q,k,v = W·xb; qkv_post; xb = attention(q);

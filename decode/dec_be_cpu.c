@@ -16,6 +16,7 @@
 #include "decode/dec_simd.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,15 @@ struct be_cpu {
 	size_t *slot;             /* [max_tokens] offset of the token's row in a layer's pool */
 	struct scratch_buf *bufs;
 	void *mem;
+	/* mixture of experts (cfg.n_expert > 0) */
+	float *moe_lg;            /* [max_tokens, n_expert] router logits */
+	float *moe_w;             /* [max_tokens, k] weights of the chosen experts */
+	int32_t *moe_sel;         /* [max_tokens, k] the chosen experts, by rank */
+	int32_t *moe_tok;         /* [max_tokens] tokens routed to the expert at hand */
+	float *moe_in, *moe_tmp;  /* [max_tokens, dim] their inputs, an expert's outputs */
+	float *moe_hb, *moe_hb2;  /* [max_tokens, expert_hidden] */
+	float *moe_acc;           /* [max_tokens, k, dim] each token's weighted expert outputs */
+	void *moe_mem;
 };
 
 static struct be_cpu *cpu(struct dec_be *be)
@@ -364,6 +374,88 @@ static void op_gather(struct dec_be *be, float *dst, const float *src, int width
 				(size_t)width * sizeof *dst);
 }
 
+/* The router's choice for token b: softmax over the experts (max
+ * subtracted, sum in double), the k most likely (ties: lower id), their
+ * probabilities renormalised. */
+static void route(const float *lg, int E, int K, int32_t *sel, float *w)
+{
+	float mx = lg[0], p[4096];
+	double sum = 0, ssel = 0;
+
+	for (int e = 1; e < E; e++)
+		mx = lg[e] > mx ? lg[e] : mx;
+	for (int e = 0; e < E; e++) {
+		p[e] = expf(lg[e] - mx);
+		sum += p[e];
+	}
+	for (int e = 0; e < E; e++)
+		p[e] = (float)(p[e] / sum);
+	for (int r = 0; r < K; r++) {
+		int best = -1;
+
+		for (int e = 0; e < E; e++) {
+			int taken = 0;
+
+			for (int q = 0; q < r && !taken; q++)
+				taken = sel[q] == e;
+			if (!taken && (best < 0 || p[e] > p[best]))
+				best = e;
+		}
+		sel[r] = best;
+		w[r] = p[best];
+		ssel += p[best];
+	}
+	for (int r = 0; r < K; r++)
+		w[r] = (float)(w[r] / ssel);
+}
+
+static void op_moe(struct dec_be *be, int layer, const float *in, float *out, int nb)
+{
+	struct be_cpu *c = cpu(be);
+	const struct dec_config *cf = &be->m->cfg;
+	const struct dec_layer *l = &be->m->w.layers[layer];
+	int E = cf->n_expert, K = cf->n_expert_used, D = cf->dim, H = cf->expert_hidden;
+	const struct dec_mat *gi = &l->gate_inp;
+
+	matmul_n(c, 1, &gi, &c->moe_lg, in, nb, 0);
+	for (int b = 0; b < nb; b++)
+		route(c->moe_lg + (size_t)b * E, E, K, c->moe_sel + (size_t)b * K, c->moe_w + (size_t)b * K);
+	/* each expert over the tokens routed to it: every row is that token's
+	 * own product, so what else was routed there changes no bit */
+	for (int e = 0; e < E; e++) {
+		const struct dec_mat *gu[2] = { &l->exps[3 * e], &l->exps[3 * e + 1] }, *dn = &l->exps[3 * e + 2];
+		int m = 0;
+
+		for (int b = 0; b < nb; b++)
+			for (int r = 0; r < K; r++)
+				if (c->moe_sel[(size_t)b * K + r] == e) {
+					c->moe_tok[m] = b * K + r;
+					memcpy(c->moe_in + (size_t)m * D, in + (size_t)b * D, (size_t)D * sizeof *in);
+					m++;
+				}
+		if (!m)
+			continue;
+		matmul_n(c, 2, gu, (float *const[]){ c->moe_hb, c->moe_hb2 }, c->moe_in, m, 0);
+		for (int j = 0; j < m; j++)
+			dec_simd_get()->silu_mul(c->moe_hb + (size_t)j * H, c->moe_hb2 + (size_t)j * H, H);
+		matmul_n(c, 1, &dn, &c->moe_tmp, c->moe_hb, m, 0);
+		for (int j = 0; j < m; j++) {
+			float w = c->moe_w[c->moe_tok[j]], *acc = c->moe_acc + (size_t)c->moe_tok[j] * D;
+			const float *t = c->moe_tmp + (size_t)j * D;
+
+			for (int i = 0; i < D; i++)
+				acc[i] = w * t[i];
+		}
+	}
+	for (int b = 0; b < nb; b++) /* in rank order */
+		for (int r = 0; r < K; r++) {
+			const float *acc = c->moe_acc + ((size_t)b * K + r) * D;
+
+			for (int i = 0; i < D; i++)
+				out[(size_t)b * D + i] += acc[i];
+		}
+}
+
 static enum cr_status op_set_step(struct dec_be *be, const struct dec_step *st, struct cr_err *err)
 {
 	struct be_cpu *c = cpu(be);
@@ -460,6 +552,7 @@ static void op_free(struct dec_be *be)
 	}
 	dec_pool_free(c->pool);
 	free(c->mem);
+	free(c->moe_mem);
 	free(c->kc);
 	free(c);
 }
@@ -477,6 +570,7 @@ static const struct dec_be_ops cpu_ops = {
 	.add = op_add,
 	.silu_mul = op_silu_mul,
 	.gather = op_gather,
+	.moe = op_moe,
 	.download = op_download,
 	.kv_copy = op_kv_copy,
 };
@@ -556,6 +650,26 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	p += mt * sizeof(int32_t); /* spare */
 	c->out = (int32_t *)(void *)p; p += (size_t)cfg->max_out * sizeof(int32_t);
 	c->btab = (int32_t *)(void *)p;
+	if (cf->n_expert) {
+		size_t K = (size_t)cf->n_expert_used, D = (size_t)cf->dim, H = (size_t)cf->expert_hidden;
+		size_t nf2 = mt * ((size_t)cf->n_expert + K + 2 * D + 2 * H + K * D), ni2 = mt * (K + K);
+		float *q;
+
+		if (cf->n_expert > 4096 || !(c->moe_mem = malloc(nf2 * sizeof(float) + ni2 * sizeof(int32_t)))) {
+			st = cr_errf(err, CR_ENOMEM, "cpu backend: out of memory for %d experts", cf->n_expert);
+			goto out;
+		}
+		q = c->moe_mem;
+		c->moe_lg = q; q += mt * cf->n_expert;
+		c->moe_w = q; q += mt * K;
+		c->moe_in = q; q += mt * D;
+		c->moe_tmp = q; q += mt * D;
+		c->moe_hb = q; q += mt * H;
+		c->moe_hb2 = q; q += mt * H;
+		c->moe_acc = q; q += mt * K * D;
+		c->moe_sel = (int32_t *)(void *)q;
+		c->moe_tok = c->moe_sel + mt * K;
+	}
 	*out = &c->base;
 	c = NULL;
 out:
@@ -568,4 +682,44 @@ void dec_be_free(struct dec_be *be)
 {
 	if (be)
 		be->ops->free(be);
+}
+
+enum cr_status dec_be_open(const struct dec_model *m, const struct dec_be_cfg *cfg, enum dec_device dev,
+			   struct dec_be **out, char *note, size_t note_cap, struct cr_err *err)
+{
+	struct cr_err ce;
+	enum cr_status st;
+
+	*out = NULL;
+	if (note_cap)
+		note[0] = 0;
+	if (dev == DEC_DEV_CPU)
+		return dec_be_cpu_open(m, cfg, out, err);
+	cr_err_init(&ce);
+	if (!(st = dec_be_cuda_open(m, cfg, out, &ce))) {
+		if (!m->cfg.n_expert || (*out)->ops->moe)
+			return CR_OK;
+		dec_be_free(*out);
+		*out = NULL;
+		st = cr_errf(&ce, CR_EENV, "the %s backend has no mixture-of-experts kernels (%s)", "cuda",
+			     m->cfg.arch_name);
+	}
+	if (dev == DEC_DEV_CUDA)
+		return cr_errf(err, st, "%s", ce.msg);
+	if (note_cap)
+		snprintf(note, note_cap, "cuda not used (%s): running on the CPU", ce.msg);
+	return dec_be_cpu_open(m, cfg, out, err);
+}
+
+enum cr_status dec_device_parse(const char *s, enum dec_device *dev, struct cr_err *err)
+{
+	if (!strcmp(s, "auto"))
+		*dev = DEC_DEV_AUTO;
+	else if (!strcmp(s, "cpu"))
+		*dev = DEC_DEV_CPU;
+	else if (!strcmp(s, "cuda"))
+		*dev = DEC_DEV_CUDA;
+	else
+		return cr_errf(err, CR_EUSAGE, "--device: expected cpu, cuda or auto, got '%s'", s);
+	return CR_OK;
 }

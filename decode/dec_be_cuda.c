@@ -213,11 +213,11 @@ static enum cr_status check_mat(const struct dec_mat *w, int layer, enum dec_wki
 	case DEC_T_Q5_0: case DEC_T_Q4_1: case DEC_T_Q5_1: case DEC_T_Q4_K: case DEC_T_Q6_K:
 		break;
 	default:
-		return cr_errf(err, CR_EINPUT, "cuda backend: %s has type %s, which has no CUDA kernel",
+		return cr_errf(err, CR_EENV, "cuda backend: %s has type %s, which has no CUDA kernel",
 			       wname(layer, k, nm, sizeof nm), dec_type_name(w->type));
 	}
 	if (w->rows > INT32_MAX || w->cols > INT32_MAX || w->rows * w->cols > ((int64_t)1 << 40))
-		return cr_errf(err, CR_EINPUT, "cuda backend: %s is %lld x %lld: too large for the CUDA kernels",
+		return cr_errf(err, CR_EENV, "cuda backend: %s is %lld x %lld: too large for the CUDA kernels",
 			       wname(layer, k, nm, sizeof nm), (long long)w->rows, (long long)w->cols);
 	return CR_OK;
 }
@@ -820,9 +820,12 @@ static enum cr_status check_model(const struct dec_model *m, struct cr_err *err)
 	static const enum dec_wkind ks[] = { DEC_W_Q, DEC_W_K, DEC_W_V, DEC_W_O, DEC_W_GATE, DEC_W_UP, DEC_W_DOWN };
 	enum cr_status st;
 
+	if (c->n_expert > 0)
+		return cr_errf(err, CR_EENV, "cuda backend: %s: mixture-of-experts layers (%d experts) have no CUDA "
+			       "kernels yet", c->arch_name, c->n_expert);
 	if (c->n_layers > DEC_CU_MAX_LAYERS || c->head_dim > DEC_CU_MAX_HEAD_DIM || c->head_dim % 8 ||
 	    c->n_heads % c->n_kv_heads)
-		return cr_errf(err, CR_EINPUT, "cuda backend: %d layers, head dim %d: the CUDA kernels take at "
+		return cr_errf(err, CR_EENV, "cuda backend: %d layers, head dim %d: the CUDA kernels take at "
 			       "most %d layers and a head dim of a multiple of 8 up to %d", c->n_layers, c->head_dim,
 			       DEC_CU_MAX_LAYERS, DEC_CU_MAX_HEAD_DIM);
 	for (int L = 0; L < c->n_layers; L++)

@@ -3,6 +3,7 @@
  * prompt token ids, the generated ids, the text and per step the top-K
  * (id, logprob) under log-softmax of the raw logits; --json for machines. */
 #include "decode/dec.h"
+#include "decode/dec_engine.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>
@@ -64,6 +65,10 @@ static json_t *ids_json(const int32_t *ids, int n)
 	return a;
 }
 
+/* The engine's counts of the last generation (speculative decoding). */
+static struct dec_engine_stats last_stats;
+static int spec_on;
+
 static void print_json(const int32_t *prompt, int n_prompt, const struct dec_gen_out *o, int k,
 		       const char *model, const double *score)
 {
@@ -100,6 +105,18 @@ static void print_json(const int32_t *prompt, int n_prompt, const struct dec_gen
 	json_object_set_new(tim, "decode_s", json_real(o->decode_s));
 	json_object_set_new(tim, "decode_tokens_per_s",
 			    json_real(dec_gen_rate(o)));
+	if (spec_on) {
+		const struct dec_engine_stats *es = &last_stats;
+
+		json_object_set_new(tim, "target_passes", json_integer(es->decode_tokens));
+		json_object_set_new(tim, "draft_proposed", json_integer(es->draft_proposed));
+		json_object_set_new(tim, "draft_accepted", json_integer(es->draft_accepted));
+		json_object_set_new(tim, "acceptance_rate",
+				    json_real(es->draft_proposed ? (double)es->draft_accepted / es->draft_proposed : 0));
+		json_object_set_new(tim, "tokens_per_target_pass",
+				    json_real(es->decode_tokens && o->n_tokens > 1
+						      ? (double)(o->n_tokens - 1) / es->decode_tokens : 0));
+	}
 	json_object_set_new(root, "timings", tim);
 	json_dumpf(root, stdout, JSON_INDENT(0) | JSON_COMPACT | JSON_REAL_PRECISION(9));
 	fputc('\n', stdout);
@@ -202,9 +219,19 @@ static enum cr_status score_prompt(const struct dec_model *m, const struct dec_o
 		st = cr_errf(err, CR_ENOMEM, "--score: out of memory for %d x %d logits", n_prompt, nv);
 		goto out;
 	}
-	if ((st = dec_state_new(m, ctx, 64, o->threads, &s, err)) ||
-	    (st = dec_forward(s, prompt, n_prompt, lg, err)))
-		goto out;
+	{
+		enum dec_device dev = DEC_DEV_AUTO;
+		char note[512];
+
+		if (o->device)
+			dec_device_parse(o->device, &dev, NULL);
+		if ((st = dec_state_new_dev(m, ctx, 64, 1, o->threads, dev, note, sizeof note, &s, err)))
+			goto out;
+		if (note[0])
+			fprintf(stderr, "decode: %s\n", note);
+		if ((st = dec_forward(s, prompt, n_prompt, lg, err)))
+			goto out;
+	}
 	for (int i = 0; i + 1 < n_prompt; i++) {
 		const float *l = lg + (size_t)i * nv;
 		double mx = l[0], sum = 0;
@@ -224,6 +251,40 @@ out:
 	return st;
 }
 
+/* One completion through the engine (one sequence). */
+static enum cr_status generate_one(const struct dec_model *m, const struct dec_tok *tok,
+				   const struct dec_opts *o, int ctx, const int32_t *prompt, int n_prompt,
+				   const struct dec_gen_params *gp, struct dec_gen_out *out, struct cr_err *err)
+{
+	struct dec_engine_cfg cfg;
+	struct dec_engine *e = NULL;
+	struct dec_model *dm = NULL;
+	struct dec_req r = { .prompt = prompt, .n_prompt = n_prompt, .n = 1, .p = *gp, .tok = tok, .outs = out };
+	enum cr_status st;
+
+	if (o->draft_model) {
+		if (!tok)
+			return cr_errf(err, CR_EUSAGE, "--draft-model: %s has no tokenizer to check the draft's against",
+				       o->model);
+		if ((st = dec_open_draft(o->draft_model, o->model, tok, &dm, err)))
+			return st;
+	}
+	dec_opts_engine_cfg(o, ctx, 1, dm, &cfg);
+	if ((st = dec_engine_new(m, &cfg, &e, err))) {
+		dec_model_free(dm);
+		return st;
+	}
+	if (dec_engine_device_note(e)[0])
+		fprintf(stderr, "decode: %s\n", dec_engine_device_note(e));
+	if (!(st = dec_engine_submit(e, &r, err)))
+		st = dec_engine_run(e, err);
+	last_stats = *dec_engine_stats(e);
+	spec_on = cfg.draft_tokens > 0;
+	dec_engine_free(e);
+	dec_model_free(dm);
+	return st;
+}
+
 static int run(int argc, char **argv, struct cr_err *err)
 {
 	struct decode_args a = { .o = { .max_tokens = 32, .samp = { 0, 0, 1, 0 } } };
@@ -233,7 +294,6 @@ static int run(int argc, char **argv, struct cr_err *err)
 	int32_t *prompt = NULL;
 	struct dec_model *m = NULL;
 	struct dec_tok *tok = NULL;
-	struct dec_state *s = NULL;
 	struct dec_gen_out out = { 0 };
 	struct dec_gen_params gp;
 	double *score = NULL;
@@ -297,11 +357,9 @@ static int run(int argc, char **argv, struct cr_err *err)
 				     n_prompt, ctx);
 			goto out;
 		}
-		if ((st = dec_state_new(m, ctx, 64, o.threads, &s, err)))
-			goto out;
 		gp = (struct dec_gen_params){ o.max_tokens, o.samp, o.seed, NULL, 0, o.stops, o.n_stops, k,
 					      NULL, NULL };
-		if ((st = dec_generate(s, tok, prompt, n_prompt, NULL, &gp, &out, err)))
+		if ((st = generate_one(m, tok, &o, ctx, prompt, n_prompt, &gp, &out, err)))
 			goto out;
 	}
 	if (json)
@@ -312,10 +370,15 @@ static int run(int argc, char **argv, struct cr_err *err)
 		fprintf(stderr, "decode: prompt %d tokens in %.2fs (%.1f tok/s), %d tokens in %.2fs (%.1f tok/s)\n",
 			n_prompt, out.prefill_s, out.prefill_s > 0 ? n_prompt / out.prefill_s : 0,
 			out.n_tokens, out.decode_s, dec_gen_rate(&out));
+	if (o.max_tokens > 0 && spec_on)
+		fprintf(stderr, "decode: drafts %lld proposed, %lld accepted (%.0f%%), %.2f tokens per target pass\n",
+			(long long)last_stats.draft_proposed, (long long)last_stats.draft_accepted,
+			last_stats.draft_proposed ? 100.0 * last_stats.draft_accepted / last_stats.draft_proposed : 0,
+			last_stats.decode_tokens && out.n_tokens > 1
+				? (double)(out.n_tokens - 1) / last_stats.decode_tokens : 0);
 out:
 	free(score);
 	dec_gen_out_release(&out);
-	dec_state_free(s);
 	free(prompt);
 	dec_tok_free(tok);
 	dec_model_free(m);

@@ -3,9 +3,11 @@
  *   OUT/<task>_s<i>.cu|.c   the last fenced code block, `// @task` ensured
  *   OUT/<task>_s<i>.json    sidecar metadata (SPEC §3)
  *   OUT/<task>_s<i>.txt     the full completion
- * The prompt is prefilled once per task; every sample restarts from that
- * cache. Progress and tokens/s go to stderr. */
+ * Every task goes to one engine (dec_engine.h): a task's prompt is
+ * prefilled once and its samples share its blocks; samples of all tasks are
+ * batched continuously. Progress and tokens/s go to stderr. */
 #include "decode/dec.h"
+#include "decode/dec_engine.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -24,14 +27,19 @@ static const char usage[] =
 	"  --n N                samples per task (default 1)\n"
 	"  --out DIR            output directory\n"
 	"  --backend cuda|cpu   which candidate kind to ask for (default cuda)\n"
-	"  --batch B            decode B samples together (default 8): one pass over the\n"
-	"                       weights serves B tokens; results do not depend on B\n"
+	"  --batch B            decode B samples together, of any tasks (default 8): one pass\n"
+	"                       over the weights serves B tokens; results do not depend on B\n"
 	"  --system TEXT        system message (default: none)\n"
+	"  --chat-template NAME chatml, llama3, deepseek-r1, phi3 or gemma over the template\n"
+	"                       detected from the GGUF (docs/TOKENIZER.md)\n"
+	"  --no-think           Qwen3's thinking switch off: the answer opens with an empty\n"
+	"                       think block (recorded in the sidecar)\n"
 	"  Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n";
 
 struct gen_cfg {
 	struct dec_opts o;
-	const char *tasks, *out, *backend, *system;
+	const char *tasks, *out, *backend, *system, *chat_template;
+	int no_think;
 	int n;
 	int batch; /* samples decoded together */
 };
@@ -109,6 +117,8 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 	json_object_set_new(j, "max_tokens", json_integer(g->o.max_tokens));
 	json_object_set_new(j, "finish_reason", json_string(o->finish));
 	json_object_set_new(j, "chat_template", json_string(dec_chat_template_name(tok)));
+	if (g->no_think)
+		json_object_set_new(j, "no_think", json_true());
 	json_object_set_new(j, "decode_tokens_per_s", json_real(dec_gen_rate(o)));
 	snprintf(path, plen, "%s/%s_s%d.json", g->out, task, i);
 	txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
@@ -136,110 +146,106 @@ out:
 	return st;
 }
 
-struct progress {
-	const char *task;
-	int first, count, n; /* samples first+1 .. first+count of n */
-	int tty;             /* stderr is a terminal: redraw one line */
-};
-
-/* A line redrawn in place on a terminal, a line every 256 tokens in a pipe. */
-static void on_token(void *ctx, int k)
+static double dec_gen_now(void)
 {
-	const struct progress *p = ctx;
+	struct timespec ts;
 
-	if (p->tty && k % 16 == 0)
-		fprintf(stderr, "\rgenerate: %s samples %d-%d/%d: %d tokens", p->task, p->first + 1,
-			p->first + p->count, p->n, k);
-	else if (!p->tty && k % 256 == 0)
-		fprintf(stderr, "generate: %s samples %d-%d/%d: %d tokens each\n", p->task, p->first + 1,
-			p->first + p->count, p->n, k);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static enum cr_status run_task(const struct gen_cfg *g, struct dec_model *m, struct dec_tok *tok,
-			       const struct dec_task_source *src, const char *task, struct cr_err *err)
+/* One task in flight: its prompt, its request and what became of it. */
+struct task_run {
+	const struct gen_cfg *g;
+	const struct dec_tok *tok;
+	char *task;
+	int32_t *ids;
+	size_t n_ids;
+	struct dec_req r;
+	struct dec_gen_out *outs;
+	enum cr_status st;   /* the first failure writing its samples */
+	struct cr_err err;
+	int total;           /* tokens generated */
+	double t0;
+};
+
+/* The task's prompt rendered and encoded; a bad name or a prompt that does
+ * not fit is the task's failure. */
+static enum cr_status prepare(const struct gen_cfg *g, struct dec_tok *tok, const struct dec_task_source *src,
+			      struct task_run *t, int ctx, struct cr_err *err)
 {
+	const char *task = t->task;
 	char *user = NULL, *chat = NULL;
-	int32_t *ids = NULL;
-	size_t n_ids = 0;
-	float *logits = NULL;
-	struct dec_state *s = NULL;
-	struct dec_gen_out *outs = NULL;
-	enum cr_status st = CR_OK;
-	int ctx, batch;
+	enum cr_status st;
 
 	/* the name becomes a path under --out: no absolute paths, no ".." */
 	if (!*task || task[0] == '/' || !strncmp(task, "../", 3) || strstr(task, "/../") ||
-	    (strlen(task) >= 3 && !strcmp(task + strlen(task) - 3, "/..")) || !strcmp(task, "..")) {
-		st = cr_errf(err, CR_EINPUT, "task name '%s' is not a relative path", task);
-		goto out;
-	}
+	    (strlen(task) >= 3 && !strcmp(task + strlen(task) - 3, "/..")) || !strcmp(task, ".."))
+		return cr_errf(err, CR_EINPUT, "task name '%s' is not a relative path", task);
 	user = src->prompt(src->ctx, task, g->backend, err);
-	if (!user) {
-		st = err->status ? err->status : CR_EINPUT;
-		goto out;
-	}
+	if (!user)
+		return err->status ? err->status : CR_EINPUT;
 	/* the templates write BOS as text where the family has one: add_bos 0 */
-	if ((st = dec_chat_format(tok, g->system, user, &chat, err)) ||
-	    (st = dec_tok_encode(tok, chat, strlen(chat), 1, 0, &ids, &n_ids, err)))
-		goto out;
-	ctx = g->o.ctx ? g->o.ctx : (int)n_ids + g->o.max_tokens;
-	if (ctx > m->cfg.ctx_len && !g->o.ctx)
-		ctx = m->cfg.ctx_len;
-	if ((int)n_ids >= ctx || n_ids == 0) {
-		st = cr_errf(err, CR_EUSAGE, "%s: prompt of %zu tokens does not fit the context of %d",
-			     task, n_ids, ctx);
-		goto out;
-	}
-	logits = malloc((size_t)m->cfg.n_vocab * sizeof *logits);
-	if (!logits) {
-		st = cr_errf(err, CR_ENOMEM, "out of memory");
-		goto out;
-	}
-	batch = g->batch < g->n ? g->batch : g->n;
-	outs = calloc((size_t)batch, sizeof *outs);
-	if (!outs) {
-		st = cr_errf(err, CR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((st = dec_state_new_seqs(m, ctx, batch > 64 ? batch : 64, batch, g->o.threads, &s, err)) ||
-	    (st = dec_forward(s, ids, (int)n_ids, NULL, err)))
-		goto out;
-	memcpy(logits, s->logits, (size_t)m->cfg.n_vocab * sizeof *logits);
-	/* samples i0 .. i0+nb-1 as one batch, each from its own RNG stream */
-	for (int i0 = 0; i0 < g->n; i0 += batch) {
-		int nb = g->n - i0 < batch ? g->n - i0 : batch, total = 0;
-		struct progress pr = { task, i0, nb, g->n, isatty(2) };
-		struct dec_gen_params gp = { g->o.max_tokens, g->o.samp, g->o.seed, task, (uint64_t)i0,
-					     g->o.stops, g->o.n_stops, 0, on_token, &pr };
-
-		if ((st = dec_generate_n(s, tok, ids, (int)n_ids, logits, &gp, nb, outs, err)))
-			goto out;
-		if (pr.tty)
-			fputc('\n', stderr);
-		for (int k = 0; k < nb && !st; k++) {
-			st = write_sample(g, tok, task, i0 + k, (int)n_ids, &outs[k], err);
-			total += outs[k].n_tokens;
-			fprintf(stderr, "generate: %s sample %d/%d: %d tokens, %s\n", task, i0 + k + 1, g->n,
-				outs[k].n_tokens, outs[k].finish);
-		}
-		fprintf(stderr, "generate: %s: %d samples, %d tokens in %.1fs (%.1f tok/s)\n", task, nb, total,
-			outs[0].decode_s, outs[0].decode_s > 0 ? total / outs[0].decode_s : 0);
-		for (int k = 0; k < nb; k++)
-			dec_gen_out_release(&outs[k]);
-		if (st)
-			goto out;
-	}
-out:
-	free(outs);
-	dec_state_free(s);
-	free(logits);
-	free(ids);
+	if (!(st = dec_chat_format(tok, g->system, user, &chat, err)))
+		st = dec_tok_encode(tok, chat, strlen(chat), 1, 0, &t->ids, &t->n_ids, err);
 	free(chat);
 	free(user);
+	if (!st && (t->n_ids == 0 || (ctx && (int)t->n_ids >= ctx)))
+		st = cr_errf(err, CR_EUSAGE, "%s: prompt of %zu tokens does not fit the context of %d",
+			     task, t->n_ids, ctx);
 	return st;
 }
 
-enum { O_TASKS = DEC_OPT_OWN, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH };
+/* Each sample as it ends: its files, a line on stderr; the task's summary
+ * with its last sample. */
+static void on_sample(void *ctx, struct dec_req *r, int i)
+{
+	struct task_run *t = ctx;
+	struct dec_gen_out *o = &r->outs[i];
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (!t->st && write_sample(t->g, t->tok, t->task, i, (int)t->n_ids, o, &e)) {
+		t->st = e.status;
+		t->err = e;
+	}
+	t->total += o->n_tokens;
+	fprintf(stderr, "generate: %s sample %d/%d: %d tokens, %s\n", t->task, i + 1, r->n, o->n_tokens,
+		o->finish);
+	dec_gen_out_release(o);
+	if (r->n_done == r->n) {
+		double s = dec_gen_now() - t->t0;
+
+		fprintf(stderr, "generate: %s: %d samples, %d tokens in %.1fs (%.1f tok/s), prompt %zu tokens\n",
+			t->task, r->n, t->total, s, s > 0 ? t->total / s : 0, t->n_ids);
+	}
+}
+
+/* A line every few seconds: samples done and tokens/s. */
+struct progress {
+	struct task_run *t;
+	int n_tasks, n, tty;
+	double t0, last;
+};
+
+static void on_step(void *ctx)
+{
+	struct progress *p = ctx;
+	double now = dec_gen_now();
+	int done = 0, all = 0, tok = 0;
+
+	if (now - p->last < 10)
+		return;
+	p->last = now;
+	for (int k = 0; k < p->n_tasks; k++) {
+		done += p->t[k].r.n_done;
+		all += p->t[k].st || !p->t[k].ids ? 0 : p->n;
+		tok += p->t[k].total;
+	}
+	fprintf(stderr, "generate: %d/%d samples done, %d tokens written, %.0fs\n", done, all, tok, now - p->t0);
+}
+
+enum { O_TASKS = DEC_OPT_OWN, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH, O_CHAT_TEMPLATE, O_NO_THINK };
 
 static const struct option opts[] = {
 	DEC_OPTS_LONG,
@@ -249,6 +255,8 @@ static const struct option opts[] = {
 	{ "backend", required_argument, NULL, O_BACKEND },
 	{ "n", required_argument, NULL, O_N },
 	{ "batch", required_argument, NULL, O_BATCH },
+	{ "chat-template", required_argument, NULL, O_CHAT_TEMPLATE },
+	{ "no-think", no_argument, NULL, O_NO_THINK },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -261,6 +269,8 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 	case O_TASKS: g->tasks = v; return CR_OK;
 	case O_OUT: g->out = v; return CR_OK;
 	case O_SYSTEM: g->system = v; return CR_OK;
+	case O_CHAT_TEMPLATE: g->chat_template = v; return CR_OK;
+	case O_NO_THINK: g->no_think = 1; return CR_OK;
 	case O_BACKEND:
 		if (strcmp(v, "cuda") && strcmp(v, "cpu"))
 			return cr_errf(err, CR_EUSAGE, "--backend: expected cuda or cpu, got '%s'",
@@ -292,6 +302,108 @@ static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help,
 	return CR_OK;
 }
 
+/* Every task's request into one engine: samples of all tasks are decoded
+ * together (at most --batch at a time), each written as it ends. A task
+ * that fails (its prompt does not fit, its files cannot be written) is
+ * reported and skipped; the exit code is the first failure's. */
+static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, struct dec_tok *tok,
+			      const struct dec_task_source *src, char **names, size_t n_names,
+			      struct cr_err *err)
+{
+	struct task_run *t = calloc(n_names ? n_names : 1, sizeof *t);
+	struct dec_engine *e = NULL;
+	struct dec_model *dm = NULL;
+	struct dec_engine_cfg cfg;
+	struct progress pr = { t, (int)n_names, g->n, isatty(2), dec_gen_now(), dec_gen_now() };
+	enum cr_status st = CR_OK;
+	int failed = 0, ctx = g->o.ctx, longest = 0;
+
+	if (!t)
+		return cr_errf(err, CR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n_names; i++) {
+		t[i].g = g;
+		t[i].tok = tok;
+		t[i].task = names[i];
+		cr_err_init(&t[i].err);
+		if ((t[i].st = prepare(g, tok, src, &t[i], ctx ? ctx : m->cfg.ctx_len, &t[i].err)) == CR_ENOMEM) {
+			st = cr_errf(err, CR_ENOMEM, "%s", t[i].err.msg);
+			goto out;
+		}
+		if (!t[i].st && (int)t[i].n_ids + g->o.max_tokens + 1 > longest)
+			longest = (int)t[i].n_ids + g->o.max_tokens + 1;
+	}
+	/* the context: --ctx, else the longest prompt + max tokens, capped by the model's */
+	if (!ctx)
+		ctx = longest < m->cfg.ctx_len ? longest : m->cfg.ctx_len;
+	if (ctx < 2)
+		ctx = 2;
+	if (g->o.draft_model && (st = dec_open_draft(g->o.draft_model, g->o.model, tok, &dm, err)))
+		goto out;
+	dec_opts_engine_cfg(&g->o, ctx, g->batch, dm, &cfg);
+	cfg.on_step = on_step;
+	cfg.ctx = &pr;
+	if ((st = dec_engine_new(m, &cfg, &e, err)))
+		goto out;
+	fprintf(stderr, "generate: device %s%s%s, context %d, %d samples at a time, KV cache %d blocks of %d\n",
+		dec_engine_device(e), dec_engine_device_note(e)[0] ? "; " : "", dec_engine_device_note(e), ctx,
+		cfg.max_seqs, dec_engine_stats(e)->n_blocks, dec_engine_stats(e)->block_size);
+	for (size_t i = 0; i < n_names; i++) {
+		struct task_run *k = &t[i];
+
+		if (k->st)
+			continue;
+		k->outs = calloc((size_t)g->n, sizeof *k->outs);
+		if (!k->outs) {
+			st = cr_errf(err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		k->r = (struct dec_req){ .prompt = k->ids, .n_prompt = (int)k->n_ids, .n = g->n, .tok = tok,
+					 .outs = k->outs, .on_sample = on_sample, .ctx = k,
+					 .p = { g->o.max_tokens, g->o.samp, g->o.seed, k->task, 0, g->o.stops,
+						g->o.n_stops, 0, NULL, NULL } };
+		k->t0 = dec_gen_now();
+		if ((k->st = dec_engine_submit(e, &k->r, &k->err)) == CR_ENOMEM) {
+			st = cr_errf(err, CR_ENOMEM, "%s", k->err.msg);
+			goto out;
+		}
+	}
+	if ((st = dec_engine_run(e, err)))
+		goto out;
+	{
+		const struct dec_engine_stats *es = dec_engine_stats(e);
+
+		fprintf(stderr, "generate: %lld steps, %lld tokens decoded, %lld prefilled, %lld from the prefix "
+			"cache, %lld preemptions, %.1fs\n", (long long)es->steps, (long long)es->decode_tokens,
+			(long long)es->prefill_tokens, (long long)es->cached_tokens, (long long)es->preemptions,
+			dec_gen_now() - pr.t0);
+		if (cfg.draft_tokens)
+			fprintf(stderr, "generate: drafts %lld proposed, %lld accepted (%.0f%%)\n",
+				(long long)es->draft_proposed, (long long)es->draft_accepted,
+				es->draft_proposed ? 100.0 * es->draft_accepted / es->draft_proposed : 0);
+	}
+	for (size_t i = 0; i < n_names; i++)
+		if (t[i].st) {
+			fprintf(stderr, "crucible generate: %s: skipped: %s\n", t[i].task,
+				t[i].err.msg[0] ? t[i].err.msg : cr_status_name(t[i].st));
+			failed++;
+			if (!st)
+				st = t[i].st;
+		}
+	if (failed)
+		cr_errf(err, st, "%d of %zu tasks failed (see above)", failed, n_names);
+out:
+	dec_engine_free(e);
+	dec_model_free(dm);
+	for (size_t i = 0; i < n_names; i++) {
+		for (int k = 0; t[i].outs && k < g->n; k++)
+			dec_gen_out_release(&t[i].outs[k]);
+		free(t[i].outs);
+		free(t[i].ids);
+	}
+	free(t);
+	return st;
+}
+
 int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 {
 	struct gen_cfg g = { .o = { .max_tokens = 4096, .samp = { 0.6f, 0, 0.95f, 0 } },
@@ -301,7 +413,7 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	struct dec_tok *tok = NULL;
 	char **names = NULL;
 	size_t n_names = 0;
-	int help = 0, failed = 0;
+	int help = 0;
 	enum cr_status st;
 
 	cr_err_init(&err);
@@ -317,33 +429,14 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	}
 	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
 		goto out;
-	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)))
+	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)) ||
+	    (g.chat_template && (st = dec_chat_set_template(tok, g.chat_template, &err))) ||
+	    (g.no_think && (st = dec_chat_set_no_think(tok, &err))))
 		goto out;
 	fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
 		g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
 		dec_chat_template_name(tok), n_names, g.n);
-	/* a task that fails (its prompt does not fit, its files cannot be
-	 * written) is reported and skipped; the exit code is the first failure's */
-	for (size_t i = 0; i < n_names; i++) {
-		struct cr_err terr;
-		enum cr_status ts;
-
-		cr_err_init(&terr);
-		ts = run_task(&g, m, tok, src, names[i], &terr);
-		if (ts == CR_ENOMEM) {
-			st = cr_errf(&err, ts, "%s", terr.msg);
-			break;
-		}
-		if (ts) {
-			fprintf(stderr, "crucible generate: %s: skipped: %s\n", names[i],
-				terr.msg[0] ? terr.msg : cr_status_name(ts));
-			failed++;
-			if (!st)
-				st = ts;
-		}
-	}
-	if (failed)
-		cr_errf(&err, st, "%d of %zu tasks failed (see above)", failed, n_names);
+	st = run_all(&g, m, tok, src, names, n_names, &err);
 out:
 	for (size_t i = 0; i < n_names; i++)
 		free(names[i]);

@@ -2,7 +2,8 @@
  * of max_ctx positions each, on the CPU backend through the one forward
  * (dec_graph.c). Sequence s owns KV blocks [s·B, (s+1)·B) (B blocks of
  * STATE_BLOCK positions cover max_ctx): the plain, unshared layout that
- * `decode --score`, the benchmarks and the forward's tests use. The engine
+ * `decode --score`, the benchmarks and the forward's tests use (on any
+ * backend: dec_state_new_dev). The engine
  * (dec_engine.c) shares and pages the same backend's blocks instead. */
 #include "decode/dec_be.h"
 #include "decode/dec_model.h"
@@ -126,6 +127,13 @@ enum cr_status dec_state_new(const struct dec_model *m, int max_ctx, int max_blo
 enum cr_status dec_state_new_seqs(const struct dec_model *m, int max_ctx, int max_block, int n_seq,
 				  int n_threads, struct dec_state **out, struct cr_err *err)
 {
+	return dec_state_new_dev(m, max_ctx, max_block, n_seq, n_threads, DEC_DEV_CPU, NULL, 0, out, err);
+}
+
+enum cr_status dec_state_new_dev(const struct dec_model *m, int max_ctx, int max_block, int n_seq,
+				 int n_threads, enum dec_device dev, char *note, size_t note_cap,
+				 struct dec_state **out, struct cr_err *err)
+{
 	struct dec_state *s = calloc(1, sizeof *s);
 	struct dec_state_priv *p = calloc(1, sizeof *p);
 	struct dec_be_cfg cfg = { .max_tokens = max_block, .max_out = max_block, .max_seqs = max_block,
@@ -145,6 +153,8 @@ enum cr_status dec_state_new_seqs(const struct dec_model *m, int max_ctx, int ma
 			     max_ctx, max_block, n_seq);
 		goto out;
 	}
+	if ((st = dec_model_check_ctx(m, max_ctx, err)))
+		goto out;
 	s->m = m;
 	s->max_ctx = max_ctx;
 	s->max_block = max_block;
@@ -152,7 +162,8 @@ enum cr_status dec_state_new_seqs(const struct dec_model *m, int max_ctx, int ma
 	p->max_blocks = dec_be_max_blocks(&cfg);
 	cfg.n_blocks = n_seq * p->max_blocks;
 	mb = (size_t)p->max_blocks;
-	if ((st = dec_be_cpu_open(m, &cfg, &p->be, err)) || (st = dec_graph_init(&p->g, p->be, err)))
+	if ((st = dec_be_open(m, &cfg, dev, &p->be, note, note_cap, err)) ||
+	    (st = dec_graph_init(&p->g, p->be, err)))
 		goto out;
 	s->n_threads = p->be->cfg.n_threads;
 	s->logits = malloc((size_t)m->cfg.n_vocab * sizeof *s->logits);

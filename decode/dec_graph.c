@@ -44,6 +44,10 @@ static void layer(struct dec_graph *g, int L, int nb)
 	o->attention(be, L, g->q, g->xb);
 	o->matmul(be, L, 1, (const enum dec_wkind[]){ DEC_W_O }, (float *const[]){ g->x }, g->xb, nb, 1);
 	o->rmsnorm(be, g->xb, g->x, L, DEC_W_FFN_NORM, nb);
+	if (be->m->w.layers[L].n_expert) {
+		o->moe(be, L, g->xb, g->x, nb);
+		return;
+	}
 	o->matmul(be, L, 2, (const enum dec_wkind[]){ DEC_W_GATE, DEC_W_UP },
 		  (float *const[]){ g->hb, g->hb2 }, g->xb, nb, 0);
 	o->silu_mul(be, g->hb, g->hb2, nb);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include "common/cr_status.h"
 #include "decode/dec_model.h"
+#include "decode/dec_run.h"
+#include "decode/dec_sample.h"
 
 /* A fixed set of worker threads that run one function on all threads at
  * once: fn(arg, ith, nth) with ith 0 on the calling thread. */
@@ -28,4 +30,31 @@ void dec_rope_cs(const struct dec_model *m, int pos, float *cs);
 /* Rotates one head vector in place (see dec_config.rope_neox). */
 void dec_rope(float *v, const struct dec_config *c, const float *cs);
 
+
+/* One sample being generated: its RNG stream, text so far and outputs
+ * (what the static batch of dec_run.c and the engine share). */
+struct dec_textbuf {
+	char *p;
+	size_t n, cap;
+};
+struct dec_gen_sample {
+	struct dec_rng rng;
+	struct dec_textbuf tb;
+	struct dec_gen_out *o;
+	int cap, done;
+};
+/* Clears o and g, allocates o's arrays for p->max_tokens tokens, seeds the
+ * stream (p->seed, p->task, index); done at once when max_tokens is 0. */
+enum cr_status dec_gen_sample_init(struct dec_gen_sample *g, struct dec_gen_out *o,
+				   const struct dec_gen_params *p, uint64_t index, struct cr_err *err);
+/* Draws the sample's next token from logits and records it (top logprobs
+ * first when asked); sets done at end-of-generation, a stop string (the
+ * text cut before it) or max tokens. */
+enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
+			    const float *logits, int n_vocab, const struct dec_gen_params *p,
+			    struct cr_err *err);
+/* dec_gen_take's bookkeeping for a token chosen elsewhere (a speculative
+ * step's accepted draft): top logprobs of logits, the token, the end tests. */
+enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *tok, const float *logits,
+			      int n_vocab, const struct dec_gen_params *p, int32_t id, struct cr_err *err);
 #endif

@@ -64,22 +64,41 @@ static enum cr_status read_config(struct loader *L)
 		c->arch = DEC_ARCH_QWEN2;
 	else if (!strcmp(arch, "qwen3"))
 		c->arch = DEC_ARCH_QWEN3;
+	else if (!strcmp(arch, "phi3"))
+		c->arch = DEC_ARCH_PHI3;
+	else if (!strcmp(arch, "qwen3moe"))
+		c->arch = DEC_ARCH_QWEN3MOE;
 	else
 		st = cr_errf(L->err, CR_EINPUT,
-			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3)",
+			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3, qwen3moe, phi3)",
 			     L->g->path, arch);
 	snprintf(c->arch_name, sizeof c->arch_name, "%s", arch);
 	free(arch);
 	if (st)
 		return st;
+	if (c->arch == DEC_ARCH_QWEN3MOE) {
+		if ((st = get_int_key(L, "expert_count", 1, 0, &c->n_expert)) ||
+		    (st = get_int_key(L, "expert_used_count", 1, 0, &c->n_expert_used)) ||
+		    (st = get_int_key(L, "expert_feed_forward_length", 1, 0, &c->expert_hidden)))
+			return st;
+		if (c->n_expert < 1 || c->n_expert_used < 1 || c->n_expert_used > c->n_expert ||
+		    c->n_expert > 4096 || c->expert_hidden < 1)
+			return cr_errf(L->err, CR_EINPUT, "%s: %d experts, %d used, expert width %d",
+				       L->g->path, c->n_expert, c->n_expert_used, c->expert_hidden);
+		if (dec_gguf_tensor(L->g, "blk.0.ffn_up_shexp.weight"))
+			return cr_errf(L->err, CR_EINPUT, "%s: tensor 'blk.0.ffn_up_shexp.weight': a shared "
+				       "expert in qwen3moe is not supported", L->g->path);
+	}
 	if ((st = get_int_key(L, "embedding_length", 1, 0, &c->dim)) ||
 	    (st = get_int_key(L, "block_count", 1, 0, &c->n_layers)) ||
-	    (st = get_int_key(L, "feed_forward_length", 1, 0, &c->hidden_dim)) ||
+	    (st = get_int_key(L, "feed_forward_length", !c->n_expert, c->expert_hidden, &c->hidden_dim)) ||
 	    (st = get_int_key(L, "attention.head_count", 1, 0, &c->n_heads)) ||
 	    (st = get_int_key(L, "context_length", 0, 4096, &c->ctx_len)))
 		return st;
 	if ((st = get_int_key(L, "attention.head_count_kv", 0, c->n_heads, &c->n_kv_heads)))
 		return st;
+	if (c->n_expert && c->hidden_dim < c->expert_hidden) /* scratch sized by the widest */
+		c->hidden_dim = c->expert_hidden;
 	if (c->n_heads <= 0 || c->dim <= 0 || c->n_layers <= 0 || c->hidden_dim <= 0 ||
 	    c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
 		return cr_errf(L->err, CR_EINPUT,
@@ -109,14 +128,29 @@ static enum cr_status read_config(struct loader *L)
 
 		snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch_name);
 		type = dec_gguf_get_strdup(L->g, key);
+		if (type && strcmp(type, "linear") && strcmp(type, "none")) {
+			st = cr_errf(L->err, CR_EINPUT,
+				     "%s: metadata '%s' = '%.40s': this RoPE scaling is not supported (none, linear)",
+				     L->g->path, key, type);
+			free(type);
+			return st;
+		}
 		if (type && !strcmp(type, "linear") && f > 0)
 			c->rope_scale = 1 / f;
 		free(type);
+		/* phi3's long-context RoPE (longrope) comes as factor tensors */
+		if (dec_gguf_tensor(L->g, "rope_factors_long.weight") ||
+		    dec_gguf_tensor(L->g, "rope_factors_short.weight"))
+			return cr_errf(L->err, CR_EINPUT,
+				       "%s: tensor 'rope_factors_long.weight' / 'rope_factors_short.weight': "
+				       "long-context RoPE factors are not supported", L->g->path);
 		f = get_float_key(L, "rope.scale_linear", 0); /* the older key */
 		if (f > 0)
 			c->rope_scale = 1 / f;
 	}
 	c->rope_neox = c->arch != DEC_ARCH_LLAMA;
+	if ((st = get_int_key(L, "attention.sliding_window", 0, 0, &c->sliding_window)))
+		return st;
 	if (c->ctx_len <= 0)
 		c->ctx_len = 4096;
 	te = dec_gguf_tensor(L->g, "token_embd.weight");
@@ -175,11 +209,69 @@ static enum cr_status get_vec(struct loader *L, const char *name, int64_t n, int
 	return CR_OK;
 }
 
+/* Rows [r0, r0 + n) of m, as a matrix of their own (rows are independent
+ * in every type, so a range of them is one). */
+static struct dec_mat rows_of(const struct dec_mat *m, int64_t r0, int64_t n)
+{
+	struct dec_mat v = *m;
+
+	v.data = (const uint8_t *)m->data + (size_t)r0 * m->row_bytes;
+	v.rows = n;
+	return v;
+}
+
+/* A 3-D expert tensor [cols, rows, n_expert] (one matrix per expert, back
+ * to back) as n_expert matrices at out[3e + k]. */
+static enum cr_status get_expert_mats(struct loader *L, const char *name, int64_t rows, int64_t cols,
+				      struct dec_mat *out, int k)
+{
+	const struct dec_gguf_tensor *t = dec_gguf_tensor(L->g, name);
+	int ne = L->m->cfg.n_expert;
+	size_t rb;
+
+	if (!t)
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' is missing", L->g->path, name);
+	if (t->n_dims != 3 || (int64_t)t->ne[0] != cols || (int64_t)t->ne[1] != rows || (int64_t)t->ne[2] != ne)
+		return cr_errf(L->err, CR_EINPUT,
+			       "%s: tensor '%s' has shape [%llu, %llu, %llu], expected [%lld, %lld, %d]", L->g->path,
+			       name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+			       (unsigned long long)t->ne[2], (long long)cols, (long long)rows, ne);
+	if (!dec_type_supported(t->type))
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has type %s, which the decoder does not support",
+			       L->g->path, name, dec_type_name(t->type));
+	rb = dec_row_size(t->type, cols);
+	for (int e = 0; e < ne; e++)
+		out[3 * e + k] = (struct dec_mat){ .data = (const uint8_t *)t->data + (size_t)e * rows * rb,
+						   .type = t->type, .rows = rows, .cols = cols, .row_bytes = rb };
+	return CR_OK;
+}
+
+/* qwen3moe's feed-forward: the router and the experts (no shared expert). */
+static enum cr_status get_experts(struct loader *L, int i, struct dec_layer *l)
+{
+	const struct dec_config *c = &L->m->cfg;
+	char n[4][64];
+	enum cr_status st;
+
+	snprintf(n[0], sizeof n[0], "blk.%d.ffn_gate_inp.weight", i);
+	snprintf(n[1], sizeof n[1], "blk.%d.ffn_gate_exps.weight", i);
+	snprintf(n[2], sizeof n[2], "blk.%d.ffn_up_exps.weight", i);
+	snprintf(n[3], sizeof n[3], "blk.%d.ffn_down_exps.weight", i);
+	l->n_expert = c->n_expert;
+	l->exps = L->m->w.exp_mats + (size_t)i * 3 * c->n_expert;
+	if ((st = get_mat(L, n[0], c->n_expert, c->dim, 0, &l->gate_inp)) ||
+	    (st = get_expert_mats(L, n[1], c->expert_hidden, c->dim, l->exps, 0)) ||
+	    (st = get_expert_mats(L, n[2], c->expert_hidden, c->dim, l->exps, 1)) ||
+	    (st = get_expert_mats(L, n[3], c->dim, c->expert_hidden, l->exps, 2)))
+		return st;
+	return CR_OK;
+}
+
 static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 {
 	const struct dec_config *c = &L->m->cfg;
 	int64_t qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
-	int qwen2 = c->arch == DEC_ARCH_QWEN2, qwen3 = c->arch == DEC_ARCH_QWEN3;
+	int qwen2 = c->arch == DEC_ARCH_QWEN2, qwen3 = c->arch == DEC_ARCH_QWEN3 || c->arch == DEC_ARCH_QWEN3MOE;
 	char n[10][64];
 	enum cr_status st;
 	static const char *const names[10] = {
@@ -195,15 +287,39 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 	snprintf(b[2], sizeof b[2], "blk.%d.attn_v.bias", i);
 	snprintf(b[3], sizeof b[3], "blk.%d.attn_q_norm.weight", i);
 	snprintf(b[4], sizeof b[4], "blk.%d.attn_k_norm.weight", i);
-	if ((st = get_vec(L, n[0], c->dim, 0, &l->attn_norm)) ||
-	    (st = get_mat(L, n[1], qd, c->dim, 0, &l->wq)) ||
-	    (st = get_mat(L, n[2], kvd, c->dim, 0, &l->wk)) ||
-	    (st = get_mat(L, n[3], kvd, c->dim, 0, &l->wv)) ||
-	    (st = get_mat(L, n[4], c->dim, qd, 0, &l->wo)) ||
-	    (st = get_vec(L, n[5], c->dim, 0, &l->ffn_norm)) ||
-	    (st = get_mat(L, n[6], c->hidden_dim, c->dim, 0, &l->w_gate)) ||
-	    (st = get_mat(L, n[7], c->hidden_dim, c->dim, 0, &l->w_up)) ||
-	    (st = get_mat(L, n[8], c->dim, c->hidden_dim, 0, &l->w_down)))
+	struct dec_mat qkv, gu;
+
+	/* phi3 fuses attn_qkv = [q; k; v] rows (some files keep the three
+	 * apart) and ffn_up = [gate; up] rows; the other archs keep them apart */
+	snprintf(b[5], sizeof b[5], "blk.%d.attn_qkv.weight", i);
+	if ((st = get_vec(L, n[0], c->dim, 0, &l->attn_norm)))
+		return st;
+	if (c->arch == DEC_ARCH_PHI3 && dec_gguf_tensor(L->g, b[5])) {
+		if ((st = get_mat(L, b[5], qd + 2 * kvd, c->dim, 0, &qkv)))
+			return st;
+		l->wq = rows_of(&qkv, 0, qd);
+		l->wk = rows_of(&qkv, qd, kvd);
+		l->wv = rows_of(&qkv, qd + kvd, kvd);
+	} else if ((st = get_mat(L, n[1], qd, c->dim, 0, &l->wq)) ||
+		   (st = get_mat(L, n[2], kvd, c->dim, 0, &l->wk)) ||
+		   (st = get_mat(L, n[3], kvd, c->dim, 0, &l->wv))) {
+		return st;
+	}
+	if ((st = get_mat(L, n[4], c->dim, qd, 0, &l->wo)) || (st = get_vec(L, n[5], c->dim, 0, &l->ffn_norm)))
+		return st;
+	if (c->n_expert) {
+		if ((st = get_experts(L, i, l)))
+			return st;
+	} else if (c->arch == DEC_ARCH_PHI3) {
+		if ((st = get_mat(L, n[7], 2 * (int64_t)c->hidden_dim, c->dim, 0, &gu)))
+			return st;
+		l->w_gate = rows_of(&gu, 0, c->hidden_dim);
+		l->w_up = rows_of(&gu, c->hidden_dim, c->hidden_dim);
+	} else if ((st = get_mat(L, n[6], c->hidden_dim, c->dim, 0, &l->w_gate)) ||
+		   (st = get_mat(L, n[7], c->hidden_dim, c->dim, 0, &l->w_up))) {
+		return st;
+	}
+	if (!c->n_expert && (st = get_mat(L, n[8], c->dim, c->hidden_dim, 0, &l->w_down)))
 		return st;
 	/* biases: required for qwen2, accepted on any arch when present */
 	if ((st = get_vec(L, b[0], qd, !qwen2, &l->bq)) ||
@@ -215,23 +331,34 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 	return CR_OK;
 }
 
-/* The k-th matrix the forward multiplies by (k < 7 * n_layers + 1). */
-static struct dec_mat *forward_mat(struct dec_model *m, int k)
+/* Every matrix the forward multiplies by, into list (when not NULL); the
+ * count. Per layer q, k, v, o, then gate, up, down, or the router and each
+ * expert's three; then the output. */
+static int forward_mats(struct dec_model *m, struct dec_mat **list)
 {
-	struct dec_layer *l;
+	int n = 0;
 
-	if (k == 7 * m->cfg.n_layers)
-		return &m->w.output;
-	l = &m->w.layers[k / 7];
-	switch (k % 7) {
-	case 0: return &l->wq;
-	case 1: return &l->wk;
-	case 2: return &l->wv;
-	case 3: return &l->wo;
-	case 4: return &l->w_gate;
-	case 5: return &l->w_up;
-	default: return &l->w_down;
+#define PUT(x) do { if (list) list[n] = (x); n++; } while (0)
+	for (int i = 0; i < m->cfg.n_layers; i++) {
+		struct dec_layer *l = &m->w.layers[i];
+
+		PUT(&l->wq);
+		PUT(&l->wk);
+		PUT(&l->wv);
+		PUT(&l->wo);
+		if (l->n_expert) {
+			PUT(&l->gate_inp);
+			for (int e = 0; e < 3 * l->n_expert; e++)
+				PUT(&l->exps[e]);
+		} else {
+			PUT(&l->w_gate);
+			PUT(&l->w_up);
+			PUT(&l->w_down);
+		}
 	}
+	PUT(&m->w.output);
+#undef PUT
+	return n;
 }
 
 static size_t x8_bytes(const struct dec_mat *w)
@@ -250,26 +377,34 @@ static size_t copy_bytes(const struct dec_mat *w)
 
 enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
 {
-	int n_mats = 7 * m->cfg.n_layers + 1;
+	int n_mats = forward_mats(m, NULL);
+	struct dec_mat **mats = malloc((size_t)n_mats * sizeof *mats);
 	size_t total = 0;
 	uint8_t *p;
 
+	if (!mats)
+		return cr_errf(err, CR_ENOMEM, "copying the weights: out of memory");
+	forward_mats(m, mats);
 	for (int k = 0; k < n_mats; k++)
-		total += copy_bytes(forward_mat(m, k));
+		total += copy_bytes(mats[k]);
 	/* 2 MiB aligned and, where the kernel offers it, on huge pages: every
 	 * token streams the whole buffer, and with 4 KiB pages the TLB misses
 	 * cost 17-22% of the decode speed (2-core VM, F16, Q8_0, Q4_K) */
 	total = (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-	if (!total)
+	if (!total) {
+		free(mats);
 		return CR_OK;
-	if (!(m->w.packed = aligned_alloc(HUGE_PAGE, total)))
+	}
+	if (!(m->w.packed = aligned_alloc(HUGE_PAGE, total))) {
+		free(mats);
 		return cr_errf(err, CR_ENOMEM, "copying the weights: out of memory (%zu MiB)", total >> 20);
+	}
 #ifdef MADV_HUGEPAGE
 	madvise(m->w.packed, total, MADV_HUGEPAGE); /* advice: failure changes nothing */
 #endif
 	p = m->w.packed;
 	for (int k = 0; k < n_mats; k++) {
-		struct dec_mat *w = forward_mat(m, k);
+		struct dec_mat *w = mats[k];
 		size_t gb = dec_x8_group_bytes(w->type, w->cols);
 
 		if (!gb) {
@@ -285,6 +420,7 @@ enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
 		}
 		p += copy_bytes(w);
 	}
+	free(mats);
 	return CR_OK;
 }
 
@@ -310,7 +446,9 @@ enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct
 	       (size_t)c->dim + (size_t)c->head_dim;
 	m->w.vecs = malloc(nvec * sizeof(float));
 	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
-	if (!m->w.vecs || !m->w.layers) {
+	if (c->n_expert)
+		m->w.exp_mats = calloc((size_t)c->n_layers * 3 * c->n_expert, sizeof *m->w.exp_mats);
+	if (!m->w.vecs || !m->w.layers || (c->n_expert && !m->w.exp_mats)) {
 		st = cr_errf(err, CR_ENOMEM, "%s: out of memory", g->path);
 		goto out;
 	}
@@ -354,6 +492,7 @@ void dec_model_free(struct dec_model *m)
 	if (!m)
 		return;
 	free(m->w.layers);
+	free(m->w.exp_mats);
 	free(m->w.vecs);
 	free(m->w.packed);
 	dec_gguf_free(m->gguf);
@@ -365,6 +504,17 @@ static int64_t mat_n(const struct dec_mat *w)
 	return w->rows * w->cols;
 }
 
+enum cr_status dec_model_check_ctx(const struct dec_model *m, int ctx, struct cr_err *err)
+{
+	if (m->cfg.sliding_window > 0 && ctx > m->cfg.sliding_window)
+		return cr_errf(err, CR_EUSAGE,
+			       "a context of %d positions: the model's attention is limited to a sliding "
+			       "window of %d ('%s.attention.sliding_window'), which the decoder does not do; "
+			       "use --ctx %d or less", ctx, m->cfg.sliding_window, m->cfg.arch_name,
+			       m->cfg.sliding_window);
+	return CR_OK;
+}
+
 int64_t dec_model_n_params(const struct dec_model *m)
 {
 	int64_t n = mat_n(&m->w.tok_embd);
@@ -373,7 +523,9 @@ int64_t dec_model_n_params(const struct dec_model *m)
 		const struct dec_layer *l = &m->w.layers[i];
 
 		n += mat_n(&l->wq) + mat_n(&l->wk) + mat_n(&l->wv) + mat_n(&l->wo) +
-		     mat_n(&l->w_gate) + mat_n(&l->w_up) + mat_n(&l->w_down);
+		     mat_n(&l->w_gate) + mat_n(&l->w_up) + mat_n(&l->w_down) + mat_n(&l->gate_inp);
+		for (int e = 0; e < 3 * l->n_expert; e++)
+			n += mat_n(&l->exps[e]);
 	}
 	if (m->w.output.data != m->w.tok_embd.data)
 		n += mat_n(&m->w.output);
@@ -390,6 +542,10 @@ size_t dec_model_weight_bytes(const struct dec_model *m)
 
 		for (int k = 0; k < 7; k++)
 			n += (size_t)ms[k]->rows * ms[k]->row_bytes;
+		/* a token reads the router and its experts' matrices */
+		n += (size_t)l->gate_inp.rows * l->gate_inp.row_bytes;
+		for (int e = 0; e < 3 * m->cfg.n_expert_used && l->n_expert; e++)
+			n += (size_t)l->exps[e].rows * l->exps[e].row_bytes;
 	}
 	return n;
 }

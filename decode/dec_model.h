@@ -1,7 +1,9 @@
 /* dec_model.h — transformer models from GGUF files (llama, qwen2, qwen3):
  * config, weights (pointers into the mapping), run state, the optimised CPU
  * forward with a KV cache and the plain reference forward it is tested
- * against.
+ * against. qwen3moe's experts come from 3-D tensors [dim, hidden, n_expert]
+ * and are split into one matrix per expert. phi3's fused tensors (attn_qkv, ffn_up holding gate and up) are
+ * split at load into row ranges, so the forward sees q, k, v, gate and up.
  *
  * Conventions (GGUF / ggml): a weight matrix has ne[0] = in-features
  * (contiguous) and ne[1] = out-features, so row r of W is output r. llama.cpp's
@@ -15,7 +17,7 @@
 #include "common/cr_status.h"
 #include "decode/gguf.h"
 
-enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3 };
+enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3, DEC_ARCH_PHI3, DEC_ARCH_QWEN3MOE };
 
 struct dec_config {
 	enum dec_arch arch;
@@ -33,6 +35,12 @@ struct dec_config {
 	float rope_base; /* rope.freq_base */
 	float rope_scale; /* position scale: 1 / rope.scaling.factor for "linear" scaling, else 1 */
 	float eps;       /* attention.layer_norm_rms_epsilon */
+	int n_expert;       /* mixture of experts (qwen3moe): experts per layer; 0: dense */
+	int n_expert_used;  /* experts a token is routed to (top-k of the router's softmax) */
+	int expert_hidden;  /* expert_feed_forward_length */
+	int sliding_window; /* attention.sliding_window: a token sees the last this many
+	                       positions; 0 none. Contexts beyond it are refused
+	                       (dec_model_check_ctx): within it attention is full */
 };
 
 /* A 2-D weight: rows × cols elements of a ggml type, row-major. */
@@ -59,6 +67,12 @@ struct dec_layer {
 	struct dec_mat w_gate;  /* [hidden_dim, dim] */
 	struct dec_mat w_up;    /* [hidden_dim, dim] */
 	struct dec_mat w_down;  /* [dim, hidden_dim] */
+	/* mixture of experts (cfg.n_expert > 0), in place of w_gate/up/down:
+	 * the router and, for expert e, its gate, up and down at exps[3e..3e+2]
+	 * ([expert_hidden, dim], [expert_hidden, dim], [dim, expert_hidden]) */
+	int n_expert;            /* cfg.n_expert for a MoE layer; 0: dense */
+	struct dec_mat gate_inp; /* [n_expert, dim] */
+	struct dec_mat *exps;
 };
 
 struct dec_weights {
@@ -68,6 +82,7 @@ struct dec_weights {
 	struct dec_mat output;     /* [n_vocab, dim]; == tok_embd when tied */
 	const float *rope_freqs;   /* [rope_dim/2] llama3 frequency factors, or NULL */
 	float *vecs;               /* one allocation: all 1-D weights as f32 */
+	struct dec_mat *exp_mats;  /* every layer's exps (one allocation) */
 	void *packed;              /* one allocation: the forward's copy of the matrices (dec_model_pack) */
 };
 
@@ -90,6 +105,9 @@ void dec_model_free(struct dec_model *m);
  * its own buffers through pointers it kept, not through dec_mat.data). */
 enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err);
 int64_t dec_model_n_params(const struct dec_model *m);
+/* CR_EUSAGE naming the metadata key when a context of ctx positions needs
+ * more than the model can do (a sliding window shorter than it). */
+enum cr_status dec_model_check_ctx(const struct dec_model *m, int ctx, struct cr_err *err);
 size_t dec_model_weight_bytes(const struct dec_model *m); /* bytes read per decoded token */
 
 

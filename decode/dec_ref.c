@@ -107,6 +107,65 @@ static void attention_ref(const struct dec_config *c, const float *q, const floa
 		}
 }
 
+/* Mixture of experts, token by token in double: the router's softmax, the
+ * top n_expert_used (ties: lower id), weights renormalised, the weighted
+ * sum of the chosen experts' SwiGLU outputs added to x. g, u: expert_hidden
+ * floats; tmp: dim floats. */
+static enum cr_status moe_ref(const struct dec_model *m, const struct dec_layer *l, const float *xb, int n,
+			      float *x, float *row, float *g, float *u, float *tmp, struct cr_err *err)
+{
+	const struct dec_config *c = &m->cfg;
+	int E = c->n_expert, K = c->n_expert_used, H = c->expert_hidden;
+	double *p = malloc((size_t)E * sizeof *p);
+	float *lg = malloc((size_t)E * sizeof *lg);
+	int *sel = malloc((size_t)K * sizeof *sel);
+
+	if (!p || !lg || !sel) {
+		free(p);
+		free(lg);
+		free(sel);
+		return cr_errf(err, CR_ENOMEM, "reference forward: out of memory");
+	}
+	for (int t = 0; t < n; t++) {
+		const float *in = xb + (size_t)t * c->dim;
+		double mx, sum = 0, ssel = 0;
+
+		matmul_ref(&l->gate_inp, in, 1, lg, row);
+		mx = lg[0];
+		for (int e = 1; e < E; e++)
+			mx = lg[e] > mx ? lg[e] : mx;
+		for (int e = 0; e < E; e++)
+			sum += p[e] = exp((double)lg[e] - mx);
+		for (int r = 0; r < K; r++) {
+			sel[r] = -1;
+			for (int e = 0; e < E; e++) {
+				int taken = 0;
+
+				for (int q = 0; q < r; q++)
+					taken |= sel[q] == e;
+				if (!taken && (sel[r] < 0 || p[e] > p[sel[r]]))
+					sel[r] = e;
+			}
+			ssel += p[sel[r]];
+		}
+		for (int r = 0; r < K; r++) {
+			const struct dec_mat *ex = l->exps + 3 * sel[r];
+
+			matmul_ref(&ex[0], in, 1, g, row);
+			matmul_ref(&ex[1], in, 1, u, row);
+			for (int i = 0; i < H; i++)
+				g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+			matmul_ref(&ex[2], g, 1, tmp, row);
+			for (int i = 0; i < c->dim; i++)
+				x[(size_t)t * c->dim + i] += (float)(p[sel[r]] / ssel * tmp[i]);
+		}
+	}
+	free(p);
+	free(lg);
+	free(sel);
+	return CR_OK;
+}
+
 enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens, int n,
 			       float *logits, struct cr_err *err)
 {
@@ -178,6 +237,11 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 			x[i] += tmp[i];
 		for (int t = 0; t < n; t++)
 			dec_rmsnorm(xb + t * c->dim, x + t * c->dim, l->ffn_norm, c->dim, c->eps);
+		if (l->n_expert) {
+			if ((st = moe_ref(m, l, xb, n, x, row, g, u, tmp, err)))
+				goto out;
+			continue;
+		}
 		matmul_ref(&l->w_gate, xb, n, g, row);
 		matmul_ref(&l->w_up, xb, n, u, row);
 		for (size_t i = 0; i < (size_t)n * c->hidden_dim; i++)

@@ -1,6 +1,8 @@
 /* dec_run.c — the generation loop (prefill → sample → append until an
  * end-of-generation token, a stop string, max tokens or a full context),
  * shared option parsing, and UTF-8 repair for JSON output. */
+#include "decode/dec_engine.h"
+#include "decode/dec_impl.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>
@@ -17,12 +19,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-struct textbuf {
-	char *p;
-	size_t n, cap;
-};
-
-static int tb_reserve(struct textbuf *t, size_t more)
+static int tb_reserve(struct dec_textbuf *t, size_t more)
 {
 	if (t->n + more + 1 > t->cap) {
 		size_t cap = (t->n + more + 1) * 2;
@@ -37,7 +34,7 @@ static int tb_reserve(struct textbuf *t, size_t more)
 }
 
 /* Appends the token's text; returns -1 on allocation failure. */
-static int append_piece(struct textbuf *t, const struct dec_tok *tok, int32_t id)
+static int append_piece(struct dec_textbuf *t, const struct dec_tok *tok, int32_t id)
 {
 	size_t n = dec_tok_piece(tok, id, NULL, 0);
 
@@ -51,7 +48,7 @@ static int append_piece(struct textbuf *t, const struct dec_tok *tok, int32_t id
 
 /* The earliest stop string that now occurs, searching only where a new one
  * can start (from old_len - longest stop + 1); its offset, or -1. */
-static long find_stop(const struct textbuf *t, size_t old_len, const struct dec_gen_params *p)
+static long find_stop(const struct dec_textbuf *t, size_t old_len, const struct dec_gen_params *p)
 {
 	long best = -1;
 
@@ -68,30 +65,29 @@ static long find_stop(const struct textbuf *t, size_t old_len, const struct dec_
 	return best;
 }
 
-/* One sample of a batch: its stream, text and outputs. */
-struct sample {
-	struct dec_rng rng;
-	struct textbuf tb;
-	struct dec_gen_out *o;
-	int cap, done;
-};
-
 /* Draws the sample's next token from logits and records it; sets done when
  * the sample ends (end-of-generation, stop string, max tokens). */
-static enum cr_status take(struct sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
+enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, const struct dec_tok *tok,
 			   const float *logits, int n_vocab, const struct dec_gen_params *p,
 			   struct cr_err *err)
+{
+	int32_t id;
+
+	id = dec_sample(smp, logits, &g->rng);
+	return dec_gen_record(g, tok, logits, n_vocab, p, id, err);
+}
+
+enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *tok, const float *logits,
+			      int n_vocab, const struct dec_gen_params *p, int32_t id, struct cr_err *err)
 {
 	struct dec_gen_out *o = g->o;
 	int k = p->top_logprobs;
 	size_t old = g->tb.n;
-	int32_t id;
 	long stop;
 
 	if (k)
 		dec_top_logprobs(logits, n_vocab, k, o->top_ids + (size_t)o->n_tokens * k,
 				 o->top_lp + (size_t)o->n_tokens * k);
-	id = dec_sample(smp, logits, &g->rng);
 	o->tokens[o->n_tokens++] = id;
 	if (tok && dec_tok_is_eog(tok, id)) {
 		o->finish = "eog";
@@ -111,7 +107,7 @@ static enum cr_status take(struct sample *g, struct dec_sampler *smp, const stru
 	return CR_OK;
 }
 
-static enum cr_status sample_init(struct sample *g, struct dec_gen_out *o, const struct dec_gen_params *p,
+enum cr_status dec_gen_sample_init(struct dec_gen_sample *g, struct dec_gen_out *o, const struct dec_gen_params *p,
 				  uint64_t index, struct cr_err *err)
 {
 	int cap = p->max_tokens > 0 ? p->max_tokens : 0, k = p->top_logprobs;
@@ -138,7 +134,7 @@ enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
 			      struct cr_err *err)
 {
 	struct dec_sampler smp = { 0 };
-	struct sample *g = calloc((size_t)(n > 0 ? n : 1), sizeof *g);
+	struct dec_gen_sample *g = calloc((size_t)(n > 0 ? n : 1), sizeof *g);
 	int n_vocab = s->m->cfg.n_vocab, *seqs = NULL, *pos = NULL, step = 0, nb = 0;
 	float *logits = NULL;
 	int32_t *toks = NULL;
@@ -166,7 +162,7 @@ enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
-		if ((st = sample_init(&g[i], &outs[i], p, p->sample + (uint64_t)i, err)))
+		if ((st = dec_gen_sample_init(&g[i], &outs[i], p, p->sample + (uint64_t)i, err)))
 			goto out;
 	t0 = now_s();
 	if (!prompt_logits) {
@@ -189,11 +185,11 @@ enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
 		if (step == 0) {
 			for (int i = 0; i < n; i++)
 				if (!g[i].done &&
-				    (st = take(&g[i], &smp, tok, logits + (size_t)i * n_vocab, n_vocab, p, err)))
+				    (st = dec_gen_take(&g[i], &smp, tok, logits + (size_t)i * n_vocab, n_vocab, p, err)))
 					goto out;
 		} else {
 			for (int b = 0; b < nb; b++)
-				if ((st = take(&g[seqs[b]], &smp, tok, logits + (size_t)b * n_vocab, n_vocab, p, err)))
+				if ((st = dec_gen_take(&g[seqs[b]], &smp, tok, logits + (size_t)b * n_vocab, n_vocab, p, err)))
 					goto out;
 		}
 		if (p->on_token)
@@ -258,7 +254,7 @@ void dec_gen_out_release(struct dec_gen_out *o)
 }
 
 const char dec_opts_help[] =
-	"  --model FILE         GGUF model (llama, qwen2, qwen3; F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_1 Q5_1 Q4_K Q6_K)\n"
+	"  --model FILE         GGUF model (llama, qwen2, qwen3, qwen3moe, phi3; F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_1 Q5_1 Q4_K Q6_K)\n"
 	"  --max-tokens N       tokens to generate at most\n"
 	"  --temperature T      0 = greedy\n"
 	"  --top-k K            keep the K most likely tokens (0 = off)\n"
@@ -268,6 +264,17 @@ const char dec_opts_help[] =
 	"  --stop TEXT          stop when the text contains TEXT (repeatable, up to 16)\n"
 	"  --threads N          worker threads (default: online CPUs, at most 16)\n"
 	"  --ctx N              context length (default: prompt + max tokens, capped by the model)\n"
+	"  --device D           cpu, cuda or auto (default auto: cuda when a GPU is usable)\n"
+	"  --kv-mem BYTES       KV cache size, e.g. 512M or 2G (default: every sequence's whole\n"
+	"                       context, at most a quarter of the available memory)\n"
+	"  --max-batch-tokens N tokens per engine step, decode and prefill chunks (default 256)\n"
+	"  --draft ngram        speculative decoding with drafts from prompt lookup (the tokens\n"
+	"                       that followed the last earlier occurrence of the last 3, 2 or 1\n"
+	"                       tokens), checked by the model: greedy output unchanged, sampled\n"
+	"                       output from the model's own distribution\n"
+	"  --draft-model D.gguf speculative decoding with drafts from a smaller model (or a\n"
+	"                       lower-bit file of the same one) with the same tokenizer (checked)\n"
+	"  --draft-tokens K     drafts per step, 1..64 (default 4)\n"
 	"Sampling order: temperature, top-k, softmax, top-p, min-p, draw.\n";
 
 enum cr_status dec_opt_int(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
@@ -308,6 +315,31 @@ bad:
 		       v);
 }
 
+enum cr_status dec_opt_bytes(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+			     struct cr_err *err)
+{
+	size_t n = strlen(v);
+	char num[32];
+	uint64_t u, mul = 1;
+
+	if (n && strchr("KMG", v[n - 1])) {
+		mul = v[n - 1] == 'K' ? 1u << 10 : v[n - 1] == 'M' ? 1u << 20 : 1u << 30;
+		n--;
+	}
+	if (n == 0 || n >= sizeof num)
+		goto bad;
+	memcpy(num, v, n);
+	num[n] = 0;
+	if (!cr_parse_u64(num, &u) || u > hi / mul || u * mul < lo || u * mul > hi)
+		goto bad;
+	*out = u * mul;
+	return CR_OK;
+bad:
+	return cr_errf(err, CR_EUSAGE,
+		       "%s: expected a byte count (digits, optionally K, M or G) in %llu..%llu, got '%s'",
+		       opt, (unsigned long long)lo, (unsigned long long)hi, v);
+}
+
 /* An integer option into an int field. */
 static enum cr_status int_opt(const char *opt, const char *v, int lo, int hi, int *out,
 			      struct cr_err *err)
@@ -346,6 +378,23 @@ enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *v, struc
 	case DEC_OPT_SEED: return dec_opt_int("--seed", v, 0, UINT64_MAX, &o->seed, err);
 	case DEC_OPT_THREADS: return int_opt("--threads", v, 1, 256, &o->threads, err);
 	case DEC_OPT_CTX: return int_opt("--ctx", v, 1, 1 << 24, &o->ctx, err);
+	case DEC_OPT_DEVICE:
+		if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto"))
+			return cr_errf(err, CR_EUSAGE, "--device: expected cpu, cuda or auto, got '%s'", v);
+		o->device = v;
+		return CR_OK;
+	case DEC_OPT_KV_MEM: return dec_opt_bytes("--kv-mem", v, 1, (uint64_t)1 << 50, &o->kv_mem, err);
+	case DEC_OPT_MAX_BATCH_TOKENS:
+		return int_opt("--max-batch-tokens", v, 1, 1 << 16, &o->max_batch_tokens, err);
+	case DEC_OPT_DRAFT:
+		if (strcmp(v, "ngram"))
+			return cr_errf(err, CR_EUSAGE, "--draft: expected ngram, got '%s'", v);
+		o->draft = v;
+		return CR_OK;
+	case DEC_OPT_DRAFT_TOKENS: return int_opt("--draft-tokens", v, 1, 64, &o->draft_tokens, err);
+	case DEC_OPT_DRAFT_MODEL:
+		o->draft_model = v;
+		return CR_OK;
 	case DEC_OPT_STOP:
 		if (o->n_stops >= (int)(sizeof o->stops / sizeof o->stops[0]))
 			return cr_errf(err, CR_EUSAGE, "--stop: at most %zu stop strings, '%s' is one more",
@@ -413,6 +462,65 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 	}
 	if (!st && !*help && optind < argc)
 		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+	if (!st && !*help && o->draft_tokens && !o->draft && !o->draft_model)
+		st = cr_errf(err, CR_EUSAGE, "--draft-tokens needs --draft or --draft-model (see --help)");
+	if (!st && !*help && o->draft && o->draft_model)
+		st = cr_errf(err, CR_EUSAGE, "--draft ngram and --draft-model exclude each other (see --help)");
+	return st;
+}
+
+void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, const struct dec_model *draft,
+			 struct dec_engine_cfg *cfg)
+{
+	enum dec_device dev = DEC_DEV_AUTO;
+
+	if (o->device)
+		dec_device_parse(o->device, &dev, NULL); /* checked when parsed */
+	*cfg = (struct dec_engine_cfg){ .device = dev, .max_seqs = max_seqs, .max_ctx = max_ctx,
+					.max_batch_tokens = o->max_batch_tokens, .kv_mem = (size_t)o->kv_mem,
+					.n_threads = o->threads,
+					.draft_tokens = o->draft || draft ? (o->draft_tokens ? o->draft_tokens : 4) : 0,
+					.draft_model = draft };
+	if (cfg->max_batch_tokens && cfg->max_batch_tokens < max_seqs)
+		cfg->max_seqs = cfg->max_batch_tokens; /* at most one token per sequence a step */
+}
+
+enum cr_status dec_open_draft(const char *path, const char *target_path, const struct dec_tok *tok,
+			      struct dec_model **out, struct cr_err *err)
+{
+	struct dec_model *m = NULL;
+	struct dec_tok *dt = NULL;
+	enum cr_status st;
+	char a[256], b[256];
+
+	*out = NULL;
+	if ((st = dec_model_open(path, &m, err)) || (st = dec_vocab_tokenizer(m->gguf, &dt, err)))
+		goto out;
+	if (dec_tok_n_vocab(dt) != dec_tok_n_vocab(tok)) {
+		st = cr_errf(err, CR_EUSAGE, "--draft-model %s has %zu tokens, %s has %zu: not the same tokenizer",
+			     path, dec_tok_n_vocab(dt), target_path, dec_tok_n_vocab(tok));
+		goto out;
+	}
+	for (size_t id = 0; id < dec_tok_n_vocab(tok); id++) {
+		size_t na = dec_tok_piece(tok, (int32_t)id, a, sizeof a), nb = dec_tok_piece(dt, (int32_t)id, b, sizeof b);
+
+		if (na != nb || memcmp(a, b, na < sizeof a ? na : sizeof a) ||
+		    dec_tok_is_eog(tok, (int32_t)id) != dec_tok_is_eog(dt, (int32_t)id)) {
+			st = cr_errf(err, CR_EUSAGE, "--draft-model %s: token %zu differs from %s's: not the same tokenizer",
+				     path, id, target_path);
+			goto out;
+		}
+	}
+	if (m->cfg.n_vocab != (int)dec_tok_n_vocab(tok)) {
+		st = cr_errf(err, CR_EUSAGE, "--draft-model %s: %d output rows for %zu tokens", path, m->cfg.n_vocab,
+			     dec_tok_n_vocab(tok));
+		goto out;
+	}
+	*out = m;
+	m = NULL;
+out:
+	dec_tok_free(dt);
+	dec_model_free(m);
 	return st;
 }
 

@@ -79,6 +79,12 @@ struct dec_opts {
 	int ctx;            /* 0: prompt + max tokens, capped at the model's */
 	const char *stops[16];
 	int n_stops;
+	const char *device;      /* "cpu", "cuda", "auto" (default auto) */
+	uint64_t kv_mem;         /* KV cache bytes; 0: derived (docs/DECODER.md) */
+	int max_batch_tokens;    /* tokens per engine step; 0: the engine's default */
+	const char *draft;       /* speculative decoding: "ngram" (prompt lookup); NULL: off */
+	const char *draft_model; /* speculative decoding with this GGUF as the draft */
+	int draft_tokens;        /* drafts per step (default 4) */
 };
 
 /* getopt_long codes of the shared options; a command numbers its own from
@@ -86,6 +92,8 @@ struct dec_opts {
 enum dec_opt_code {
 	DEC_OPT_MODEL = 0x100, DEC_OPT_MAX_TOKENS, DEC_OPT_TEMPERATURE, DEC_OPT_TOP_K,
 	DEC_OPT_TOP_P, DEC_OPT_MIN_P, DEC_OPT_SEED, DEC_OPT_STOP, DEC_OPT_THREADS, DEC_OPT_CTX,
+	DEC_OPT_DEVICE, DEC_OPT_KV_MEM, DEC_OPT_MAX_BATCH_TOKENS, DEC_OPT_DRAFT, DEC_OPT_DRAFT_TOKENS,
+	DEC_OPT_DRAFT_MODEL,
 	DEC_OPT_HELP, DEC_OPT_OWN
 };
 
@@ -103,9 +111,15 @@ enum dec_opt_code {
 	{ "stop", required_argument, NULL, DEC_OPT_STOP },                                        \
 	{ "threads", required_argument, NULL, DEC_OPT_THREADS },                                  \
 	{ "ctx", required_argument, NULL, DEC_OPT_CTX },                                          \
+	{ "device", required_argument, NULL, DEC_OPT_DEVICE },                                    \
+	{ "kv-mem", required_argument, NULL, DEC_OPT_KV_MEM },                                    \
+	{ "max-batch-tokens", required_argument, NULL, DEC_OPT_MAX_BATCH_TOKENS },                \
+	{ "draft", required_argument, NULL, DEC_OPT_DRAFT },                                      \
+	{ "draft-tokens", required_argument, NULL, DEC_OPT_DRAFT_TOKENS },                        \
+	{ "draft-model", required_argument, NULL, DEC_OPT_DRAFT_MODEL },                          \
 	{ "help", no_argument, NULL, DEC_OPT_HELP }
 
-/* Sets the shared option code (DEC_OPT_MODEL .. DEC_OPT_CTX) to arg.
+/* Sets the shared option code (DEC_OPT_MODEL .. DEC_OPT_MAX_BATCH_TOKENS) to arg.
  * CR_EUSAGE naming the option and the value when arg is not valid. */
 enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *arg, struct cr_err *err);
 extern const char dec_opts_help[]; /* the shared options' --help lines */
@@ -124,6 +138,19 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 						     struct cr_err *err),
 			       void *ctx, int *help, struct cr_err *err);
 
+struct dec_engine_cfg;
+/* An engine configuration from the shared options: device, threads,
+ * kv-mem, max-batch-tokens, speculative decoding (draft is the draft model
+ * opened by dec_open_draft, or NULL), and the context and sequences given. */
+void dec_opts_engine_cfg(const struct dec_opts *o, int max_ctx, int max_seqs, const struct dec_model *draft,
+			 struct dec_engine_cfg *cfg);
+/* The draft model at path for a target whose tokenizer is tok: refused
+ * (CR_EUSAGE naming both files and the first difference) unless its
+ * tokenizer has the same tokens, the same pieces and the same
+ * end-of-generation tokens. */
+enum cr_status dec_open_draft(const char *path, const char *target_path, const struct dec_tok *tok,
+			      struct dec_model **out, struct cr_err *err);
+
 /* The number rules of every option (the same as the harness's commands).
  * dec_opt_int: a non-negative decimal filling all of v (cr_parse_u64) in
  * lo..hi; dec_opt_real: a non-negative decimal number (digits, point,
@@ -133,6 +160,10 @@ enum cr_status dec_opt_int(const char *opt, const char *v, uint64_t lo, uint64_t
 			   struct cr_err *err);
 enum cr_status dec_opt_real(const char *opt, const char *v, double lo, double hi, double *out,
 			    struct cr_err *err);
+/* A byte count: a non-negative decimal, optionally followed by K, M or G
+ * (binary: 2^10, 2^20, 2^30), in lo..hi bytes. */
+enum cr_status dec_opt_bytes(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+			     struct cr_err *err);
 
 /* [*b, *e) = the body of the last fenced (```) code block of text[0..n);
  * an unterminated last block runs to the end; without any block, the text

@@ -236,6 +236,51 @@ int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *r
 	return s->cand[n - 1].id; /* rounding left u above the total */
 }
 
+int32_t dec_spec_accept(struct dec_sampler *s, const float *logits, int32_t d, const float *q,
+			struct dec_rng *rng, int *accepted)
+{
+	int n = dec_sampler_dist(s, logits);
+	const struct dec_cand *c = s->cand;
+	double pd = 0, qd = q ? q[d] : 1, u, sum = 0, cum = 0;
+
+	*accepted = 0;
+	if (s->cfg.temperature <= 0) { /* greedy: the target's argmax, d or not */
+		*accepted = c[0].id == d;
+		return c[0].id;
+	}
+	for (int i = 0; i < n; i++)
+		if (c[i].id == d)
+			pd = c[i].p;
+	u = dec_rng_uniform(rng);
+	if (qd > 0 && u * qd < pd) {
+		*accepted = 1;
+		return d;
+	}
+	/* rejected: the residual norm(max(0, p - q)) over p's support */
+	for (int i = 0; i < n; i++) {
+		double r = c[i].p - (q ? q[c[i].id] : c[i].id == d);
+
+		sum += r > 0 ? r : 0;
+	}
+	u = dec_rng_uniform(rng);
+	if (sum <= 0) { /* p <= q everywhere: only rounding gets here; draw from p */
+		for (int i = 0; i < n; i++)
+			if (u < (cum += c[i].p))
+				return c[i].id;
+		return c[n - 1].id;
+	}
+	for (int i = 0; i < n; i++) {
+		double r = c[i].p - (q ? q[c[i].id] : c[i].id == d);
+
+		if (r > 0 && u * sum < (cum += r))
+			return c[i].id;
+	}
+	for (int i = n - 1; i >= 0; i--) /* rounding: the last token with residual */
+		if (c[i].p - (q ? q[c[i].id] : c[i].id == d) > 0)
+			return c[i].id;
+	return c[0].id;
+}
+
 void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs)
 {
 	float mx = logits[argmax(logits, n)];

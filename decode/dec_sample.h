@@ -58,6 +58,19 @@ void dec_sampler_release(struct dec_sampler *s);
 int dec_sampler_dist(struct dec_sampler *s, const float *logits);
 int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *rng);
 
+/* Speculative sampling's acceptance rule (Leviathan et al. 2023, Chen et
+ * al. 2023) for draft token d at one step. p is the target's distribution
+ * (s->cfg applied to logits, as dec_sample draws from); q is the draft's,
+ * dense over the vocabulary (q[d] its probability of d), or NULL for a
+ * point mass on d (a deterministic draft: n-gram lookup, greedy drafting).
+ * Sampled: d is accepted with probability min(1, p(d)/q(d)) (one uniform);
+ * on rejection a token is drawn (a second uniform) from norm(max(0, p - q)),
+ * so the token returned is distributed as p whatever q is. Greedy
+ * (temperature <= 0): d is accepted iff it is the target's argmax, and the
+ * argmax is returned, so greedy output is the target's own. */
+int32_t dec_spec_accept(struct dec_sampler *s, const float *logits, int32_t d, const float *q,
+			struct dec_rng *rng, int *accepted);
+
 /* The k most likely tokens under log-softmax of the raw logits (no
  * temperature or filters), descending: ids[k], logprobs[k]. k <= n. */
 void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs);

@@ -84,17 +84,26 @@ struct gen_endpoint_cfg {
 	double timeout_s;            /* one HTTP request; 0: 600 */
 	int max_retries;             /* 429, 5xx, timeouts; 0: 5 */
 	double backoff_s;            /* first retry delay, doubled each time; 0: 1 */
+	const char *reasoning_effort; /* "low", "medium", "high": sent as reasoning_effort (NULL: not sent) */
 };
 enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_generator *g,
 				 struct cr_err *err);
 
-/* The built-in decoder on a GGUF file. */
+/* The built-in decoder on a GGUF file (decode/'s engine). */
 struct gen_local_cfg {
 	const char *model;           /* path of the .gguf */
 	int threads;                 /* <= 0: the CPUs */
 	int ctx;                     /* 0: the model's context length (at most 16384) */
-	int max_seqs;                /* conversations kept in the cache at once */
-	int batch;                   /* completions of one request decoded together */
+	int concurrency;             /* requests in flight (max_inflight; 0: 1) */
+	int batch;                   /* sequences decoded together, of any requests (0: 8) */
+	int device;                  /* enum dec_device: 0 auto, 1 cpu, 2 cuda */
+	size_t kv_mem;               /* KV cache bytes (0: the engine's default) */
+	int max_batch_tokens;        /* tokens per engine step (0: the engine's default) */
+	int draft_ngram;             /* speculative decoding by prompt lookup */
+	const char *draft_model;     /* speculative decoding with this GGUF as the draft (or NULL) */
+	int draft_tokens;            /* drafts per step (0: 4) */
+	const char *chat_template;   /* a built-in template by name, over the detected one (NULL: detected) */
+	int no_think;                /* Qwen3's thinking switch off (an empty think block opens the answer) */
 };
 enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generator *g,
 			      struct cr_err *err);

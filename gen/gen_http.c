@@ -2,7 +2,8 @@
  * SGLang, llama.cpp's server, OpenAI, DeepSeek) reached over libcurl.
  *
  * One request is one POST of <url>/chat/completions carrying model,
- * messages, n, seed, temperature, top_p, max_tokens, stop (only when there
+ * messages, n, seed, temperature, top_p, max_tokens, reasoning_effort (when
+ * configured), stop (only when there
  * are stop strings) and top_k / min_p (only when set: the open servers
  * accept them as extra fields). The seed goes out as its low 63 bits, the
  * range of a JSON integer every server parses.
@@ -67,6 +68,7 @@ struct ep {
 	char *key;                /* the key (NULL: none); wiped at release */
 	struct curl_slist *hdrs;  /* Content-Type, Expect, Authorization: read-only once built */
 	int concurrency;
+	char *effort;             /* reasoning_effort sent, or NULL */
 	long timeout_ms;
 	int max_retries;
 	double backoff_s;
@@ -305,6 +307,8 @@ static enum cr_status build_body(const struct ep *e, const struct gen_req *rq, c
 	bad |= json_object_set_new(root, "temperature", json_real(rq->temperature));
 	bad |= json_object_set_new(root, "top_p", json_real(rq->top_p));
 	bad |= json_object_set_new(root, "max_tokens", json_integer(rq->max_tokens));
+	if (e->effort)
+		bad |= json_object_set_new(root, "reasoning_effort", json_string(e->effort));
 	if (rq->n_stops > 0) {
 		stop = json_array();
 		if (!stop)
@@ -692,9 +696,10 @@ static enum cr_status ep_complete(void *ctx, const struct gen_req *rq, struct ge
 static json_t *ep_describe(void *ctx)
 {
 	struct ep *e = ctx;
-	return json_pack("{s:s, s:s, s:s, s:o}", "kind", "endpoint", "url", e->base,
+	return json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind", "endpoint", "url", e->base,
 			 "model", e->model, "api_key_env",
-			 e->key_env ? json_string(e->key_env) : json_null());
+			 e->key_env ? json_string(e->key_env) : json_null(), "reasoning_effort",
+			 e->effort ? json_string(e->effort) : json_null());
 }
 
 static void ep_release(void *ctx)
@@ -717,6 +722,7 @@ static void ep_release(void *ctx)
 	free(e->base);
 	free(e->post);
 	free(e->model);
+	free(e->effort);
 	free(e->key_env);
 	free(e);
 }
@@ -785,13 +791,21 @@ enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_ge
 	e->model = strdup(c->model);
 	e->key_env = c->api_key_env ? strdup(c->api_key_env) : NULL;
 	e->concurrency = c->concurrency ? c->concurrency : 1;
+	if (c->reasoning_effort && strcmp(c->reasoning_effort, "low") && strcmp(c->reasoning_effort, "medium") &&
+	    strcmp(c->reasoning_effort, "high")) {
+		ep_release(e);
+		return cr_errf(err, CR_EUSAGE, "--reasoning: expected low, medium or high, got '%s'",
+			       c->reasoning_effort);
+	}
+	e->effort = c->reasoning_effort ? strdup(c->reasoning_effort) : NULL;
 	e->timeout_ms = (long)((c->timeout_s > 0 ? c->timeout_s : 600) * 1000);
 	if (e->timeout_ms < 1)
 		e->timeout_ms = 1;
 	e->max_retries = c->max_retries ? (c->max_retries < 0 ? 0 : c->max_retries) : 5;
 	e->backoff_s = c->backoff_s > 0 ? c->backoff_s : 1;
 	e->pool = calloc((size_t)e->concurrency, sizeof *e->pool);
-	if (!e->base || !e->post || !e->model || (c->api_key_env && !e->key_env) || !e->pool) {
+	if (!e->base || !e->post || !e->model || (c->api_key_env && !e->key_env) || !e->pool ||
+	    (c->reasoning_effort && !e->effort)) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}

@@ -1,27 +1,23 @@
-/* gen_local.c — the "builtin" generator: decode/'s CPU decoder on a GGUF
- * file behind the table of gen_gen.h.
+/* gen_local.c — the "builtin" generator: decode/'s serving engine
+ * (dec_engine.h) on a GGUF file behind the table of gen_gen.h.
  *
- * One model, one tokenizer and one run state for the generator's life. The
- * state has batch + max_seqs sequences: 0 .. batch-1 decode one request's
- * completions together exactly as `crucible generate` does (the prompt
- * prefilled into sequence 0, then dec_generate_n in batches sharing it), and
- * batch + i keeps conversation i's cache.
+ * One model, one tokenizer and one engine for the generator's life, driven
+ * by one serving thread. Up to `concurrency` requests may be in flight
+ * (gen_run's generator threads each wait in complete()); the serving thread
+ * hands them to the engine as they come, so their samples are batched
+ * together continuously, and steps the engine while any is unfinished.
  *
- * Sequence 0 remembers the ids it holds (the last prompt and the tokens
- * generated after it that were fed back), so a request computes only from
- * the first id where its prompt differs: a conversation's next turn, or the
- * same prompt asked again. The prefix kept is at most n_prompt - 1 ids, so
- * the last prompt token is always computed and gives the logits. A
- * conversation being extended stays in sequence 0 (it is "resident") and is
- * copied to its own slot only when another request needs sequence 0; on its
- * next turn the common prefix is copied back. A token's cache entries do not
- * depend on how they were computed (prefill blocks, one token at a time, a
- * batch: docs/DECODER.md, Exactness), so reuse changes no token.
+ * Conversations need no bookkeeping here: the engine's prefix cache keeps
+ * the blocks of every prompt and completion it computed (least recently
+ * used first out), so a conversation's next turn, or the same prompt asked
+ * again, computes only the tokens the cache does not hold. A token's cache
+ * entries do not depend on how they were computed (docs/DECODER.md,
+ * Exactness), so reuse and batching change no token.
  *
- * pause(true) makes the request thread wait at its next wait point (before
- * each prefill chunk of 64 tokens, after each decode step) and returns once
- * it waits, or at once when no request runs; pause(false) lets it go on.
- * gen_s leaves out the time spent waiting. */
+ * pause(true) makes the serving thread wait at its next wait point (before
+ * each engine step) and returns once it waits, or at once when nothing is
+ * in flight; pause(false) lets it go on. gen_s leaves out the time a
+ * request spent paused. */
 #include "gen/gen_gen.h"
 #include "gen/gen_local.h"
 
@@ -31,18 +27,22 @@
 #include <string.h>
 
 #include "common/sha256.h"
+#include "decode/dec_engine.h"
 #include "decode/dec_model.h"
 #include "decode/dec_run.h"
 
-#define PREFILL_CHUNK 64
 #define CTX_CAP 16384   /* the context when the configuration names none */
 #define BATCH_DEFAULT 8 /* generate's --batch */
 
-struct conv {
-	char *key;     /* NULL: a free entry */
-	int32_t *ids;  /* [n] the ids in its cache (its slot's; sequence 0's while resident) */
-	int n;
-	uint64_t used; /* LRU clock */
+/* One request in flight. */
+struct job {
+	struct dec_req r;
+	struct dec_gen_out *outs; /* [r.n] */
+	struct job *next;         /* the queue, then the list in the engine */
+	enum cr_status st;
+	struct cr_err err;
+	int done;
+	double paused0;           /* L->paused_total when it was queued */
 };
 
 struct local {
@@ -50,55 +50,47 @@ struct local {
 	char sha256[65];
 	struct dec_model *m;
 	struct dec_tok *tok;
-	struct dec_state *s;
-	int ctx, batch, max_seqs;
-	float *logits;       /* [n_vocab] the prompt's last logits */
-	struct dec_gen_out *outs; /* [batch] */
-	int32_t *s0;         /* [ctx] the ids sequence 0 holds */
-	int s0_n;
-	int resident;        /* the conversation whose cache is sequence 0's; -1: none */
-	struct conv *convs;  /* [max_seqs], slot batch + i */
-	uint64_t clock;
-	pthread_mutex_t run; /* complete and end_conv, one at a time */
-	pthread_mutex_t mu;  /* what pause shares with the request thread */
+	struct dec_engine *eng;
+	struct dec_model *draft;  /* the draft model, or NULL */
+	int ctx, batch, concurrency, no_think;
+	pthread_t th;
+	int th_started;
+	pthread_mutex_t mu;       /* everything below */
 	pthread_cond_t cv;
-	bool paused, parked, running;
-	double paused_s;     /* time the running request spent parked */
-	uint64_t progress;   /* wait points passed */
+	struct job *queue, *in_engine;
+	bool stop, paused, parked;
+	double paused_total;      /* seconds the serving thread spent parked */
+	uint64_t progress;        /* wait points passed */
 };
 
-/* Where the request thread may stop while paused. */
-static void wait_point(struct local *L)
+static double now_s(void)
 {
+	return (double)cr_now_ns() * 1e-9;
+}
+
+/* Where the serving thread may stop while paused (the engine's on_step). */
+static void wait_point(void *ctx)
+{
+	struct local *L = ctx;
+
 	pthread_mutex_lock(&L->mu);
 	L->progress++;
 	if (L->paused) {
-		int64_t t0 = cr_now_ns();
+		double t0 = now_s();
 
 		L->parked = true;
 		pthread_cond_broadcast(&L->cv);
 		while (L->paused)
 			pthread_cond_wait(&L->cv, &L->mu);
 		L->parked = false;
-		L->paused_s += (double)(cr_now_ns() - t0) * 1e-9;
+		L->paused_total += now_s() - t0;
 	}
 	pthread_mutex_unlock(&L->mu);
 }
 
-static void on_token(void *ctx, int n_generated)
+static bool busy(const struct local *L)
 {
-	(void)n_generated;
-	wait_point(ctx);
-}
-
-static void set_running(struct local *L, bool on)
-{
-	pthread_mutex_lock(&L->mu);
-	L->running = on;
-	if (on)
-		L->paused_s = 0;
-	pthread_cond_broadcast(&L->cv);
-	pthread_mutex_unlock(&L->mu);
+	return L->queue || L->in_engine;
 }
 
 static void local_pause(void *ctx, bool on)
@@ -108,7 +100,7 @@ static void local_pause(void *ctx, bool on)
 	pthread_mutex_lock(&L->mu);
 	L->paused = on;
 	pthread_cond_broadcast(&L->cv);
-	while (on && L->running && !L->parked)
+	while (on && busy(L) && !L->parked)
 		pthread_cond_wait(&L->cv, &L->mu);
 	pthread_mutex_unlock(&L->mu);
 }
@@ -124,186 +116,79 @@ uint64_t gen_local_progress(const struct gen_generator *g)
 	return p;
 }
 
-static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
+/* With mu held: jobs the engine finished (or that failed with st) leave
+ * the list and wake their callers. */
+static void reap(struct local *L, enum cr_status st, const struct cr_err *e)
 {
-	int i = 0;
+	struct job **pp = &L->in_engine;
 
-	while (i < na && i < nb && a[i] == b[i])
-		i++;
-	return i;
-}
+	while (*pp) {
+		struct job *j = *pp;
 
-/* Sequence 0's cache back to the resident conversation's slot. */
-static void flush_resident(struct local *L)
-{
-	if (L->resident < 0)
-		return;
-	dec_state_copy_seq(L->s, 0, L->batch + L->resident, L->convs[L->resident].n);
-	L->resident = -1;
-}
-
-/* Computes ids[from..n) after the from ids sequence 0 holds; the last
- * token's logits land in L->logits and sequence 0 then holds ids[0..n). */
-static enum cr_status prefill(struct local *L, const int32_t *ids, int from, int n,
-			      struct cr_err *err)
-{
-	struct dec_state *s = L->s;
-	enum cr_status st;
-
-	s->seq = 0;
-	s->pos = from;
-	L->s0_n = from;
-	for (int i = from; i < n; i += PREFILL_CHUNK) {
-		int nb = n - i < PREFILL_CHUNK ? n - i : PREFILL_CHUNK;
-
-		wait_point(L);
-		if ((st = dec_forward(s, ids + i, nb, NULL, err))) {
-			L->s0_n = 0;
-			return st;
+		if (st || j->r.n_done == j->r.n) {
+			if (st) {
+				j->st = st;
+				j->err = *e;
+			}
+			j->done = 1;
+			*pp = j->next;
+		} else {
+			pp = &j->next;
 		}
 	}
-	memcpy(L->s0, ids, (size_t)n * sizeof *ids);
-	L->s0_n = n;
-	memcpy(L->logits, s->logits, (size_t)L->m->cfg.n_vocab * sizeof *L->logits);
-	return CR_OK;
+	pthread_cond_broadcast(&L->cv);
 }
 
-/* After a batch: sequence 0 holds the prompt and the tokens of the batch's
- * first sample that were fed back (all but its last). */
-static void note_fed(struct local *L, const struct dec_gen_out *o)
+static void *serve(void *arg)
 {
-	int fed = o->n_tokens > 0 ? o->n_tokens - 1 : 0;
-
-	if (L->s0_n + fed > L->ctx)
-		fed = L->ctx - L->s0_n;
-	memcpy(L->s0 + L->s0_n, o->tokens, (size_t)fed * sizeof *o->tokens);
-	L->s0_n += fed;
-}
-
-static void fill(struct local *L, struct dec_gen_out *o, int n_prompt, struct gen_completion *c)
-{
-	c->text = o->text;
-	c->len = o->text_len;
-	o->text = NULL;
-	c->prompt_tokens = n_prompt;
-	c->completion_tokens = o->n_tokens;
-	c->reasoning_tokens = dec_gen_reasoning_tokens(L->tok, o);
-	snprintf(c->finish, sizeof c->finish, "%s", o->finish ? o->finish : "");
-}
-
-/* rq's n completions after ids[0..n_ids), the first `from` of which
- * sequence 0 already holds; batches of L->batch as generate runs them. */
-static enum cr_status generate(struct local *L, const struct gen_req *rq, const int32_t *ids,
-			       int n_ids, int from, struct gen_completion *out, struct cr_err *err)
-{
-	struct dec_gen_params gp = {
-		.max_tokens = rq->max_tokens,
-		.samp = { rq->temperature, rq->top_k, rq->top_p, rq->min_p },
-		.seed = rq->seed, .task = rq->task,
-		.stops = rq->stops, .n_stops = rq->n_stops,
-		.on_token = on_token, .ctx = L,
-	};
+	struct local *L = arg;
+	struct cr_err e;
 	enum cr_status st;
 
-	if ((st = prefill(L, ids, from, n_ids, err)))
-		return st;
-	for (int i0 = 0; i0 < rq->n; i0 += L->batch) {
-		int nb = rq->n - i0 < L->batch ? rq->n - i0 : L->batch;
-
-		gp.sample = rq->sample0 + (uint64_t)i0;
-		L->s0_n = n_ids;
-		st = dec_generate_n(L->s, L->tok, ids, n_ids, L->logits, &gp, nb, L->outs, err);
-		if (st) {
-			L->s0_n = 0;
-			return st;
-		}
-		note_fed(L, &L->outs[0]);
-		for (int k = 0; k < nb; k++) {
-			fill(L, &L->outs[k], n_ids, &out[i0 + k]);
-			dec_gen_out_release(&L->outs[k]);
-		}
-	}
-	out[0].prefill_tokens = n_ids - from; /* the completions share one prefill */
-	return CR_OK;
-}
-
-static int find_conv(const struct local *L, const char *key)
-{
-	for (int i = 0; i < L->max_seqs; i++)
-		if (L->convs[i].key && !strcmp(L->convs[i].key, key))
-			return i;
-	return -1;
-}
-
-static void drop_conv(struct local *L, int i)
-{
-	if (L->resident == i)
-		L->resident = -1; /* sequence 0 keeps the ids as a plain prefix */
-	free(L->convs[i].key);
-	L->convs[i].key = NULL;
-	L->convs[i].n = 0;
-}
-
-/* An entry for key: a free one, else the least recently used one's. */
-static enum cr_status take_conv(struct local *L, const char *key, int *out, struct cr_err *err)
-{
-	int best = -1;
-	char *k = strdup(key);
-
-	if (!k)
-		return cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
-	for (int i = 0; i < L->max_seqs; i++) {
-		if (!L->convs[i].key) {
-			best = i;
+	pthread_mutex_lock(&L->mu);
+	for (;;) {
+		while (!L->stop && !busy(L))
+			pthread_cond_wait(&L->cv, &L->mu);
+		if (L->stop)
 			break;
+		while (L->queue) {
+			struct job *j = L->queue;
+
+			L->queue = j->next;
+			j->next = L->in_engine;
+			L->in_engine = j;
+			cr_err_init(&j->err);
+			if ((j->st = dec_engine_submit(L->eng, &j->r, &j->err))) {
+				L->in_engine = j->next;
+				j->done = 1;
+			}
 		}
-		if (best < 0 || L->convs[i].used < L->convs[best].used)
-			best = i;
+		pthread_mutex_unlock(&L->mu);
+		cr_err_init(&e);
+		st = dec_engine_step(L->eng, &e);
+		pthread_mutex_lock(&L->mu);
+		reap(L, st, &e);
 	}
-	if (L->convs[best].key)
-		drop_conv(L, best);
-	L->convs[best].key = k;
-	L->convs[best].n = 0;
-	*out = best;
-	return CR_OK;
+	pthread_mutex_unlock(&L->mu);
+	return NULL;
 }
 
-/* One completion extending conversation rq->conv. */
-static enum cr_status complete_conv(struct local *L, const struct gen_req *rq, const int32_t *ids,
-				    int n_ids, struct gen_completion *out, struct cr_err *err)
+static void fill(struct local *L, const struct job *j, int n_prompt, struct gen_completion *out)
 {
-	int e = find_conv(L, rq->conv), from;
-	enum cr_status st;
-	struct conv *c;
+	for (int k = 0; k < j->r.n; k++) {
+		struct dec_gen_out *o = &j->outs[k];
+		struct gen_completion *c = &out[k];
 
-	if (e < 0 && (st = take_conv(L, rq->conv, &e, err)))
-		return st;
-	c = &L->convs[e];
-	if (L->resident != e) {
-		int in_slot = common_prefix(c->ids, c->n, ids, n_ids);
-
-		flush_resident(L);
-		/* its slot, unless sequence 0 already holds a longer prefix */
-		if (in_slot > common_prefix(L->s0, L->s0_n, ids, n_ids)) {
-			dec_state_copy_seq(L->s, L->batch + e, 0, in_slot);
-			memcpy(L->s0, c->ids, (size_t)in_slot * sizeof *ids);
-			L->s0_n = in_slot;
-		}
-		L->resident = e;
+		c->text = o->text;
+		c->len = o->text_len;
+		o->text = NULL;
+		c->prompt_tokens = n_prompt;
+		c->completion_tokens = o->n_tokens;
+		c->reasoning_tokens = dec_gen_reasoning_tokens(L->tok, o);
+		/* the completions share one prefill: the first one carries it */
+		c->prefill_tokens = k ? 0 : j->r.prefill_tokens;
+		snprintf(c->finish, sizeof c->finish, "%s", o->finish ? o->finish : "");
 	}
-	from = common_prefix(L->s0, L->s0_n, ids, n_ids);
-	if (from > n_ids - 1)
-		from = n_ids - 1;
-	st = generate(L, rq, ids, n_ids, from, out, err);
-	if (st) {
-		L->resident = -1;
-		c->n = 0;
-		return st;
-	}
-	memcpy(c->ids, L->s0, (size_t)L->s0_n * sizeof *c->ids);
-	c->n = L->s0_n;
-	c->used = ++L->clock;
-	return CR_OK;
 }
 
 static enum cr_status local_complete(void *ctx, const struct gen_req *rq,
@@ -315,9 +200,9 @@ static enum cr_status local_complete(void *ctx, const struct gen_req *rq,
 	char *chat = NULL;
 	int32_t *ids = NULL;
 	size_t n_ids = 0;
+	struct job j = { 0 };
 	enum cr_status st = CR_OK;
-	int64_t t0 = cr_now_ns();
-	double gen_s;
+	double t0 = now_s(), paused = 0;
 
 	for (int k = 0; k < rq->n; k++) {
 		memset(&out[k], 0, sizeof out[k]);
@@ -327,10 +212,9 @@ static enum cr_status local_complete(void *ctx, const struct gen_req *rq,
 		return cr_errf(err, CR_EUSAGE,
 			       "builtin generator: %s: bad request (%d completions, %d messages, "
 			       "%d max tokens)", task, rq->n, rq->n_msgs, rq->max_tokens);
-	pthread_mutex_lock(&L->run);
-	set_running(L, true);
 	msgs = malloc((size_t)rq->n_msgs * sizeof *msgs);
-	if (!msgs) {
+	j.outs = calloc((size_t)rq->n, sizeof *j.outs);
+	if (!msgs || !j.outs) {
 		st = cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
 		goto out;
 	}
@@ -346,49 +230,54 @@ static enum cr_status local_complete(void *ctx, const struct gen_req *rq,
 			     L->ctx);
 		goto out;
 	}
-	if (rq->conv && rq->n == 1 && L->max_seqs > 0) {
-		st = complete_conv(L, rq, ids, (int)n_ids, out, err);
-	} else {
-		int from;
-
-		flush_resident(L);
-		from = common_prefix(L->s0, L->s0_n, ids, (int)n_ids);
-		if (from > (int)n_ids - 1)
-			from = (int)n_ids - 1;
-		st = generate(L, rq, ids, (int)n_ids, from, out, err);
+	j.r = (struct dec_req){
+		.prompt = ids, .n_prompt = (int)n_ids, .n = rq->n, .tok = L->tok, .outs = j.outs,
+		.p = { .max_tokens = rq->max_tokens,
+		       .samp = { rq->temperature, rq->top_k, rq->top_p, rq->min_p },
+		       .seed = rq->seed, .task = rq->task, .sample = rq->sample0,
+		       .stops = rq->stops, .n_stops = rq->n_stops },
+	};
+	pthread_mutex_lock(&L->mu);
+	j.paused0 = L->paused_total;
+	j.next = L->queue;
+	L->queue = &j;
+	pthread_cond_broadcast(&L->cv);
+	while (!j.done)
+		pthread_cond_wait(&L->cv, &L->mu);
+	paused = L->paused_total - j.paused0;
+	pthread_mutex_unlock(&L->mu);
+	if ((st = j.st)) {
+		cr_errf(err, st, "builtin generator: %s: %s", task, j.err.msg);
+		goto out;
 	}
+	fill(L, &j, (int)n_ids, out);
 out:
-	set_running(L, false);
-	gen_s = (double)(cr_now_ns() - t0) * 1e-9 - L->paused_s;
-	pthread_mutex_unlock(&L->run);
 	for (int k = 0; k < rq->n; k++) {
 		if (st)
 			gen_completion_release(&out[k]);
 		else
-			out[k].gen_s = gen_s;
+			out[k].gen_s = now_s() - t0 - paused;
+		if (j.outs)
+			dec_gen_out_release(&j.outs[k]);
 	}
+	free(j.outs);
 	free(ids);
 	free(chat);
 	free(msgs);
 	return st;
 }
 
+/* The prefix cache keeps conversations: nothing to forget by name. */
 static void local_end_conv(void *ctx, const char *conv)
 {
-	struct local *L = ctx;
-	int i;
-
-	if (!conv)
-		return;
-	pthread_mutex_lock(&L->run);
-	if ((i = find_conv(L, conv)) >= 0)
-		drop_conv(L, i);
-	pthread_mutex_unlock(&L->run);
+	(void)ctx;
+	(void)conv;
 }
 
 static json_t *local_describe(void *ctx)
 {
 	struct local *L = ctx;
+	const struct dec_engine_stats *s = dec_engine_stats(L->eng);
 	json_t *j = json_object();
 
 	if (!j)
@@ -398,7 +287,14 @@ static json_t *local_describe(void *ctx)
 	json_object_set_new(j, "model_sha256", json_string(L->sha256));
 	json_object_set_new(j, "arch", json_string(L->m->cfg.arch_name));
 	json_object_set_new(j, "chat_template", json_string(dec_chat_template_name(L->tok)));
+	json_object_set_new(j, "no_think", json_boolean(L->no_think));
 	json_object_set_new(j, "ctx", json_integer(L->ctx));
+	json_object_set_new(j, "device", json_string(dec_engine_device(L->eng)));
+	json_object_set_new(j, "batch", json_integer(L->batch));
+	json_object_set_new(j, "kv_blocks", json_integer(s->n_blocks));
+	json_object_set_new(j, "kv_block_size", json_integer(s->block_size));
+	if (L->draft)
+		json_object_set_new(j, "draft_model_arch", json_string(L->draft->cfg.arch_name));
 	return j;
 }
 
@@ -408,21 +304,20 @@ static void local_release(void *ctx)
 
 	if (!L)
 		return;
-	for (int i = 0; L->convs && i < L->max_seqs; i++) {
-		free(L->convs[i].key);
-		free(L->convs[i].ids);
+	if (L->th_started) {
+		pthread_mutex_lock(&L->mu);
+		L->stop = true;
+		pthread_cond_broadcast(&L->cv);
+		pthread_mutex_unlock(&L->mu);
+		pthread_join(L->th, NULL);
 	}
-	free(L->convs);
-	free(L->outs);
-	free(L->s0);
-	free(L->logits);
-	dec_state_free(L->s);
+	dec_engine_free(L->eng);
+	dec_model_free(L->draft);
 	dec_tok_free(L->tok);
 	dec_model_free(L->m);
 	free(L->path);
 	pthread_cond_destroy(&L->cv);
 	pthread_mutex_destroy(&L->mu);
-	pthread_mutex_destroy(&L->run);
 	free(L);
 }
 
@@ -439,11 +334,23 @@ static enum cr_status open_model(struct local *L, const char *path, struct cr_er
 		return strstr(e.msg, path)
 			       ? cr_errf(err, st, "builtin generator: %s", e.msg)
 			       : cr_errf(err, st, "builtin generator: %s: %s", path, e.msg);
-	if (!strcmp(dec_chat_template_name(L->tok), "none"))
-		return cr_errf(err, CR_EINPUT, "builtin generator: %s: no known chat template "
-			       "(chatml, llama3, deepseek-r1)", path);
 	/* the bytes loaded, through the model's own mapping of the file */
 	cr_sha256_hex(L->m->gguf->base, L->m->gguf->size, L->sha256);
+	return CR_OK;
+}
+
+/* --chat-template and --no-think, then a template must be known. */
+static enum cr_status set_template(struct local *L, const struct gen_local_cfg *c, struct cr_err *err)
+{
+	enum cr_status st;
+
+	if (c->chat_template && (st = dec_chat_set_template(L->tok, c->chat_template, err)))
+		return st;
+	if (!strcmp(dec_chat_template_name(L->tok), "none"))
+		return cr_errf(err, CR_EINPUT, "builtin generator: %s: no known chat template "
+			       "(chatml, llama3, deepseek-r1, phi3, gemma; --chat-template names one)", c->model);
+	if (c->no_think && (st = dec_chat_set_no_think(L->tok, err)))
+		return st;
 	return CR_OK;
 }
 
@@ -451,30 +358,29 @@ enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generato
 			      struct cr_err *err)
 {
 	struct local *L;
+	struct dec_engine_cfg ec;
 	enum cr_status st;
-	int n_vocab;
 
 	memset(g, 0, sizeof *g);
 	if (!c || !c->model || !*c->model)
 		return cr_errf(err, CR_EUSAGE, "builtin generator: no model file");
-	if (c->ctx < 0 || c->max_seqs < 0 || c->batch > 256)
+	if (c->ctx < 0 || c->concurrency < 0 || c->concurrency > 256 || c->batch < 0 || c->batch > 256)
 		return cr_errf(err, CR_EUSAGE,
-			       "builtin generator: %s: bad context %d, conversations %d or batch "
-			       "%d (batch at most 256)", c->model, c->ctx, c->max_seqs, c->batch);
+			       "builtin generator: %s: bad context %d, concurrency %d or batch "
+			       "%d (at most 256 each)", c->model, c->ctx, c->concurrency, c->batch);
 	L = calloc(1, sizeof *L);
 	if (!L)
 		return cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
-	pthread_mutex_init(&L->run, NULL);
 	pthread_mutex_init(&L->mu, NULL);
 	pthread_cond_init(&L->cv, NULL);
-	L->resident = -1;
 	L->batch = c->batch > 0 ? c->batch : BATCH_DEFAULT;
-	L->max_seqs = c->max_seqs;
+	L->no_think = c->no_think;
+	L->concurrency = c->concurrency > 0 ? c->concurrency : 1;
 	if (!(L->path = strdup(c->model))) {
 		st = cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
 		goto fail;
 	}
-	if ((st = open_model(L, c->model, err)))
+	if ((st = open_model(L, c->model, err)) || (st = set_template(L, c, err)))
 		goto fail;
 	L->ctx = c->ctx ? c->ctx : L->m->cfg.ctx_len < CTX_CAP ? L->m->cfg.ctx_len : CTX_CAP;
 	if (L->ctx < 2) {
@@ -482,26 +388,26 @@ enum cr_status gen_local_open(const struct gen_local_cfg *c, struct gen_generato
 			     c->model, L->ctx);
 		goto fail;
 	}
-	n_vocab = L->m->cfg.n_vocab;
-	L->logits = malloc((size_t)n_vocab * sizeof *L->logits);
-	L->s0 = malloc((size_t)L->ctx * sizeof *L->s0);
-	L->outs = calloc((size_t)L->batch, sizeof *L->outs);
-	L->convs = calloc((size_t)(L->max_seqs ? L->max_seqs : 1), sizeof *L->convs);
-	if (!L->logits || !L->s0 || !L->outs || !L->convs) {
-		st = cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
+	if (c->draft_model && (st = dec_open_draft(c->draft_model, c->model, L->tok, &L->draft, err)))
+		goto fail;
+	ec = (struct dec_engine_cfg){ .device = c->device, .max_seqs = L->batch, .max_ctx = L->ctx,
+				      .max_batch_tokens = c->max_batch_tokens, .kv_mem = c->kv_mem,
+				      .n_threads = c->threads, .on_step = wait_point, .ctx = L,
+				      .draft_model = L->draft,
+				      .draft_tokens = c->draft_ngram || L->draft ? (c->draft_tokens ? c->draft_tokens : 4) : 0 };
+	if (ec.max_batch_tokens && ec.max_batch_tokens < ec.max_seqs)
+		ec.max_seqs = ec.max_batch_tokens;
+	if ((st = dec_engine_new(L->m, &ec, &L->eng, err)))
+		goto fail;
+	if (dec_engine_device_note(L->eng)[0])
+		fprintf(stderr, "builtin generator: %s\n", dec_engine_device_note(L->eng));
+	if (pthread_create(&L->th, NULL, serve, L)) {
+		st = cr_errf(err, CR_EENV, "builtin generator: cannot start its serving thread");
 		goto fail;
 	}
-	for (int i = 0; i < L->max_seqs; i++)
-		if (!(L->convs[i].ids = malloc((size_t)L->ctx * sizeof *L->convs[i].ids))) {
-			st = cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
-			goto fail;
-		}
-	st = dec_state_new_seqs(L->m, L->ctx, L->batch > PREFILL_CHUNK ? L->batch : PREFILL_CHUNK,
-				L->batch + L->max_seqs, c->threads, &L->s, err);
-	if (st)
-		goto fail;
+	L->th_started = 1;
 	*g = (struct gen_generator){
-		.kind = "builtin", .ctx = L, .max_inflight = 1, .complete = local_complete,
+		.kind = "builtin", .ctx = L, .max_inflight = L->concurrency, .complete = local_complete,
 		.end_conv = local_end_conv, .pause = local_pause, .describe = local_describe,
 		.release = local_release,
 	};

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include "gen/gen_gen.h"
 
-/* Wait points passed since gen_local_open: one per prefill chunk (64
- * tokens) and one per decode step. It does not move while the generator is
+/* Wait points passed since gen_local_open: one per engine step (a step
+ * computes up to max_batch_tokens tokens: decode tokens and prefill chunks). It does not move while the generator is
  * paused. g must come from gen_local_open. Thread-safe. */
 uint64_t gen_local_progress(const struct gen_generator *g);
 

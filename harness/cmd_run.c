@@ -23,6 +23,8 @@
 #include "cr_version.h"
 #include "common/cr_text.h"
 #include "cuda/cuda_dev.h"
+#include "decode/dec_be.h"
+#include "decode/dec_run.h"
 #include "gen/gen.h"
 #include "gen/gen_run.h"
 #include "harness/backend.h"
@@ -51,9 +53,19 @@ static const char usage[] =
 	"  --temperature T --top-p P --top-k K --min-p P   sampling (0.6, 0.95, off, off)\n"
 	"  --seed S            generation and verification seed (default: drawn, kept in run.json)\n"
 	"  --backend cpu|cuda  candidate kind and where it runs (default cpu)\n"
-	"  --concurrency C     endpoint requests in flight (default 4)\n"
-	"  --batch B           built-in decoder: samples decoded together (default 8)\n"
+	"  --concurrency C     requests in flight (default 4): HTTP requests to an endpoint;\n"
+	"                      for the built-in decoder, requests whose samples it batches\n"
+	"  --batch B           built-in decoder: sequences decoded together (default 8)\n"
 	"  --threads N --ctx N built-in decoder threads and context\n"
+	"  --device D          built-in decoder: cpu, cuda or auto (default auto)\n"
+	"  --kv-mem BYTES      built-in decoder: KV cache size, e.g. 512M (default: derived)\n"
+	"  --max-batch-tokens N built-in decoder: tokens per step (default 256)\n"
+	"  --draft ngram | --draft-model D.gguf [--draft-tokens K]\n"
+	"                      built-in decoder: speculative decoding (docs/DECODER.md)\n"
+	"  --chat-template NAME built-in decoder: chatml, llama3, deepseek-r1, phi3 or gemma\n"
+	"                      over the one detected from the GGUF (docs/TOKENIZER.md)\n"
+	"  --no-think          built-in decoder: Qwen3's thinking switch off\n"
+	"  --reasoning EFFORT  endpoint: reasoning_effort low, medium or high in every request\n"
 	"  --system TEXT       system message\n"
 	"  --no-timing --quick --timeout S   as for eval\n"
 	"  --resume            continue a killed run in DIR (same options)\n"
@@ -66,6 +78,10 @@ struct run_opts {
 	const char **task_list;
 	int n_task_list;
 	int n, turns, keep, max_tokens, top_k, concurrency, batch, threads, ctx;
+	int device, max_batch_tokens; /* built-in decoder: enum dec_device; 0: default */
+	int draft_ngram, draft_tokens, no_think;
+	const char *draft_model, *chat_template, *reasoning;
+	uint64_t kv_mem;
 	long budget;
 	float temperature, top_p, min_p;
 	uint64_t seed;
@@ -452,7 +468,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	enum { O_STRATEGY = 256, O_MODEL, O_ENDPOINT, O_API_MODEL, O_API_KEY_ENV, O_REPLAY, O_TASKS,
 	       O_TASK, O_BACKEND, O_OUT, O_N, O_TURNS, O_KEEP, O_BUDGET, O_MAX_TOKENS, O_TEMP, O_TOP_P,
 	       O_TOP_K, O_MIN_P, O_SEED, O_RESUME, O_CONC, O_BATCH, O_THREADS, O_CTX, O_SYSTEM,
-	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_HELP };
+	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_DEVICE, O_KV_MEM, O_MBT, O_DRAFT, O_DRAFT_MODEL,
+	       O_DRAFT_TOKENS, O_CHAT_TEMPLATE, O_NO_THINK, O_REASONING, O_HELP };
 	static const struct option opts[] = {
 		{ "strategy", 1, 0, O_STRATEGY }, { "model", 1, 0, O_MODEL },
 		{ "endpoint", 1, 0, O_ENDPOINT }, { "api-model", 1, 0, O_API_MODEL },
@@ -466,6 +483,11 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "batch", 1, 0, O_BATCH }, { "threads", 1, 0, O_THREADS }, { "ctx", 1, 0, O_CTX },
 		{ "system", 1, 0, O_SYSTEM }, { "no-timing", 0, 0, O_NO_TIMING },
 		{ "quick", 0, 0, O_QUICK }, { "timeout", 1, 0, O_TIMEOUT }, { "help", 0, 0, O_HELP },
+		{ "device", 1, 0, O_DEVICE }, { "kv-mem", 1, 0, O_KV_MEM },
+		{ "max-batch-tokens", 1, 0, O_MBT }, { "draft", 1, 0, O_DRAFT },
+		{ "draft-model", 1, 0, O_DRAFT_MODEL }, { "draft-tokens", 1, 0, O_DRAFT_TOKENS },
+		{ "chat-template", 1, 0, O_CHAT_TEMPLATE }, { "no-think", 0, 0, O_NO_THINK },
+		{ "reasoning", 1, 0, O_REASONING },
 		{ 0, 0, 0, 0 } };
 	int c, rc = 0, sources;
 	long l;
@@ -521,6 +543,49 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		case O_BATCH: rc = int_arg("--batch", optarg, 1, 256, &l); o->batch = (int)l; break;
 		case O_THREADS: rc = int_arg("--threads", optarg, 1, 256, &l); o->threads = (int)l; break;
 		case O_CTX: rc = int_arg("--ctx", optarg, 16, 1 << 20, &l); o->ctx = (int)l; break;
+		case O_MBT:
+			rc = int_arg("--max-batch-tokens", optarg, 1, 1 << 16, &l);
+			o->max_batch_tokens = (int)l;
+			break;
+		case O_DRAFT:
+			if (strcmp(optarg, "ngram"))
+				rc = bad("--draft", optarg, "ngram");
+			o->draft_ngram = 1;
+			break;
+		case O_DRAFT_MODEL: o->draft_model = optarg; break;
+		case O_CHAT_TEMPLATE: o->chat_template = optarg; break;
+		case O_NO_THINK: o->no_think = 1; break;
+		case O_REASONING:
+			if (strcmp(optarg, "low") && strcmp(optarg, "medium") && strcmp(optarg, "high"))
+				rc = bad("--reasoning", optarg, "low, medium or high");
+			o->reasoning = optarg;
+			break;
+		case O_DRAFT_TOKENS:
+			rc = int_arg("--draft-tokens", optarg, 1, 64, &l);
+			o->draft_tokens = (int)l;
+			break;
+		case O_DEVICE: {
+			struct cr_err de;
+			enum dec_device d;
+
+			cr_err_init(&de);
+			if (dec_device_parse(optarg, &d, &de)) {
+				fprintf(stderr, "crucible run: %s\n", de.msg);
+				rc = 2;
+			}
+			o->device = (int)d;
+			break;
+		}
+		case O_KV_MEM: {
+			struct cr_err de;
+
+			cr_err_init(&de);
+			if (dec_opt_bytes("--kv-mem", optarg, 1, (uint64_t)1 << 50, &o->kv_mem, &de)) {
+				fprintf(stderr, "crucible run: %s\n", de.msg);
+				rc = 2;
+			}
+			break;
+		}
 		case O_SYSTEM: o->system = optarg; break;
 		case O_NO_TIMING: o->no_timing = true; break;
 		case O_QUICK: o->quick = true; break;
@@ -555,6 +620,26 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	}
 	if (o->endpoint && !o->api_model) {
 		fprintf(stderr, "crucible run: --endpoint needs --api-model NAME\n");
+		return 2;
+	}
+	if ((o->draft_ngram || o->draft_model || o->draft_tokens || o->device || o->kv_mem || o->max_batch_tokens ||
+	     o->chat_template || o->no_think) && !o->model) {
+		fprintf(stderr, "crucible run: --device, --kv-mem, --max-batch-tokens, --chat-template, --no-think "
+				"and the --draft options are the built-in decoder's: they need --model\n");
+		return 2;
+	}
+	if (o->reasoning && !o->endpoint) {
+		fprintf(stderr, "crucible run: --reasoning is sent to an endpoint (--endpoint); the built-in "
+				"decoder's templates (chatml, llama3, deepseek-r1, phi3, gemma) have no reasoning-effort "
+				"setting (Qwen3's thinking switch is --no-think)\n");
+		return 2;
+	}
+	if (o->draft_ngram && o->draft_model) {
+		fprintf(stderr, "crucible run: --draft ngram and --draft-model exclude each other\n");
+		return 2;
+	}
+	if (o->draft_tokens && !o->draft_ngram && !o->draft_model) {
+		fprintf(stderr, "crucible run: --draft-tokens needs --draft or --draft-model\n");
 		return 2;
 	}
 	if (o->strategy == GEN_EVOLVE && o->keep > o->n) {
@@ -734,13 +819,18 @@ int cr_cmd_run(int argc, char **argv)
 	/* the generator */
 	if (o.model) {
 		struct gen_local_cfg lc = { .model = o.model, .threads = o.threads, .ctx = o.ctx,
-					    .max_seqs = o.n, .batch = o.batch };
+					    .concurrency = o.concurrency, .batch = o.batch, .device = o.device,
+					    .kv_mem = (size_t)o.kv_mem, .max_batch_tokens = o.max_batch_tokens,
+					    .draft_ngram = o.draft_ngram, .draft_model = o.draft_model,
+					    .draft_tokens = o.draft_tokens, .chat_template = o.chat_template,
+					    .no_think = o.no_think };
 		st = gen_local_open(&lc, &g, &err);
 		const char *b = strrchr(o.model, '/');
 		snprintf(label, sizeof label, "%s", b ? b + 1 : o.model);
 	} else if (o.endpoint) {
 		struct gen_endpoint_cfg ec = { .url = o.endpoint, .model = o.api_model,
-					       .api_key_env = o.api_key_env, .concurrency = o.concurrency };
+					       .api_key_env = o.api_key_env, .concurrency = o.concurrency,
+					       .reasoning_effort = o.reasoning };
 		st = gen_endpoint_open(&ec, &g, &err);
 		snprintf(label, sizeof label, "%s", o.api_model);
 	} else {

@@ -2,7 +2,7 @@
  * tokenizer.chat_template, else the architecture, else the vocabulary) and
  * the rendering of a conversation (an optional system message, then user and
  * assistant turns, ending with a user turn) with the assistant turn opened.
- * No Jinja: the three families are written out here, byte for byte what
+ * No Jinja: the five families are written out here, byte for byte what
  * their templates produce for that conversation with add_generation_prompt.
  * Templates that write BOS as text (llama3, deepseek-r1) take its spelling
  * from the vocabulary; encode the result with parse_special = 1 and
@@ -33,29 +33,59 @@ enum chat_kind dec_chat_detect(const struct dec_tok *t, const char *arch)
 			return CHAT_LLAMA3;
 		if (strstr(tpl, "<|im_start|>"))
 			return CHAT_CHATML;
+		if (strstr(tpl, "<|user|>") && strstr(tpl, "<|end|>"))
+			return CHAT_PHI3;
+		if (strstr(tpl, "<start_of_turn>"))
+			return CHAT_GEMMA;
 	}
 	if (arch) {
 		if (strncmp(arch, "qwen2", 5) == 0 || strncmp(arch, "qwen3", 5) == 0)
 			return CHAT_CHATML;
 		if (strcmp(arch, "llama") == 0)
 			return CHAT_LLAMA3;
+		if (strcmp(arch, "phi3") == 0)
+			return CHAT_PHI3;
+		if (strncmp(arch, "gemma", 5) == 0)
+			return CHAT_GEMMA;
 	}
 	if (has_token(t, "<|im_start|>"))
 		return CHAT_CHATML;
 	if (has_token(t, "<|start_header_id|>"))
 		return CHAT_LLAMA3;
+	if (has_token(t, "<|user|>") && has_token(t, "<|end|>"))
+		return CHAT_PHI3;
+	if (has_token(t, "<start_of_turn>"))
+		return CHAT_GEMMA;
 	return CHAT_NONE;
 }
 
+static const char *const chat_names[] = { "none", "chatml", "llama3", "deepseek-r1", "phi3", "gemma" };
+
 const char *dec_chat_template_name(const struct dec_tok *t)
 {
-	switch (t->chat) {
-	case CHAT_CHATML: return "chatml";
-	case CHAT_LLAMA3: return "llama3";
-	case CHAT_DEEPSEEK_R1: return "deepseek-r1";
-	case CHAT_NONE: break;
-	}
-	return "none";
+	return (unsigned)t->chat < sizeof chat_names / sizeof chat_names[0] ? chat_names[t->chat] : "none";
+}
+
+enum cr_status dec_chat_set_template(struct dec_tok *t, const char *name, struct cr_err *err)
+{
+	for (size_t i = 1; i < sizeof chat_names / sizeof chat_names[0]; i++)
+		if (!strcmp(name, chat_names[i])) {
+			t->chat = (enum chat_kind)i;
+			return CR_OK;
+		}
+	return cr_errf(err, CR_EUSAGE,
+		       "--chat-template: '%s' is not a built-in template (chatml, llama3, deepseek-r1, phi3, gemma)",
+		       name);
+}
+
+enum cr_status dec_chat_set_no_think(struct dec_tok *t, struct cr_err *err)
+{
+	if (t->chat != CHAT_CHATML || !t->chat_template || !strstr(t->chat_template, "</think>"))
+		return cr_errf(err, CR_EUSAGE,
+			       "--no-think: the '%s' template has no thinking switch (Qwen3's chatml "
+			       "templates do)", dec_chat_template_name(t));
+	t->no_think = 1;
+	return CR_OK;
 }
 
 struct sb {
@@ -209,6 +239,53 @@ static void render_chatml(struct sb *b, const struct dec_tok *t, const struct de
 		sb_str(b, "<|im_end|>\n");
 	}
 	sb_str(b, "<|im_start|>assistant\n");
+	if (t->no_think)
+		sb_str(b, "<think>\n\n</think>\n\n");
+}
+
+/* Phi-3: <|system|>, <|user|>, <|assistant|> turns, each "\n{content}<|end|>\n",
+ * BOS first when the template writes bos_token; then "<|assistant|>\n". */
+static void render_phi3(struct sb *b, const struct dec_tok *t, const struct dec_chat_msg *m, int n)
+{
+	if (t->chat_template && strstr(t->chat_template, "bos_token"))
+		sb_bos(b, t, "<s>");
+	for (int i = 0; i < n; i++) {
+		sb_str(b, "<|");
+		sb_str(b, m[i].role);
+		sb_str(b, "|>\n");
+		sb_str(b, m[i].content);
+		sb_str(b, "<|end|>\n");
+	}
+	sb_str(b, "<|assistant|>\n");
+}
+
+/* Gemma (2, 3): BOS, then "<start_of_turn>{user|model}\n{content}<end_of_turn>\n"
+ * per turn, the system message (as it is) and a blank line written at the
+ * head of the first turn after it (Gemma has no system role); then
+ * "<start_of_turn>model\n". Turn contents trimmed, as the template's |trim. */
+static void render_gemma(struct sb *b, const struct dec_tok *t, const struct dec_chat_msg *m, int n)
+{
+	int i = 0;
+	const char *sys = NULL;
+
+	sb_bos(b, t, "<bos>");
+	if (n && !strcmp(m[0].role, "system")) {
+		sys = m[0].content;
+		i = 1;
+	}
+	for (; i < n; i++) {
+		int user = !strcmp(m[i].role, "user");
+
+		sb_str(b, user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+		if (sys) { /* the template's first_user_prefix: untrimmed */
+			sb_str(b, sys);
+			sb_str(b, "\n\n");
+			sys = NULL;
+		}
+		sb_trimmed(b, m[i].content);
+		sb_str(b, "<end_of_turn>\n");
+	}
+	sb_str(b, "<start_of_turn>model\n");
 }
 
 /* Llama 3.0 writes a system turn only for a system message; 3.1+ always
@@ -317,10 +394,12 @@ enum cr_status dec_chat_format_msgs(const struct dec_tok *t, const struct dec_ch
 	case CHAT_CHATML: render_chatml(&b, t, msgs, n); break;
 	case CHAT_LLAMA3: render_llama3(&b, t, msgs, n); break;
 	case CHAT_DEEPSEEK_R1: render_deepseek(&b, t, msgs, n); break;
+	case CHAT_PHI3: render_phi3(&b, t, msgs, n); break;
+	case CHAT_GEMMA: render_gemma(&b, t, msgs, n); break;
 	case CHAT_NONE:
 		return cr_errf(err, CR_EINPUT,
 			       "chat: no known chat template (chat_template markers, arch and vocabulary "
-			       "match none of chatml, llama3, deepseek-r1)");
+			       "match none of chatml, llama3, deepseek-r1, phi3, gemma; --chat-template names one)");
 	}
 	if (b.oom) {
 		free(b.p);

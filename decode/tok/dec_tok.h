@@ -71,8 +71,17 @@ enum cr_status dec_tok_decode(const struct dec_tok *t, const int32_t *ids, size_
  * opens the assistant turn, ready for generation. */
 enum cr_status dec_chat_format(const struct dec_tok *t, const char *system,
 			       const char *user, char **out, struct cr_err *err);
-/* Name of the template dec_chat_format uses ("chatml", "llama3", "deepseek-r1"). */
+/* Name of the template dec_chat_format uses ("chatml", "llama3",
+ * "deepseek-r1", "phi3", "gemma"; "none"). */
 const char *dec_chat_template_name(const struct dec_tok *t);
+/* Overrides the detected template by name (--chat-template); CR_EUSAGE
+ * naming the value and the known names otherwise. */
+enum cr_status dec_chat_set_template(struct dec_tok *t, const char *name, struct cr_err *err);
+/* --no-think: the generation prompt opens the answer with an empty think
+ * block, as Qwen3's template does with enable_thinking=False. CR_EUSAGE
+ * naming the template when it has no such switch (only chatml templates
+ * that know </think> have it). */
+enum cr_status dec_chat_set_no_think(struct dec_tok *t, struct cr_err *err);
 
 /* Added after the first version (the declarations above are fixed). */
 int32_t dec_tok_eos(const struct dec_tok *t); /* -1 when none */

@@ -32,7 +32,7 @@ enum {
 enum tok_model { TOK_BPE, TOK_SPM };
 enum tok_pre { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM, PRE_DEFAULT };
 #define TOK_MAX_RE 4 /* regexes a pre-tokenizer applies in turn */
-enum chat_kind { CHAT_NONE, CHAT_CHATML, CHAT_LLAMA3, CHAT_DEEPSEEK_R1 };
+enum chat_kind { CHAT_NONE, CHAT_CHATML, CHAT_LLAMA3, CHAT_DEEPSEEK_R1, CHAT_PHI3, CHAT_GEMMA };
 
 /* Open-addressing map from a byte string to an int32. Keys are not copied:
  * they point into storage that outlives the map (the token or merge blob). */
@@ -58,6 +58,7 @@ struct dec_tok {
 	enum tok_model model;
 	enum tok_pre pre;
 	enum chat_kind chat;
+	int no_think;          /* open the answer with an empty think block (Qwen3's switch) */
 	size_t n_vocab;
 	char *blob;            /* all token texts, back to back */
 	size_t *off;           /* [n_vocab] offset of token i in blob */

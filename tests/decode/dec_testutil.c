@@ -243,6 +243,11 @@ void tiny_spec_default(struct tiny_spec *s, const char *arch, uint32_t wtype)
 		s->n_heads = 8; /* head_dim 64 != dim / n_heads: exercises key_length */
 		s->n_kv_heads = 2;
 	}
+	/* every expert used: routing is then a continuous function of the input,
+	 * so files that differ by quantization can be compared; a test that
+	 * wants top-k selection sets n_expert_used below n_expert */
+	if (!strcmp(arch, "qwen3moe"))
+		s->n_expert = s->n_expert_used = 4;
 }
 
 static double rnd(uint64_t *st)
@@ -275,6 +280,28 @@ static void add_mat(struct gw *w, uint64_t *st, const char *name, uint32_t type,
 	free(q);
 }
 
+/* A 3-D expert tensor: n_exp matrices rows x cols, back to back. */
+static void add_experts(struct gw *w, uint64_t *st, const char *name, uint32_t type, int n_exp, int64_t rows,
+			int64_t cols, double scale)
+{
+	size_t rb = dec_row_size(type, cols);
+	float *x = malloc((size_t)cols * sizeof *x);
+	uint8_t *q = malloc(rb * (size_t)rows * n_exp);
+	uint64_t ne[3] = { (uint64_t)cols, (uint64_t)rows, (uint64_t)n_exp };
+
+	if (!x || !q)
+		abort();
+	for (int64_t r = 0; r < rows * n_exp; r++) {
+		for (int64_t j = 0; j < cols; j++)
+			x[j] = (float)(rnd(st) * scale);
+		if (!dec_quantize_row(type, x, q + r * rb, cols))
+			abort();
+	}
+	gw_tensor(w, name, 3, ne, type, q, rb * (size_t)rows * n_exp);
+	free(x);
+	free(q);
+}
+
 static void add_vec(struct gw *w, uint64_t *st, const char *name, int64_t n, double center,
 		    double spread)
 {
@@ -294,6 +321,8 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 	struct gw *w = gw_new();
 	uint64_t st = s->seed;
 	int qd = s->n_heads * s->head_dim, kvd = s->n_kv_heads * s->head_dim, nv = tiny_vocab_size();
+	int phi3 = !strcmp(s->arch, "phi3"), moe = !strcmp(s->arch, "qwen3moe");
+	int n_exp = s->n_expert ? s->n_expert : 4;
 	char key[96];
 	uint8_t *out;
 
@@ -318,6 +347,13 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		gw_kv_str(w, K("rope.scaling.type"), "linear");
 		gw_kv_f32(w, K("rope.scaling.factor"), s->rope_linear);
 	}
+	if (phi3) /* phi-3-mini's */
+		gw_kv_u32(w, K("attention.sliding_window"), 2047);
+	if (moe) { /* experts of half the width */
+		gw_kv_u32(w, K("expert_count"), (uint32_t)n_exp);
+		gw_kv_u32(w, K("expert_used_count"), s->n_expert_used ? (uint32_t)s->n_expert_used : 2);
+		gw_kv_u32(w, K("expert_feed_forward_length"), (uint32_t)s->hidden / 2);
+	}
 #undef K
 	if (!s->no_vocab)
 		add_vocab(w);
@@ -327,22 +363,37 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		double a = 1.0 / sqrt((double)s->dim), h = 1.0 / sqrt((double)s->hidden);
 
 		add_vec(w, &st, N("attn_norm.weight"), s->dim, 1.0, 0.2);
-		add_mat(w, &st, N("attn_q.weight"), s->wtype, qd, s->dim, 2 * a);
-		add_mat(w, &st, N("attn_k.weight"), s->wtype, kvd, s->dim, 2 * a);
-		add_mat(w, &st, N("attn_v.weight"), s->vtype ? s->vtype : s->wtype, kvd, s->dim, 2 * a);
+		if (phi3) { /* fused, as llama.cpp's converter writes phi3 */
+			add_mat(w, &st, N("attn_qkv.weight"), s->wtype, qd + 2 * kvd, s->dim, 2 * a);
+		} else {
+			add_mat(w, &st, N("attn_q.weight"), s->wtype, qd, s->dim, 2 * a);
+			add_mat(w, &st, N("attn_k.weight"), s->wtype, kvd, s->dim, 2 * a);
+			add_mat(w, &st, N("attn_v.weight"), s->vtype ? s->vtype : s->wtype, kvd, s->dim, 2 * a);
+		}
 		add_mat(w, &st, N("attn_output.weight"), s->wtype, s->dim, qd, 1.0 / sqrt((double)qd));
 		if (!strcmp(s->arch, "qwen2")) {
 			add_vec(w, &st, N("attn_q.bias"), qd, 0, 0.3);
 			add_vec(w, &st, N("attn_k.bias"), kvd, 0, 0.3);
 			add_vec(w, &st, N("attn_v.bias"), kvd, 0, 0.3);
 		}
-		if (!strcmp(s->arch, "qwen3")) {
+		if (!strcmp(s->arch, "qwen3") || moe) {
 			add_vec(w, &st, N("attn_q_norm.weight"), s->head_dim, 1.0, 0.3);
 			add_vec(w, &st, N("attn_k_norm.weight"), s->head_dim, 1.0, 0.3);
 		}
 		add_vec(w, &st, N("ffn_norm.weight"), s->dim, 1.0, 0.2);
-		add_mat(w, &st, N("ffn_gate.weight"), s->wtype, s->hidden, s->dim, 2 * a);
-		add_mat(w, &st, N("ffn_up.weight"), s->vtype ? s->vtype : s->wtype, s->hidden, s->dim, 2 * a);
+		if (moe) {
+			add_mat(w, &st, N("ffn_gate_inp.weight"), DEC_T_F32, n_exp, s->dim, 4 * a);
+			add_experts(w, &st, N("ffn_gate_exps.weight"), s->wtype, n_exp, s->hidden / 2, s->dim, 2 * a);
+			add_experts(w, &st, N("ffn_up_exps.weight"), s->wtype, n_exp, s->hidden / 2, s->dim, 2 * a);
+			add_experts(w, &st, N("ffn_down_exps.weight"), s->wtype, n_exp, s->dim, s->hidden / 2,
+				    1.0 / sqrt((double)s->hidden / 2));
+			continue;
+		} else if (phi3) {
+			add_mat(w, &st, N("ffn_up.weight"), s->wtype, 2 * s->hidden, s->dim, 2 * a);
+		} else {
+			add_mat(w, &st, N("ffn_gate.weight"), s->wtype, s->hidden, s->dim, 2 * a);
+			add_mat(w, &st, N("ffn_up.weight"), s->vtype ? s->vtype : s->wtype, s->hidden, s->dim, 2 * a);
+		}
 		add_mat(w, &st, N("ffn_down.weight"), s->wtype, s->dim, s->hidden, h);
 #undef N
 	}

@@ -28,7 +28,8 @@ uint8_t *gw_finish(struct gw *w, size_t *size);
 int gw_write(struct gw *w, const char *path); /* 0 ok */
 
 struct tiny_spec {
-	const char *arch;    /* "llama", "qwen2", "qwen3" */
+	const char *arch;    /* "llama", "qwen2", "qwen3", "phi3" (fused attn_qkv and ffn_up),
+	                        "qwen3moe" (experts of width hidden / 2, no dense feed-forward) */
 	uint32_t wtype;      /* type of every 2-D weight */
 	int dim, n_layers, n_heads, n_kv_heads, head_dim, hidden;
 	int tied;            /* omit output.weight */
@@ -37,6 +38,7 @@ struct tiny_spec {
 	float rope_linear;   /* if > 0: rope.scaling.type "linear" with this factor */
 	int no_vocab;         /* omit the tokenizer metadata */
 	int ctx_len;          /* context_length (0: 512) */
+	int n_expert, n_expert_used; /* qwen3moe: experts and experts used (0: 4 and 2) */
 	uint64_t seed;
 };
 

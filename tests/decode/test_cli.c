@@ -645,6 +645,16 @@ static void test_generate_bad_options(void **state)
 		{ { "--frobnicate" }, { "'--frobnicate'" } },
 		{ { "--json" }, { "'--json'" } },
 		{ { "extra" }, { "unexpected argument", "'extra'" } },
+		{ { "--chat-template", "jinja" }, { "--chat-template", "'jinja'" } },
+		{ { "--no-think" }, { "--no-think", "'chatml'", "no thinking switch" } },
+		{ { "--device", "tpu" }, { "--device", "'tpu'" } },
+		{ { "--kv-mem", "12x" }, { "--kv-mem", "'12x'" } },
+		{ { "--kv-mem", "0" }, { "--kv-mem", "'0'" } },
+		{ { "--max-batch-tokens", "0" }, { "--max-batch-tokens", "'0'" } },
+		{ { "--draft", "magic" }, { "--draft", "'magic'" } },
+		{ { "--draft-tokens", "3" }, { "--draft-tokens needs --draft" } },
+		{ { "--draft=ngram", "--draft-tokens=65" }, { "--draft-tokens", "'65'" } },
+		{ { "--draft-model", "/nonexistent.gguf" }, { "/nonexistent.gguf" } },
 	};
 
 	(void)state;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode/dec_engine.h"
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_run.h"
@@ -83,6 +84,24 @@ static enum cr_status scenario(const uint8_t *img, size_t size, struct cr_err *e
 	    (st = dec_generate_n(s, tok, prompt, 4, NULL, &p, 2, outs, e)))
 		goto out;
 	assert_int_equal(outs[0].n_tokens, 3);
+	/* the engine: two requests, one of two samples sharing its prompt */
+	{
+		struct dec_engine_cfg cfg = { .device = DEC_DEV_CPU, .max_seqs = 2, .max_ctx = 16, .n_threads = 1 };
+		struct dec_engine *eng = NULL;
+		struct dec_gen_out eo[3];
+		struct dec_req r1 = { .prompt = prompt, .n_prompt = 4, .n = 2, .p = p, .tok = tok, .outs = eo };
+		struct dec_req r2 = { .prompt = prompt, .n_prompt = 3, .n = 1, .p = p, .tok = tok, .outs = eo + 2 };
+
+		memset(eo, 0, sizeof eo);
+		if (!(st = dec_engine_new(m, &cfg, &eng, e)) && !(st = dec_engine_submit(eng, &r1, e)) &&
+		    !(st = dec_engine_submit(eng, &r2, e)) && !(st = dec_engine_run(eng, e))) {
+			assert_int_equal(eo[1].n_tokens, outs[1].n_tokens);
+			assert_memory_equal(eo[1].tokens, outs[1].tokens, sizeof(int32_t) * (size_t)eo[1].n_tokens);
+		}
+		for (int i = 0; i < 3; i++)
+			dec_gen_out_release(&eo[i]);
+		dec_engine_free(eng);
+	}
 out:
 	dec_gen_out_release(&outs[0]);
 	dec_gen_out_release(&outs[1]);

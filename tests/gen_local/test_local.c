@@ -4,11 +4,12 @@
  *     sidecar counts of `crucible generate` (dec_generate_main) for the same
  *     seed, task and samples; a later request for samples 1-2 of the same
  *     prompt gives them again, computing one prompt token;
- *   - conversations: turn 2 (and 3) with the cache kept equal a fresh
- *     generator's greedy completion, prefill_tokens = prompt_tokens minus
- *     the common prefix of the kept ids (computed here with the decoder
- *     directly) and the prompt; interleaved conversations through their
- *     slots, eviction with max_seqs = 1, end_conv;
+ *   - conversations: turn 2 (and 3) through the engine's prefix cache equal
+ *     a fresh generator's greedy completion, prefill_tokens = prompt_tokens
+ *     minus the longest common prefix with any turn computed before
+ *     (computed here with the decoder directly); interleaved conversations
+ *     both cached; a KV pool too small for two, where A's blocks are
+ *     evicted and its next turn computes more; end_conv;
  *   - pause: no progress and no CPU time for 200 ms while paused, during a
  *     request and before one; the completion is the unpaused one and gen_s
  *     leaves the pause out;
@@ -30,6 +31,7 @@
 
 #include "common/sha256.h"
 #include "decode/dec.h"
+#include "decode/dec_be.h"
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_run.h"
@@ -56,9 +58,11 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct gen_generator open_gen(int max_seqs, int batch, int threads, int ctx)
+static struct gen_generator open_gen_kv(int concurrency, int batch, int threads, int ctx, size_t kv_mem)
 {
-	struct gen_local_cfg c = { model_path, threads, ctx, max_seqs, batch };
+	struct gen_local_cfg c = { .model = model_path, .threads = threads, .ctx = ctx,
+				   .concurrency = concurrency, .batch = batch, .device = DEC_DEV_CPU,
+				   .kv_mem = kv_mem };
 	struct gen_generator g;
 	struct cr_err e;
 
@@ -66,8 +70,13 @@ static struct gen_generator open_gen(int max_seqs, int batch, int threads, int c
 	if (gen_local_open(&c, &g, &e) != CR_OK)
 		fail_msg("gen_local_open: %s", e.msg);
 	assert_string_equal(g.kind, "builtin");
-	assert_int_equal(g.max_inflight, 1);
+	assert_int_equal(g.max_inflight, concurrency ? concurrency : 1);
 	return g;
+}
+
+static struct gen_generator open_gen(int concurrency, int batch, int threads, int ctx)
+{
+	return open_gen_kv(concurrency, batch, threads, ctx, 0);
 }
 
 static struct gen_req greedy_req(const char *conv, const struct gen_msg *m, int n_msgs,
@@ -193,7 +202,7 @@ static void test_same_as_generate(void **state)
 			     out[1].len == out[2].len && !memcmp(out[1].text, out[2].text, out[1].len));
 		for (int i = 0; i < 3; i++)
 			gen_completion_release(&out[i]);
-		/* samples 1 and 2 again: sequence 0 holds the prompt, one token is computed */
+		/* samples 1 and 2 again: the prefix cache holds the prompt, one token is computed */
 		rq.sample0 = 1;
 		rq.n = 2;
 		complete_ok(&g, &rq, out);
@@ -265,21 +274,28 @@ static void turn_release(struct turn *t)
 	free(t->text);
 }
 
-/* The tokens computed for prompt `next` after a cache holding `kept`'s
- * prompt and its fed-back tokens (all generated but the last). */
-static int expected_prefill(const struct turn *kept, const struct turn *next)
+/* The tokens computed for prompt `next` by an engine whose prefix cache
+ * holds every turn of kept[] (its prompt and its fed-back tokens: all
+ * generated but the last): n minus the longest common prefix with any of
+ * them, at least 1 (the last prompt token gives the logits). */
+static int expected_prefill(const struct turn *const *kept, int n_kept, const struct turn *next)
 {
-	int n = (int)next->n_prompt, lcp = 0, fed = kept->n_gen > 0 ? kept->n_gen - 1 : 0;
-	int nk = (int)kept->n_prompt + fed;
+	int n = (int)next->n_prompt, best = 0;
 
-	while (lcp < nk && lcp < n - 1) {
-		int32_t id = lcp < (int)kept->n_prompt ? kept->prompt[lcp]
-						       : kept->gen[lcp - (int)kept->n_prompt];
-		if (id != next->prompt[lcp])
-			break;
-		lcp++;
+	for (int k = 0; k < n_kept; k++) {
+		const struct turn *t = kept[k];
+		int lcp = 0, fed = t->n_gen > 0 ? t->n_gen - 1 : 0, nk = (int)t->n_prompt + fed;
+
+		while (lcp < nk && lcp < n - 1) {
+			int32_t id = lcp < (int)t->n_prompt ? t->prompt[lcp] : t->gen[lcp - (int)t->n_prompt];
+
+			if (id != next->prompt[lcp])
+				break;
+			lcp++;
+		}
+		best = lcp > best ? lcp : best;
 	}
-	return n - lcp;
+	return n - best;
 }
 
 /* c came from the generator with its cache; t is the decoder's own turn. */
@@ -298,12 +314,17 @@ static void test_conv_reuse(void **state)
 	struct gen_generator g = open_gen(2, 2, 2, 0), fresh;
 	struct gen_msg a[5] = { { "system", system_prompt }, { "user", "Write a relu kernel." } };
 	struct gen_msg b[2] = { { "system", system_prompt }, { "user", "Write a gelu kernel, please." } };
+	struct gen_msg a5[6];
 	struct gen_completion a1, a2, a3, b1, f;
 	struct turn ta1, ta2, ta3, tb1;
 	struct gen_req rq;
+	struct dec_model *mod;
+	struct cr_err e;
+	size_t bb;
+	int small;
 
 	(void)state;
-	/* turn 1: nothing kept, the whole prompt computed */
+	/* turn 1: nothing cached, the whole prompt computed */
 	ref_turn(a, 2, MAXT, &ta1);
 	rq = greedy_req("A", a, 2, MAXT);
 	complete_ok(&g, &rq, &a1);
@@ -318,10 +339,10 @@ static void test_conv_reuse(void **state)
 	complete_ok(&g, &rq, &a2);
 	expect_turn(&a2, &ta2);
 	assert_true(a2.prefill_tokens < a2.prompt_tokens);
-	assert_int_equal(a2.prefill_tokens, expected_prefill(&ta1, &ta2));
+	assert_int_equal(a2.prefill_tokens, expected_prefill((const struct turn *[]){ &ta1 }, 1, &ta2));
 	assert_true(a2.prefill_tokens <= a2.prompt_tokens - (int)ta1.n_prompt);
 	/* a fresh generator gives the same tokens, computing everything */
-	fresh = open_gen(0, 1, 1, 0);
+	fresh = open_gen(1, 1, 1, 0);
 	rq = greedy_req(NULL, a, 4, MAXT);
 	complete_ok(&fresh, &rq, &f);
 	assert_int_equal(f.len, a2.len);
@@ -332,59 +353,55 @@ static void test_conv_reuse(void **state)
 	gen_completion_release(&f);
 	fresh.release(fresh.ctx);
 
-	/* another conversation takes sequence 0: A goes to its slot */
+	/* another conversation: it shares the system prompt's tokens */
 	ref_turn(b, 2, MAXT, &tb1);
 	rq = greedy_req("B", b, 2, MAXT);
 	complete_ok(&g, &rq, &b1);
 	expect_turn(&b1, &tb1);
-	assert_int_equal(b1.prefill_tokens, expected_prefill(&ta2, &tb1));
-	/* turn 3 of A comes back from its slot */
+	assert_int_equal(b1.prefill_tokens, expected_prefill((const struct turn *[]){ &ta1, &ta2 }, 2, &tb1));
+	assert_true(b1.prefill_tokens < b1.prompt_tokens);
+	/* turn 3 of A: A's blocks are still cached beside B's */
 	a[4] = (struct gen_msg){ "assistant", a2.text };
-	{
-		struct gen_msg a5[6];
-
-		memcpy(a5, a, sizeof a);
-		a5[5] = (struct gen_msg){ "user", "Now vectorise it." };
-		ref_turn(a5, 6, MAXT, &ta3);
-		rq = greedy_req("A", a5, 6, MAXT);
-		complete_ok(&g, &rq, &a3);
-	}
+	memcpy(a5, a, sizeof a);
+	a5[5] = (struct gen_msg){ "user", "Now vectorise it." };
+	ref_turn(a5, 6, MAXT, &ta3);
+	rq = greedy_req("A", a5, 6, MAXT);
+	complete_ok(&g, &rq, &a3);
 	expect_turn(&a3, &ta3);
-	assert_int_equal(a3.prefill_tokens, expected_prefill(&ta2, &ta3));
-	assert_true(a3.prefill_tokens < expected_prefill(&tb1, &ta3));
+	assert_int_equal(a3.prefill_tokens,
+			 expected_prefill((const struct turn *[]){ &ta1, &ta2, &tb1 }, 3, &ta3));
+	assert_true(a3.prefill_tokens < expected_prefill((const struct turn *[]){ &tb1 }, 1, &ta3));
+	/* end_conv forgets nothing the cache needs; the same request again
+	 * computes only its last prompt token */
+	g.end_conv(g.ctx, "A");
+	g.end_conv(g.ctx, "never-seen");
+	complete_ok(&g, &rq, &f);
+	expect_turn(&f, &ta3);
+	assert_int_equal(f.prefill_tokens, 1);
+	gen_completion_release(&f);
 	g.release(g.ctx);
 
-	/* one conversation kept: B evicts A, whose turn 2 starts from B's ids */
-	g = open_gen(1, 2, 2, 0);
+	/* a KV cache of one turn and a bit: B's turn evicts A's blocks (least
+	 * recently used), so A's turn 2 computes more, with the same tokens */
+	cr_err_init(&e);
+	assert_int_equal(dec_model_open(model_path, &mod, &e), CR_OK);
+	bb = dec_be_block_bytes(mod, 16);
+	dec_model_free(mod);
+	small = ((int)ta1.n_prompt + MAXT + 15) / 16 + 2;
+	g = open_gen_kv(1, 1, 2, 0, (size_t)small * bb);
 	rq = greedy_req("A", a, 2, MAXT);
 	complete_ok(&g, &rq, &f);
 	expect_turn(&f, &ta1);
 	gen_completion_release(&f);
 	rq = greedy_req("B", b, 2, MAXT);
 	complete_ok(&g, &rq, &f);
+	expect_turn(&f, &tb1);
 	gen_completion_release(&f);
 	rq = greedy_req("A", a, 4, MAXT);
 	complete_ok(&g, &rq, &f);
 	expect_turn(&f, &ta2);
-	assert_int_equal(f.prefill_tokens, expected_prefill(&tb1, &ta2));
-	assert_true(f.prefill_tokens > expected_prefill(&ta1, &ta2));
-	gen_completion_release(&f);
-	g.release(g.ctx);
-
-	/* two kept, but A ended: its slot is forgotten */
-	g = open_gen(2, 2, 2, 0);
-	rq = greedy_req("A", a, 2, MAXT);
-	complete_ok(&g, &rq, &f);
-	gen_completion_release(&f);
-	rq = greedy_req("B", b, 2, MAXT);
-	complete_ok(&g, &rq, &f);
-	gen_completion_release(&f);
-	g.end_conv(g.ctx, "A");
-	g.end_conv(g.ctx, "never-seen");
-	rq = greedy_req("A", a, 4, MAXT);
-	complete_ok(&g, &rq, &f);
-	expect_turn(&f, &ta2);
-	assert_int_equal(f.prefill_tokens, expected_prefill(&tb1, &ta2));
+	assert_true(f.prefill_tokens > expected_prefill((const struct turn *[]){ &ta1 }, 1, &ta2));
+	assert_true(f.prefill_tokens <= f.prompt_tokens);
 	gen_completion_release(&f);
 	g.release(g.ctx);
 
@@ -558,7 +575,8 @@ static void test_describe(void **state)
 
 static void expect_open_error(const char *path, enum cr_status want, const char *needle)
 {
-	struct gen_local_cfg c = { path, 1, 0, 1, 1 };
+	struct gen_local_cfg c = { .model = path, .threads = 1, .concurrency = 1, .batch = 1,
+				   .device = DEC_DEV_CPU };
 	struct gen_generator g;
 	struct cr_err e;
 

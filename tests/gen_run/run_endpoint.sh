@@ -39,6 +39,19 @@ grep -q '"model": *"fake-coder"' "$req" && ok || no "best-of-n did not send the 
 [ ! -e "$out/bon.log/req-1.json" ] && ok || no "best-of-n sent more than one request"
 want "best-of-n statuses" "$(col "$out/bon/results.csv" status)" "ok ok ok"
 grep -q '"kind": "endpoint"' "$out/bon/run.json" && ok || no "run.json lacks the endpoint"
+! grep -q 'reasoning_effort' "$req" && ok || no "best-of-n sent a reasoning_effort nobody asked for"
+
+# --reasoning: sent with every request and recorded; a bad value or no endpoint is exit 2
+serve effort echo.script
+run effort --strategy best-of-n --n 1 --reasoning high; rc=$?
+stop
+want "--reasoning exit" "$rc" 0
+grep -q '"reasoning_effort": *"high"' "$out/effort.log/req-0.json" && ok || no "no reasoning_effort in the request"
+grep -q '"reasoning_effort": "high"' "$out/effort/run.json" && ok || no "run.json lacks reasoning_effort"
+run effort2 --strategy best-of-n --n 1 --reasoning extreme; want "--reasoning extreme" "$?" 2
+"$exe" run --replay "$out" --task smoke/relu --strategy best-of-n --out "$out/effort3" --reasoning low \
+	>/dev/null 2>"$out/effort3.err"; want "--reasoning without an endpoint" "$?" 2
+grep -q 'endpoint' "$out/effort3.err" && ok || no "--reasoning without an endpoint: $(cat "$out/effort3.err")"
 
 serve refine refine.script
 run refine --strategy refine --n 1 --turns 2 --seed 99887766; rc=$?

@@ -230,7 +230,7 @@ static void tok_chat_detect(void **state)
 	} cases[] = {
 		{ NULL, "qwen2", 0, "chatml" }, { NULL, "qwen3", 0, "chatml" },
 		{ NULL, "llama", 0, "llama3" }, { NULL, NULL, 1, "chatml" },
-		{ NULL, "gemma", 0, "none" }, { qwen3_tpl, "llama", 1, "chatml" },
+		{ NULL, "mamba", 0, "none" }, { qwen3_tpl, "llama", 1, "chatml" },
 		{ llama30_tpl, "qwen2", 1, "llama3" },
 	};
 
@@ -241,7 +241,7 @@ static void tok_chat_detect(void **state)
 		dec_tok_free(t);
 		vb_release(&b);
 	}
-	t = make(&b, NULL, "gemma", -1, 0);
+	t = make(&b, NULL, "mamba", -1, 0);
 	cr_err_init(&e);
 	assert_int_equal(dec_chat_format(t, NULL, "Hi", &out, &e), CR_EINPUT);
 	assert_null(out);
@@ -420,6 +420,72 @@ static void tok_chat_turns_same_as_format(void **state)
 	assert_int_equal(checked, 9 * 5 * 4);
 }
 
+static const char phi3_tpl[] =
+	"{{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\n' + "
+	"message['content'] + '<|end|>\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}"
+	"{% else %}{{ eos_token }}{% endif %}";
+static const char gemma3_tpl[] =
+	"{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = "
+	"messages[0]['content'] + '\n\n' -%}{%- endif -%}{{ '<start_of_turn>' + role + '\n' + "
+	"(first_user_prefix if loop.first else \"\") }}{{ message['content'] | trim }}"
+	"{{ '<end_of_turn>\n' }}{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}";
+
+/* Phi-3 and Gemma: detected from their markers (else the arch), a
+ * conversation byte for byte; --chat-template overrides detection and
+ * refuses an unknown name; --no-think only where the template has the
+ * switch (Qwen3's), which opens the answer with an empty think block. */
+static void tok_chat_phi3_gemma_switches(void **state)
+{
+	struct vb b;
+	struct dec_tok *t = make(&b, phi3_tpl, "phi3", -1, 1);
+	struct cr_err e;
+
+	(void)state;
+	cr_err_init(&e);
+	assert_string_equal(dec_chat_template_name(t), "phi3");
+	expect_msgs(t, conv4, 4,
+		    "<s><|system|>\n Be terse.\n<|end|>\n<|user|>\nWrite a kernel.<|end|>\n"
+		    "<|assistant|>\n<think>\nplan it\n</think>\n\nHere it is. <|end|>\n"
+		    "<|user|>\nFaster.<|end|>\n<|assistant|>\n");
+	assert_int_equal(dec_chat_set_no_think(t, &e), CR_EUSAGE);
+	assert_non_null(strstr(e.msg, "phi3"));
+	dec_tok_free(t);
+	vb_release(&b);
+
+	t = make(&b, gemma3_tpl, "gemma3", -1, 1);
+	assert_string_equal(dec_chat_template_name(t), "gemma");
+	expect_msgs(t, conv4, 4,
+		    "<bos><start_of_turn>user\n Be terse.\n\n\nWrite a kernel.<end_of_turn>\n"
+		    "<start_of_turn>model\n<think>\nplan it\n</think>\n\nHere it is.<end_of_turn>\n"
+		    "<start_of_turn>user\nFaster.<end_of_turn>\n<start_of_turn>model\n");
+	/* no template text: the arch decides */
+	dec_tok_free(t);
+	vb_release(&b);
+	t = make(&b, NULL, "phi3", -1, 1);
+	assert_string_equal(dec_chat_template_name(t), "phi3");
+	/* --chat-template */
+	cr_err_init(&e);
+	assert_int_equal(dec_chat_set_template(t, "gemma", &e), CR_OK);
+	assert_string_equal(dec_chat_template_name(t), "gemma");
+	assert_int_equal(dec_chat_set_template(t, "jinja", &e), CR_EUSAGE);
+	assert_non_null(strstr(e.msg, "'jinja'"));
+	dec_tok_free(t);
+	vb_release(&b);
+
+	/* --no-think: Qwen3's switch; Qwen2.5 has none */
+	t = make(&b, qwen3_think_tpl, "qwen3", -1, 1);
+	cr_err_init(&e);
+	assert_int_equal(dec_chat_set_no_think(t, &e), CR_OK);
+	expect_chat(t, NULL, "Write a kernel.",
+		    "<|im_start|>user\nWrite a kernel.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+	dec_tok_free(t);
+	vb_release(&b);
+	t = make(&b, qwen25_tpl, "qwen2", -1, 1);
+	assert_int_equal(dec_chat_set_no_think(t, &e), CR_EUSAGE);
+	dec_tok_free(t);
+	vb_release(&b);
+}
+
 static void tok_chat_turns_errors(void **state)
 {
 	struct vb b;
@@ -453,7 +519,7 @@ static void tok_chat_turns_errors(void **state)
 	}
 	dec_tok_free(t);
 	vb_release(&b);
-	t = make(&b, NULL, "gemma", -1, 0);
+	t = make(&b, NULL, "mamba", -1, 0);
 	{
 		char *out = (char *)1;
 		struct cr_err e;
@@ -478,6 +544,7 @@ int main(void)
 		cmocka_unit_test(tok_chat_turns_deepseek),
 		cmocka_unit_test(tok_chat_turns_same_as_format),
 		cmocka_unit_test(tok_chat_turns_errors),
+		cmocka_unit_test(tok_chat_phi3_gemma_switches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
