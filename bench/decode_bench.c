@@ -7,7 +7,12 @@
  * B sequences decoded as one batch (generate --batch), default 8.
  *
  * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,q4_1,q5_1] [--prompt N] [--gen N] [--batch B]
- *                     [--dim D --layers L --hidden H --vocab V] (shape) */
+ *                     [--dim D --layers L --hidden H --vocab V] (shape)
+ *                     [--device cpu|cuda] [--model M.gguf] [--parity N]
+ * --device cuda: the CUDA backend (decode_bench_cuda.c: prefill, batch-1
+ * decode and its share of the memory roofline, batch 16 and 64), on each
+ * synthetic type or on --model's file; --parity N also decodes N greedy
+ * steps on both backends and compares them. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -19,6 +24,7 @@
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_simd.h"
+#include "bench/decode_bench.h"
 
 struct shape {
 	int dim, layers, heads, kv_heads, hidden, vocab;
@@ -264,11 +270,52 @@ static int bench_type(const struct shape *sh, uint32_t t, int threads, int n_pro
 	return 0;
 }
 
+/* --device cuda: --model's file, else each synthetic type */
+static int bench_cuda_all(const struct shape *sh, const char *types, const char *model, int n_prompt, int n_gen,
+			  int parity)
+{
+	static const struct { const char *name; uint32_t t; } ts[] = {
+		{ "f16", DEC_T_F16 }, { "q8_0", DEC_T_Q8_0 }, { "q4_k", DEC_T_Q4_K }, { "q4_1", DEC_T_Q4_1 },
+		{ "q5_1", DEC_T_Q5_1 },
+	};
+	int rc = 0;
+
+	if (model) {
+		struct dec_model *m;
+		struct cr_err err;
+		const char *base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+
+		cr_err_init(&err);
+		if (dec_model_open(model, &m, &err)) {
+			fprintf(stderr, "decode_bench: %s\n", err.msg);
+			return 2;
+		}
+		rc = bench_cuda(m, base, n_prompt, n_gen);
+		if (!rc && parity)
+			rc = bench_cuda_parity(m, parity);
+		dec_model_free(m);
+		return rc;
+	}
+	for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+		struct dec_model *m;
+
+		if (!strstr(types, ts[i].name))
+			continue;
+		m = make_model(sh, ts[i].t);
+		rc |= bench_cuda(m, dec_type_name(ts[i].t), n_prompt, n_gen);
+		if (!rc && parity)
+			rc |= bench_cuda_parity(m, parity);
+		free_model(m);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct shape sh = { 1024, 16, 16, 4, 2816, 32000 };
 	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, batch = 8, rc = 0;
-	const char *types = "f16,q8_0";
+	const char *types = "f16,q8_0", *device = "cpu", *model = NULL;
+	int parity = 0;
 	double bw;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -283,6 +330,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--layers")) sh.layers = atoi(v);
 		else if (!strcmp(a, "--hidden")) sh.hidden = atoi(v);
 		else if (!strcmp(a, "--vocab")) sh.vocab = atoi(v);
+		else if (!strcmp(a, "--device")) device = v;
+		else if (!strcmp(a, "--model")) model = v;
+		else if (!strcmp(a, "--parity")) parity = atoi(v);
 		else {
 			fprintf(stderr, "decode_bench: unknown option %s\n", a);
 			return 2;
@@ -290,6 +340,12 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || n_prompt < 1 || n_gen < 1 || sh.dim % 256 || sh.hidden % 256) {
 		fprintf(stderr, "decode_bench: bad arguments (dim and hidden must be multiples of 256)\n");
+		return 2;
+	}
+	if (!strcmp(device, "cuda"))
+		return bench_cuda_all(&sh, types, model, n_prompt, n_gen, parity);
+	if (strcmp(device, "cpu") || model) {
+		fprintf(stderr, "decode_bench: --device cpu|cuda (--model and --parity with cuda only)\n");
 		return 2;
 	}
 	bw = read_bandwidth(threads);
