@@ -913,7 +913,10 @@ static enum cr_status open_device(struct be_cuda *b, struct cr_cuda_device *d, s
 	CU_CHECK(cu->DevicePrimaryCtxRetain(&b->ctx, b->dev));
 	b->retained = 1;
 	CU_CHECK(cu->CtxSetCurrent(b->ctx));
-	CU_CHECK(cu->StreamCreate(&b->st, CU_STREAM_NON_BLOCKING));
+	/* a blocking stream: it waits for the legacy stream's copies (the
+	 * uploads at open, a test's cuMemcpyHtoD), which return once the host
+	 * buffer is read, before their DMA has landed */
+	CU_CHECK(cu->StreamCreate(&b->st, CU_STREAM_DEFAULT));
 out:
 	return st;
 }
@@ -955,9 +958,9 @@ static enum cr_status alloc_all(struct be_cuda *b, const struct cr_cuda_device *
 	    (st = dev_alloc(b, &b->work, xb, "activations", need, fr, err)))
 		return st;
 	CU_CHECK(cu->MemsetD8(b->kvmem, 0, kvb));
-	if ((st = upload_weights(b, err)))
+	if ((st = upload_weights(b, err)) || (st = setup_work(b, act_cols, err)))
 		return st;
-	return setup_work(b, act_cols, err);
+	CU_CHECK(cu->CtxSynchronize());
 out:
 	return st;
 }

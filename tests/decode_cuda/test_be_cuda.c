@@ -99,8 +99,12 @@ static int is_gpu(const struct dec_be *be)
 /* host → backend memory */
 static void up(struct dec_be *be, float *dst, const float *src, size_t n)
 {
-	if (is_gpu(be))
+	if (is_gpu(be)) {
+		/* the backend's ops may run on a stream of their own: wait */
+		assert_int_equal(cu->CtxSynchronize(), CUDA_SUCCESS);
 		assert_int_equal(cu->MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n * sizeof *src), CUDA_SUCCESS);
+		assert_int_equal(cu->CtxSynchronize(), CUDA_SUCCESS);
+	}
 	else
 		memcpy(dst, src, n * sizeof *src);
 }
