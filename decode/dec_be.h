@@ -49,6 +49,8 @@ enum dec_wkind {
 	DEC_W_GATE,      /* [hidden, dim] */
 	DEC_W_UP,        /* [hidden, dim] */
 	DEC_W_DOWN,      /* [dim, hidden] */
+	DEC_W_ATTN_POST_NORM, /* [dim] f32 (gemma3) */
+	DEC_W_FFN_POST_NORM,  /* [dim] f32 (gemma3) */
 	/* layer == -1 */
 	DEC_W_TOK_EMBD,  /* [n_vocab, dim] */
 	DEC_W_OUT_NORM,  /* [dim] f32 */
@@ -112,9 +114,10 @@ struct dec_be_ops {
 	enum cr_status (*set_step)(struct dec_be *be, const struct dec_step *st, struct cr_err *err);
 
 	/* The forward's operations over the current step (nb tokens). */
-	/* x[b] = tok_embd[tok[b]] as f32, b < nb */
+	/* x[b] = tok_embd[tok[b]] as f32, times cfg.embd_scale when set (gemma3) */
 	void (*embed)(struct dec_be *be, float *x);
-	/* y[b] = x[b] / rms(x[b]) * w, rows of dim, b < nb (w: a norm weight) */
+	/* y[b] = x[b] / rms(x[b]) * w, rows of dim, b < nb (w: a norm weight);
+	 * y may be x */
 	void (*rmsnorm)(struct dec_be *be, float *y, const float *x, int layer, enum dec_wkind w,
 			int nb);
 	/* out[k][b] (+)= W_k · in[b] for k < nw (1..3), b < nb: the weights
@@ -123,16 +126,19 @@ struct dec_be_ops {
 	void (*matmul)(struct dec_be *be, int layer, int nw, const enum dec_wkind *w,
 		       float *const *out, const float *in, int nb, int add);
 	/* Per token, in order: q, k, v biases (qwen2); per-head RMS norm of q and
-	 * k (qwen3); RoPE of q and k at the token's position; k and v stored as
+	 * k (qwen3, gemma3); RoPE of q and k at the token's position (a layer
+	 * with swa set: cfg.rope_base_swa, dec_rope_cs_layer); k and v stored as
 	 * f16 in the cache at the token's slot. q [nb, q_dim], k, v [nb, kv_dim]. */
 	void (*qkv_post)(struct dec_be *be, int layer, float *q, float *k, float *v);
-	/* out[b] = softmax(q[b] · K / sqrt(head_dim)) · V per head over the
-	 * token's positions 0..pos[b] in the cache (q meets K as f16, as
-	 * llama.cpp does); q, out [nb, q_dim]. */
+	/* out[b] = softmax(q[b] · K · s) · V per head over the token's
+	 * positions 0..pos[b] in the cache, s = cfg.att_scale or 1/sqrt(head_dim);
+	 * in a layer with swa set only the last cfg.n_swa positions (q meets K
+	 * as f16, as llama.cpp does); q, out [nb, q_dim]. */
 	void (*attention)(struct dec_be *be, int layer, const float *q, float *out);
 	/* x[i] += y[i], i < n */
 	void (*add)(struct dec_be *be, float *x, const float *y, size_t n);
-	/* g[b][i] = silu(g[b][i]) * u[b][i] over rows of hidden_dim, b < nb */
+	/* g[b][i] = act(g[b][i]) * u[b][i] over rows of hidden_dim, b < nb; act
+	 * SiLU, or GELU's tanh form when cfg.ffn_gelu (dec_glu) */
 	void (*silu_mul)(struct dec_be *be, float *g, const float *u, int nb);
 	/* dst[i] = src[out[i]] for the step's n_out rows of width values */
 	void (*gather)(struct dec_be *be, float *dst, const float *src, int width);
@@ -150,6 +156,10 @@ struct dec_be_ops {
 	/* KV block src copied to dst in every layer (copy-on-write). */
 	enum cr_status (*kv_copy)(struct dec_be *be, int src, int dst, struct cr_err *err);
 
+	/* Which models it runs (NULL: the llama family only — llama, qwen2,
+	 * qwen3, phi3: no experts, no gemma3 features); 0 with the reason in why
+	 * otherwise, and the backend is not used for that model. */
+	int (*supports)(const struct dec_model *m, char *why, size_t cap);
 	/* Optional (NULL on the CPU): replay of a captured step. graph_begin
 	 * returns 1 when it replayed the graph captured for this step shape (the
 	 * caller then skips the ops and goes to download), 0 when the caller
@@ -171,6 +181,9 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 void dec_be_free(struct dec_be *be); /* NULL: no-op */
 
 enum dec_device { DEC_DEV_AUTO, DEC_DEV_CPU, DEC_DEV_CUDA };
+/* Whether be runs m (its supports, or the llama family when it has none);
+ * the reason in why when not. */
+int dec_be_supports(const struct dec_be *be, const struct dec_model *m, char *why, size_t cap);
 /* The backend for dev: AUTO takes CUDA when it opens, else the CPU, and
  * writes why CUDA was not taken into note (empty otherwise). */
 enum cr_status dec_be_open(const struct dec_model *m, const struct dec_be_cfg *cfg, enum dec_device dev,
@@ -196,6 +209,7 @@ struct dec_graph {
 	float *k, *v;    /* [max_tokens, kv_dim] */
 	float *hb, *hb2; /* [max_tokens, hidden_dim] */
 	float *xo;       /* [max_out, dim] the output rows, gathered */
+	float *t;        /* [max_tokens, dim] a sublayer's output before its post-norm (gemma3) */
 	float *logits;   /* [max_out, n_vocab] */
 };
 

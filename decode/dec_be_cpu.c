@@ -39,6 +39,7 @@ struct be_cpu {
 	float *att;               /* [n_threads, max_ctx] attention scores */
 	float *q16;               /* [n_threads, head_dim] a query head in f16 */
 	float *rope_cs;           /* [max_tokens, rope_dim] cos, sin per token */
+	float *rope_cs_swa;       /* the same for sliding-window layers (gemma3), or NULL */
 	/* the step (set_step) */
 	int nb, n_out;
 	int32_t *tok, *pos, *seq, *out, *btab; /* btab [max_seqs, max_blocks] */
@@ -85,6 +86,8 @@ static const float *wvec(const struct dec_model *m, int layer, enum dec_wkind k)
 	case DEC_W_ATTN_NORM: return m->w.layers[layer].attn_norm;
 	case DEC_W_FFN_NORM: return m->w.layers[layer].ffn_norm;
 	case DEC_W_OUT_NORM: return m->w.out_norm;
+	case DEC_W_ATTN_POST_NORM: return m->w.layers[layer].attn_post_norm;
+	case DEC_W_FFN_POST_NORM: return m->w.layers[layer].ffn_post_norm;
 	default: return NULL;
 	}
 }
@@ -228,6 +231,11 @@ static void op_matmul(struct dec_be *be, int layer, int nw, const enum dec_wkind
 	matmul_n(cpu(be), nw, m, out, in, nb, add);
 }
 
+static int be_layer_swa(const struct be_cpu *c, int layer)
+{
+	return c->base.m->w.layers[layer].swa;
+}
+
 struct att_job {
 	struct be_cpu *c;
 	int layer;
@@ -243,7 +251,9 @@ static void att_worker(void *arg, int ith, int nth)
 	const struct dec_config *cf = &c->base.m->cfg;
 	int hd = cf->head_dim, qd = cf->n_heads * hd, bs = c->base.cfg.block_size;
 	int grp = cf->n_heads / cf->n_kv_heads, n_tasks = c->nb * cf->n_heads;
-	float *sc = c->att + (size_t)ith * c->base.cfg.max_ctx, scale = 1.0f / sqrtf((float)hd);
+	float *sc = c->att + (size_t)ith * c->base.cfg.max_ctx;
+	float scale = cf->att_scale > 0 ? cf->att_scale : 1.0f / sqrtf((float)hd);
+	int win = be_layer_swa(c, j->layer) ? cf->n_swa : 0;
 	uint16_t *q16 = (uint16_t *)(c->q16 + (size_t)ith * hd);
 	const struct dec_simd *simd = dec_simd_get();
 	const uint16_t *kl = c->kc + (size_t)j->layer * c->layer_stride;
@@ -251,7 +261,7 @@ static void att_worker(void *arg, int ith, int nth)
 
 	(void)nth;
 	for (;;) {
-		int task = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), b, h, n_pos;
+		int task = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), b, h, n_pos, first;
 		const int32_t *bt;
 		float *o, mx = -INFINITY, sum;
 		size_t head;
@@ -262,22 +272,30 @@ static void att_worker(void *arg, int ith, int nth)
 		h = task % cf->n_heads;
 		head = (size_t)(h / grp) * hd;
 		n_pos = c->pos[b] + 1;
+		/* positions [first, n_pos): all of them, or a window's last ones */
+		first = win && n_pos > win ? n_pos - win : 0;
 		bt = c->btab + (size_t)c->seq[b] * c->max_blocks;
 		/* q meets the f16 keys as f16, as in llama.cpp */
 		dec_quantize_row(DEC_T_F16, j->q + (size_t)b * qd + h * hd, q16, hd);
 		o = j->out + (size_t)b * qd + h * hd;
-		for (int p0 = 0; p0 < n_pos; p0 += bs)
-			simd->att_scores(q16, kl + (size_t)bt[p0 / bs] * bs * c->kv_dim + head, c->kv_dim,
-					 n_pos - p0 < bs ? n_pos - p0 : bs, hd, scale, sc + p0);
-		for (int p = 0; p < n_pos; p++)
+		for (int p0 = first; p0 < n_pos; p0 = (p0 / bs + 1) * bs) {
+			int end = (p0 / bs + 1) * bs < n_pos ? (p0 / bs + 1) * bs : n_pos;
+
+			simd->att_scores(q16, kl + ((size_t)bt[p0 / bs] * bs + p0 % bs) * c->kv_dim + head, c->kv_dim,
+					 end - p0, hd, scale, sc + (p0 - first));
+		}
+		for (int p = 0; p < n_pos - first; p++)
 			mx = sc[p] > mx ? sc[p] : mx;
-		sum = simd->exp_sum(sc, n_pos, mx);
-		for (int p = 0; p < n_pos; p++)
+		sum = simd->exp_sum(sc, n_pos - first, mx);
+		for (int p = 0; p < n_pos - first; p++)
 			sc[p] /= sum;
 		memset(o, 0, (size_t)hd * sizeof *o);
-		for (int p0 = 0; p0 < n_pos; p0 += bs)
-			simd->att_values(sc + p0, vl + (size_t)bt[p0 / bs] * bs * c->kv_dim + head, c->kv_dim,
-					 n_pos - p0 < bs ? n_pos - p0 : bs, hd, o);
+		for (int p0 = first; p0 < n_pos; p0 = (p0 / bs + 1) * bs) {
+			int end = (p0 / bs + 1) * bs < n_pos ? (p0 / bs + 1) * bs : n_pos;
+
+			simd->att_values(sc + (p0 - first), vl + ((size_t)bt[p0 / bs] * bs + p0 % bs) * c->kv_dim + head,
+					 c->kv_dim, end - p0, hd, o);
+		}
 	}
 }
 
@@ -308,7 +326,7 @@ static void op_qkv_post(struct dec_be *be, int layer, float *q, float *k, float 
 	add_bias(v, l->bv, c->nb, kvd);
 	for (int b = 0; b < c->nb; b++) {
 		size_t at = (size_t)layer * c->layer_stride + c->slot[b];
-		const float *cs = c->rope_cs + (size_t)b * cf->rope_dim;
+		const float *cs = (l->swa ? c->rope_cs_swa : c->rope_cs) + (size_t)b * cf->rope_dim;
 
 		for (int h = 0; h < cf->n_heads; h++) {
 			float *qh = q + (size_t)b * qd + h * hd;
@@ -338,6 +356,9 @@ static void op_embed(struct dec_be *be, float *x)
 	for (int b = 0; b < c->nb; b++)
 		dec_dequant_row(e->type, (const uint8_t *)e->data + (size_t)c->tok[b] * e->row_bytes,
 				x + (size_t)b * D, D);
+	if (be->m->cfg.embd_scale > 0)
+		for (size_t i = 0; i < (size_t)c->nb * D; i++)
+			x[i] *= be->m->cfg.embd_scale;
 }
 
 static void op_rmsnorm(struct dec_be *be, float *y, const float *x, int layer, enum dec_wkind w, int nb)
@@ -361,7 +382,7 @@ static void op_silu_mul(struct dec_be *be, float *g, const float *u, int nb)
 	int h = be->m->cfg.hidden_dim;
 
 	for (int b = 0; b < nb; b++) /* per token: results must not depend on the batch */
-		dec_simd_get()->silu_mul(g + (size_t)b * h, u + (size_t)b * h, h);
+		dec_glu(&be->m->cfg, g + (size_t)b * h, u + (size_t)b * h, h);
 }
 
 static void op_gather(struct dec_be *be, float *dst, const float *src, int width)
@@ -437,7 +458,7 @@ static void op_moe(struct dec_be *be, int layer, const float *in, float *out, in
 			continue;
 		matmul_n(c, 2, gu, (float *const[]){ c->moe_hb, c->moe_hb2 }, c->moe_in, m, 0);
 		for (int j = 0; j < m; j++)
-			dec_simd_get()->silu_mul(c->moe_hb + (size_t)j * H, c->moe_hb2 + (size_t)j * H, H);
+			dec_glu(cf, c->moe_hb + (size_t)j * H, c->moe_hb2 + (size_t)j * H, H);
 		matmul_n(c, 1, &dn, &c->moe_tmp, c->moe_hb, m, 0);
 		for (int j = 0; j < m; j++) {
 			float w = c->moe_w[c->moe_tok[j]], *acc = c->moe_acc + (size_t)c->moe_tok[j] * D;
@@ -490,6 +511,8 @@ static enum cr_status op_set_step(struct dec_be *be, const struct dec_step *st, 
 		c->seq[b] = s;
 		c->slot[b] = ((size_t)blk * bs + (size_t)(p % bs)) * c->kv_dim;
 		dec_rope_cs(be->m, p, c->rope_cs + (size_t)b * be->m->cfg.rope_dim);
+		if (c->rope_cs_swa)
+			dec_rope_cs_layer(be->m, p, 1, c->rope_cs_swa + (size_t)b * be->m->cfg.rope_dim);
 	}
 	for (int i = 0; i < st->n_out; i++) {
 		if (st->out[i] < 0 || st->out[i] >= st->nb || (i && st->out[i] <= st->out[i - 1]))
@@ -557,8 +580,17 @@ static void op_free(struct dec_be *be)
 	free(c);
 }
 
+static int op_supports(const struct dec_model *m, char *why, size_t cap)
+{
+	(void)m;
+	(void)why;
+	(void)cap;
+	return 1; /* every architecture the loader accepts */
+}
+
 static const struct dec_be_ops cpu_ops = {
 	.name = "cpu",
+	.supports = op_supports,
 	.free = op_free,
 	.scratch = op_scratch,
 	.set_step = op_set_step,
@@ -631,7 +663,7 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	mt = (size_t)cfg->max_tokens;
 	c->act_stride = (max3(cf->dim, (size_t)cf->n_heads * cf->head_dim, cf->hidden_dim) * 4 + 63) / 64 * 64;
 	act = c->act_stride * mt;
-	nf = (size_t)c->n_threads * ((size_t)cfg->max_ctx + cf->head_dim) + mt * cf->rope_dim;
+	nf = (size_t)c->n_threads * ((size_t)cfg->max_ctx + cf->head_dim) + 2 * mt * cf->rope_dim;
 	ni = mt * 4 + (size_t)cfg->max_out + (size_t)cfg->max_seqs * c->max_blocks;
 	c->mem = aligned_alloc(64, (act + nf * sizeof(float) + ni * sizeof(int32_t) + mt * sizeof(size_t) + 63) / 64 * 64);
 	if (!c->mem) {
@@ -644,6 +676,9 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	c->att = (float *)(void *)p; p += (size_t)c->n_threads * cfg->max_ctx * sizeof(float);
 	c->q16 = (float *)(void *)p; p += (size_t)c->n_threads * cf->head_dim * sizeof(float);
 	c->rope_cs = (float *)(void *)p; p += mt * cf->rope_dim * sizeof(float);
+	if (cf->n_swa)
+		c->rope_cs_swa = (float *)(void *)p;
+	p += mt * cf->rope_dim * sizeof(float);
 	c->tok = (int32_t *)(void *)p; p += mt * sizeof(int32_t);
 	c->pos = (int32_t *)(void *)p; p += mt * sizeof(int32_t);
 	c->seq = (int32_t *)(void *)p; p += mt * sizeof(int32_t);
@@ -684,6 +719,18 @@ void dec_be_free(struct dec_be *be)
 		be->ops->free(be);
 }
 
+int dec_be_supports(const struct dec_be *be, const struct dec_model *m, char *why, size_t cap)
+{
+	if (be->ops->supports)
+		return be->ops->supports(m, why, cap);
+	if (m->cfg.n_expert || m->cfg.arch == DEC_ARCH_GEMMA3) {
+		snprintf(why, cap, "%s needs %s, which it has no kernels for", m->cfg.arch_name,
+			 m->cfg.n_expert ? "mixture-of-experts layers" : "gemma3's sliding windows, post-norms and GELU");
+		return 0;
+	}
+	return 1;
+}
+
 enum cr_status dec_be_open(const struct dec_model *m, const struct dec_be_cfg *cfg, enum dec_device dev,
 			   struct dec_be **out, char *note, size_t note_cap, struct cr_err *err)
 {
@@ -697,12 +744,13 @@ enum cr_status dec_be_open(const struct dec_model *m, const struct dec_be_cfg *c
 		return dec_be_cpu_open(m, cfg, out, err);
 	cr_err_init(&ce);
 	if (!(st = dec_be_cuda_open(m, cfg, out, &ce))) {
-		if (!m->cfg.n_expert || (*out)->ops->moe)
+		char why[256] = "";
+
+		if (dec_be_supports(*out, m, why, sizeof why))
 			return CR_OK;
 		dec_be_free(*out);
 		*out = NULL;
-		st = cr_errf(&ce, CR_EENV, "the %s backend has no mixture-of-experts kernels (%s)", "cuda",
-			     m->cfg.arch_name);
+		st = cr_errf(&ce, CR_EENV, "the cuda backend does not run this model: %s", why);
 	}
 	if (dev == DEC_DEV_CUDA)
 		return cr_errf(err, st, "%s", ce.msg);

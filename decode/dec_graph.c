@@ -26,10 +26,28 @@ enum cr_status dec_graph_init(struct dec_graph *g, struct dec_be *be, struct cr_
 	g->hb2 = scratch(be, mt * c->hidden_dim);
 	g->xo = scratch(be, mo * c->dim);
 	g->logits = scratch(be, mo * c->n_vocab);
-	if (!g->x || !g->xb || !g->q || !g->k || !g->v || !g->hb || !g->hb2 || !g->xo || !g->logits)
+	g->t = be->m->w.layers[0].attn_post_norm ? scratch(be, mt * c->dim) : NULL;
+	if (!g->x || !g->xb || !g->q || !g->k || !g->v || !g->hb || !g->hb2 || !g->xo || !g->logits ||
+	    (be->m->w.layers[0].attn_post_norm && !g->t))
 		return cr_errf(err, CR_ENOMEM, "%s backend: out of memory for the activations of %zu tokens",
 			       be->ops->name, mt);
 	return CR_OK;
+}
+
+/* x += W·in, or with a post-norm (gemma3) x += rmsnorm(W·in)·post. */
+static void sublayer_out(struct dec_graph *g, int L, enum dec_wkind w, enum dec_wkind post, const float *in,
+			 int nb)
+{
+	struct dec_be *be = g->be;
+	const struct dec_be_ops *o = be->ops;
+
+	if (!g->t) {
+		o->matmul(be, L, 1, (const enum dec_wkind[]){ w }, (float *const[]){ g->x }, in, nb, 1);
+		return;
+	}
+	o->matmul(be, L, 1, (const enum dec_wkind[]){ w }, (float *const[]){ g->t }, in, nb, 0);
+	o->rmsnorm(be, g->t, g->t, L, post, nb);
+	o->add(be, g->x, g->t, (size_t)nb * be->m->cfg.dim);
 }
 
 static void layer(struct dec_graph *g, int L, int nb)
@@ -42,7 +60,7 @@ static void layer(struct dec_graph *g, int L, int nb)
 		  (float *const[]){ g->q, g->k, g->v }, g->xb, nb, 0);
 	o->qkv_post(be, L, g->q, g->k, g->v);
 	o->attention(be, L, g->q, g->xb);
-	o->matmul(be, L, 1, (const enum dec_wkind[]){ DEC_W_O }, (float *const[]){ g->x }, g->xb, nb, 1);
+	sublayer_out(g, L, DEC_W_O, DEC_W_ATTN_POST_NORM, g->xb, nb);
 	o->rmsnorm(be, g->xb, g->x, L, DEC_W_FFN_NORM, nb);
 	if (be->m->w.layers[L].n_expert) {
 		o->moe(be, L, g->xb, g->x, nb);
@@ -51,7 +69,7 @@ static void layer(struct dec_graph *g, int L, int nb)
 	o->matmul(be, L, 2, (const enum dec_wkind[]){ DEC_W_GATE, DEC_W_UP },
 		  (float *const[]){ g->hb, g->hb2 }, g->xb, nb, 0);
 	o->silu_mul(be, g->hb, g->hb2, nb);
-	o->matmul(be, L, 1, (const enum dec_wkind[]){ DEC_W_DOWN }, (float *const[]){ g->x }, g->hb, nb, 1);
+	sublayer_out(g, L, DEC_W_DOWN, DEC_W_FFN_POST_NORM, g->hb, nb);
 }
 
 enum cr_status dec_graph_step(struct dec_graph *g, const struct dec_step *st, float *logits,

@@ -27,6 +27,12 @@ void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
  * with θ built by repeated f32 multiplication as ggml does, so angles agree
  * with llama.cpp to the bit. */
 void dec_rope_cs(const struct dec_model *m, int pos, float *cs);
+/* The same for a layer: local (gemma3's sliding-window layers) uses
+ * cfg.rope_base_swa, no scaling and no frequency factors. */
+void dec_rope_cs_layer(const struct dec_model *m, int pos, int local, float *cs);
+/* The feed-forward's gated activation in place: g = act(g) * u over n,
+ * act SiLU, or GELU's tanh form when cfg.ffn_gelu. */
+void dec_glu(const struct dec_config *c, float *g, const float *u, int64_t n);
 /* Rotates one head vector in place (see dec_config.rope_neox). */
 void dec_rope(float *v, const struct dec_config *c, const float *cs);
 

@@ -5,6 +5,7 @@
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@ struct loader {
 	struct dec_model *m;
 	struct cr_err *err;
 	float *vec_next; /* bump pointer into m->w.vecs */
+	int swa_pattern; /* gemma3: layer i is local unless i % pattern == pattern - 1; 0: none */
+	const struct dec_gguf_kv *swa_flags; /* gemma3: or a flag per layer */
 };
 
 static enum cr_status get_int_key(struct loader *L, const char *suffix, int required,
@@ -48,6 +51,44 @@ static float get_float_key(struct loader *L, const char *suffix, double dflt)
 	return dec_gguf_get_float(L->g, key, &v) ? (float)v : (float)dflt;
 }
 
+/* gemma3's hyper-parameters, as llama.cpp reads them: the window and its
+ * layer pattern (an array of flags, or n: layer i local unless i % n == n - 1;
+ * default 6), the local layers' RoPE base (default 10000), the attention
+ * scale (1/sqrt(head_dim); 1/sqrt(dim/heads) for the 62-layer model),
+ * embeddings scaled by sqrt(dim), GELU. Logit soft-capping is refused. */
+static enum cr_status read_gemma3(struct loader *L)
+{
+	struct dec_config *c = &L->m->cfg;
+	char key[128];
+	const struct dec_gguf_kv *kv;
+	enum cr_status st;
+	int pattern = 6;
+
+	c->ffn_gelu = 1;
+	c->embd_scale = sqrtf((float)c->dim);
+	c->att_scale = c->n_layers == 62 ? 1.0f / sqrtf((float)(c->dim / c->n_heads))
+					 : 1.0f / sqrtf((float)c->head_dim);
+	c->rope_base_swa = get_float_key(L, "rope.freq_base_swa", 10000.0);
+	if (get_float_key(L, "final_logit_softcapping", 0) != 0)
+		return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s.final_logit_softcapping': logit "
+			       "soft-capping is not supported", L->g->path, c->arch_name);
+	if ((st = get_int_key(L, "attention.sliding_window", 0, 0, &c->n_swa)))
+		return st;
+	snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", c->arch_name);
+	kv = dec_gguf_find(L->g, key);
+	if (kv && kv->type == DEC_GGUF_ARRAY) { /* a flag per layer */
+		if (kv->n != (uint64_t)c->n_layers)
+			return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s' has %llu flags for %d layers",
+				       L->g->path, key, (unsigned long long)kv->n, c->n_layers);
+		L->swa_flags = kv;
+	} else if ((st = get_int_key(L, "attention.sliding_window_pattern", 0, 6, &pattern))) {
+		return st;
+	}
+	c->sliding_window = 0;
+	L->swa_pattern = c->n_swa > 0 ? pattern : 0;
+	return CR_OK;
+}
+
 static enum cr_status read_config(struct loader *L)
 {
 	struct dec_config *c = &L->m->cfg;
@@ -68,10 +109,12 @@ static enum cr_status read_config(struct loader *L)
 		c->arch = DEC_ARCH_PHI3;
 	else if (!strcmp(arch, "qwen3moe"))
 		c->arch = DEC_ARCH_QWEN3MOE;
+	else if (!strcmp(arch, "gemma3"))
+		c->arch = DEC_ARCH_GEMMA3;
 	else
 		st = cr_errf(L->err, CR_EINPUT,
-			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3, qwen3moe, phi3)",
-			     L->g->path, arch);
+			     "%s: architecture '%.40s' is not supported (llama, qwen2, qwen3, qwen3moe, phi3, "
+			     "gemma3)", L->g->path, arch);
 	snprintf(c->arch_name, sizeof c->arch_name, "%s", arch);
 	free(arch);
 	if (st)
@@ -149,8 +192,14 @@ static enum cr_status read_config(struct loader *L)
 			c->rope_scale = 1 / f;
 	}
 	c->rope_neox = c->arch != DEC_ARCH_LLAMA;
-	if ((st = get_int_key(L, "attention.sliding_window", 0, 0, &c->sliding_window)))
-		return st;
+	if (c->arch == DEC_ARCH_GEMMA3) {
+		if ((st = read_gemma3(L)))
+			return st;
+	} else if (c->arch != DEC_ARCH_PHI3) {
+		/* phi3's is not applied, as llama.cpp does not apply it */
+		if ((st = get_int_key(L, "attention.sliding_window", 0, 0, &c->sliding_window)))
+			return st;
+	}
 	if (c->ctx_len <= 0)
 		c->ctx_len = 4096;
 	te = dec_gguf_tensor(L->g, "token_embd.weight");
@@ -271,7 +320,8 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 {
 	const struct dec_config *c = &L->m->cfg;
 	int64_t qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
-	int qwen2 = c->arch == DEC_ARCH_QWEN2, qwen3 = c->arch == DEC_ARCH_QWEN3 || c->arch == DEC_ARCH_QWEN3MOE;
+	int qwen2 = c->arch == DEC_ARCH_QWEN2;
+	int qwen3 = c->arch == DEC_ARCH_QWEN3 || c->arch == DEC_ARCH_QWEN3MOE || c->arch == DEC_ARCH_GEMMA3;
 	char n[10][64];
 	enum cr_status st;
 	static const char *const names[10] = {
@@ -321,6 +371,17 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 	}
 	if (!c->n_expert && (st = get_mat(L, n[8], c->dim, c->hidden_dim, 0, &l->w_down)))
 		return st;
+	if (c->arch == DEC_ARCH_GEMMA3) {
+		char pn[2][64];
+
+		snprintf(pn[0], sizeof pn[0], "blk.%d.post_attention_norm.weight", i);
+		snprintf(pn[1], sizeof pn[1], "blk.%d.post_ffw_norm.weight", i);
+		if ((st = get_vec(L, pn[0], c->dim, 0, &l->attn_post_norm)) ||
+		    (st = get_vec(L, pn[1], c->dim, 0, &l->ffn_post_norm)))
+			return st;
+		l->swa = L->swa_flags ? c->n_swa > 0 && dec_gguf_arr_int(L->swa_flags, (uint64_t)i) != 0
+				      : L->swa_pattern > 0 && i % L->swa_pattern < L->swa_pattern - 1;
+	}
 	/* biases: required for qwen2, accepted on any arch when present */
 	if ((st = get_vec(L, b[0], qd, !qwen2, &l->bq)) ||
 	    (st = get_vec(L, b[1], kvd, !qwen2, &l->bk)) ||
@@ -427,7 +488,7 @@ enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
 enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct cr_err *err)
 {
 	struct dec_model *m = calloc(1, sizeof *m);
-	struct loader L = { g, m, err, NULL };
+	struct loader L = { .g = g, .m = m, .err = err };
 	enum cr_status st = CR_OK;
 	size_t nvec;
 	struct dec_config *c;
@@ -441,7 +502,7 @@ enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct
 	c = &m->cfg;
 	if ((st = read_config(&L)))
 		goto out;
-	nvec = (size_t)c->n_layers * (2 * (size_t)c->dim + (size_t)c->n_heads * c->head_dim +
+	nvec = (size_t)c->n_layers * (4 * (size_t)c->dim + (size_t)c->n_heads * c->head_dim +
 				      2 * (size_t)c->n_kv_heads * c->head_dim + 2 * (size_t)c->head_dim) +
 	       (size_t)c->dim + (size_t)c->head_dim;
 	m->w.vecs = malloc(nvec * sizeof(float));

@@ -17,7 +17,7 @@
 #include "common/cr_status.h"
 #include "decode/gguf.h"
 
-enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3, DEC_ARCH_PHI3, DEC_ARCH_QWEN3MOE };
+enum dec_arch { DEC_ARCH_LLAMA, DEC_ARCH_QWEN2, DEC_ARCH_QWEN3, DEC_ARCH_PHI3, DEC_ARCH_QWEN3MOE, DEC_ARCH_GEMMA3 };
 
 struct dec_config {
 	enum dec_arch arch;
@@ -38,9 +38,16 @@ struct dec_config {
 	int n_expert;       /* mixture of experts (qwen3moe): experts per layer; 0: dense */
 	int n_expert_used;  /* experts a token is routed to (top-k of the router's softmax) */
 	int expert_hidden;  /* expert_feed_forward_length */
-	int sliding_window; /* attention.sliding_window: a token sees the last this many
-	                       positions; 0 none. Contexts beyond it are refused
-	                       (dec_model_check_ctx): within it attention is full */
+	int sliding_window; /* attention.sliding_window where the decoder does not apply it
+	                       (llama, qwen2, qwen3): contexts beyond it are refused
+	                       (dec_model_check_ctx); 0 none */
+	/* gemma3 */
+	int n_swa;          /* window of the layers with swa set: a token sees its last n_swa
+	                       positions (llama.cpp's standard SWA); 0: no such layer */
+	float rope_base_swa; /* RoPE base of those layers (no scaling, no factors) */
+	float att_scale;    /* q·k scale; 0: 1/sqrt(head_dim) */
+	float embd_scale;   /* embeddings multiplied by it (gemma3: sqrt(dim)); 0: 1 */
+	int ffn_gelu;       /* feed-forward activation GELU (tanh form) instead of SiLU */
 };
 
 /* A 2-D weight: rows × cols elements of a ggml type, row-major. */
@@ -70,6 +77,9 @@ struct dec_layer {
 	/* mixture of experts (cfg.n_expert > 0), in place of w_gate/up/down:
 	 * the router and, for expert e, its gate, up and down at exps[3e..3e+2]
 	 * ([expert_hidden, dim], [expert_hidden, dim], [dim, expert_hidden]) */
+	const float *attn_post_norm, *ffn_post_norm; /* gemma3: [dim] on the attention and
+	                                                feed-forward outputs before the residual */
+	int swa;                 /* gemma3: a sliding-window layer (cfg.n_swa, rope_base_swa) */
 	int n_expert;            /* cfg.n_expert for a MoE layer; 0: dense */
 	struct dec_mat gate_inp; /* [n_expert, dim] */
 	struct dec_mat *exps;

@@ -3,6 +3,7 @@
  * row dequantized to f32 and every dot product summed in double, attention
  * recomputed from scratch (no cache). Also the shared RMS norm and RoPE. */
 #include "decode/dec_impl.h"
+#include "decode/dec_simd.h"
 #include "decode/dec_quant.h"
 
 #include <math.h>
@@ -21,14 +22,46 @@ void dec_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 		y[i] = x[i] * scale * w[i];
 }
 
+void dec_glu(const struct dec_config *c, float *g, const float *u, int64_t n)
+{
+	if (!c->ffn_gelu) {
+		dec_simd_get()->silu_mul(g, u, n);
+		return;
+	}
+	/* GELU, tanh form, as llama.cpp's CPU backend computes it: the input
+	 * rounded to f16, 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))) in
+	 * f32, the result rounded to f16 (its lookup table); 0 below -10, x
+	 * above 10 */
+	for (int64_t i = 0; i < n; i++) {
+		float x = g[i], y;
+
+		if (x <= -10.0f) {
+			y = 0;
+		} else if (x >= 10.0f) {
+			y = x;
+		} else {
+			x = dec_f16_to_f32(dec_f32_to_f16(x));
+			y = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
+			y = dec_f16_to_f32(dec_f32_to_f16(y));
+		}
+		g[i] = y * u[i];
+	}
+}
+
 void dec_rope_cs(const struct dec_model *m, int pos, float *cs)
 {
+	dec_rope_cs_layer(m, pos, 0, cs);
+}
+
+void dec_rope_cs_layer(const struct dec_model *m, int pos, int local, float *cs)
+{
 	const struct dec_config *c = &m->cfg;
-	float theta = (float)pos, step = powf(c->rope_base, -2.0f / (float)c->rope_dim);
-	float scale = c->rope_scale ? c->rope_scale : 1.0f;
+	float theta = (float)pos, step = powf(local ? c->rope_base_swa : c->rope_base, -2.0f / (float)c->rope_dim);
+	float scale = local || !c->rope_scale ? 1.0f : c->rope_scale;
+	const float *fr = local ? NULL : m->w.rope_freqs;
 
 	for (int i = 0; i < c->rope_dim / 2; i++) {
-		float th = theta / (m->w.rope_freqs ? m->w.rope_freqs[i] : 1.0f) * scale;
+		float th = theta / (fr ? fr[i] : 1.0f) * scale;
 
 		cs[2 * i] = cosf(th);
 		cs[2 * i + 1] = sinf(th);
@@ -73,8 +106,25 @@ static void add_bias(float *x, const float *b, int n, int d)
 				x[t * d + i] += b[i];
 }
 
+/* gemma3's post-norms on a sublayer's output, row by row (w NULL: none). */
+static void post_norm(const struct dec_config *c, const float *w, float *y, int n)
+{
+	if (w)
+		for (int t = 0; t < n; t++)
+			dec_rmsnorm(y + (size_t)t * c->dim, y + (size_t)t * c->dim, w, c->dim, c->eps);
+}
+
+/* The gated activation in double, SiLU or GELU's tanh form. */
+static float glu_ref(const struct dec_config *c, double x, double u)
+{
+	if (c->ffn_gelu)
+		return (float)(0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u);
+	return (float)(x / (1 + exp(-x)) * u);
+}
+
+/* Causal attention; with win > 0 a query sees only its last win positions. */
 static void attention_ref(const struct dec_config *c, const float *q, const float *k,
-			  const float *v, int n, float *out, double *sc)
+			  const float *v, int n, int win, float *out, double *sc)
 {
 	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
 	int grp = c->n_heads / c->n_kv_heads;
@@ -85,22 +135,24 @@ static void attention_ref(const struct dec_config *c, const float *q, const floa
 			int kh = h / grp;
 			double mx = -INFINITY, sum = 0;
 
-			for (int s = 0; s <= t; s++) {
+			int s0 = win && t + 1 > win ? t + 1 - win : 0;
+
+			for (int s = s0; s <= t; s++) {
 				double d = 0;
 
 				for (int i = 0; i < hd; i++)
 					d += (double)qh[i] * k[s * kvd + kh * hd + i];
-				sc[s] = d / sqrt((double)hd);
+				sc[s] = d * (c->att_scale > 0 ? c->att_scale : 1 / sqrt((double)hd));
 				mx = sc[s] > mx ? sc[s] : mx;
 			}
-			for (int s = 0; s <= t; s++) {
+			for (int s = s0; s <= t; s++) {
 				sc[s] = exp(sc[s] - mx);
 				sum += sc[s];
 			}
 			for (int i = 0; i < hd; i++) {
 				double o = 0;
 
-				for (int s = 0; s <= t; s++)
+				for (int s = s0; s <= t; s++)
 					o += sc[s] * v[s * kvd + kh * hd + i];
 				out[t * qd + h * hd + i] = (float)(o / sum);
 			}
@@ -154,7 +206,7 @@ static enum cr_status moe_ref(const struct dec_model *m, const struct dec_layer 
 			matmul_ref(&ex[0], in, 1, g, row);
 			matmul_ref(&ex[1], in, 1, u, row);
 			for (int i = 0; i < H; i++)
-				g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+				g[i] = glu_ref(c, g[i], u[i]);
 			matmul_ref(&ex[2], g, 1, tmp, row);
 			for (int i = 0; i < c->dim; i++)
 				x[(size_t)t * c->dim + i] += (float)(p[sel[r]] / ssel * tmp[i]);
@@ -202,6 +254,9 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 		dec_dequant_row(m->w.tok_embd.type,
 				(const uint8_t *)m->w.tok_embd.data + tokens[t] * m->w.tok_embd.row_bytes,
 				x + (size_t)t * c->dim, c->dim);
+		if (c->embd_scale > 0)
+			for (int i = 0; i < c->dim; i++)
+				x[(size_t)t * c->dim + i] *= c->embd_scale;
 	}
 	for (int L = 0; L < c->n_layers; L++) {
 		const struct dec_layer *l = &m->w.layers[L];
@@ -215,7 +270,7 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 		add_bias(k, l->bk, n, kvd);
 		add_bias(v, l->bv, n, kvd);
 		for (int t = 0; t < n; t++) {
-			dec_rope_cs(m, t, inv);
+			dec_rope_cs_layer(m, t, l->swa, inv);
 			for (int h = 0; h < c->n_heads; h++) {
 				float *qh = q + t * qd + h * hd;
 
@@ -231,8 +286,9 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 				dec_rope(kh, c, inv);
 			}
 		}
-		attention_ref(c, q, k, v, n, att, sc);
+		attention_ref(c, q, k, v, n, l->swa ? c->n_swa : 0, att, sc);
 		matmul_ref(&l->wo, att, n, tmp, row);
+		post_norm(c, l->attn_post_norm, tmp, n);
 		for (size_t i = 0; i < (size_t)n * c->dim; i++)
 			x[i] += tmp[i];
 		for (int t = 0; t < n; t++)
@@ -245,8 +301,9 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 		matmul_ref(&l->w_gate, xb, n, g, row);
 		matmul_ref(&l->w_up, xb, n, u, row);
 		for (size_t i = 0; i < (size_t)n * c->hidden_dim; i++)
-			g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+			g[i] = glu_ref(c, g[i], u[i]);
 		matmul_ref(&l->w_down, g, n, tmp, row);
+		post_norm(c, l->ffn_post_norm, tmp, n);
 		for (size_t i = 0; i < (size_t)n * c->dim; i++)
 			x[i] += tmp[i];
 	}

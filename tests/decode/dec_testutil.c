@@ -321,7 +321,7 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 	struct gw *w = gw_new();
 	uint64_t st = s->seed;
 	int qd = s->n_heads * s->head_dim, kvd = s->n_kv_heads * s->head_dim, nv = tiny_vocab_size();
-	int phi3 = !strcmp(s->arch, "phi3"), moe = !strcmp(s->arch, "qwen3moe");
+	int phi3 = !strcmp(s->arch, "phi3"), moe = !strcmp(s->arch, "qwen3moe"), gemma3 = !strcmp(s->arch, "gemma3");
 	int n_exp = s->n_expert ? s->n_expert : 4;
 	char key[96];
 	uint8_t *out;
@@ -347,8 +347,13 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 		gw_kv_str(w, K("rope.scaling.type"), "linear");
 		gw_kv_f32(w, K("rope.scaling.factor"), s->rope_linear);
 	}
-	if (phi3) /* phi-3-mini's */
+	if (phi3) /* phi-3-mini's (not applied, as in llama.cpp) */
 		gw_kv_u32(w, K("attention.sliding_window"), 2047);
+	if (gemma3) { /* a window of 4 in layer 0, 2, ...; layers 1, 3, ... global */
+		gw_kv_u32(w, K("attention.sliding_window"), 4);
+		gw_kv_u32(w, K("attention.sliding_window_pattern"), 2);
+		gw_kv_f32(w, K("rope.freq_base_swa"), 10000.f);
+	}
 	if (moe) { /* experts of half the width */
 		gw_kv_u32(w, K("expert_count"), (uint32_t)n_exp);
 		gw_kv_u32(w, K("expert_used_count"), s->n_expert_used ? (uint32_t)s->n_expert_used : 2);
@@ -376,11 +381,15 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 			add_vec(w, &st, N("attn_k.bias"), kvd, 0, 0.3);
 			add_vec(w, &st, N("attn_v.bias"), kvd, 0, 0.3);
 		}
-		if (!strcmp(s->arch, "qwen3") || moe) {
+		if (!strcmp(s->arch, "qwen3") || moe || gemma3) {
 			add_vec(w, &st, N("attn_q_norm.weight"), s->head_dim, 1.0, 0.3);
 			add_vec(w, &st, N("attn_k_norm.weight"), s->head_dim, 1.0, 0.3);
 		}
+		if (gemma3)
+			add_vec(w, &st, N("post_attention_norm.weight"), s->dim, 1.0, 0.2);
 		add_vec(w, &st, N("ffn_norm.weight"), s->dim, 1.0, 0.2);
+		if (gemma3)
+			add_vec(w, &st, N("post_ffw_norm.weight"), s->dim, 1.0, 0.2);
 		if (moe) {
 			add_mat(w, &st, N("ffn_gate_inp.weight"), DEC_T_F32, n_exp, s->dim, 4 * a);
 			add_experts(w, &st, N("ffn_gate_exps.weight"), s->wtype, n_exp, s->hidden / 2, s->dim, 2 * a);

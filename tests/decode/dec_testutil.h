@@ -29,7 +29,8 @@ int gw_write(struct gw *w, const char *path); /* 0 ok */
 
 struct tiny_spec {
 	const char *arch;    /* "llama", "qwen2", "qwen3", "phi3" (fused attn_qkv and ffn_up),
-	                        "qwen3moe" (experts of width hidden / 2, no dense feed-forward) */
+	                        "qwen3moe" (experts of width hidden / 2, no dense feed-forward),
+	                        "gemma3" (window 4 on even layers, post-norms, GELU) */
 	uint32_t wtype;      /* type of every 2-D weight */
 	int dim, n_layers, n_heads, n_kv_heads, head_dim, hidden;
 	int tied;            /* omit output.weight */

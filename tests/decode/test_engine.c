@@ -561,66 +561,74 @@ static void test_draft_model(void **state)
 	}
 }
 
-/* A mixture-of-experts model (qwen3moe, top 2 of 4 experts): a batch's
- * tokens are routed to experts together, and each gets the bits it gets
- * alone (batch 1 and 4, greedy and sampled, prefill chunks of 7). */
-static void test_moe_batching(void **state)
+/* A mixture-of-experts model (qwen3moe, top 2 of 4 experts: a batch's
+ * tokens are routed to experts together) and gemma3 (a window of 4 on
+ * every other layer): each token gets the bits it gets alone (batch 1 and
+ * 4, greedy and sampled, prefill chunks of 7). */
+static void test_arch_batching(void **state)
 {
-	struct tiny_spec s;
-	uint8_t *img;
-	struct dec_model *m;
-	struct dec_tok *tok;
-	int32_t prompt[4][20];
-	struct dec_gen_out out[2][4];
-	struct cr_err e;
+	for (int a = 0; a < 2; a++) {
+		struct tiny_spec s;
+		uint8_t *img;
+		struct dec_model *m;
+		struct dec_tok *tok;
+		int32_t prompt[4][20];
+		struct dec_gen_out out[2][4];
+		struct cr_err e;
 
-	(void)state;
-	tiny_spec_default(&s, "qwen3moe", DEC_T_Q8_0);
-	s.n_expert_used = 2;
-	s.dim = 64;
-	s.hidden = 128;
-	s.n_heads = 4;
-	s.n_kv_heads = 2;
-	s.head_dim = 16;
-	m = load(&s, &img);
-	cr_err_init(&e);
-	assert_int_equal(m->cfg.n_expert, 4);
-	assert_int_equal(m->cfg.n_expert_used, 2);
-	assert_int_equal(dec_vocab_tokenizer(m->gguf, &tok, &e), CR_OK);
-	for (int k = 0; k < 4; k++)
-		for (int i = 0; i < 20; i++)
-			prompt[k][i] = (int32_t)((i * 41 + k * 13 + 5) % m->cfg.n_vocab);
-	for (int sampled = 0; sampled < 2; sampled++) {
-		for (int v = 0; v < 2; v++) {
-			struct dec_engine_cfg cfg = { .device = DEC_DEV_CPU, .max_seqs = v ? 4 : 1, .max_ctx = 64,
-						      .max_batch_tokens = v ? 7 : 0, .n_threads = 2 };
-			struct dec_engine *eng;
-			struct dec_req r[4];
+		(void)state;
+		tiny_spec_default(&s, a ? "gemma3" : "qwen3moe", DEC_T_Q8_0);
+		s.n_expert_used = 2;
+		s.dim = 64;
+		s.hidden = 128;
+		s.n_heads = 4;
+		s.n_kv_heads = 2;
+		s.head_dim = 16;
+		m = load(&s, &img);
+		cr_err_init(&e);
+		if (!a) {
+			assert_int_equal(m->cfg.n_expert, 4);
+			assert_int_equal(m->cfg.n_expert_used, 2);
+		} else {
+			assert_int_equal(m->cfg.n_swa, 4);
+			assert_true(m->w.layers[0].swa && !m->w.layers[1].swa);
+		}
+		assert_int_equal(dec_vocab_tokenizer(m->gguf, &tok, &e), CR_OK);
+		for (int k = 0; k < 4; k++)
+			for (int i = 0; i < 20; i++)
+				prompt[k][i] = (int32_t)((i * 41 + k * 13 + 5) % m->cfg.n_vocab);
+		for (int sampled = 0; sampled < 2; sampled++) {
+			for (int v = 0; v < 2; v++) {
+				struct dec_engine_cfg cfg = { .device = DEC_DEV_CPU, .max_seqs = v ? 4 : 1, .max_ctx = 64,
+							      .max_batch_tokens = v ? 7 : 0, .n_threads = 2 };
+				struct dec_engine *eng;
+				struct dec_req r[4];
 
-			assert_int_equal(dec_engine_new(m, &cfg, &eng, &e), CR_OK);
-			for (int k = 0; k < 4; k++) {
-				r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 20, .n = 1, .outs = &out[v][k],
-							 .tok = tok,
-							 .p = { .max_tokens = 12 + 3 * k,
-								.samp = { sampled ? 0.9f : 0, 0, 1.0f, 0 }, .seed = 2,
-								.task = "moe", .sample = (uint64_t)k, .top_logprobs = 2 } };
-				assert_int_equal(dec_engine_submit(eng, &r[k], &e), CR_OK);
+				assert_int_equal(dec_engine_new(m, &cfg, &eng, &e), CR_OK);
+				for (int k = 0; k < 4; k++) {
+					r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 20, .n = 1, .outs = &out[v][k],
+								 .tok = tok,
+								 .p = { .max_tokens = 12 + 3 * k,
+									.samp = { sampled ? 0.9f : 0, 0, 1.0f, 0 }, .seed = 2,
+									.task = "moe", .sample = (uint64_t)k, .top_logprobs = 2 } };
+					assert_int_equal(dec_engine_submit(eng, &r[k], &e), CR_OK);
+				}
+				if (dec_engine_run(eng, &e))
+					fail_msg("%s", e.msg);
+				dec_engine_free(eng);
 			}
-			if (dec_engine_run(eng, &e))
-				fail_msg("%s", e.msg);
-			dec_engine_free(eng);
+			for (int k = 0; k < 4; k++) {
+				assert_int_equal(out[0][k].n_tokens, out[1][k].n_tokens);
+				assert_memory_equal(out[0][k].tokens, out[1][k].tokens, sizeof(int32_t) * (size_t)out[0][k].n_tokens);
+				assert_memory_equal(out[0][k].top_lp, out[1][k].top_lp, sizeof(float) * 2 * (size_t)out[0][k].n_tokens);
+				dec_gen_out_release(&out[0][k]);
+				dec_gen_out_release(&out[1][k]);
+			}
 		}
-		for (int k = 0; k < 4; k++) {
-			assert_int_equal(out[0][k].n_tokens, out[1][k].n_tokens);
-			assert_memory_equal(out[0][k].tokens, out[1][k].tokens, sizeof(int32_t) * (size_t)out[0][k].n_tokens);
-			assert_memory_equal(out[0][k].top_lp, out[1][k].top_lp, sizeof(float) * 2 * (size_t)out[0][k].n_tokens);
-			dec_gen_out_release(&out[0][k]);
-			dec_gen_out_release(&out[1][k]);
-		}
+		dec_tok_free(tok);
+		dec_model_free(m);
+		free(img);
 	}
-	dec_tok_free(tok);
-	dec_model_free(m);
-	free(img);
 }
 
 static void test_errors(void **state)
@@ -677,7 +685,7 @@ int main(void)
 		cmocka_unit_test(test_prefix_sharing),
 		cmocka_unit_test(test_speculative),
 		cmocka_unit_test(test_draft_model),
-		cmocka_unit_test(test_moe_batching),
+		cmocka_unit_test(test_arch_batching),
 		cmocka_unit_test(test_errors),
 	};
 

@@ -23,7 +23,7 @@ static const uint32_t types[] = {
 	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K,
 	DEC_T_Q4_1, DEC_T_Q5_1,
 };
-static const char *const archs[] = { "llama", "qwen2", "qwen3", "phi3", "qwen3moe" };
+static const char *const archs[] = { "llama", "qwen2", "qwen3", "phi3", "qwen3moe", "gemma3" };
 #define N_TOK 11
 
 static struct dec_model *load(const struct tiny_spec *s, uint8_t **img)
@@ -117,7 +117,7 @@ static void check_arch_type(const char *arch, uint32_t type, uint32_t vtype)
 static void test_all(void **state)
 {
 	(void)state;
-	for (size_t a = 0; a < 5; a++)
+	for (size_t a = 0; a < 6; a++)
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 			check_arch_type(archs[a], types[t], 0);
 	/* mixed files: Q8_0- and Q8_K-encoded inputs in one fused product */
@@ -174,7 +174,7 @@ static double twin_err(const char *arch, uint32_t type)
 static void test_f32_twin(void **state)
 {
 	(void)state;
-	for (size_t a = 0; a < 5; a++) {
+	for (size_t a = 0; a < 6; a++) {
 		double q40 = twin_err(archs[a], DEC_T_Q4_0), q50 = twin_err(archs[a], DEC_T_Q5_0);
 		double q41 = twin_err(archs[a], DEC_T_Q4_1), q51 = twin_err(archs[a], DEC_T_Q5_1);
 
@@ -190,9 +190,9 @@ static void test_kv_cache(void **state)
 {
 	(void)state;
 	/* every arch on Q8_0, then qwen2 on every other weight type */
-	for (size_t a = 0; a < 5 + sizeof types / sizeof types[0]; a++) {
-		const char *arch = a < 5 ? archs[a] : "qwen2";
-		uint32_t type = a < 5 ? DEC_T_Q8_0 : types[a - 5];
+	for (size_t a = 0; a < 6 + sizeof types / sizeof types[0]; a++) {
+		const char *arch = a < 6 ? archs[a] : "qwen2";
+		uint32_t type = a < 6 ? DEC_T_Q8_0 : types[a - 6];
 		struct tiny_spec s;
 		uint8_t *img;
 		struct dec_model *m;

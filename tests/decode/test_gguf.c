@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "decode/dec_quant.h"
+#include "decode/dec_run.h"
 #include "decode/gguf.h"
 #include "dec_testutil.h"
 
@@ -232,6 +233,54 @@ static void test_tensor_errors(void **st)
 	gw_free(w);
 }
 
+/* An SPM vocabulary read from GGUF honours tokenizer.ggml.add_space_prefix
+ * (Gemma's is false: no U+2581 before the text); runs of spaces that are
+ * user-defined tokens are matched in the raw text, as llama.cpp does. */
+static void test_spm_space_prefix(void **st)
+{
+	static const char *const toks[] = { "<unk>", "<s>", "</s>", "\xe2\x96\x81x", "x", "\xe2\x96\x81", "  " };
+	float scores[7] = { 0, 0, 0, -1, -2, -3, 0 };
+	int32_t types[7] = { 2, 3, 3, 1, 1, 1, 4 };
+	int32_t *ids;
+	size_t n;
+
+	(void)st;
+	for (int v = -1; v <= 1; v++) {
+		struct gw *w = gw_new();
+		struct dec_gguf *g;
+		struct dec_tok *t;
+		struct cr_err e;
+		uint8_t *p;
+		size_t size;
+
+		gw_kv_str(w, "general.architecture", "llama");
+		gw_kv_str(w, "tokenizer.ggml.model", "llama");
+		gw_kv_arr_str(w, "tokenizer.ggml.tokens", toks, 7);
+		gw_kv_arr(w, "tokenizer.ggml.scores", DEC_GGUF_F32, scores, 7);
+		gw_kv_arr(w, "tokenizer.ggml.token_type", DEC_GGUF_I32, types, 7);
+		gw_kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
+		if (v >= 0)
+			gw_kv_bool(w, "tokenizer.ggml.add_space_prefix", v);
+		p = gw_finish(w, &size);
+		gw_free(w);
+		cr_err_init(&e);
+		assert_int_equal(dec_gguf_from_buffer(p, size, "spm.gguf", &g, &e), CR_OK);
+		if (dec_vocab_tokenizer(g, &t, &e))
+			fail_msg("%s", e.msg);
+		assert_int_equal(dec_tok_encode(t, "x  x", 4, 1, 0, &ids, &n, &e), CR_OK);
+		/* the prefix (absent key: on, as llama.cpp has it for SPM), then
+		 * "  " whole, then x after a matched token: prefixed only when on */
+		assert_int_equal(n, 3);
+		assert_int_equal(ids[0], v ? 3 : 4);
+		assert_int_equal(ids[1], 6);
+		assert_int_equal(ids[2], v ? 3 : 4);
+		free(ids);
+		dec_tok_free(t);
+		dec_gguf_free(g);
+		free(p);
+	}
+}
+
 static void test_open_file(void **st)
 {
 	char path[256];
@@ -262,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_truncate_every_offset),
 		cmocka_unit_test(test_corrupt_every_byte),
 		cmocka_unit_test(test_open_file),
+		cmocka_unit_test(test_spm_space_prefix),
 	};
 
 	return cmocka_run_group_tests_name("decode_gguf", tests, NULL, NULL);
