@@ -24,6 +24,10 @@
  * emulation calls every kernel through one all-int64 signature: a kernel
  * whose emulated build records a float parameter is CUDA_ERROR_NOT_SUPPORTED).
  *
+ * For the decoder's CUDA backend (fakecuda_graph.c): asynchronous copies
+ * (run at once), stream capture (launches and copies recorded), graphs
+ * (the records replayed in order) and cuMemGetInfo (FAKECUDA_MEM bytes).
+ *
  * Exports cuDriverGetVersion and cuGetProcAddress_v2 only; every other
  * function is handed out by cuGetProcAddress_v2 at the ABI version crucible
  * requests (see cuda_drv.c's table). */
