@@ -263,13 +263,25 @@ static int env_on(const char *name, int dflt)
 	return v && *v ? strcmp(v, "0") != 0 : dflt;
 }
 
-/* Positions per attention split: a power of two giving at most 16 splits,
- * between 32 and DEC_CU_ATT_MAX_SPLIT. It depends on max_ctx only. */
+/* Positions per attention split. A context of one split gets the CPU's
+ * bits (dec_cu_attn.cuh), so the split is long: 512 positions, doubled up
+ * to 2048 while a max_ctx context would need more than 16 splits; longer
+ * contexts are merged from their splits, each a block of the GPU working
+ * in parallel. It depends on max_ctx only, so a token's arithmetic does
+ * not depend on the step. CRUCIBLE_CUDA_ATT_SPLIT (a power of two from 32
+ * to DEC_CU_ATT_MAX_SPLIT) sets it: the tests use 32 to merge splits on
+ * tiny models; a value >= the context makes attention the CPU's, bit for
+ * bit, at the cost of one block per (token, head). 0 when the value is bad. */
 static int att_split(int max_ctx)
 {
-	int s = 32;
+	const char *v = getenv("CRUCIBLE_CUDA_ATT_SPLIT");
+	int s = 512;
 
-	while (s < DEC_CU_ATT_MAX_SPLIT && (max_ctx + s - 1) / s > 16)
+	if (v && *v) {
+		s = atoi(v);
+		return s >= 32 && s <= DEC_CU_ATT_MAX_SPLIT && !(s & (s - 1)) ? s : 0;
+	}
+	while (s < 2048 && (max_ctx + s - 1) / s > 16)
 		s *= 2;
 	return s;
 }
@@ -488,7 +500,11 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 	h->max_seqs = cfg->max_seqs;
 	h->max_ctx = cfg->max_ctx;
 	h->n_blocks = cfg->n_blocks;
-	h->att_split = att_split(cfg->max_ctx);
+	if (!(h->att_split = att_split(cfg->max_ctx))) {
+		st = cr_errf(err, CR_EUSAGE, "CRUCIBLE_CUDA_ATT_SPLIT=%s: expected a power of two from 32 to %d",
+			     getenv("CRUCIBLE_CUDA_ATT_SPLIT"), DEC_CU_ATT_MAX_SPLIT);
+		goto out;
+	}
 	h->att_max_splits = (cfg->max_ctx + h->att_split - 1) / h->att_split;
 	{
 		float eps = c->eps, scale = c->att_scale > 0 ? c->att_scale : 1.0f / sqrtf((float)c->head_dim);

@@ -22,7 +22,7 @@
 #define DEC_CU_MAX_LAYERS 256
 #define DEC_CU_THREADS 128     /* threads per block of the matrix kernels: 4 warps, a row each */
 #define DEC_CU_TOK_TILE 64     /* tokens per pass over the weights (grid.y tiles beyond) */
-#define DEC_CU_ATT_MAX_SPLIT 512 /* positions per attention split, at most */
+#define DEC_CU_ATT_MAX_SPLIT 4096 /* positions per attention split, at most (16 KiB of shared memory) */
 #define DEC_CU_MAX_HEAD_DIM 256
 
 /* One layer's vectors (f32) and its KV pools (f16, [n_blocks, block_size,

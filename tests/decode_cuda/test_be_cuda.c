@@ -465,6 +465,9 @@ static void test_ops(void **state)
 	int mb = dec_be_max_blocks(&cfg);
 
 	(void)state;
+	/* splits of 32 positions: the 72- and 41-position contexts below are
+	 * merged from 3 and 2 splits */
+	setenv("CRUCIBLE_CUDA_ATT_SPLIT", "32", 1);
 	for (size_t t = 0; t < N_TYPES; t++) {
 		struct tm tm;
 		struct pair p;
@@ -486,6 +489,7 @@ static void test_ops(void **state)
 		pair_close(&p);
 		tm_free(&tm);
 	}
+	unsetenv("CRUCIBLE_CUDA_ATT_SPLIT");
 }
 
 /* ---- whole forwards (dec_graph.c) -------------------------------------- */
