@@ -6,9 +6,18 @@
  * Decode is the best of three runs, bandwidth the best of five passes; then
  * B sequences decoded as one batch (generate --batch), default 8.
  *
- * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,q4_1,q5_1] [--prompt N] [--gen N] [--batch B]
+ * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,...] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape)
  *                     [--device cpu|cuda] [--model M.gguf] [--parity N]
+ *        decode_bench --kernels [--types ...] [--rounds R]
+ *
+ * --types takes any weight type by its ggml name in lower case (f16, bf16,
+ * q8_0, q4_0, q5_0, q4_1, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl,
+ * iq4_xs). --kernels measures one thread's weight bytes per second through
+ * a type's one-row kernel and its eight-row kernel on repacked rows (where
+ * it has one), pass by pass alternated, each pass timed alone (medians of
+ * 50 R passes in cache, a 256 x 1024 matrix, and R out of it, 8192 x 4096;
+ * R default 7): the figures that decide whether a type is repacked.
  * --device cuda: the CUDA backend (decode_bench_cuda.c: prefill, batch-1
  * decode and its share of the memory roofline, batch 16 and 64), on each
  * synthetic type or on --model's file; --parity N also decodes N greedy
@@ -270,14 +279,113 @@ static int bench_type(const struct shape *sh, uint32_t t, int threads, int n_pro
 	return 0;
 }
 
+/* ---- kernels ------------------------------------------------------------ */
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Seconds for one pass over the rows×cols matrix: one row at a time
+ * (x8 NULL) or eight repacked rows at a time; out[] receives the results. */
+static double pass_s(const struct dec_mat *w, const void *x8, const void *act, float *out)
+{
+	double t0 = now_s();
+
+	if (!x8) {
+		dec_vec_dot_t dot = dec_vec_dot_fn(w->type);
+
+		for (int64_t r = 0; r < w->rows; r++)
+			out[r] = dot((const uint8_t *)w->data + (size_t)r * w->row_bytes, act, w->cols);
+	} else {
+		dec_gemv8_fn g8 = dec_vec_gemv8_fn(w->type);
+		size_t gb = dec_x8_group_bytes(w->type, w->cols);
+
+		for (int64_t r = 0; r < w->rows; r += 8)
+			g8((const uint8_t *)x8 + (size_t)(r / 8) * gb, act, w->cols, out + r);
+	}
+	return now_s() - t0;
+}
+
+/* Passes one thread makes over the matrix, one row at a time and eight
+ * repacked rows at a time alternated pass by pass, each pass timed alone:
+ * the medians are robust to the preemptions of a shared machine, as long
+ * as a pass is short beside a time slice. */
+static void bench_kernel(uint32_t t, int64_t rows, int64_t cols, int rounds)
+{
+	struct dec_mat w = make_mat(t, rows, cols);
+	size_t gb = dec_x8_group_bytes(t, cols), bytes = w.row_bytes * (size_t)rows;
+	void *x8 = gb ? malloc(gb * (size_t)(rows / 8)) : NULL;
+	float *x = malloc((size_t)cols * sizeof *x), *o1 = malloc((size_t)rows * sizeof *o1),
+	      *o8 = malloc((size_t)rows * sizeof *o8);
+	void *act = malloc(dec_row_size(DEC_T_Q8_K, cols) + dec_row_size(DEC_T_F32, cols));
+	int n = bytes < (1u << 20) ? 50 * rounds : rounds, same = 1;
+	double *g1 = malloc((size_t)n * sizeof *g1), *g8 = malloc((size_t)n * sizeof *g8);
+
+	if (!x || !o1 || !o8 || !act || !g1 || !g8 || (gb && !x8)) {
+		fprintf(stderr, "decode_bench: out of memory\n");
+		exit(3);
+	}
+	for (int64_t j = 0; j < cols; j++)
+		x[j] = frand();
+	dec_quantize_row(dec_vec_type(t), x, act, cols);
+	for (int64_t g = 0; gb && g < rows / 8; g++)
+		dec_pack_x8(t, (const uint8_t *)w.data + (size_t)g * 8 * w.row_bytes, w.row_bytes, cols,
+			    (uint8_t *)x8 + (size_t)g * gb);
+	pass_s(&w, NULL, act, o1); /* warm */
+	for (int k = 0; k < n; k++) {
+		g1[k] = (double)bytes / pass_s(&w, NULL, act, o1) / 1e9;
+		g8[k] = gb ? (double)bytes / pass_s(&w, x8, act, o8) / 1e9 : 0;
+	}
+	if (gb)
+		same = !memcmp(o1, o8, (size_t)rows * sizeof *o1);
+	printf("%-6s %5lld x %-5lld %7.1f MB  one row %6.2f GB/s", dec_type_name(t), (long long)rows,
+	       (long long)cols, bytes / 1e6, median(g1, n));
+	if (gb)
+		printf("  eight rows %6.2f GB/s (%.2fx)%s", median(g8, n), median(g8, n) / median(g1, n),
+		       same ? "" : "  RESULTS DIFFER");
+	printf("\n");
+	free(x8);
+	free(x);
+	free(o1);
+	free(o8);
+	free(act);
+	free(g1);
+	free(g8);
+}
+
+static const uint32_t bench_types[] = {
+	DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q5_1, DEC_T_Q2_K,
+	DEC_T_Q3_K, DEC_T_Q4_K, DEC_T_Q5_K, DEC_T_Q6_K, DEC_T_IQ4_NL, DEC_T_IQ4_XS,
+};
+
+/* 1 when the comma-separated list names t (lower case) */
+static int listed(const char *list, uint32_t t)
+{
+	char name[16];
+	size_t n = strlen(dec_type_name(t));
+
+	for (size_t i = 0; i <= n && i < sizeof name; i++)
+		name[i] = (char)(dec_type_name(t)[i] >= 'A' && dec_type_name(t)[i] <= 'Z' ? dec_type_name(t)[i] + 32
+											   : dec_type_name(t)[i]);
+	for (const char *p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
 /* --device cuda: --model's file, else each synthetic type */
 static int bench_cuda_all(const struct shape *sh, const char *types, const char *model, int n_prompt, int n_gen,
 			  int parity)
 {
-	static const struct { const char *name; uint32_t t; } ts[] = {
-		{ "f16", DEC_T_F16 }, { "q8_0", DEC_T_Q8_0 }, { "q4_k", DEC_T_Q4_K }, { "q4_1", DEC_T_Q4_1 },
-		{ "q5_1", DEC_T_Q5_1 },
-	};
 	int rc = 0;
 
 	if (model) {
@@ -296,13 +404,13 @@ static int bench_cuda_all(const struct shape *sh, const char *types, const char 
 		dec_model_free(m);
 		return rc;
 	}
-	for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+	for (size_t i = 0; i < sizeof bench_types / sizeof bench_types[0]; i++) {
 		struct dec_model *m;
 
-		if (!strstr(types, ts[i].name))
+		if (!listed(types, bench_types[i]))
 			continue;
-		m = make_model(sh, ts[i].t);
-		rc |= bench_cuda(m, dec_type_name(ts[i].t), n_prompt, n_gen);
+		m = make_model(sh, bench_types[i]);
+		rc |= bench_cuda(m, dec_type_name(bench_types[i]), n_prompt, n_gen);
 		if (!rc && parity)
 			rc |= bench_cuda_parity(m, parity);
 		free_model(m);
@@ -317,11 +425,16 @@ int main(int argc, char **argv)
 	const char *types = "f16,q8_0", *device = "cpu", *model = NULL;
 	int parity = 0;
 	double bw;
+	int kernels = 0, rounds = 7;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		const char *a = argv[i], *v = argv[i + 1];
+	for (int i = 1; i < argc; i += 2) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
 
-		if (!strcmp(a, "--threads")) threads = atoi(v);
+		if (!strcmp(a, "--kernels")) {
+			kernels = 1;
+			i--;
+		} else if (!strcmp(a, "--rounds")) rounds = atoi(v);
+		else if (!strcmp(a, "--threads")) threads = atoi(v);
 		else if (!strcmp(a, "--types")) types = v;
 		else if (!strcmp(a, "--prompt")) n_prompt = atoi(v);
 		else if (!strcmp(a, "--gen")) n_gen = atoi(v);
@@ -342,6 +455,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "decode_bench: bad arguments (dim and hidden must be multiples of 256)\n");
 		return 2;
 	}
+	if (kernels) {
+		if (rounds < 1 || rounds > 64) {
+			fprintf(stderr, "decode_bench: --rounds 1..64\n");
+			return 2;
+		}
+		printf("one thread, kernels %s, medians of passes timed alone (%d rounds)\n", dec_simd_get()->name, rounds);
+		for (size_t k = 0; k < sizeof bench_types / sizeof bench_types[0]; k++)
+			if (listed(types, bench_types[k])) {
+				bench_kernel(bench_types[k], 256, 1024, rounds);
+				bench_kernel(bench_types[k], 8192, 4096, rounds);
+			}
+		return 0;
+	}
 	if (!strcmp(device, "cuda"))
 		return bench_cuda_all(&sh, types, model, n_prompt, n_gen, parity);
 	if (strcmp(device, "cpu") || model) {
@@ -350,15 +476,8 @@ int main(int argc, char **argv)
 	}
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);
-	if (strstr(types, "f16"))
-		rc |= bench_type(&sh, DEC_T_F16, threads, n_prompt, n_gen, bw, batch);
-	if (strstr(types, "q8_0"))
-		rc |= bench_type(&sh, DEC_T_Q8_0, threads, n_prompt, n_gen, bw, batch);
-	if (strstr(types, "q4_k"))
-		rc |= bench_type(&sh, DEC_T_Q4_K, threads, n_prompt, n_gen, bw, batch);
-	if (strstr(types, "q4_1"))
-		rc |= bench_type(&sh, DEC_T_Q4_1, threads, n_prompt, n_gen, bw, batch);
-	if (strstr(types, "q5_1"))
-		rc |= bench_type(&sh, DEC_T_Q5_1, threads, n_prompt, n_gen, bw, batch);
+	for (size_t k = 0; k < sizeof bench_types / sizeof bench_types[0]; k++)
+		if (listed(types, bench_types[k]))
+			rc |= bench_type(&sh, bench_types[k], threads, n_prompt, n_gen, bw, batch);
 	return rc;
 }

@@ -12,7 +12,8 @@
  * Pairs alternate which runs first.
  *
  * usage: engine_bench [--tasks T] [--n N] [--batches 1,8,32] [--max-tokens M]
- *                     [--dim D --layers L --hidden H] [--threads N] [--rounds R] */
+ *                     [--dim D --layers L --hidden H] [--threads N] [--rounds R]
+ *                     [--only static|engine]   (one side, to be timed as a process) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 {
 	struct setup S = { .n_tasks = 4, .n = 16, .max_tokens = 256, .threads = 0, .n_prompt = 48 };
 	struct tiny_spec spec;
-	const char *batches = "1,8,32";
+	const char *batches = "1,8,32", *only = NULL;
 	int rounds = 2;
 	char path[256], load[128] = "";
 	struct cr_err e;
@@ -165,6 +166,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--hidden")) spec.hidden = atoi(v);
 		else if (!strcmp(a, "--threads")) S.threads = atoi(v);
 		else if (!strcmp(a, "--rounds")) rounds = atoi(v);
+		else if (!strcmp(a, "--only")) only = v; /* "static" or "engine": one side, for farm-bench */
 		else {
 			fprintf(stderr, "engine_bench: unknown option %s\n", a);
 			return 2;
@@ -199,6 +201,19 @@ int main(int argc, char **argv)
 	printf("engine_bench: %.1fM params Q8_0 (dim %d, %d layers), %d tasks x %d samples, prompt %d, "
 	       "max %d tokens, stops at q z Q Z x J; load %s\n", dec_model_n_params(S.m) / 1e6, spec.dim,
 	       spec.n_layers, S.n_tasks, S.n, S.n_prompt, S.max_tokens, load);
+	if (only) { /* one side once per batch size: a process to time from outside */
+		for (const char *b = batches; *b;) {
+			double t = 0;
+			long longest = 0, n;
+			struct dec_engine_stats st;
+
+			n = strcmp(only, "static") ? run_engine(&S, atoi(b), &t, &st) : run_static(&S, atoi(b), &t, &longest);
+			printf("%s batch %d: %ld tokens in %.3fs (%.1f/s)\n", only, atoi(b), n, t, n / t);
+			b = strchr(b, ',');
+			b = b ? b + 1 : "";
+		}
+		return 0;
+	}
 	printf("%6s %5s %10s %10s %8s %10s %8s\n", "batch", "round", "static/s", "engine/s", "ratio", "tokens",
 	       "longest");
 	for (const char *b = batches; *b;) {

@@ -227,7 +227,7 @@ static enum cr_status get_mat(struct loader *L, const char *name, int64_t rows, 
 	if (!dec_type_supported(t->type))
 		return cr_errf(L->err, CR_EINPUT,
 			       "%s: tensor '%s' has type %s, which the decoder does not support "
-			       "(F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)",
+			       "(" DEC_TYPES_SUPPORTED ")",
 			       L->g->path, name, dec_type_name(t->type));
 	out->data = t->data;
 	out->type = t->type;
@@ -250,7 +250,7 @@ static enum cr_status get_vec(struct loader *L, const char *name, int64_t n, int
 		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has %llu elements, expected %lld",
 			       L->g->path, name, (unsigned long long)t->ne[0], (long long)n);
 	if (!dec_type_supported(t->type))
-		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has unsupported type %s",
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has unsupported type %s (" DEC_TYPES_SUPPORTED ")",
 			       L->g->path, name, dec_type_name(t->type));
 	dec_dequant_row(t->type, t->data, L->vec_next, n);
 	*out = L->vec_next;
@@ -286,7 +286,8 @@ static enum cr_status get_expert_mats(struct loader *L, const char *name, int64_
 			       name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
 			       (unsigned long long)t->ne[2], (long long)cols, (long long)rows, ne);
 	if (!dec_type_supported(t->type))
-		return cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' has type %s, which the decoder does not support",
+		return cr_errf(L->err, CR_EINPUT,
+			       "%s: tensor '%s' has type %s, which the decoder does not support (" DEC_TYPES_SUPPORTED ")",
 			       L->g->path, name, dec_type_name(t->type));
 	rb = dec_row_size(t->type, cols);
 	for (int e = 0; e < ne; e++)

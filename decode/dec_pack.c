@@ -18,6 +18,11 @@ size_t dec_x8_group_bytes(uint32_t t, int64_t n)
 	case DEC_T_Q5_1: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q5_1_x8);
 	case DEC_T_Q4_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q4_k_x8);
 	case DEC_T_Q6_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q6_k_x8);
+	case DEC_T_Q2_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q2_k_x8);
+	case DEC_T_Q3_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q3_k_x8);
+	case DEC_T_Q5_K: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_q5_k_x8);
+	case DEC_T_IQ4_NL: return (size_t)(n / DEC_QK) * sizeof(struct dec_block_q4_0_x8);
+	case DEC_T_IQ4_XS: return (size_t)(n / DEC_QK_K) * sizeof(struct dec_block_iq4_xs_x8);
 	}
 	return 0;
 }
@@ -38,6 +43,16 @@ void dec_pack_x8(uint32_t t, const void *rows, size_t row_bytes, int64_t n, void
 		dec_pack_q4_k_x8(rows, row_bytes, n, dst);
 	else if (t == DEC_T_Q6_K)
 		dec_pack_q6_k_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_Q2_K)
+		dec_pack_q2_k_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_Q3_K)
+		dec_pack_q3_k_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_Q5_K)
+		dec_pack_q5_k_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_IQ4_NL)
+		dec_pack_iq4_nl_x8(rows, row_bytes, n, dst);
+	else if (t == DEC_T_IQ4_XS)
+		dec_pack_iq4_xs_x8(rows, row_bytes, n, dst);
 }
 
 dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t)
@@ -52,6 +67,11 @@ dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t)
 	case DEC_T_Q5_1: return s->gemv8_q5_1;
 	case DEC_T_Q4_K: return s->gemv8_q4_k;
 	case DEC_T_Q6_K: return s->gemv8_q6_k;
+	case DEC_T_Q2_K: return s->gemv8_q2_k;
+	case DEC_T_Q3_K: return s->gemv8_q3_k;
+	case DEC_T_Q5_K: return s->gemv8_q5_k;
+	case DEC_T_IQ4_NL: return s->gemv8_iq4_nl;
+	case DEC_T_IQ4_XS: return s->gemv8_iq4_xs;
 	}
 	return NULL;
 }

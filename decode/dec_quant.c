@@ -30,6 +30,20 @@ int dec_type_info(uint32_t t, size_t *blck, size_t *tsize)
 	case DEC_T_Q5_K: b = 256; s = 176; break;
 	case DEC_T_Q6_K: b = 256; s = 210; break;
 	case DEC_T_Q8_K: b = 256; s = 292; break;
+	case DEC_T_IQ4_NL: b = 32; s = 18; break;
+	case DEC_T_IQ4_XS: b = 256; s = 136; break;
+	/* known to ggml, not decoded: sized so that a file holding them parses
+	 * and the loader can name the type of a tensor it refuses */
+	case DEC_T_IQ2_XXS: b = 256; s = 66; break;
+	case DEC_T_IQ2_XS: b = 256; s = 74; break;
+	case DEC_T_IQ2_S: b = 256; s = 82; break;
+	case DEC_T_IQ3_XXS: b = 256; s = 98; break;
+	case DEC_T_IQ3_S: b = 256; s = 110; break;
+	case DEC_T_IQ1_S: b = 256; s = 50; break;
+	case DEC_T_IQ1_M: b = 256; s = 56; break;
+	case DEC_T_TQ1_0: b = 256; s = 54; break;
+	case DEC_T_TQ2_0: b = 256; s = 66; break;
+	case DEC_T_MXFP4: b = 32; s = 17; break;
 	default: return 0;
 	}
 	if (blck)
@@ -57,6 +71,18 @@ const char *dec_type_name(uint32_t t)
 	case DEC_T_Q5_K: return "Q5_K";
 	case DEC_T_Q6_K: return "Q6_K";
 	case DEC_T_Q8_K: return "Q8_K";
+	case DEC_T_IQ4_NL: return "IQ4_NL";
+	case DEC_T_IQ4_XS: return "IQ4_XS";
+	case DEC_T_IQ2_XXS: return "IQ2_XXS";
+	case DEC_T_IQ2_XS: return "IQ2_XS";
+	case DEC_T_IQ2_S: return "IQ2_S";
+	case DEC_T_IQ3_XXS: return "IQ3_XXS";
+	case DEC_T_IQ3_S: return "IQ3_S";
+	case DEC_T_IQ1_S: return "IQ1_S";
+	case DEC_T_IQ1_M: return "IQ1_M";
+	case DEC_T_TQ1_0: return "TQ1_0";
+	case DEC_T_TQ2_0: return "TQ2_0";
+	case DEC_T_MXFP4: return "MXFP4";
 	case DEC_T_I8: return "I8";
 	case DEC_T_I16: return "I16";
 	case DEC_T_I32: return "I32";
@@ -72,7 +98,8 @@ int dec_type_supported(uint32_t t)
 	switch (t) {
 	case DEC_T_F32: case DEC_T_F16: case DEC_T_BF16: case DEC_T_Q8_0:
 	case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_Q4_K: case DEC_T_Q6_K:
-	case DEC_T_Q4_1: case DEC_T_Q5_1:
+	case DEC_T_Q4_1: case DEC_T_Q5_1: case DEC_T_Q2_K: case DEC_T_Q3_K:
+	case DEC_T_Q5_K: case DEC_T_IQ4_NL: case DEC_T_IQ4_XS:
 		return 1;
 	}
 	return 0;
@@ -346,7 +373,8 @@ void dec_dequant_row(uint32_t t, const void *src, float *y, int64_t n)
 		break;
 	}
 	default:
-		memset(y, 0, (size_t)n * 4); /* unsupported: callers check dec_type_supported */
+		if (!dec_dequant_row_k(t, src, y, n))
+			memset(y, 0, (size_t)n * 4); /* unsupported: callers check dec_type_supported */
 	}
 }
 
@@ -647,7 +675,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 	case DEC_T_Q4_K: quant_q4_k(x, dst, n / DEC_QK_K); return 1;
 	case DEC_T_Q6_K: quant_q6_k(x, dst, n / DEC_QK_K); return 1;
 	}
-	return 0;
+	return dec_quantize_row_k(t, x, dst, n);
 }
 
 /* ---- dot products (portable) ------------------------------------------ */
@@ -657,9 +685,11 @@ uint32_t dec_vec_type(uint32_t t)
 	switch (t) {
 	case DEC_T_F16: return DEC_T_F16R;
 	case DEC_T_BF16: return DEC_T_BF16;
-	case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_Q8_0: return DEC_T_Q8_0;
+	case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_Q8_0: case DEC_T_IQ4_NL: return DEC_T_Q8_0;
 	case DEC_T_Q4_1: case DEC_T_Q5_1: return DEC_T_Q8_1;
-	case DEC_T_Q4_K: case DEC_T_Q6_K: return DEC_T_Q8_K;
+	case DEC_T_Q2_K: case DEC_T_Q3_K: case DEC_T_Q4_K: case DEC_T_Q5_K: case DEC_T_Q6_K:
+	case DEC_T_IQ4_XS:
+		return DEC_T_Q8_K;
 	default: return DEC_T_F32;
 	}
 }
@@ -884,6 +914,11 @@ dec_vec_dot_t dec_vec_dot_fn(uint32_t t)
 	case DEC_T_Q5_1: return s->dot_q5_1;
 	case DEC_T_Q4_K: return s->dot_q4_k;
 	case DEC_T_Q6_K: return s->dot_q6_k;
+	case DEC_T_Q2_K: return s->dot_q2_k;
+	case DEC_T_Q3_K: return s->dot_q3_k;
+	case DEC_T_Q5_K: return s->dot_q5_k;
+	case DEC_T_IQ4_NL: return s->dot_iq4_nl;
+	case DEC_T_IQ4_XS: return s->dot_iq4_xs;
 	}
 	return dot_none;
 }

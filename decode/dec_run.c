@@ -254,7 +254,8 @@ void dec_gen_out_release(struct dec_gen_out *o)
 }
 
 const char dec_opts_help[] =
-	"  --model FILE         GGUF model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3; F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_1 Q5_1 Q4_K Q6_K)\n"
+	"  --model FILE         GGUF model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3; F32 F16 BF16 Q8_0\n"
+	"                       Q4_0 Q5_0 Q4_1 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS)\n"
 	"  --max-tokens N       tokens to generate at most\n"
 	"  --temperature T      0 = greedy\n"
 	"  --top-k K            keep the K most likely tokens (0 = off)\n"

@@ -22,6 +22,11 @@ static const struct dec_simd generic = {
 	dec_gemv8_q6_k_generic, dec_gemv8_q4_0_generic, dec_gemv8_q5_0_generic,
 	dec_quant_q8_k_generic, dec_quant_f16r_generic, dec_dot_q4_1_generic, dec_dot_q5_1_generic,
 	dec_gemv8_q4_1_generic, dec_gemv8_q5_1_generic,
+	.dot_q2_k = dec_dot_q2_k_generic, .dot_q3_k = dec_dot_q3_k_generic, .dot_q5_k = dec_dot_q5_k_generic,
+	.dot_iq4_xs = dec_dot_iq4_xs_generic, .dot_iq4_nl = dec_dot_iq4_nl_generic,
+	.gemv8_q2_k = dec_gemv8_q2_k_generic, .gemv8_q3_k = dec_gemv8_q3_k_generic,
+	.gemv8_q5_k = dec_gemv8_q5_k_generic, .gemv8_iq4_xs = dec_gemv8_iq4_xs_generic,
+	.gemv8_iq4_nl = dec_gemv8_iq4_nl_generic,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -466,6 +471,11 @@ static const struct dec_simd avx2 = {
 	dec_dot4_f16_avx2, dec_gemv8_q4_k_avx2, dec_gemv8_q8_0_avx2,
 	dec_gemv8_q6_k_avx2, dec_gemv8_q4_0_avx2, dec_gemv8_q5_0_avx2, quant_q8_k, quant_f16r,
 	dot_q4_1, dot_q5_1, dec_gemv8_q4_1_avx2, dec_gemv8_q5_1_avx2,
+	.dot_q2_k = dec_dot_q2_k_avx2, .dot_q3_k = dec_dot_q3_k_avx2, .dot_q5_k = dec_dot_q5_k_avx2,
+	.dot_iq4_xs = dec_dot_iq4_xs_avx2, .dot_iq4_nl = dec_dot_iq4_nl_avx2,
+	.gemv8_q2_k = dec_gemv8_q2_k_avx2, .gemv8_q3_k = dec_gemv8_q3_k_avx2,
+	.gemv8_q5_k = dec_gemv8_q5_k_avx2, .gemv8_iq4_xs = dec_gemv8_iq4_xs_avx2,
+	.gemv8_iq4_nl = dec_gemv8_iq4_nl_avx2,
 };
 
 const struct dec_simd *dec_simd_avx2(void)

@@ -53,6 +53,9 @@ struct dec_simd {
 	void (*quant_f16r)(const float *x, float *y, int64_t n);
 	dec_dot_fn dot_q4_1, dot_q5_1;         /* q4_1 / q5_1 · q8_1 (no four-token kernels) */
 	dec_gemv8_fn gemv8_q4_1, gemv8_q5_1;   /* (repacked) · q8_1 */
+	dec_dot_fn dot_q2_k, dot_q3_k, dot_q5_k, dot_iq4_xs; /* · q8_K */
+	dec_dot_fn dot_iq4_nl;                               /* · q8_0 */
+	dec_gemv8_fn gemv8_q2_k, gemv8_q3_k, gemv8_q5_k, gemv8_iq4_xs, gemv8_iq4_nl; /* (repacked) */
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -75,6 +78,11 @@ float dec_dot_q4_1_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q5_1_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q4_k_generic(const void *x, const void *y, int64_t n);
 float dec_dot_q6_k_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q2_k_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q3_k_generic(const void *x, const void *y, int64_t n);
+float dec_dot_q5_k_generic(const void *x, const void *y, int64_t n);
+float dec_dot_iq4_nl_generic(const void *x, const void *y, int64_t n);
+float dec_dot_iq4_xs_generic(const void *x, const void *y, int64_t n);
 void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
 void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
 			    float scale, float *sc);

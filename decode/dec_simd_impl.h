@@ -22,6 +22,18 @@ void dec_gemv8_q4_0_avx2(const void *x8, const void *act, int64_t n, float *out)
 void dec_gemv8_q5_0_avx2(const void *x8, const void *act, int64_t n, float *out);
 void dec_gemv8_q4_1_avx2(const void *x8, const void *act, int64_t n, float *out);
 void dec_gemv8_q5_1_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q2_k_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q3_k_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_q5_k_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_iq4_nl_avx2(const void *x8, const void *act, int64_t n, float *out);
+void dec_gemv8_iq4_xs_avx2(const void *x8, const void *act, int64_t n, float *out);
+
+/* dec_simd_k.c: the low-bit types, one row */
+float dec_dot_q2_k_avx2(const void *x, const void *act, int64_t n);
+float dec_dot_q3_k_avx2(const void *x, const void *act, int64_t n);
+float dec_dot_q5_k_avx2(const void *x, const void *act, int64_t n);
+float dec_dot_iq4_nl_avx2(const void *x, const void *act, int64_t n);
+float dec_dot_iq4_xs_avx2(const void *x, const void *act, int64_t n);
 
 /* dec_simd_x4.c */
 void dec_dot4_q8_0_avx2(const void *x, const void *act, size_t stride, int64_t n, float *out);

@@ -7,7 +7,8 @@
  *
  * Each output is bit for bit what the portable one-row kernel gives (the
  * integer sums are exact, the float operations per row are the same and in
- * the same order); tests/decode/test_quant.c compares them exactly. */
+ * the same order); tests/decode/test_quant.c and test_quant_k.c (the
+ * low-bit types, after the others in this file) compare them exactly. */
 #include "decode/dec_simd.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_simd_impl.h"
@@ -327,6 +328,234 @@ AVX2 void dec_gemv8_q6_k_avx2(const void *vx, const void *vy, int64_t n, float *
 			bias = _mm256_add_epi32(bias, _mm256_madd_epi16(sp, _mm256_set1_epi32(bp)));
 		}
 		sum = step_d(sum, x[i].d, y[i].d, _mm256_sub_epi32(isum, _mm256_slli_epi32(bias, 5)));
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
+/* ---- the low-bit types (dec_pack_k.c's layouts) -------------------------- */
+
+/* Signed bytes w (codebook values) times 4 activation bytes broadcast to
+ * every lane: maddubs(|a|, w with a's sign), so |a| is shared by the 8 rows
+ * and -128 activations are exact (|w| <= 127: at most 2 · 128 · 127 a pair). */
+AVX2 static inline __m256i sdot4b(__m256i w, const int8_t *a)
+{
+	int32_t v;
+	__m256i av;
+
+	memcpy(&v, a, 4);
+	av = _mm256_set1_epi32(v);
+	return _mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(w, av));
+}
+
+AVX2 static inline __m256i iq4_lut(void)
+{
+	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)dec_iq4nl_values));
+}
+
+/* The eight rows' signed byte scales s[0..8) in both 16-bit halves of their lanes. */
+AVX2 static inline __m256i scale8_s(const int8_t *s)
+{
+	__m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)s));
+
+	return _mm256_blend_epi16(v, _mm256_slli_epi32(v, 16), 0xAA);
+}
+
+AVX2 static inline __m256i scale8_u(__m256i v) /* v: 8 lanes of 0..255 */
+{
+	return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+
+/* sum over sub-block pairs p of (s[2p][row], s[2p+1][row]) · (bsums[2p], bsums[2p+1]),
+ * s as 16 rows of 8 signed bytes (Q3_K's scales) */
+AVX2 static inline __m256i pair_sums_s(const int8_t (*s)[8], const int16_t *bsums)
+{
+	__m256i acc = _mm256_setzero_si256();
+
+	for (int p = 0; p < 8; p++) {
+		__m128i s2 = _mm_loadu_si128((const __m128i *)s[2 * p]);
+		__m256i sp = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s2, _mm_srli_si128(s2, 8)));
+		int32_t bp;
+
+		memcpy(&bp, bsums + 2 * p, 4);
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(sp, _mm256_set1_epi32(bp)));
+	}
+	return acc;
+}
+
+/* sum += d_act * (d * isum - dmin * msum) for the 8 rows (Q2_K, Q5_K). */
+AVX2 static inline __m256 step_dmin(__m256 sum, const uint16_t *d, const uint16_t *dmin, float dy, __m256i isum,
+				    __m256i msum)
+{
+	__m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
+	__m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dmin));
+	__m256 t = _mm256_sub_ps(_mm256_mul_ps(dx, _mm256_cvtepi32_ps(isum)), _mm256_mul_ps(dm, _mm256_cvtepi32_ps(msum)));
+
+	return _mm256_add_ps(sum, _mm256_mul_ps(_mm256_set1_ps(dy), t));
+}
+
+AVX2 void dec_gemv8_iq4_nl_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q4_0_x8 *x = vx;
+	const struct dec_block_q8_0 *y = vy;
+	const __m256i lut = iq4_lut();
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		__m256i acc = _mm256_setzero_si256();
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		for (int g = 0; g < 4; g++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)x[i].qs[g]);
+
+			acc = _mm256_add_epi32(acc, widen(sdot4b(_mm256_shuffle_epi8(lut, lo4(v)), y[i].qs + 8 * g)));
+			acc = _mm256_add_epi32(acc, widen(sdot4b(_mm256_shuffle_epi8(lut, hi4(v)), y[i].qs + 8 * g + 4)));
+		}
+		sum = step_d(sum, x[i].d, _cvtsh_ss(y[i].d), acc);
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
+/* Per block of 32: the pair sums times the row's scale (|s| <= 32). */
+AVX2 void dec_gemv8_iq4_xs_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_iq4_xs_x8 *x = vx;
+	const struct dec_block_q8_K *y = vy;
+	const __m256i lut = iq4_lut();
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i isum = _mm256_setzero_si256();
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		for (int j = 0; j < 8; j++) {
+			__m256i sc = scale8_s(x[i].sc[j]);
+
+			for (int g = 0; g < 4; g++) {
+				__m256i v = _mm256_loadu_si256((const __m256i *)x[i].qs[j][g]);
+				const int8_t *a = y[i].qs + 32 * j + 8 * g;
+
+				isum = _mm256_add_epi32(isum, _mm256_madd_epi16(sdot4b(_mm256_shuffle_epi8(lut, lo4(v)), a), sc));
+				isum = _mm256_add_epi32(isum, _mm256_madd_epi16(sdot4b(_mm256_shuffle_epi8(lut, hi4(v)), a + 4), sc));
+			}
+		}
+		sum = step_d(sum, x[i].d, y[i].d, isum);
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
+/* Bit `from` of every byte at bit 4 (0x10), the others cleared: a 16-bit
+ * shift by at most 4 keeps bit 4 of a byte within its byte. */
+AVX2 static inline __m256i bit_to4(__m256i v, int from)
+{
+	__m256i s = from < 4 ? _mm256_slli_epi16(v, 4 - from) : _mm256_srli_epi16(v, from - 4);
+
+	return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
+}
+
+/* Group g of a Q5_K sub-block: 4 + 4 values a row times the activation. */
+AVX2 static inline __m256i q5k_group(const void *qs, __m256i qh, const int8_t *a, int g)
+{
+	__m256i q = _mm256_loadu_si256((const __m256i *)qs);
+
+	return _mm256_add_epi16(dot4b(_mm256_or_si256(lo4(q), bit_to4(qh, 2 * g)), a + 8 * g),
+				dot4b(_mm256_or_si256(hi4(q), bit_to4(qh, 2 * g + 1)), a + 8 * g + 4));
+}
+
+/* As dec_gemv8_q4_k_avx2 with the 5th bits (of group g: bits 2g, 2g+1 of
+ * each byte of qh): two 16-bit sums a sub-block (2 groups, at most
+ * 4 · 2 · 31 · 128). */
+AVX2 void dec_gemv8_q5_k_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q5_k_x8 *x = vx;
+	const struct dec_block_q8_K *y = vy;
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i isum = _mm256_setzero_si256(), msum = _mm256_setzero_si256();
+		__m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[i].bsums),
+					    _mm_loadu_si128((const __m128i *)(y[i].bsums + 8)));
+		int32_t pair[4];
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		for (int s = 0; s < 8; s++) {
+			__m256i qh = _mm256_loadu_si256((const __m256i *)x[i].qh[s]), a16[2];
+			__m256i sc = scale8_u(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x[i].sc[s])));
+			const int8_t *a = y[i].qs + 32 * s;
+
+			/* the groups written out: the shifts must be immediates */
+			a16[0] = _mm256_add_epi16(q5k_group(x[i].qs[s][0], qh, a, 0), q5k_group(x[i].qs[s][1], qh, a, 1));
+			a16[1] = _mm256_add_epi16(q5k_group(x[i].qs[s][2], qh, a, 2), q5k_group(x[i].qs[s][3], qh, a, 3));
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(a16[0], sc));
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(a16[1], sc));
+		}
+		_mm_storeu_si128((__m128i *)pair, bs);
+		for (int p = 0; p < 4; p++) {
+			__m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x[i].mn[p]));
+
+			msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, _mm256_set1_epi32(pair[p])));
+		}
+		sum = step_dmin(sum, x[i].d, x[i].dmin, y[i].d, isum, msum);
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
+/* Nibbles q + 4 (0..7), 16-bit sums a sub-block (at most 4 · 2 · 7 · 128),
+ * times the signed scale; minus 4 · scale · block sum. */
+AVX2 void dec_gemv8_q3_k_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q3_k_x8 *x = vx;
+	const struct dec_block_q8_K *y = vy;
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i isum = _mm256_setzero_si256(), bias;
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		for (int s = 0; s < 16; s++) {
+			__m256i a16 = nib8(_mm256_setzero_si256(), x[i].qs[s][0], y[i].qs + 16 * s);
+
+			a16 = nib8(a16, x[i].qs[s][1], y[i].qs + 16 * s + 8);
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(a16, scale8_s(x[i].sc[s])));
+		}
+		bias = pair_sums_s(x[i].sc, y[i].bsums);
+		sum = step_d(sum, x[i].d, y[i].d, _mm256_sub_epi32(isum, _mm256_slli_epi32(bias, 2)));
+	}
+	_mm256_storeu_ps(out, sum);
+}
+
+/* 2-bit quants, 16-bit sums a sub-block (at most 4 · 2 · 3 · 128), times
+ * the 4-bit scale; the 4-bit mins against the activation block sums. */
+AVX2 void dec_gemv8_q2_k_avx2(const void *vx, const void *vy, int64_t n, float *out)
+{
+	const struct dec_block_q2_k_x8 *x = vx;
+	const struct dec_block_q8_K *y = vy;
+	const __m256i m2 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi32(0xF);
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i isum = _mm256_setzero_si256(), msum = _mm256_setzero_si256();
+
+		prefetch_ahead(&x[i], sizeof x[i]);
+		for (int s = 0; s < 16; s++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)x[i].qs[s]);
+			const int8_t *a = y[i].qs + 16 * s;
+			__m256i a16 = _mm256_add_epi16(dot4b(_mm256_and_si256(v, m2), a),
+						       dot4b(_mm256_and_si256(_mm256_srli_epi16(v, 2), m2), a + 4));
+			__m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x[i].sm[s]));
+
+			a16 = _mm256_add_epi16(a16, dot4b(_mm256_and_si256(_mm256_srli_epi16(v, 4), m2), a + 8));
+			a16 = _mm256_add_epi16(a16, dot4b(_mm256_and_si256(_mm256_srli_epi16(v, 6), m2), a + 12));
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(a16, scale8_u(_mm256_and_si256(sc, m4))));
+		}
+		for (int p = 0; p < 8; p++) {
+			__m128i s2 = _mm_loadu_si128((const __m128i *)x[i].sm[2 * p]);
+			__m256i mn = _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s2, _mm_srli_si128(s2, 8))), 4);
+			int32_t bp;
+
+			memcpy(&bp, y[i].bsums + 2 * p, 4);
+			msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, _mm256_set1_epi32(bp)));
+		}
+		sum = step_dmin(sum, x[i].d, x[i].dmin, y[i].d, isum, msum);
 	}
 	_mm256_storeu_ps(out, sum);
 }

@@ -1,6 +1,6 @@
 /* test_forward.c — models and the forward pass: for every architecture
  * (llama, qwen2, qwen3) and weight type (F32, F16, BF16, Q8_0, Q4_0, Q5_0,
- * Q4_1, Q5_1, Q4_K, Q6_K), the optimised forward (blocks, threads, encoded
+ * Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), the optimised forward (blocks, threads, encoded
  * activations) against the double-precision reference; each quantized file
  * against its F32 twin (the same weights before quantization); incremental decode with the KV
  * cache against a full prefill; tied embeddings; loader errors. */
@@ -21,7 +21,7 @@
 
 static const uint32_t types[] = {
 	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K,
-	DEC_T_Q4_1, DEC_T_Q5_1,
+	DEC_T_Q4_1, DEC_T_Q5_1, DEC_T_Q2_K, DEC_T_Q3_K, DEC_T_Q5_K, DEC_T_IQ4_NL, DEC_T_IQ4_XS,
 };
 static const char *const archs[] = { "llama", "qwen2", "qwen3", "phi3", "qwen3moe", "gemma3" };
 #define N_TOK 11
@@ -182,6 +182,27 @@ static void test_f32_twin(void **state)
 			fail_msg("%s: vs the F32 twin Q4_1 %g (Q4_0 %g), Q5_1 %g (Q5_0 %g)", archs[a], q41, q40,
 				 q51, q50);
 		assert_true(q41 > 0 && q51 > 0);
+	}
+}
+
+/* The low-bit types against their F32 twins: each K type between its
+ * neighbours in bits (round-to-nearest quantizers: Q2_K > Q3_K > Q4_K >
+ * Q5_K > Q6_K), the IQ4 types (4 bits, a non-linear codebook) no worse than
+ * 1.25 × Q4_0. */
+static void test_f32_twin_k(void **state)
+{
+	(void)state;
+	for (size_t a = 0; a < 3; a++) {
+		double q2 = twin_err(archs[a], DEC_T_Q2_K), q3 = twin_err(archs[a], DEC_T_Q3_K);
+		double q4 = twin_err(archs[a], DEC_T_Q4_K), q5 = twin_err(archs[a], DEC_T_Q5_K);
+		double q6 = twin_err(archs[a], DEC_T_Q6_K), q40 = twin_err(archs[a], DEC_T_Q4_0);
+		double nl = twin_err(archs[a], DEC_T_IQ4_NL), xs = twin_err(archs[a], DEC_T_IQ4_XS);
+
+		if (!(q2 > q3 && q3 > q4 && q4 > q5 && q5 > q6))
+			fail_msg("%s: vs the F32 twin Q2_K %g Q3_K %g Q4_K %g Q5_K %g Q6_K %g: not in order of bits",
+				 archs[a], q2, q3, q4, q5, q6);
+		if (nl > 1.25 * q40 || xs > 1.25 * q40)
+			fail_msg("%s: vs the F32 twin IQ4_NL %g IQ4_XS %g (Q4_0 %g)", archs[a], nl, xs, q40);
 	}
 }
 
@@ -411,17 +432,49 @@ static void test_load_errors(void **state)
 	gw_free(w);
 }
 
+/* A ggml type the decoder does not run (IQ2_XXS, 66 bytes a 256 values) in
+ * a needed matrix: the file parses, and the loader names the tensor and
+ * the type. */
+static void test_unsupported_type(void **state)
+{
+	struct gw *w = gw_new();
+	size_t n;
+	uint8_t *p, q[4 * 66] = { 0 };
+	struct dec_gguf *g;
+	struct dec_model *m;
+	struct cr_err e;
+	uint64_t ne[2] = { 256, 4 };
+
+	(void)state;
+	gw_kv_str(w, "general.architecture", "llama");
+	gw_kv_u32(w, "llama.embedding_length", 256);
+	gw_kv_u32(w, "llama.block_count", 1);
+	gw_kv_u32(w, "llama.feed_forward_length", 512);
+	gw_kv_u32(w, "llama.attention.head_count", 4);
+	gw_tensor(w, "token_embd.weight", 2, ne, DEC_T_IQ2_XXS, q, sizeof q);
+	p = gw_finish(w, &n);
+	cr_err_init(&e);
+	assert_int_equal(dec_gguf_from_buffer(p, n, "iq2.gguf", &g, &e), CR_OK);
+	assert_int_equal(dec_model_load(g, &m, &e), CR_EINPUT);
+	if (!strstr(e.msg, "token_embd.weight") || !strstr(e.msg, "IQ2_XXS") || !strstr(e.msg, "IQ4_XS"))
+		fail_msg("message: %s", e.msg);
+	free(p);
+	gw_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_unsupported_type),
 		cmocka_unit_test(test_tied_and_rope_freqs),
 		cmocka_unit_test(test_kv_cache),
 		cmocka_unit_test(test_batch_seqs),
 		cmocka_unit_test(test_all),
 		cmocka_unit_test(test_f32_twin),
+		cmocka_unit_test(test_f32_twin_k),
 	};
 
 	return cmocka_run_group_tests_name("decode_forward", tests, NULL, NULL);

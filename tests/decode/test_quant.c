@@ -861,7 +861,7 @@ static void test_type_table(void **st)
 	assert_true(dec_type_supported(DEC_T_Q4_1) && dec_type_supported(DEC_T_Q5_1));
 	assert_int_equal(dec_vec_type(DEC_T_Q4_1), DEC_T_Q8_1);
 	assert_int_equal(dec_vec_type(DEC_T_Q5_1), DEC_T_Q8_1);
-	assert_false(dec_type_supported(DEC_T_Q5_K));
+	assert_false(dec_type_supported(DEC_T_IQ2_XXS));
 	assert_int_equal(dec_row_size(DEC_T_Q8_0, 64), 68);
 }
 
