@@ -821,6 +821,20 @@ static void test_errors(void **state)
 		}
 	}
 
+	/* a weight type the CPU reads but the kernels do not: refused, naming the tensor */
+	{
+		struct tm t5;
+
+		tm_load(&t5, "llama", DEC_T_Q5_K, 0);
+		cr_err_init(&e);
+		assert_int_equal(dec_be_cuda_open(t5.m, &cfg, &be, &e), CR_EENV);
+		print_message("  unsupported type: %s\n", e.msg);
+		assert_non_null(strstr(e.msg, "Q5_K"));
+		assert_non_null(strstr(e.msg, ".weight"));
+		assert_null(be);
+		tm_free(&t5);
+	}
+
 	/* bad steps */
 	be = open_be(tm.m, &cfg, 1);
 	memset(&sb, 0, sizeof sb);
