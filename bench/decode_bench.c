@@ -8,6 +8,7 @@
  *
  * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,...] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape)
+ *                     [--device cpu|cuda] [--model M.gguf] [--parity N]
  *        decode_bench --kernels [--types ...] [--rounds R]
  *
  * --types takes any weight type by its ggml name in lower case (f16, bf16,
@@ -16,7 +17,11 @@
  * a type's one-row kernel and its eight-row kernel on repacked rows (where
  * it has one), pass by pass alternated, each pass timed alone (medians of
  * 50 R passes in cache, a 256 x 1024 matrix, and R out of it, 8192 x 4096;
- * R default 7): the figures that decide whether a type is repacked. */
+ * R default 7): the figures that decide whether a type is repacked.
+ * --device cuda: the CUDA backend (decode_bench_cuda.c: prefill, batch-1
+ * decode and its share of the memory roofline, batch 16 and 64), on each
+ * synthetic type or on --model's file; --parity N also decodes N greedy
+ * steps on both backends and compares them. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +33,7 @@
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_simd.h"
+#include "bench/decode_bench.h"
 
 struct shape {
 	int dim, layers, heads, kv_heads, hidden, vocab;
@@ -376,11 +382,48 @@ static int listed(const char *list, uint32_t t)
 	return 0;
 }
 
+/* --device cuda: --model's file, else each synthetic type */
+static int bench_cuda_all(const struct shape *sh, const char *types, const char *model, int n_prompt, int n_gen,
+			  int parity)
+{
+	int rc = 0;
+
+	if (model) {
+		struct dec_model *m;
+		struct cr_err err;
+		const char *base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+
+		cr_err_init(&err);
+		if (dec_model_open(model, &m, &err)) {
+			fprintf(stderr, "decode_bench: %s\n", err.msg);
+			return 2;
+		}
+		rc = bench_cuda(m, base, n_prompt, n_gen);
+		if (!rc && parity)
+			rc = bench_cuda_parity(m, parity);
+		dec_model_free(m);
+		return rc;
+	}
+	for (size_t i = 0; i < sizeof bench_types / sizeof bench_types[0]; i++) {
+		struct dec_model *m;
+
+		if (!listed(types, bench_types[i]))
+			continue;
+		m = make_model(sh, bench_types[i]);
+		rc |= bench_cuda(m, dec_type_name(bench_types[i]), n_prompt, n_gen);
+		if (!rc && parity)
+			rc |= bench_cuda_parity(m, parity);
+		free_model(m);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct shape sh = { 1024, 16, 16, 4, 2816, 32000 };
 	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, batch = 8, rc = 0;
-	const char *types = "f16,q8_0";
+	const char *types = "f16,q8_0", *device = "cpu", *model = NULL;
+	int parity = 0;
 	double bw;
 	int kernels = 0, rounds = 7;
 
@@ -400,6 +443,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--layers")) sh.layers = atoi(v);
 		else if (!strcmp(a, "--hidden")) sh.hidden = atoi(v);
 		else if (!strcmp(a, "--vocab")) sh.vocab = atoi(v);
+		else if (!strcmp(a, "--device")) device = v;
+		else if (!strcmp(a, "--model")) model = v;
+		else if (!strcmp(a, "--parity")) parity = atoi(v);
 		else {
 			fprintf(stderr, "decode_bench: unknown option %s\n", a);
 			return 2;
@@ -421,6 +467,12 @@ int main(int argc, char **argv)
 				bench_kernel(bench_types[k], 8192, 4096, rounds);
 			}
 		return 0;
+	}
+	if (!strcmp(device, "cuda"))
+		return bench_cuda_all(&sh, types, model, n_prompt, n_gen, parity);
+	if (strcmp(device, "cpu") || model) {
+		fprintf(stderr, "decode_bench: --device cpu|cuda (--model and --parity with cuda only)\n");
+		return 2;
 	}
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);

@@ -149,6 +149,10 @@ static const struct {
 	E(MemsetD8, 3020, 0), E(StreamCreate, 2000, 0), E(StreamSynchronize, 2000, 0),
 	E(StreamDestroy, 4000, 0), E(EventCreate, 2000, 0), E(EventRecord, 2000, 0),
 	E(EventSynchronize, 2000, 0), E(EventElapsedTime, 2000, 0), E(EventDestroy, 4000, 0),
+	E(MemGetInfo, 3020, 0), E(MemcpyHtoDAsync, 3020, 0), E(MemcpyDtoHAsync, 3020, 0),
+	E(StreamBeginCapture, 10010, 0), E(StreamEndCapture, 10000, 0),
+	E(GraphInstantiateWithFlags, 11040, 0), E(GraphLaunch, 10000, 0), E(GraphExecDestroy, 10000, 0),
+	E(GraphDestroy, 10000, 0),
 #undef E
 };
 

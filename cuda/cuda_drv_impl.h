@@ -1,6 +1,7 @@
-/* cuda_drv_impl.h — private to the cuda backend's C files (cuda_drv.c,
- * cuda_worker.c): the driver API function table loaded at run time and the
- * one checking macro. This header includes cuda.h for the driver's types
+/* cuda_drv_impl.h — the driver API function table loaded at run time and
+ * the one checking macro, for the C files that talk to the driver: cuda/'s
+ * (cuda_drv.c, cuda_worker.c) and the decoder's CUDA backend
+ * (decode/dec_be_cuda.c). This header includes cuda.h for the driver's types
  * only; nothing links against libcuda. Never include it from a file that is
  * built without HAVE_CUDA. */
 #ifndef CR_CUDA_DRV_IMPL_H
@@ -56,6 +57,16 @@ struct cr_cu {
 	CUresult (*EventSynchronize)(CUevent e);
 	CUresult (*EventElapsedTime)(float *ms, CUevent a, CUevent b);
 	CUresult (*EventDestroy)(CUevent e);
+	/* the decoder's CUDA backend: memory, stream-ordered copies, graphs */
+	CUresult (*MemGetInfo)(size_t *free, size_t *total);
+	CUresult (*MemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+	CUresult (*MemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t n, CUstream s);
+	CUresult (*StreamBeginCapture)(CUstream s, CUstreamCaptureMode mode);
+	CUresult (*StreamEndCapture)(CUstream s, CUgraph *g);
+	CUresult (*GraphInstantiateWithFlags)(CUgraphExec *e, CUgraph g, unsigned long long flags);
+	CUresult (*GraphLaunch)(CUgraphExec e, CUstream s);
+	CUresult (*GraphExecDestroy)(CUgraphExec e);
+	CUresult (*GraphDestroy)(CUgraph g);
 };
 
 /* Loads libcuda.so.1 and the table once per process (call it first from one

@@ -18,12 +18,14 @@ if [ ! -f "$B/build.ninja" ]; then
 	meson setup "$B" -Dbuildtype=release -Dcuda=enabled \
 		-Dc_link_args="-Wl,-rpath,\$ORIGIN/lib:/usr/local/cuda/lib64" >/dev/null
 fi
-ninja -C "$B" harness/crucible tests/cuda/test_cuda_run >/dev/null
+ninja -C "$B" harness/crucible tests/cuda/test_cuda_run tests/decode_cuda/test_be_cuda decode/decode_bench \
+	tests/gen_run/mk_tiny >/dev/null
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
-cp "$B/harness/crucible" "$B/tests/cuda/test_cuda_run" "$OUT/"
+cp "$B/harness/crucible" "$B/tests/cuda/test_cuda_run" "$B/tests/decode_cuda/test_be_cuda" \
+	"$B/decode/decode_bench" "$B/tests/gen_run/mk_tiny" "$OUT/"
 # every library they link except the C runtime's and the toolkit's own
-for exe in "$OUT/crucible" "$OUT/test_cuda_run"; do
+for exe in "$OUT/crucible" "$OUT/test_cuda_run" "$OUT/test_be_cuda" "$OUT/decode_bench"; do
 	ldd "$exe" | awk '/=> \// { print $3 }'
 done | sort -u | while read -r lib; do
 	case $(basename "$lib") in

