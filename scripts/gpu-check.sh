@@ -11,7 +11,10 @@
 #   4. the GPU baselines themselves against the double reference on the
 #      check shapes;
 #   5. the same candidate timed five times over: the spread of its medians;
-#   6. `crucible run --backend cuda` on replayed CUDA completions.
+#   6. `crucible run --backend cuda` on replayed CUDA completions;
+#   7. with two devices or more: `eval --gpus` over all of them, a job each
+#      (every sample's status, every device used, the speedups per device);
+#      skipped, saying so, with one device.
 # Usage:
 #   scripts/gpu-check.sh BUNDLE   a folder from scripts/gpu-bundle.sh (built
 #                                 elsewhere; the machine needs only the
@@ -70,6 +73,25 @@ echo "== 6. crucible run on the GPU (replayed CUDA completions: best-of-n, refin
 grep -E 'selected|loop overhead' "$OUT/run-bon.err" || true
 "$CR" run --strategy refine --n 1 --turns 3 --backend cuda --replay tests/gen_run/replay-cuda \
 	--task smoke/relu --out "$OUT/run-refine" 2>"$OUT/run-refine.err" || { echo "gpu-check: run refine FAILED"; fail=1; }
+echo "== 7. --gpus: the samples on every visible device, a job each"
+ndev=$(grep -c '"ordinal":' "$OUT/samples/run.json" 2>/dev/null || true)
+ndev=${ndev:-0}
+if [ "$ndev" -lt 2 ]; then
+	echo "gpu-check: --gpus SKIPPED: $ndev device(s) visible (multi-GPU needs two or more)"
+else
+	list=$(seq -s, 0 $((ndev - 1)))
+	"$CR" eval --backend cuda --gpus "$list" --jobs "$ndev" --check-expect --time-cap 2 \
+		--out "$OUT/gpus" data/candidates/smoke-cuda || { echo "gpu-check: --gpus $list FAILED"; fail=1; }
+	# the last two columns are gpu and gpu_uuid (every field quoted)
+	used=$(tail -n +2 "$OUT/gpus/results.csv" | sed -E 's/.*,"([0-9]*)","[^"]*"$/\1/' | sort -u | wc -l)
+	[ "$used" -eq "$ndev" ] && echo "gpu-check: --gpus $list: rows on all $ndev devices" ||
+		{ echo "gpu-check: --gpus $list: rows on $used of $ndev devices"; fail=1; }
+	# the same candidate on each device alone (same model: speedups within noise)
+	for d in $(seq 0 $((ndev - 1))); do
+		CUDA_VISIBLE_DEVICES=$d "$CR" check --backend cuda data/candidates/smoke-cuda/relu_fast.cu 2>/dev/null |
+			awk -v d="$d" '/^speedup/ { print "  device " d ": " $0 }'
+	done
+fi
 echo "gpu-check: results under $OUT"
 [ "$fail" -eq 0 ] && echo "gpu-check: all passed"
 exit "$fail"
