@@ -19,11 +19,13 @@ int eval_gpus_parse(struct eval_gpus *g, const char *list, const char *who)
 		return 2;
 	}
 	while (*p) {
-		char *end;
-		long v;
+		char *end = (char *)p;
+		long v = -1;
 		errno = 0;
-		if (*p < '0' || *p > '9' || (v = strtol(p, &end, 10), errno) || v >= EVAL_MAX_GPUS ||
-		    (*end && *end != ',') || (*end == ',' && !end[1])) {
+		if (*p >= '0' && *p <= '9')
+			v = strtol(p, &end, 10);
+		if (v < 0 || errno || v >= EVAL_MAX_GPUS || (*end && *end != ',') ||
+		    (*end == ',' && !end[1])) {
 			fprintf(stderr, "%s: --gpus: '%s' is not a list of device ordinals in [0, %d) "
 				"separated by commas\n", who, list, EVAL_MAX_GPUS);
 			return 2;
