@@ -6,15 +6,17 @@
 # of smoke/matmul_plain.c whose forward does its work 1.3x (the first 30% of
 # the rows are computed twice, with identical results) and gates it against
 # A's matmul: a PASS is a missed regression. Every gate runs with
-# --confirm N, re-running its suspects through this same crucible binary.
+# --confirm N, re-running its suspects through this same crucible binary
+# (with samples.csv: rounds until the sequential test decides, at most N).
+# Each iteration prints the load average and the rounds each task used.
 # Usage: bench/gate_noise.sh [path/to/crucible]
-#   GATE_NOISE_ITERS (default 20), GATE_NOISE_CONFIRM (default 5; 0 for no re-runs),
+#   GATE_NOISE_ITERS (default 20), GATE_NOISE_CONFIRM (default 8; 0 for no re-runs),
 #   GATE_NOISE_CAP (time cap, default 0.3)
 set -euo pipefail
 exe=$(realpath "${1:-build/harness/crucible}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 iters=${GATE_NOISE_ITERS:-20}
-confirm=${GATE_NOISE_CONFIRM:-5}
+confirm=${GATE_NOISE_CONFIRM:-8}
 cap=${GATE_NOISE_CAP:-0.3}
 smoke=$root/data/candidates/smoke
 cands=("$smoke/matmul_plain.c" "$smoke/softmax_fast.c" "$smoke/rowsum_plain.c" "$smoke/gelu_fast.c")
@@ -77,13 +79,18 @@ gate() { # gate BASE CUR [ARGS]; prints the first line, returns the gate's exit 
 	shift 2
 	local re=()
 	[ "$confirm" -gt 0 ] && re=(--confirm "$confirm" --eval-arg=--time-cap --eval-arg="$cap" --eval-arg=--quick)
-	"$exe" gate --baseline "$b" --current "$c" "${re[@]}" "$@" >gate.out 2>gate.err || rc=$?
+	"$exe" gate --baseline "$b" --current "$c" "${re[@]}" "$@" --json gate.json >gate.out \
+		2>gate.err || rc=$?
 	if [ "$rc" -ge 2 ]; then
 		echo "gate_noise: crucible gate failed (exit $rc)" >&2
 		cat gate.out gate.err >&2
 		exit 2
 	fi
 	return "$rc"
+}
+
+rounds() { # the --confirm rounds of each task of the last gate: task=rounds/stop
+	jq -r '[.tasks[] | "\(.task | sub("^smoke/"; ""))=\(.reruns)/\(.confirm_stop)"] | join(" ")' gate.json
 }
 
 alarms=0 caught=0 samples=no
@@ -102,7 +109,7 @@ for i in $(seq 1 "$iters"); do
 		noise="FALSE ALARM"
 		alarms=$((alarms + 1))
 	fi
-	noise="$noise: $(sed -n 1p gate.out | sed 's/^crucible gate: //')"
+	noise="$noise: $(sed -n 1p gate.out | sed 's/^crucible gate: //'); rounds $(rounds)"
 	if gate A/results.csv S/results.csv --tasks smoke/matmul; then
 		slow="MISSED"
 	else
@@ -110,7 +117,8 @@ for i in $(seq 1 "$iters"); do
 		caught=$((caught + 1))
 	fi
 	slow="$slow: $(grep '^smoke/matmul ' gate.out | sed 's/  */ /g')"
-	printf '%2d  same code: %s\n    1.3x matmul: %s\n' "$i" "$noise" "$slow"
+	printf '%2d  %s load %s\n    same code: %s\n    1.3x matmul: %s\n' "$i" "$(date -u +%H:%M:%S)" \
+		"$(cut -d' ' -f1-3 /proc/loadavg)" "$noise" "$slow"
 done
 t1=$(date +%s)
 echo "uptime after: $(uptime)"

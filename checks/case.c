@@ -24,6 +24,7 @@ void cr_result_init(struct cr_result *r)
 	r->time_us = r->time_lo_us = r->time_hi_us = r->baseline_us = NAN;
 	r->speedup = r->speedup_lo = r->speedup_hi = NAN;
 	r->tflops = r->tbps = r->roofline = NAN;
+	r->gpu = -1;
 }
 
 /* Records a failure if it ranks before what is already recorded. */
@@ -499,7 +500,8 @@ bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
 		struct cr_err e2;
 		cr_err_init(&e2);
 		snprintf(cubin, sizeof cubin, "%s/%s", v->workdir, v->cubin);
-		if (cr_cuda_ltab_write(shm, &v->plan, c->stage, c->vals, cubin, v->path, v->trusted, &e2)) {
+		if (cr_cuda_ltab_write(shm, &v->plan, c->stage, c->vals, cubin, v->path, v->trusted,
+				       v->o->gpu, v->o->gpu_uuid, &e2)) {
 			vr_fail(v, CHECK_FORMAT_ERROR, "%s", e2.msg);
 			return false;
 		}

@@ -26,6 +26,9 @@ struct cr_verify_opts {
 	const char *arch;        /* cuda: NVRTC's target ("sm_90"), the device's */
 	const char *baseline_dir; /* cuda: the GPU baselines (DIR/TASK-NAME.cu); NULL: none */
 	double peak_tflops, peak_tbps; /* cuda: the device's peaks for the roofline (0: unknown) */
+	int gpu;                 /* cuda: the driver's ordinal of the device to run on */
+	const char *gpu_uuid;    /* cuda: its UUID, checked by the worker (NULL or "": not) */
+	const char *gpu_bus_id;  /* cuda: its PCI bus id, how NVML finds it (NULL: device 0's) */
 	/* called with true just before the timing stage and false just after
 	 * (crucible run pauses a CPU generator meanwhile); may be NULL */
 	void (*on_timing)(void *ctx, bool start);
@@ -68,6 +71,7 @@ struct cr_result {
 	unsigned gpu_sm_min_mhz, gpu_sm_max_mhz, gpu_mem_mhz, gpu_temp_max_c;
 	char gpu_reasons[96];    /* every clocks-event reason seen ("none") */
 	int gpu_retaken;         /* samples retaken because the GPU throttled */
+	int gpu;                 /* cuda: the driver's ordinal of the device that ran it; -1: none */
 	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
 	/* where the verification's wall time went (check --json "cost", bench/jobs_bench.sh):
 	 * bind and compile; the correctness stages, of which generating the cases

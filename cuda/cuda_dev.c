@@ -52,32 +52,69 @@ static void device_peaks(const struct cr_cuda_device *d, double *tflops, double 
 }
 #endif
 
-enum cr_status cr_cuda_dev_describe(char *desc, size_t dcap, char *arch, size_t acap,
-				      double *peak_tflops, double *peak_tbps, struct cr_err *err)
+enum cr_status cr_cuda_dev_count(int *n, struct cr_err *err)
 {
 #if HAVE_CUDA
-	struct cr_cuda_device d;
-	enum cr_status st = cr_cuda_device_info(0, &d, err);
-	if (st)
-		return st;
-	snprintf(desc, dcap, "%s (%s, %d SMs, driver %d.%d)", d.name, d.arch, d.sm_count,
-		 d.driver_version / 1000, d.driver_version % 1000 / 10);
-	snprintf(arch, acap, "%s", d.arch);
-	device_peaks(&d, peak_tflops, peak_tbps);
-	return CR_OK;
+	return cr_cuda_device_count(n, err);
 #else
-	(void)desc; (void)dcap; (void)arch; (void)acap; (void)peak_tflops; (void)peak_tbps;
+	*n = 0;
 	return cr_errf(err, CR_EENV, "built without CUDA");
 #endif
 }
 
+enum cr_status cr_cuda_dev_get(int ordinal, struct cr_gpu *g, struct cr_err *err)
+{
+	memset(g, 0, sizeof *g);
+#if HAVE_CUDA
+	struct cr_cuda_device d;
+	enum cr_status st = cr_cuda_device_info(ordinal, &d, err);
+	if (st)
+		return st;
+	g->ordinal = ordinal;
+	snprintf(g->name, sizeof g->name, "%s", d.name);
+	snprintf(g->arch, sizeof g->arch, "%s", d.arch);
+	snprintf(g->desc, sizeof g->desc, "%s (%s, %d SMs, driver %d.%d)", d.name, d.arch,
+		 d.sm_count, d.driver_version / 1000, d.driver_version % 1000 / 10);
+	snprintf(g->uuid, sizeof g->uuid, "%s", d.uuid);
+	snprintf(g->bus_id, sizeof g->bus_id, "%s", d.bus_id);
+	g->total_mem = d.total_mem;
+	g->sm_count = d.sm_count;
+	g->clock_khz = d.clock_khz;
+	g->mem_clock_khz = d.mem_clock_khz;
+	device_peaks(&d, &g->peak_tflops, &g->peak_tbps);
+	return CR_OK;
+#else
+	(void)ordinal;
+	return cr_errf(err, CR_EENV, "built without CUDA");
+#endif
+}
+
+enum cr_status cr_cuda_dev_describe(char *desc, size_t dcap, char *arch, size_t acap,
+				      double *peak_tflops, double *peak_tbps, struct cr_err *err)
+{
+	struct cr_gpu g;
+	enum cr_status st = cr_cuda_dev_get(0, &g, err);
+
+	if (st)
+		return st;
+	snprintf(desc, dcap, "%s", g.desc);
+	snprintf(arch, acap, "%s", g.arch);
+	*peak_tflops = g.peak_tflops;
+	*peak_tbps = g.peak_tbps;
+	return CR_OK;
+}
+
 enum cr_status cr_cuda_ltab_write(char *shm, const struct cr_plan *p, enum cr_stage s,
 				    const int64_t *vals, const char *cubin_path, const char *path,
-				    bool trusted, struct cr_err *err)
+				    bool trusted, int device, const char *uuid, struct cr_err *err)
 {
 #if HAVE_CUDA
 	struct cr_cuda_ltab *t = (struct cr_cuda_ltab *)(shm + CR_CUDA_LTAB_OFF);
 	enum cr_status st = cr_cuda_ltab_fill(t, p, s, vals, cubin_path, path, err);
+	if (!st) {
+		t->device = device;
+		snprintf(t->device_uuid, sizeof t->device_uuid, "%s", uuid ? uuid : "");
+	}
 	if (!st && trusted) {
 		t->flags |= CR_CUDA_LTAB_TRUSTED;
 		cr_cuda_toolkit_lib("libcublas.so.13", t->cublas_path, sizeof t->cublas_path);
@@ -85,6 +122,7 @@ enum cr_status cr_cuda_ltab_write(char *shm, const struct cr_plan *p, enum cr_st
 	return st;
 #else
 	(void)shm; (void)p; (void)s; (void)vals; (void)cubin_path; (void)path; (void)trusted;
+	(void)device; (void)uuid;
 	return cr_errf(err, CR_EENV, "built without CUDA");
 #endif
 }
@@ -100,13 +138,13 @@ int cr_cuda_worker_entry(char *shm, size_t size)
 #endif
 }
 
-void cr_cuda_clocks_line(char *buf, size_t cap)
+void cr_cuda_clocks_line(const char *bus_id, char *buf, size_t cap)
 {
 #if HAVE_CUDA
 	struct cr_nvml_clocks c;
 	struct cr_err e;
 	cr_err_init(&e);
-	if (cr_nvml_clocks(0, &c, &e)) {
+	if (cr_nvml_clocks(bus_id, &c, &e)) {
 		snprintf(buf, cap, "unknown (%s)", e.msg);
 		return;
 	}
@@ -114,16 +152,18 @@ void cr_cuda_clocks_line(char *buf, size_t cap)
 		 c.sm_max_mhz, c.mem_mhz, c.mem_max_mhz, c.temp_c, c.power_mw / 1000.0, c.throttle_str,
 		 c.driver);
 #else
+	(void)bus_id;
 	snprintf(buf, cap, "unknown (built without CUDA)");
 #endif
 }
 
-enum cr_status cr_cuda_dev_sample(struct cr_gpu_sample *s, struct cr_err *err)
+enum cr_status cr_cuda_dev_sample(const char *bus_id, struct cr_gpu_sample *s,
+				    struct cr_err *err)
 {
 	memset(s, 0, sizeof *s);
 #if HAVE_CUDA
 	struct cr_nvml_clocks c;
-	if (cr_nvml_clocks(0, &c, err))
+	if (cr_nvml_clocks(bus_id, &c, err))
 		return err->status;
 	s->sm_mhz = c.sm_mhz;
 	s->mem_mhz = c.mem_mhz;
@@ -132,6 +172,7 @@ enum cr_status cr_cuda_dev_sample(struct cr_gpu_sample *s, struct cr_err *err)
 	s->throttled = (c.throttle & CR_NVML_THROTTLE_MASK) != 0;
 	return CR_OK;
 #else
+	(void)bus_id;
 	return cr_errf(err, CR_EENV, "built without CUDA");
 #endif
 }
@@ -145,12 +186,12 @@ void cr_cuda_reasons_str(unsigned long long mask, char *out, size_t cap)
 #endif
 }
 
-enum cr_status cr_cuda_dev_lock_clocks(bool lock, struct cr_err *err)
+enum cr_status cr_cuda_dev_lock_clocks(const char *bus_id, bool lock, struct cr_err *err)
 {
 #if HAVE_CUDA
-	return cr_nvml_lock_clocks(0, lock, err);
+	return cr_nvml_lock_clocks(bus_id, lock, err);
 #else
-	(void)lock;
+	(void)bus_id; (void)lock;
 	return cr_errf(err, CR_EENV, "built without CUDA");
 #endif
 }

@@ -140,6 +140,7 @@ static const struct {
 	E(Init, 2000, 0), E(DriverGetVersion, 2020, 0), E(GetErrorName, 6000, 0),
 	E(GetErrorString, 6000, 0), E(DeviceGetCount, 2000, 0), E(DeviceGet, 2000, 0),
 	E(DeviceGetAttribute, 2000, 0), E(DeviceGetName, 2000, 0), E(DeviceTotalMem, 3020, 0),
+	E(DeviceGetUuid, 11040, 1), E(DeviceGetPCIBusId, 4010, 1),
 	E(DevicePrimaryCtxRetain, 7000, 0), E(DevicePrimaryCtxRelease, 11000, 0),
 	E(CtxSetCurrent, 4000, 0), E(CtxSynchronize, 2000, 0), E(CtxSetLimit, 3010, 0),
 	E(ModuleLoadDataEx, 2010, 0), E(ModuleUnload, 2000, 0), E(ModuleGetFunction, 2000, 0),
@@ -294,6 +295,42 @@ enum cr_status cr_cuda_device_info(int ordinal, struct cr_cuda_device *d, struct
 	if (cu->DeviceGetAttribute(&d->bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev))
 		d->bus_bits = 0;
 	snprintf(d->arch, sizeof d->arch, "sm_%d%d", d->cc_major, d->cc_minor);
+	/* identity: what NVML and nvidia-smi call the same device (their
+	 * indices may differ from the driver's ordinals) */
+	if (cu->DeviceGetUuid) {
+		CUuuid u;
+		if (cu->DeviceGetUuid(&u, dev) == CUDA_SUCCESS)
+			cr_cuda_uuid_str((const unsigned char *)u.bytes, d->uuid, sizeof d->uuid);
+	}
+	if (cu->DeviceGetPCIBusId && cu->DeviceGetPCIBusId(d->bus_id, (int)sizeof d->bus_id, dev))
+		d->bus_id[0] = '\0';
+out:
+	return st;
+}
+
+void cr_cuda_uuid_str(const unsigned char b[16], char *out, size_t cap)
+{
+	snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+		 b[14], b[15]);
+}
+
+enum cr_status cr_cuda_device_count(int *n, struct cr_err *err)
+{
+	char why[256];
+	const struct cr_cu *cu = cr_cu_load(why, sizeof why);
+	enum cr_status st = CR_OK;
+	CUresult r;
+
+	*n = 0;
+	if (!cu)
+		return cr_errf(err, CR_EENV, "%s", why);
+	if ((r = cu->Init(0)) != CUDA_SUCCESS) {
+		char b[32];
+		return cr_errf(err, CR_EENV, "cuInit failed: %s (no usable GPU)",
+			       cr_cu_result_name((int)r, b, sizeof b));
+	}
+	CU_CHECK(cu->DeviceGetCount(n));
 out:
 	return st;
 }
@@ -307,7 +344,7 @@ static struct {
 	int state;
 	void *lib;
 	nvml_ret (*Init)(void);
-	nvml_ret (*GetHandleByIndex)(unsigned i, nvml_dev *d);
+	nvml_ret (*GetHandleByBusId)(const char *bus_id, nvml_dev *d);
 	nvml_ret (*GetClockInfo)(nvml_dev d, int type, unsigned *mhz);
 	nvml_ret (*GetMaxClockInfo)(nvml_dev d, int type, unsigned *mhz);
 	nvml_ret (*GetReasons)(nvml_dev d, unsigned long long *mask);
@@ -339,7 +376,7 @@ static bool nvml_load(char *why, size_t cap)
 	}
 #define S(f, a, b) *(void **)&nvml.f = nvml_sym(a, b)
 	S(Init, "nvmlInit_v2", NULL);
-	S(GetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2", NULL);
+	S(GetHandleByBusId, "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId");
 	S(GetClockInfo, "nvmlDeviceGetClockInfo", NULL);
 	S(GetMaxClockInfo, "nvmlDeviceGetMaxClockInfo", NULL);
 	S(GetReasons, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
@@ -350,7 +387,7 @@ static bool nvml_load(char *why, size_t cap)
 	S(ResetLocked, "nvmlDeviceResetGpuLockedClocks", NULL);
 	S(ErrorString, "nvmlErrorString", NULL);
 #undef S
-	if (!nvml.Init || !nvml.GetHandleByIndex || !nvml.GetClockInfo || nvml.Init()) {
+	if (!nvml.Init || !nvml.GetHandleByBusId || !nvml.GetClockInfo || nvml.Init()) {
 		snprintf(why, cap, "NVML did not initialise");
 		return false;
 	}
@@ -375,7 +412,7 @@ void cr_nvml_reasons_str(unsigned long long m, char *out, size_t cap)
 		snprintf(out, cap, m ? "0x%llx" : "none", m);
 }
 
-enum cr_status cr_nvml_lock_clocks(int index, bool lock, struct cr_err *err)
+enum cr_status cr_nvml_lock_clocks(const char *bus_id, bool lock, struct cr_err *err)
 {
 	char why[128];
 	nvml_dev d;
@@ -386,8 +423,10 @@ enum cr_status cr_nvml_lock_clocks(int index, bool lock, struct cr_err *err)
 		return cr_errf(err, CR_EENV, "%s", why);
 	if (!nvml.SetLocked || !nvml.ResetLocked)
 		return cr_errf(err, CR_EENV, "this NVML cannot lock clocks (no nvmlDeviceSetGpuLockedClocks)");
-	if ((r = nvml.GetHandleByIndex((unsigned)index, &d)))
-		return cr_errf(err, CR_EENV, "nvmlDeviceGetHandleByIndex: %s",
+	if (!bus_id || !bus_id[0])
+		return cr_errf(err, CR_EENV, "the driver gave no PCI bus id to find the device in NVML");
+	if ((r = nvml.GetHandleByBusId(bus_id, &d)))
+		return cr_errf(err, CR_EENV, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus_id,
 			       nvml.ErrorString ? nvml.ErrorString(r) : "failed");
 	if (!lock)
 		r = nvml.ResetLocked(d);
@@ -401,7 +440,7 @@ enum cr_status cr_nvml_lock_clocks(int index, bool lock, struct cr_err *err)
 	return CR_OK;
 }
 
-enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err *err)
+enum cr_status cr_nvml_clocks(const char *bus_id, struct cr_nvml_clocks *c, struct cr_err *err)
 {
 	char why[128];
 	nvml_dev d;
@@ -410,8 +449,10 @@ enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err
 	memset(c, 0, sizeof *c);
 	if (!nvml_load(why, sizeof why))
 		return cr_errf(err, CR_EENV, "%s", why);
-	if ((r = nvml.GetHandleByIndex((unsigned)index, &d)))
-		return cr_errf(err, CR_EENV, "nvmlDeviceGetHandleByIndex: %s",
+	if (!bus_id || !bus_id[0])
+		return cr_errf(err, CR_EENV, "the driver gave no PCI bus id to find the device in NVML");
+	if ((r = nvml.GetHandleByBusId(bus_id, &d)))
+		return cr_errf(err, CR_EENV, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus_id,
 			       nvml.ErrorString ? nvml.ErrorString(r) : "failed");
 	/* each figure is best effort: an unsupported query leaves 0 */
 	if (nvml.GetClockInfo(d, NVML_CLOCK_SM, &c->sm_mhz))

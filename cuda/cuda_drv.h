@@ -35,10 +35,18 @@ struct cr_cuda_device {
 	int smem_optin;             /* max dynamic + static shared memory per block, bytes */
 	int clock_khz, mem_clock_khz, bus_bits;   /* 0 when the driver no longer reports them */
 	int driver_version;         /* e.g. 12080 */
+	char uuid[48];              /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as nvidia-smi
+	                             * prints it; "" when the driver does not say */
+	char bus_id[32];            /* PCI "0000:65:00.0"; "" when the driver does not say */
 };
 
-/* Fills d for device `ordinal` (cuInit first). CR_EENV with the reason. */
+/* Fills d for device `ordinal`, the driver's ordinal (cuDeviceGet; cuInit
+ * first). CR_EENV with the reason. */
 enum cr_status cr_cuda_device_info(int ordinal, struct cr_cuda_device *d, struct cr_err *err);
+/* The devices the driver shows this process (cuInit first). */
+enum cr_status cr_cuda_device_count(int *n, struct cr_err *err);
+/* A CUuuid's 16 bytes as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
+void cr_cuda_uuid_str(const unsigned char b[16], char *out, size_t cap);
 
 /* CUresult as its enum name ("CUDA_ERROR_ILLEGAL_ADDRESS"), from our own
  * table (no driver needed); "CUDA_ERROR_<n>" for an unknown code. */
@@ -56,8 +64,12 @@ struct cr_nvml_clocks {
 	char driver[80];                    /* NVML's driver version string */
 };
 
-/* Reads device `index`'s clocks now. CR_EENV when NVML is absent. */
-enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err *err);
+/* NVML numbers devices its own way (PCI order), which need not be the
+ * driver's ordinals (CUDA_DEVICE_ORDER, CUDA_VISIBLE_DEVICES): a device is
+ * found by its PCI bus id (struct cr_cuda_device.bus_id), never by index. */
+/* Reads the clocks of the device at bus_id now. CR_EENV when NVML is absent
+ * or does not know that device. */
+enum cr_status cr_nvml_clocks(const char *bus_id, struct cr_nvml_clocks *c, struct cr_err *err);
 /* The clocks-event reasons that slow a kernel down for reasons of power
  * or heat (sw_power_cap, hw_slowdown, sw_thermal, hw_thermal,
  * hw_power_brake): a timed sample taken under one is retaken. Idle,
@@ -65,10 +77,10 @@ enum cr_status cr_nvml_clocks(int index, struct cr_nvml_clocks *c, struct cr_err
 #define CR_NVML_THROTTLE_MASK ((1ull << 2) | (1ull << 3) | (1ull << 5) | (1ull << 6) | (1ull << 7))
 /* The reasons in mask as names ("none", "sw_power_cap,hw_slowdown"). */
 void cr_nvml_reasons_str(unsigned long long mask, char *out, size_t cap);
-/* Locks device `index`'s SM clock at its maximum (lock) or releases the
- * lock (!lock) through NVML. CR_EENV with NVML's reason (no NVML, "Insufficient
- * Permissions": locking needs root) when it cannot. */
-enum cr_status cr_nvml_lock_clocks(int index, bool lock, struct cr_err *err);
+/* Locks the SM clock of the device at bus_id at its maximum (lock) or
+ * releases the lock (!lock) through NVML. CR_EENV with NVML's reason (no
+ * NVML, "Insufficient Permissions": locking needs root) when it cannot. */
+enum cr_status cr_nvml_lock_clocks(const char *bus_id, bool lock, struct cr_err *err);
 
 /* ---- CUPTI (optional) ---- */
 

@@ -27,6 +27,8 @@ struct cr_cu {
 	CUresult (*DeviceGetAttribute)(int *v, CUdevice_attribute a, CUdevice d);
 	CUresult (*DeviceGetName)(char *name, int len, CUdevice d);
 	CUresult (*DeviceTotalMem)(size_t *bytes, CUdevice d);
+	CUresult (*DeviceGetUuid)(CUuuid *u, CUdevice d);                 /* 11.4 (_v2), may be NULL */
+	CUresult (*DeviceGetPCIBusId)(char *id, int len, CUdevice d);     /* may be NULL */
 	CUresult (*DevicePrimaryCtxRetain)(CUcontext *c, CUdevice d);
 	CUresult (*DevicePrimaryCtxRelease)(CUdevice d);
 	CUresult (*CtxSetCurrent)(CUcontext c);

@@ -167,7 +167,25 @@ enum cr_status cr_cuda_worker_init(struct cr_cuda_worker *w, const char *shm, si
 	}
 	cr_cubin_parse(image, image_len, info);
 	CU_CHECK(cu->Init(0));
-	CU_CHECK(cu->DeviceGet(&dev, 0));
+	CU_CHECK(cu->DeviceGet(&dev, t->device));
+	if (t->device_uuid[0]) {
+		/* the orchestrator's ordinal must name the same device here: a
+		 * different CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER would renumber
+		 * them, and the row would name the wrong GPU */
+		char u[48] = "";
+		CUuuid raw;
+		if (!cu->DeviceGetUuid || cu->DeviceGetUuid(&raw, dev) != CUDA_SUCCESS) {
+			st = cr_errf(err, CR_EENV, "cannot read the UUID of CUDA device %d", t->device);
+			goto out;
+		}
+		cr_cuda_uuid_str((const unsigned char *)raw.bytes, u, sizeof u);
+		if (strcmp(u, t->device_uuid)) {
+			st = cr_errf(err, CR_EENV, "CUDA device %d is %s in the worker but %s in the "
+				     "orchestrator (the device numbering differs)", t->device, u,
+				     t->device_uuid);
+			goto out;
+		}
+	}
 	CU_CHECK(cu->DevicePrimaryCtxRetain(&ctx, dev));
 	w->ctx = ctx;
 	w->device = dev;

@@ -65,6 +65,8 @@ struct cr_cuda_ltab {
 	uint32_t flags;                 /* CR_CUDA_LTAB_TRUSTED: library calls allowed */
 	char cubin_path[1024];
 	char cublas_path[1024];         /* trusted: libcublas to dlopen */
+	int32_t device;                 /* the driver's ordinal of the device to run on */
+	char device_uuid[48];           /* its UUID as the orchestrator saw it ("": not checked) */
 	struct cr_cuda_lrec l[CR_MAX_LAUNCH];
 };
 

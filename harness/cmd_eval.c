@@ -23,6 +23,7 @@
 #include "common/cr_text.h"
 #include "common/sha256.h"
 #include "cuda/cuda_dev.h"
+#include "harness/eval_gpus.h"
 #include "harness/backend.h"
 #include "harness/cand/cand.h"
 #include "harness/results.h"
@@ -119,7 +120,9 @@ struct eval_opts {
 	const char *arch;
 	double timeout, time_cap;
 	bool cuda;               /* run .cu candidates on the GPU */
-	char dev_arch[16];       /* cuda: the device's arch */
+	const char *gpus_arg;    /* --gpus LIST as given (NULL: every visible device) */
+	struct eval_gpus gpus;   /* cuda: the run's devices (a job uses gpus for its slot) */
+	char dev_arch[16];       /* cuda: the first device's arch (the compile-ahead pass) */
 	char baseline_dir[1024]; /* cuda: the GPU baselines */
 	double peak_tflops, peak_tbps;
 	unsigned shard_i, shard_n;   /* --shard i/n (shard_n 0: the whole set) */
@@ -217,6 +220,21 @@ static json_t *sandbox_json(const char *worker_line)
 	return j;
 }
 
+/* The distinct models of the run's devices, "A; B" (resume compares them). */
+static void gpu_models(const struct eval_opts *o, char *buf, size_t cap)
+{
+	size_t w = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < o->gpus.n && w < cap; i++) {
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= !strcmp(o->gpus.dev[k].name, o->gpus.dev[i].name);
+		if (!seen)
+			w += (size_t)snprintf(buf + w, cap - w, "%s%s", w ? "; " : "", o->gpus.dev[i].name);
+	}
+}
+
 /* run.json (SPEC §6) through jansson, written to a temp file and renamed,
  * so a killed run never leaves it empty or half written. Written at the
  * start of a run and again at its end (load average, task set). */
@@ -248,10 +266,13 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 		json_object_set_new(j, "libcuda", jstr(getenv("CRUCIBLE_LIBCUDA")));
 	json_object_set_new(j, "device", jstr(device));
 	if (o->cuda) {
-		char clk[400];
-		cr_cuda_clocks_line(clk, sizeof clk);
+		char clk[400], models[1024];
+		cr_cuda_clocks_line(o->gpus.dev[0].bus_id, clk, sizeof clk);
 		json_object_set_new(j, "gpu_clocks", jstr(clk));
 		json_object_set_new(j, "clocks_locked", json_boolean(o->clocks_locked));
+		json_object_set_new(j, "gpus", eval_gpus_json(&o->gpus));
+		gpu_models(o, models, sizeof models);
+		json_object_set_new(j, "gpu_models", jstr(models));
 	}
 	json_object_set_new(j, "compiler", jstr(ccv));
 	json_object_set_new(j, "host", jstr(host));
@@ -339,6 +360,14 @@ static int resume_check(struct eval_opts *o)
 	if (strcmp(json_is_string(v) ? json_string_value(v) : "", o->shard_str))
 		DIFF(" --shard %s (was %s);", o->shard_n ? o->shard_str : "none",
 		     json_is_string(v) ? json_string_value(v) : "none");
+	if (o->cuda) {
+		/* rows timed on another model are not comparable with these */
+		char models[1024];
+		gpu_models(o, models, sizeof models);
+		v = json_object_get(j, "gpu_models");
+		if (json_is_string(v) && strcmp(json_string_value(v), models))
+			DIFF(" GPUs %s (were %s);", models, json_string_value(v));
+	}
 	v = json_object_get(j, "label");
 	if (json_is_string(v) && strcmp(json_string_value(v), o->label ? o->label : ""))
 		DIFF(" --label '%s' (was '%s');", o->label ? o->label : "", json_string_value(v));
@@ -423,6 +452,10 @@ static void print_usage_eval(FILE *f)
 		"  --quick             three init profiles instead of six\n"
 		"  --timeout S         wall-clock budget of one call (default 5)\n"
 		"  --time-cap S        timing budget per candidate (default 1)\n"
+		"  --gpus LIST         cuda: the devices to use, driver ordinals (0,1,...; default:\n"
+		"                      every visible one); each job is bound to one, a device\n"
+		"                      times one candidate at a time; models that differ must\n"
+		"                      be listed (rows say which device: columns gpu, gpu_uuid)\n"
 		"  --lock-clocks       cuda: lock the SM clock at its maximum through NVML for the run\n"
 		"                      (refused, exit 3, when NVML cannot: it needs root)\n"
 		"  --check-expect      exit 1 when a status differs from its sidecar's \"expect\"\n"
@@ -522,13 +555,22 @@ static bool backend_auto(const struct eval_opts *o)
  * run.json, its arch for NVRTC, the GPU baselines' folder. */
 static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char *who)
 {
-	struct cr_err e;
-	cr_err_init(&e);
-	if (cr_cuda_dev_describe(device, cap, o->dev_arch, sizeof o->dev_arch, &o->peak_tflops,
-				   &o->peak_tbps, &e)) {
-		fprintf(stderr, "%s: --backend cuda: %s\n", who, e.msg);
-		return 3;
+	int rc = eval_gpus_open(&o->gpus, who);
+	if (rc)
+		return rc;
+	if (o->jobs && o->jobs < o->gpus.n) {
+		char list[256];
+		eval_gpus_str(&o->gpus, list, sizeof list);
+		fprintf(stderr, "%s: --jobs %d with %d devices (--gpus %s): every device needs a job of "
+			"its own (--jobs %d or more, or fewer --gpus)\n", who, o->jobs, o->gpus.n, list,
+			o->gpus.n);
+		return 2;
 	}
+	snprintf(device, cap, "%s", o->gpus.mixed ? "mixed (run.json gpus; rows: device, gpu)" :
+		 o->gpus.dev[0].desc);
+	snprintf(o->dev_arch, sizeof o->dev_arch, "%s", o->gpus.dev[0].arch);
+	o->peak_tflops = o->gpus.dev[0].peak_tflops;
+	o->peak_tbps = o->gpus.dev[0].peak_tbps;
 	if (o->arch && o->arch[0] && strcmp(o->arch, o->dev_arch)) {
 		fprintf(stderr, "%s: --arch %s: the device is %s (--arch is for --compile-only)\n", who,
 			o->arch, o->dev_arch);
@@ -542,17 +584,11 @@ static int cuda_setup(struct eval_opts *o, char *device, size_t cap, const char 
 /* --lock-clocks: 0, or 3 when the lock failed (the run is refused). */
 static int cuda_lock(struct eval_opts *o, const char *who)
 {
-	struct cr_err e;
-	cr_err_init(&e);
 	if (o->lock_clocks && o->cuda) {
 		/* a run whose requested lock failed is not comparable: refuse it */
-		if (cr_cuda_dev_lock_clocks(true, &e)) {
-			fprintf(stderr, "%s: --lock-clocks: %s; not run (locking needs root, or lock them "
-					"beforehand with nvidia-smi -lgc and drop --lock-clocks)\n", who, e.msg);
+		if (eval_gpus_lock(&o->gpus, who))
 			return 3;
-		}
 		o->clocks_locked = true;
-		fprintf(stderr, "%s: --lock-clocks: SM clock locked at its maximum for this run\n", who);
 	}
 	return 0;
 }
@@ -560,10 +596,8 @@ static int cuda_lock(struct eval_opts *o, const char *who)
 /* Releases what --lock-clocks locked. */
 static void cuda_unlock(struct eval_opts *o, const char *who)
 {
-	struct cr_err e;
-	cr_err_init(&e);
-	if (o->clocks_locked && cr_cuda_dev_lock_clocks(false, &e))
-		fprintf(stderr, "%s: --lock-clocks: could not release the lock: %s\n", who, e.msg);
+	if (o->clocks_locked)
+		eval_gpus_unlock(&o->gpus, who);
 	o->clocks_locked = false;
 }
 
@@ -580,9 +614,14 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 				     .peak_tflops = o->peak_tflops, .peak_tbps = o->peak_tbps,
 				     .on_timing = o->jobs > 1 ? eval_jobs_timing_hook : NULL };
 	const struct task *t = NULL;
+	const struct cr_gpu *gpu = o->cuda ? eval_gpus_for(&o->gpus, eval_jobs_slot()) : NULL;
 	enum cr_status st;
 
+	/* on cuda the job's own device (--gpus): its ordinal, UUID, arch, peaks */
+	if (gpu)
+		eval_gpus_verify_opts(gpu, &vo);
 	cr_result_init(r);
+	r->gpu = gpu ? gpu->ordinal : -1;
 	task_name[0] = '\0';
 	if (!f->src) {
 		r->status = CHECK_FORMAT_ERROR;
@@ -592,6 +631,7 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
 	if (!(st = task_for(f, task_override, fallback, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
 		st = cr_verify(t, f, &vo, r, err);
+	r->gpu = gpu ? gpu->ordinal : -1;
 	if (r->status <= CHECK_TIMEOUT) {
 		/* nothing was compared to the end: unknown, not 0 (which reads as exact) */
 		r->max_abs_err = r->max_rel_err = r->err_vs_baseline = NAN;
@@ -742,7 +782,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		{ "check-expect", no_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
 		{ "compile-only", no_argument, 0, 'C' }, { "arch", required_argument, 0, 'A' },
 		{ "label", required_argument, 0, 'L' }, { "json", no_argument, 0, 'J' },
-		{ "lock-clocks", no_argument, 0, 'K' },
+		{ "lock-clocks", no_argument, 0, 'K' }, { "gpus", required_argument, 0, 'G' },
 		{ "shard", required_argument, 0, 'S' },
 		{ "jobs", required_argument, 0, 'j' }, { "job-timing", required_argument, 0, 'M' },
 		{ 0, 0, 0, 0 }
@@ -780,6 +820,15 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'e': o->check_expect = true; break;
 		case 'C': o->compile_only = true; break;
 		case 'K': o->lock_clocks = true; break;
+		case 'G':
+			if (check) {
+				fprintf(stderr, "crucible %s: --gpus is for `crucible eval`\n", argv[0]);
+				return 2;
+			}
+			if (eval_gpus_parse(&o->gpus, optarg, "crucible eval"))
+				return 2;
+			o->gpus_arg = optarg;
+			break;
 		case 'A': o->arch = optarg; break;
 		case 'S':
 			if (check) {
@@ -1033,10 +1082,12 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 			       struct cr_err *err)
 {
 	const struct eval_opts *o = x->o;
+	const struct cr_gpu *gpu = o->cuda ? eval_gpus_find(&o->gpus, r->gpu) : NULL;
 	struct cr_row row = { .run_id = x->run_id, .task = tname, .candidate = cand,
 			      .verify_s = verify_s, .backend = o->cuda ? "cuda" : "cpu",
-			      .device = x->device, .r = r, .m = m, .verify_seed = o->seed_str,
-			      .label = o->label };
+			      .device = gpu ? gpu->desc : x->device, .r = r, .m = m,
+			      .verify_seed = o->seed_str, .label = o->label,
+			      .gpu_uuid = gpu ? gpu->uuid : NULL };
 	char sb[1100], sp[64];
 	bool bad;
 
@@ -1157,6 +1208,12 @@ int cr_cmd_eval(int argc, char **argv)
 		fprintf(stderr, "crucible eval: --lock-clocks is for timing on the GPU (--backend cuda)\n");
 		return 2;
 	}
+	if (o.gpus_arg && (backend != CR_BACKEND_CUDA || o.compile_only)) {
+		fprintf(stderr, "crucible eval: --gpus %s: devices are for running .cu candidates on the "
+			"GPU (--backend cuda), not for %s\n", o.gpus_arg,
+			o.compile_only ? "--compile-only" : "the cpu backend");
+		return 2;
+	}
 	settle_seed(&o);
 	cr_err_init(&err);
 	if (optind >= argc) {
@@ -1178,6 +1235,12 @@ int cr_cmd_eval(int argc, char **argv)
 		if (!any_cu && cs.n > 0) {
 			fprintf(stderr, "crucible eval: backend auto: no .cu candidate, using cpu\n");
 			backend = CR_BACKEND_CPU;
+			if (o.gpus_arg) {
+				fprintf(stderr, "crucible eval: --gpus %s: no .cu candidate to run on them "
+					"(the run would be on the cpu backend)\n", o.gpus_arg);
+				rc = 2;
+				goto out;
+			}
 		}
 	}
 	if (backend == CR_BACKEND_CUDA && !o.compile_only &&
@@ -1237,18 +1300,26 @@ int cr_cmd_eval(int argc, char **argv)
 				       .workroot = workroot };
 	if (!o.jobs)
 		o.jobs = o.compile_only ? 1 : eval_jobs_cores();
+	if (o.cuda && o.jobs < o.gpus.n)
+		o.jobs = o.gpus.n;          /* by default every device gets a job */
 	if (o.cuda && o.job_timing == EJ_PINNED)
-		o.job_timing = EJ_SERIAL;   /* one device: one timing stage at a time */
+		o.job_timing = EJ_SERIAL;   /* a device times one candidate at a time */
 	if (o.jobs > 1 && (backend == CR_BACKEND_CPU || o.cuda)) {
 		/* the jobs are forked now: the options they read are final */
 		vr_ref_cache_share(o.jobs);
-		if (eval_jobs_open(&pool, o.jobs, (enum eval_job_timing)o.job_timing, workroot,
-				   eval_job, &job_in, &err))
+		if (eval_jobs_open(&pool, o.jobs, (enum eval_job_timing)o.job_timing,
+				   o.cuda ? o.gpus.n : 0, workroot, eval_job, &job_in, &err))
 			goto fail;
 		o.job_timing = (int)eval_jobs_mode(pool);
 		o.job_cpusets = eval_jobs_cpusets(pool);
 		fprintf(stderr, "crucible eval: --jobs %d, timing %s, cores %s\n", o.jobs,
 			eval_job_timing_names[o.job_timing], o.job_cpusets);
+		if (o.cuda && o.gpus.n > 1) {
+			char list[256];
+			eval_gpus_str(&o.gpus, list, sizeof list);
+			fprintf(stderr, "crucible eval: --gpus %s: job i on device i mod %d of the list, "
+				"one timing stage per device at a time\n", list, o.gpus.n);
+		}
 	} else {
 		o.jobs = 1;
 	}
@@ -1512,6 +1583,9 @@ int cr_cmd_check(int argc, char **argv)
 		backend = CR_BACKEND_CPU; /* auto: a .c candidate runs on the cpu */
 	if (backend == CR_BACKEND_CUDA) {
 		char device[256];
+		/* one candidate, one device: the driver's device 0 */
+		o.gpus.n_list = 1;
+		o.gpus.list[0] = 0;
 		if ((rc = cuda_setup(&o, device, sizeof device, "crucible check")))
 			return rc;
 		if (!has_ext(argv[optind], ".cu")) {

@@ -103,6 +103,7 @@ struct vctx {
 	bool cuda;
 	char arch[16], baseline_dir[1024];
 	double peak_tflops, peak_tbps;
+	struct cr_gpu gpu;      /* cuda: the driver's device 0, the one crucible run uses */
 	struct cr_result *last; /* the rows of the selection come from verdicts */
 };
 
@@ -138,6 +139,8 @@ static void verify_opts(struct vctx *x, uint64_t seed, struct cr_verify_opts *vo
 				       .quick = x->o->quick, .workroot = x->workroot, .cuda = x->cuda,
 				       .arch = x->arch, .baseline_dir = x->cuda ? x->baseline_dir : NULL,
 				       .peak_tflops = x->peak_tflops, .peak_tbps = x->peak_tbps,
+				       .gpu = 0, .gpu_uuid = x->cuda ? x->gpu.uuid : NULL,
+				       .gpu_bus_id = x->cuda ? x->gpu.bus_id : NULL,
 				       .on_timing = on_timing, .hook_ctx = x };
 }
 
@@ -321,6 +324,7 @@ static enum cr_status v_verify(void *ctx, const char *task, struct gen_cand *c, 
 		} else {
 			snprintf(c->r.sha256, sizeof c->r.sha256, "%s", f.sha256);
 			st = cr_verify(t, &f, &vo, &c->r, err);
+			c->r.gpu = x->cuda ? 0 : -1;
 		}
 		cr_cand_file_release(&f);
 		if (st)
@@ -341,7 +345,7 @@ static enum cr_status v_verify(void *ctx, const char *task, struct gen_cand *c, 
 	row = (struct cr_row){ .run_id = x->run_id, .task = task, .candidate = c->path,
 			       .backend = x->cuda ? "cuda" : "cpu", .device = x->device,
 			       .verify_seed = vseed, .r = &c->r, .m = &m, .verify_s = verify_s,
-			       .group = group };
+			       .group = group, .gpu_uuid = c->r.gpu >= 0 ? x->gpu.uuid : NULL };
 	if ((st = cr_results_write(x->res, &row, err)))
 		return st;
 	return cr_samples_write(x->samples, c->path, &c->r, err);
@@ -423,7 +427,7 @@ static enum cr_status v_selected(void *ctx, const char *task, const struct gen_c
 	row = (struct cr_row){ .run_id = x->run_id, .task = task, .candidate = c ? c->path : "",
 			       .backend = x->cuda ? "cuda" : "cpu", .device = x->device,
 			       .verify_seed = "", .r = c ? &c->r : &none, .m = &m, .verify_s = NAN,
-			       .no_result = !c };
+			       .no_result = !c, .gpu_uuid = c && c->r.gpu >= 0 ? x->gpu.uuid : NULL };
 	if ((st = cr_results_write_extra(x->sel, &row, extra, 4, err)))
 		return st;
 	fprintf(stderr, "run: %s: selected %s (%s)\n", task, c ? c->id : "nothing", reason);
@@ -790,12 +794,15 @@ int cr_cmd_run(int argc, char **argv)
 		goto out;
 	x.cuda = be == CR_BACKEND_CUDA;
 	if (x.cuda) {
-		if (cr_cuda_dev_describe(x.device, sizeof x.device, x.arch, sizeof x.arch, &x.peak_tflops,
-					 &x.peak_tbps, &err)) {
+		if (cr_cuda_dev_get(0, &x.gpu, &err)) {
 			fprintf(stderr, "crucible run: --backend cuda: %s\n", err.msg);
 			rc = 3;
 			goto out;
 		}
+		snprintf(x.device, sizeof x.device, "%s", x.gpu.desc);
+		snprintf(x.arch, sizeof x.arch, "%s", x.gpu.arch);
+		x.peak_tflops = x.gpu.peak_tflops;
+		x.peak_tbps = x.gpu.peak_tbps;
 		snprintf(x.baseline_dir, sizeof x.baseline_dir, "%s/baselines/cuda", task_datadir());
 	} else {
 		snprintf(x.device, sizeof x.device, "cpu");

@@ -13,7 +13,10 @@
  * checking job holds l shared; a timing job (exclusive mode) takes t, then
  * l exclusively, so once a timing job waits, no new stage starts (a
  * checking job enters through t) and it runs when the stages in flight
- * end. Serial mode takes l exclusively around timing only. */
+ * end. Serial mode takes l exclusively around timing only; with several
+ * devices (eval --gpus) each device has its own l (".jobs-lock-dev<k>",
+ * k = the job's slot mod the devices), so a device times one candidate at a
+ * time while the devices time side by side. */
 #include "harness/eval_jobs.h"
 
 #include <errno.h>
@@ -52,6 +55,7 @@ struct eval_jobs {
 	cpu_set_t *sets;          /* job i's cores (n of them) */
 	char cpusets[512];
 	char lock_t[4200], lock_l[4200];
+	int n_dev;                /* devices with a timing lock each (serial); <= 1: one lock */
 	struct job *jobs;
 	int in_flight;
 	pid_t parent;
@@ -64,7 +68,13 @@ static struct {
 	bool on;
 	enum eval_job_timing mode;
 	int ft, fl;
-} self = { .ft = -1, .fl = -1 };
+	int slot;
+} self = { .ft = -1, .fl = -1, .slot = -1 };
+
+int eval_jobs_slot(void)
+{
+	return self.on ? self.slot : -1;
+}
 
 int eval_job_timing_parse(const char *s)
 {
@@ -226,9 +236,13 @@ static void job_main(struct eval_jobs *p, int slot, int cmd_fd, int res_fd)
 		job_fail(res_fd, m, "sched_setaffinity");
 	self.on = true;
 	self.mode = p->mode;
+	self.slot = slot;
 	if (p->mode == EJ_EXCLUSIVE || p->mode == EJ_SERIAL) {
+		char dev_lock[4300];
+		snprintf(dev_lock, sizeof dev_lock, "%s-dev%d", p->lock_l, slot % p->n_dev);
 		self.ft = open(p->lock_t, O_RDWR | O_CLOEXEC);
-		self.fl = open(p->lock_l, O_RDWR | O_CLOEXEC);
+		self.fl = open(p->mode == EJ_SERIAL && p->n_dev > 1 ? dev_lock : p->lock_l,
+			       O_RDWR | O_CLOEXEC);
 		if (self.ft < 0 || self.fl < 0)
 			job_fail(res_fd, m, "cannot open the lock files");
 	}
@@ -280,7 +294,7 @@ static enum cr_status start_job(struct eval_jobs *p, int slot, struct cr_err *er
 	return CR_OK;
 }
 
-enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing mode,
+enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing mode, int n_dev,
 			      const char *lockdir, eval_job_fn fn, void *fctx, struct cr_err *err)
 {
 	struct eval_jobs *p = calloc(1, sizeof *p);
@@ -296,6 +310,7 @@ enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	}
 	p->n = n;
+	p->n_dev = n_dev > 1 ? n_dev : 1;
 	p->mode = mode;
 	p->fn = fn;
 	p->fctx = fctx;
@@ -311,8 +326,10 @@ enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing
 	}
 	snprintf(p->lock_t, sizeof p->lock_t, "%s/.jobs-turnstile", lockdir);
 	snprintf(p->lock_l, sizeof p->lock_l, "%s/.jobs-lock", lockdir);
-	for (int i = 0; i < 2; i++) {
-		const char *path = i ? p->lock_l : p->lock_t;
+	for (int i = 0; i < 2 + (p->n_dev > 1 ? p->n_dev : 0); i++) {
+		char dev_lock[4300];
+		const char *path = i == 0 ? p->lock_t : i == 1 ? p->lock_l : dev_lock;
+		snprintf(dev_lock, sizeof dev_lock, "%s-dev%d", p->lock_l, i - 2);
 		if ((fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600)) < 0) {
 			st = cr_errf(err, CR_EENV, "--jobs: cannot create %s: %s", path, strerror(errno));
 			free(p->sets);
@@ -491,6 +508,11 @@ void eval_jobs_close(struct eval_jobs *p)
 	}
 	unlink(p->lock_t);
 	unlink(p->lock_l);
+	for (int i = 0; p->n_dev > 1 && i < p->n_dev; i++) {
+		char dev_lock[4300];
+		snprintf(dev_lock, sizeof dev_lock, "%s-dev%d", p->lock_l, i);
+		unlink(dev_lock);
+	}
 	free(p->sets);
 	free(p->jobs);
 	free(p);

@@ -62,8 +62,13 @@ int eval_jobs_cores(void);
  * work root). The cores are split into n disjoint sets when there are at
  * least n; with fewer cores than jobs nothing is pinned and the timing is
  * made exclusive (said on stderr). */
-enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing mode,
+/* n_dev > 1 (eval --gpus): job i uses device i mod n_dev, and in serial
+ * mode each device has its own timing lock (a device times one candidate
+ * at a time; the devices time side by side). */
+enum cr_status eval_jobs_open(struct eval_jobs **pp, int n, enum eval_job_timing mode, int n_dev,
 			      const char *lockdir, eval_job_fn fn, void *fctx, struct cr_err *err);
+/* In a job process, its slot (0..n-1); -1 outside a job. */
+int eval_jobs_slot(void);
 /* The mode in force, and a description of the core sets ("0 | 1"). */
 enum eval_job_timing eval_jobs_mode(const struct eval_jobs *p);
 const char *eval_jobs_cpusets(const struct eval_jobs *p);

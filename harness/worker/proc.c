@@ -280,15 +280,26 @@ static void child(struct cr_proc *w, int cmd_r, int cmd_w, int rep_w, const char
 	/* idle workers must not spin: OpenMP waits passively, OpenBLAS's pool
 	 * (linked for the baseline) sleeps at once, and the candidate's worker
 	 * gets no OpenBLAS threads at all */
-	char libcuda[1100] = "";
+	char libcuda[1100] = "", visible[600] = "", order[80] = "";
 	bool cuda = !strcmp(mode, "cuda");
 	char *envp[] = { "PATH=/usr/bin:/bin", "OMP_WAIT_POLICY=PASSIVE", nthreads, blas,
-			 "OPENBLAS_THREAD_TIMEOUT=4", "LC_ALL=C", NULL, NULL };
+			 "OPENBLAS_THREAD_TIMEOUT=4", "LC_ALL=C", NULL, NULL, NULL, NULL };
+	int ne = 6;
 
-	/* a cuda worker uses the driver library the orchestrator was told to */
+	/* a cuda worker uses the driver library the orchestrator was told to,
+	 * and numbers the devices as the orchestrator does (the launch table
+	 * names the device by the driver's ordinal; the worker checks its UUID) */
 	if (cuda && getenv("CRUCIBLE_LIBCUDA") && *getenv("CRUCIBLE_LIBCUDA")) {
 		snprintf(libcuda, sizeof libcuda, "CRUCIBLE_LIBCUDA=%s", getenv("CRUCIBLE_LIBCUDA"));
-		envp[6] = libcuda;
+		envp[ne++] = libcuda;
+	}
+	if (cuda && getenv("CUDA_VISIBLE_DEVICES")) {
+		snprintf(visible, sizeof visible, "CUDA_VISIBLE_DEVICES=%s", getenv("CUDA_VISIBLE_DEVICES"));
+		envp[ne++] = visible;
+	}
+	if (cuda && getenv("CUDA_DEVICE_ORDER")) {
+		snprintf(order, sizeof order, "CUDA_DEVICE_ORDER=%s", getenv("CUDA_DEVICE_ORDER"));
+		envp[ne++] = order;
 	}
 
 	snprintf(nthreads, sizeof nthreads, "OMP_NUM_THREADS=%ld", ncpu > 0 ? ncpu : 1);

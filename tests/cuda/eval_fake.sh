@@ -11,6 +11,14 @@
 # shape (emulated threads are slow); the check shapes are unchanged.
 # Timing runs for samples whose kernels are the baseline's own (the
 # emulated driver loads one kernel library at a time).
+#
+# Then `--gpus` on two emulated devices (fakecuda-devices beside the
+# library): `--gpus 0,1 --jobs 2` over every sample whose kernel names are
+# not another's (the kernels file is then a stub that loads one library per
+# sample), each with its expected status, both devices used (results.csv
+# columns gpu and gpu_uuid), run.json listing both; a timed run of the three
+# samples that are their baseline's kernels, on both devices; bad --gpus
+# values and models that differ.
 #   eval_fake.sh CRUCIBLE LIBFAKECUDA SRC_ROOT
 # Exits 77 (skip) without a C++20 compiler or off x86-64.
 set -eu
@@ -18,7 +26,9 @@ CR=$1 FAKE=$2 SRC=$3
 CXX=${CXX:-c++}
 [ "$(uname -m)" = x86_64 ] || { echo "skip: the emulation is x86-64 only"; exit 77; }
 T=$(mktemp -d /tmp/crucible-evalfake.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+DEVICES=$(dirname "$FAKE")/fakecuda-devices
+trap 'rm -rf "$T" "$DEVICES"' EXIT
+rm -f "$DEVICES"
 printf 'int main(){}\n' >"$T/probe.cc"
 "$CXX" -std=c++20 -x c++ "$T/probe.cc" -o "$T/probe" 2>/dev/null || { echo "skip: no C++20 compiler"; exit 77; }
 KERNELS=$(dirname "$FAKE")/fakecuda-kernels.so
@@ -41,6 +51,7 @@ emu_build() { # FILE.cu -> the emulated driver's kernel library
 	  grep -o 'extern "C" __global__ void [A-Za-z_][A-Za-z_0-9]*' "$1" | awk '{ print "FAKECUDA_SIG(" $5 ")" }'
 	} >"$T/wrap.cc"
 	"$CXX" -std=c++20 -O1 -fno-delete-null-pointer-checks -fPIC -shared -pthread -fno-gnu-unique \
+		-Wl,-Bsymbolic \
 		-include "$SRC/tests/cuda/emu/cuda_emu.hpp" \
 		-include "$SRC/tests/cuda/fakecuda/fakecuda_sig.hpp" \
 		-x c++ "$T/wrap.cc" -o "$T/k.so" 2>"$T/emu.log" || return 1
@@ -54,7 +65,11 @@ for cu in "$SRC"/data/candidates/smoke-cuda/*.cu "$SRC"/data/candidates/exploits
 	expect=$(sed -E 's/.*"expect": *"([a-z_]+)".*/\1/' "${cu%.cu}.json")
 	rm -f "$KERNELS"
 	# samples that never reach the worker need no kernels
-	emu_build "$cu" || echo "  ($name: no emulated build; $(head -c 200 "$T/emu.log" | tr '\n' ' '))"
+	if emu_build "$cu"; then
+		mkdir -p "$T/klib" && cp "$KERNELS" "$T/klib/$name.so"
+	else
+		echo "  ($name: no emulated build; $(head -c 200 "$T/emu.log" | tr '\n' ' '))"
+	fi
 	timing=--no-timing
 	case $name in relu_plain|softmax_fast|layernorm_fast|rowsum_fast|gelu_plain) timing="--time-cap 3" ;; esac
 	# the timed exploits turn bad only once timing starts
@@ -93,5 +108,105 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
 		echo "FAIL  --lock-clocks without NVML: exit $rc: $(cat "$T/err-lock")"; fails=$((fails + 1))
 	fi
 fi
+
+# ---- --gpus on two emulated devices ----
+fail() { echo "FAIL  $*"; fails=$((fails + 1)); }
+printf 'crucible fake GPU (CPU emulation)\ncrucible fake GPU (CPU emulation)\n' >"$DEVICES"
+# the samples whose kernels no other chosen sample names (the fast ones, the
+# bad ones, then the plain ones); one without an emulated build never
+# reaches a device worker, so its names do not count
+mkdir -p "$T/gpus"
+names=" " libs=""
+for cu in "$SRC"/data/candidates/smoke-cuda/*_fast.cu "$SRC"/data/candidates/smoke-cuda/bad_*.cu \
+	  "$SRC"/data/candidates/smoke-cuda/*_plain.cu; do
+	name=$(basename "$cu" .cu) clash=0
+	if [ -f "$T/klib/$name.so" ]; then
+		kernels=$(grep -o 'extern "C" __global__ void [A-Za-z_][A-Za-z_0-9]*' "$cu" | awk '{ print $5 }')
+		for k in $kernels; do case $names in *" $k "*) clash=1 ;; esac; done
+		[ "$clash" = 0 ] || continue
+		for k in $kernels; do names="$names$k "; done
+		libs="$libs $T/klib/$name.so"
+	fi
+	cp "$cu" "${cu%.cu}.json" "$T/gpus/"
+done
+printf 'void fakecuda_stub(void) {}\n' >"$T/stub.c"
+# shellcheck disable=SC2086
+cc -shared -fPIC "$T/stub.c" -o "$KERNELS" -Wl,--no-as-needed $libs
+ng=$(ls "$T"/gpus/*.cu | wc -l)
+rc=0
+"$CR" eval --backend cuda --gpus 0,1 --jobs 2 --quick --no-timing --timeout 20 --check-expect \
+	--out "$T/out-gpus" "$T/gpus" >"$T/gpus.out" 2>"$T/gpus.err" || rc=$?
+# the last two columns: gpu, gpu_uuid (every field is quoted)
+rows=$(tail -n +2 "$T/out-gpus/results.csv" | wc -l)
+used=$(tail -n +2 "$T/out-gpus/results.csv" | sed -E 's/.*,"([0-9]*)","([^"]*)"$/\1 \2/' | sort -u)
+uuids=$(grep -c '"uuid": "GPU-fa4ecd00-0000-0000-0000-00000000000[12]"' "$T/out-gpus/run.json" || true)
+if [ "$rc" -eq 0 ] && [ "$rows" -eq "$ng" ] && [ "$uuids" -eq 2 ] &&
+	printf '%s\n' "$used" | grep -qx '0 GPU-fa4ecd00-0000-0000-0000-000000000001' &&
+	printf '%s\n' "$used" | grep -qx '1 GPU-fa4ecd00-0000-0000-0000-000000000002' &&
+	[ "$(printf '%s\n' "$used" | wc -l)" -eq 2 ]; then
+	st=$(awk 'NR > 1 && $2 ~ /\.cu$/ { print $3 }' "$T/gpus.out" | sort | uniq -c | awk '{ printf "%s %s, ", $1, $2 }')
+	echo "ok    --gpus 0,1 --jobs 2: $ng samples, every status as expected (${st%, }), rows on both devices, run.json lists both"
+else
+	fail "--gpus 0,1 --jobs 2: exit $rc, $rows rows of $ng, devices used: $(printf '%s' "$used" | tr '\n' ';'), run.json uuids $uuids"
+	grep UNEXPECTED -A1 "$T/gpus.out" | head -20
+	tail -5 "$T/gpus.err"
+fi
+# timed on both devices: the samples whose kernels are their baseline's
+mkdir -p "$T/gpus-timed"
+for name in softmax_fast layernorm_fast rowsum_fast; do
+	cp "$SRC/data/candidates/smoke-cuda/$name.cu" "$SRC/data/candidates/smoke-cuda/$name.json" "$T/gpus-timed/"
+done
+rc=0
+"$CR" eval --backend cuda --gpus 0,1 --jobs 2 --quick --time-cap 3 --timeout 20 --check-expect \
+	--out "$T/out-gpus-timed" "$T/gpus-timed" >"$T/gpus-timed.out" 2>"$T/gpus-timed.err" || rc=$?
+timed=$(grep -c 'timed by CUDA events' "$T/out-gpus-timed/results.csv" || true)
+devs=$(tail -n +2 "$T/out-gpus-timed/results.csv" | sed -E 's/.*,"([0-9]*)","([^"]*)"$/\1/' | sort -u | tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ "$timed" -eq 3 ] && [ "$devs" = "0 1 " ]; then
+	echo "ok    --gpus 0,1 --jobs 2, timed: 3 samples timed by events on devices $devs"
+else
+	fail "--gpus 0,1 --jobs 2, timed: exit $rc, $timed timed by events, devices '$devs'"
+	tail -5 "$T/gpus-timed.out" "$T/gpus-timed.err"
+fi
+# bad values: exit 2 naming the value
+cu="$SRC/data/candidates/smoke-cuda/relu_fast.cu"
+for bad in 5 0,0 x 1, -1; do
+	rc=0
+	"$CR" eval --backend cuda --gpus "$bad" --no-timing --out "$T/out-bad" "$cu" >/dev/null 2>"$T/err-bad" || rc=$?
+	if [ "$rc" -eq 2 ] && grep -q -- "--gpus.*$bad" "$T/err-bad"; then
+		echo "ok    --gpus $bad: exit 2: $(head -1 "$T/err-bad")"
+	else
+		fail "--gpus $bad: exit $rc: $(cat "$T/err-bad")"
+	fi
+done
+rc=0
+"$CR" eval --backend cpu --gpus 0 --no-timing --out "$T/out-bad" "$SRC/data/candidates/smoke/relu_plain.c" \
+	>/dev/null 2>"$T/err-bad" || rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--gpus' "$T/err-bad" && echo "ok    --gpus on the cpu backend: exit 2" ||
+	fail "--gpus on the cpu backend: exit $rc: $(cat "$T/err-bad")"
+rc=0
+"$CR" eval --backend cuda --gpus 0,1 --jobs 1 --no-timing --out "$T/out-bad" "$cu" >/dev/null 2>"$T/err-bad" || rc=$?
+[ "$rc" -eq 2 ] && echo "ok    --gpus 0,1 --jobs 1: exit 2: $(head -1 "$T/err-bad")" ||
+	fail "--gpus 0,1 --jobs 1: exit $rc: $(cat "$T/err-bad")"
+# models that differ: refused unless --gpus lists them; then each row names its device
+printf 'crucible fake GPU (CPU emulation)\ncrucible fake GPU B (CPU emulation)\n' >"$DEVICES"
+rc=0
+"$CR" eval --backend cuda --no-timing --out "$T/out-mixed" "$cu" >/dev/null 2>"$T/err-mixed" || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'different models' "$T/err-mixed" &&
+	echo "ok    two models, no --gpus: exit 2: $(head -c 120 "$T/err-mixed")" ||
+	fail "two models, no --gpus: exit $rc: $(cat "$T/err-mixed")"
+mkdir -p "$T/mixed"
+cp "$T"/gpus/relu_fast.* "$T"/gpus/gelu_fast.* "$T/mixed/"
+rc=0
+"$CR" eval --backend cuda --gpus 0,1 --jobs 2 --quick --no-timing --timeout 20 --check-expect \
+	--out "$T/out-mixed" "$T/mixed" >/dev/null 2>"$T/err-mixed" || rc=$?
+models=$(grep -c '"name": "crucible fake GPU' "$T/out-mixed/run.json" || true)
+if [ "$rc" -eq 0 ] && [ "$models" -eq 2 ] && grep -q 'fake GPU B' "$T/out-mixed/run.json" &&
+	grep -q '"crucible fake GPU B (CPU emulation) (sm_90' "$T/out-mixed/results.csv" &&
+	grep -q '"crucible fake GPU (CPU emulation) (sm_90' "$T/out-mixed/results.csv"; then
+	echo "ok    two models listed with --gpus 0,1: run, run.json and the rows name both"
+else
+	fail "two models listed with --gpus 0,1: exit $rc, $models devices in run.json: $(tail -3 "$T/err-mixed")"
+fi
+rm -f "$DEVICES"
 echo "eval_fake: $n samples, $fails failed"
 [ "$fails" -eq 0 ]

@@ -353,7 +353,7 @@ int main(int argc, char **argv)
 	{
 		struct cr_nvml_clocks c;
 		cr_err_init(&e);
-		if (!cr_nvml_clocks(0, &c, &e))
+		if (!cr_nvml_clocks(dev.bus_id, &c, &e))
 			printf("nvml: driver %s, SM %u/%u MHz, mem %u/%u MHz, %u C, %.0f W, throttle %s\n",
 			       c.driver, c.sm_mhz, c.sm_max_mhz, c.mem_mhz, c.mem_max_mhz, c.temp_c,
 			       c.power_mw / 1000.0, c.throttle_str);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -446,6 +447,312 @@ static void test_gate_confirm(void **state)
 	rmdir(dir);
 }
 
+/* Writes DIR/results.csv (one noisy correct row of cand, speedup 1.0) and
+ * DIR/samples.csv with wide per-sample speedups (0.5 to 2.0): a gated run
+ * whose samples cannot tell a 30% slowdown, INCONCLUSIVE and a suspect. */
+static void wide_run(const char *dir, const char *cand, const char *sha)
+{
+	static const char hdr[] = "run_id,task,candidate,sample,backend,device,status,backward,"
+		"detail,max_abs_err,max_rel_err,time_us,time_lo_us,time_hi_us,baseline_us,speedup,"
+		"speedup_lo,speedup_hi,samples,reasoning_tokens,completion_tokens,model,temperature,"
+		"top_p,top_k,seed,turn,source_sha256,noisy\n";
+	char p[4200], text[9000];
+	size_t l;
+
+	snprintf(p, sizeof p, "%s/results.csv", dir);
+	snprintf(text, sizeof text, "%sr,t/x,%s,0,cpu,x,ok,none,,,,,,,,1.0,0.5,2.0,10,,,m,,,,,,"
+		 "%s,1\n", hdr, cand, sha);
+	write_file(p, text);
+	snprintf(p, sizeof p, "%s/samples.csv", dir);
+	l = (size_t)snprintf(text, sizeof text, "candidate,source_sha256,side,us\n");
+	for (int k = 0; k < 10; k++)
+		l += (size_t)snprintf(text + l, sizeof text - l, "%s,%s,cand,%.3f\n%s,%s,base,100\n",
+				      cand, sha, 100 / (0.5 + 1.5 * ((k * 7) % 10) / 9.0), cand, sha);
+	write_file(p, text);
+}
+
+/* The sequential --confirm end to end, with a stand-in eval that writes
+ * samples (GATE_FAKE_SAMPLES=1): a 30% slowdown is SLOWER after one round
+ * and a no-change stops after one round (a slowdown beyond 5% ruled out);
+ * the old rule ran all 5 rounds in both cases. */
+static void test_gate_confirm_sequential(void **state)
+{
+	char dir[] = "/tmp/crucible-gate-seq-XXXXXX", fast[4200], slow[4200], bd[4200], cd[4200];
+	char pb[4200], pc[4200], fake[4096], json[4200], *text;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fast, sizeof fast, "%s/fast.c", dir);
+	snprintf(slow, sizeof slow, "%s/slow.c", dir);
+	snprintf(bd, sizeof bd, "%s/b", dir);
+	snprintf(cd, sizeof cd, "%s/c", dir);
+	assert_int_equal(mkdir(bd, 0700), 0);
+	assert_int_equal(mkdir(cd, 0700), 0);
+	write_file(fast, "// fast\n");
+	write_file(slow, "// slow\n");
+	snprintf(pb, sizeof pb, "%s/results.csv", bd);
+	snprintf(pc, sizeof pc, "%s/results.csv", cd);
+	snprintf(json, sizeof json, "%s/gate.json", dir);
+	path(fake, "gate_fake_crucible.sh");
+	wide_run(bd, fast, "sha-fast");
+	wide_run(cd, slow, "sha-slow");
+	assert_int_equal(setenv("GATE_FAKE_SAMPLES", "1", 1), 0);
+	{
+		char *argv[] = { "gate", "--baseline", pb, "--current", pc, "--confirm", "5",
+				 "--crucible", fake, "--eval-arg=--time-cap", "--eval-arg=0.3",
+				 "--json", json, NULL };
+		assert_int_equal(report_gate_main(13, argv), 1);
+		text = slurp(json);
+		assert_non_null(strstr(text, "\"verdict\": \"SLOWER\""));
+		assert_non_null(strstr(text, "\"reruns\": 1,"));
+		assert_non_null(strstr(text, "\"confirm_stop\": \"slower\""));
+		assert_non_null(strstr(text, "\"alpha_per_look\": 0.002"));
+		free(text);
+	}
+	wide_run(cd, fast, "sha-fast");
+	{
+		char *argv[] = { "gate", "--baseline", pb, "--current", pc, "--confirm", "5",
+				 "--crucible", fake, "--eval-arg=--time-cap", "--eval-arg=0.3",
+				 "--json", json, NULL };
+		assert_int_equal(report_gate_main(13, argv), 0);
+		text = slurp(json);
+		assert_non_null(strstr(text, "\"verdict\": \"SAME\""));
+		assert_non_null(strstr(text, "\"reruns\": 1,"));
+		assert_non_null(strstr(text, "\"confirm_stop\": \"ruled-out\""));
+		free(text);
+	}
+	/* a re-run without samples.csv while the gated runs have one: an error */
+	assert_int_equal(unsetenv("GATE_FAKE_SAMPLES"), 0);
+	{
+		char *argv[] = { "gate", "--baseline", pb, "--current", pc, "--confirm", "5",
+				 "--crucible", fake, "--eval-arg=--time-cap", "--eval-arg=0.3", NULL };
+		assert_int_equal(report_gate_main(11, argv), 2);
+	}
+	remove(json);
+	for (int i = 0; i < 2; i++) {
+		char p[4300];
+		snprintf(p, sizeof p, "%s/results.csv", i ? cd : bd);
+		remove(p);
+		snprintf(p, sizeof p, "%s/samples.csv", i ? cd : bd);
+		remove(p);
+		rmdir(i ? cd : bd);
+	}
+	remove(fast), remove(slow);
+	rmdir(dir);
+}
+
+/* The stratified test: one stratum is Mann-Whitney itself; two strata
+ * convolve exactly (2 vs 2 below in both: (1/6)^2); a shift common to both
+ * sides of a stratum changes nothing. */
+static void test_mw_strata(void **state)
+{
+	double a[] = { 1, 2, 3, 4, 5 }, b[] = { 6, 7, 8, 9, 10 }, c[] = { 1.5, 2.5, 3.5, 9.5, 5.5 };
+	double a9[5], c9[5], lo, hi, lo2, hi2;
+	struct report_stratum s1 = { a, 5, c, 5 }, two[2] = { { a, 2, b, 2 }, { a + 2, 2, b + 2, 2 } };
+	struct report_stratum sh[2] = { { a, 5, c, 5 }, { a9, 5, c9, 5 } }, same[2] = { s1, s1 };
+	(void)state;
+	report_mw_strata(&s1, 1, &lo, &hi);
+	assert_near(fmin(1, 2 * fmin(lo, hi)), report_mann_whitney(a, 5, c, 5), 1e-12);
+	report_mw_strata(two, 2, &lo, &hi);
+	assert_near(lo, 1.0 / 36, 1e-12);
+	assert_near(hi, 1.0, 1e-12);
+	for (int i = 0; i < 5; i++)
+		a9[i] = 9 * a[i], c9[i] = 9 * c[i];
+	report_mw_strata(sh, 2, &lo, &hi);
+	report_mw_strata(same, 2, &lo2, &hi2);
+	assert_near(lo, lo2, 1e-12);
+	assert_near(hi, hi2, 1e-12);
+	/* a stratum with an empty side is skipped; none left is NAN */
+	two[1].nb = 0;
+	report_mw_strata(two, 2, &lo, &hi);
+	assert_near(lo, 1.0 / 6, 1e-12);
+	two[0].na = 0;
+	report_mw_strata(two, 2, &lo, &hi);
+	assert_true(isnan(lo) && isnan(hi));
+}
+
+/* A task with the gated rows' samples (round 0) and `rounds` --confirm rounds,
+ * both sides re-run: round i has baseline samples load[i] * b[j] and current
+ * samples load[i] * c[j], n each. */
+static void rounds_task(struct report_gate_task *t, int rounds, const double *load,
+			const double *b, const double *c, size_t n)
+{
+	memset(t, 0, sizeof *t);
+	t->name = "t/rounds";
+	t->in_base = t->in_cur = t->base_ok = t->cur_ok = 1;
+	t->base_noisy = t->cur_noisy = 1;
+	t->base_sp = t->cur_sp = t->base_lo = t->base_hi = t->cur_lo = t->cur_hi = NAN;
+	t->round_base = calloc((size_t)rounds + 1, sizeof *t->round_base);
+	t->round_cur = calloc((size_t)rounds + 1, sizeof *t->round_cur);
+	assert_non_null(t->round_base);
+	assert_non_null(t->round_cur);
+	t->base_rerun = 1;
+	for (int i = 0; i <= rounds; i++) {
+		for (size_t j = 0; j < n; j++) {
+			assert_int_equal(report_gate_obs_push(t, 0, load[i] * b[j], NULL), CR_OK);
+			assert_int_equal(report_gate_obs_push(t, 1, load[i] * c[j], NULL), CR_OK);
+		}
+		t->round_base[i] = t->n_obs_base;
+		t->round_cur[i] = t->n_obs_cur;
+	}
+}
+
+static void rounds_free(struct report_gate_task *t)
+{
+	free(t->obs_base);
+	free(t->obs_cur);
+	free(t->round_base);
+	free(t->round_cur);
+}
+
+/* A 1.3x slower candidate (ratio 0.77) in wide noise while the load changes
+ * between rounds (x1, x4, x0.25, x2, x0.5 on both sides of a round): each
+ * round alone is weak (U = 26 of 100, no ties, p = 0.075), the rounds summed
+ * decide at the third look (p = 0.0015 < 0.01 / 5). Pooling the rounds as one sample,
+ * the old rule, mixes the loads into the noise and never decides. */
+static void test_gate_look_third_round(void **state)
+{
+	double load[6] = { 1, 1, 4, 0.25, 2, 0.5 }, b[10], c[10];
+	struct report_gate_opts o;
+	struct report_gate_task t;
+	(void)state;
+	report_gate_opts_default(&o);
+	o.confirm = 5;
+	for (int j = 0; j < 10; j++)
+		b[j] = 1 + 0.15 * j, c[j] = b[j] * 0.77;
+	rounds_task(&t, 5, load, b, c, 10);
+	assert_int_equal(report_gate_look(&t, 1, &o), RS_NONE);
+	assert_near(t.p, 0.0750, 0.001);
+	assert_int_equal(report_gate_look(&t, 2, &o), RS_NONE);
+	assert_near(t.p, 0.0104, 0.0005);
+	assert_int_equal(report_gate_look(&t, 3, &o), RS_SLOWER);
+	assert_near(t.p, 0.0015, 0.0001);
+	assert_int_equal(t.verdict, RV_SLOWER);
+	assert_int_equal(t.stop, RS_SLOWER);
+	assert_int_equal(t.reruns, 3);
+	assert_int_equal(t.method, RM_RERUNS);
+	assert_near(t.ratio, 0.77, 1e-9);
+	assert_non_null(strstr(t.reason, "after 3 rounds"));
+	/* the old rule: every observation of the 5 rounds and the gated rows
+	 * pooled, one Mann-Whitney at alpha */
+	report_gate_decide(&t, &o);
+	assert_int_equal(t.verdict, RV_INCONCLUSIVE);
+	assert_true(t.p > 0.01);
+	/* the gated rows (round 0) are not a round: a slowdown seen only there,
+	 * which made the task a suspect, is not confirmed by equal rounds */
+	rounds_free(&t);
+	rounds_task(&t, 5, load, b, b, 10);
+	for (int j = 0; j < 10; j++)
+		t.obs_cur[j] = c[j];
+	for (int k = 1; k <= 5; k++)
+		assert_true(report_gate_look(&t, k, &o) != RS_SLOWER);
+	rounds_free(&t);
+}
+
+/* No change under tight noise: the first round rules a slowdown beyond the
+ * threshold out and the confirm stops (the old rule ran all N rounds); a
+ * change inside the threshold goes on to N rounds and is INCONCLUSIVE. */
+static void test_gate_look_stops_early(void **state)
+{
+	double load[6] = { 1, 1, 1.2, 0.9, 1.1, 1 }, b[10], c[10];
+	struct report_gate_opts o;
+	struct report_gate_task t;
+	(void)state;
+	report_gate_opts_default(&o);
+	o.confirm = 5;
+	for (int j = 0; j < 10; j++)
+		b[j] = 2 + 0.01 * j, c[j] = 2.003 + 0.01 * j;
+	rounds_task(&t, 5, load, b, c, 10);
+	assert_int_equal(report_gate_look(&t, 1, &o), RS_RULED_OUT);
+	assert_int_equal(t.verdict, RV_SAME);
+	assert_true(t.p_ruled_out < 0.002);
+	assert_true(t.p >= 0.002);
+	assert_non_null(strstr(t.reason, "no slowdown beyond 5%"));
+	rounds_free(&t);
+	/* 3% slower in wide noise: never decided, the fifth look says so */
+	for (int j = 0; j < 10; j++)
+		b[j] = 1 + 0.15 * j, c[j] = b[j] * 0.97;
+	rounds_task(&t, 5, load, b, c, 10);
+	for (int k = 1; k < 5; k++)
+		assert_int_equal(report_gate_look(&t, k, &o), RS_NONE);
+	assert_int_equal(report_gate_look(&t, 5, &o), RS_UNDECIDED);
+	assert_int_equal(t.verdict, RV_INCONCLUSIVE);
+	assert_non_null(strstr(t.reason, "after 5 rounds"));
+	rounds_free(&t);
+	/* without baseline re-runs: the current re-runs against the gated
+	 * baseline row, one stratum */
+	for (int j = 0; j < 10; j++)
+		b[j] = 1 + 0.01 * j, c[j] = b[j] / 1.3;
+	rounds_task(&t, 2, load, b, c, 10);
+	t.base_rerun = 0;
+	t.round_base[1] = t.round_base[2] = t.round_base[0];
+	assert_int_equal(report_gate_look(&t, 1, &o), RS_SLOWER);
+	assert_non_null(strstr(t.reason, "against the gated baseline row"));
+	rounds_free(&t);
+}
+
+/* Simulated gates: per round 10 vs 10 lognormal samples (sd 0.3 in log) and a
+ * load drawn for each round (sd 0.5 in log, both sides), 5 rounds, a look
+ * after each. Seeded, so the counts are fixed. */
+static int simulate(int gates, double ratio, int naive, enum report_stop what)
+{
+	struct report_gate_opts o;
+	unsigned st = 12345;
+	int hits = 0;
+
+	report_gate_opts_default(&o);
+	for (int g = 0; g < gates; g++) {
+		double load[6], b[10], c[10];
+		struct report_gate_task t;
+		for (int i = 0; i < 6; i++)
+			load[i] = noisy_value(&st, 1, 0.5);
+		/* the rounds share the within-run draws' law, not their values */
+		rounds_task(&t, 5, load, (double[10]){ 0 }, (double[10]){ 0 }, 10);
+		for (int i = 0; i <= 5; i++)
+			for (int j = 0; j < 10; j++) {
+				b[j] = noisy_value(&st, 1, 0.3);
+				c[j] = noisy_value(&st, ratio, 0.3);
+				t.obs_base[i * 10 + j] = load[i] * b[j];
+				t.obs_cur[i * 10 + j] = load[i] * c[j];
+			}
+		for (int k = 1; k <= 5; k++) {
+			/* naive: every look at the full alpha */
+			o.confirm = naive ? 1 : 5;
+			enum report_stop s = report_gate_look(&t, k, &o);
+			if (s == what || (what == RS_SLOWER && s == RS_FASTER)) {
+				hits++;
+				break;
+			}
+			if (s != RS_NONE && !naive)
+				break;
+			if (naive && s == RS_RULED_OUT)
+				break;
+		}
+		rounds_free(&t);
+	}
+	return hits;
+}
+
+/* The false-alarm bound across the looks: on 2000 simulated null gates the
+ * sequential rule says SLOWER or FASTER at most alpha * 2000 = 20 times;
+ * looking 5 times at the full alpha (no spending) exceeds that bound on the
+ * same data, so the test can tell. The ruled-out boundary, at a true
+ * slowdown of exactly the threshold, stops at most alpha of the gates. */
+static void test_gate_look_alpha(void **state)
+{
+	int seq, naive, ruled;
+	(void)state;
+	seq = simulate(2000, 1.0, 0, RS_SLOWER);
+	naive = simulate(2000, 1.0, 1, RS_SLOWER);
+	print_message("null gates: %d of 2000 decided a change (bound 20), %d with alpha "
+		      "at every look\n", seq, naive);
+	assert_true(seq <= 20);
+	assert_true(naive > 20);
+	ruled = simulate(2000, 0.95, 0, RS_RULED_OUT);
+	print_message("gates at a true 5%% slowdown: %d of 2000 ruled it out (bound 20)\n",
+		      ruled);
+	assert_true(ruled <= 20);
+}
+
 /* Option syntax and validation: --opt=value and --opt value, bad numbers
  * exit 2 with the option named; tasks in natural order; json to stdout. */
 static void test_gate_options(void **state)
@@ -521,6 +828,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_mann_whitney),
 		cmocka_unit_test(test_gate_samples_files),
 		cmocka_unit_test(test_gate_confirm),
+		cmocka_unit_test(test_gate_confirm_sequential),
+		cmocka_unit_test(test_mw_strata),
+		cmocka_unit_test(test_gate_look_third_round),
+		cmocka_unit_test(test_gate_look_stops_early),
+		cmocka_unit_test(test_gate_look_alpha),
 		cmocka_unit_test(test_gate_options),
 		cmocka_unit_test(test_natural_order),
 	};

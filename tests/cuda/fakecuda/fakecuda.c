@@ -5,7 +5,12 @@
  * CRUCIBLE_LIBCUDA at this library. FOR TESTS ONLY.
  *
  * What it is, as the worker sees it: one device ("crucible fake GPU (CPU
- * emulation)", sm_90, 4 MiB L2), its primary context, device memory that is
+ * emulation)", sm_90, 4 MiB L2), or as many as the lines of the file
+ * <directory of this library>/fakecuda-devices (each line a device's name;
+ * a file, not an environment variable, because the worker runs with a
+ * scrubbed environment), each with its own UUID (GPU-fa4ecd00-...-0000000000NN)
+ * and PCI bus id (0000:NN:00.0, NN = ordinal + 1) and all sharing one
+ * emulated primary context; device memory that is
  * host memory (a CUdeviceptr is a host address, 256-aligned; copies and
  * memsets are bounds-checked against the allocations), modules that are
  * real cubins (parsed with cr_cubin_parse: kernel names, parameter sizes,
@@ -33,6 +38,7 @@
  * requests (see cuda_drv.c's table). */
 #include "fakecuda_impl.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,11 +114,43 @@ EXPORT CUresult cuDriverGetVersion(int *v)
 	return CUDA_SUCCESS;
 }
 
+#define FK_MAX_DEV 8
+static int n_dev = 1;
+static char dev_names[FK_MAX_DEV][128];
+
+/* The devices: one per non-empty line of fakecuda-devices beside this
+ * library (its name), else one named DEVICE_NAME. */
+static void load_devices(void)
+{
+	char path[4096], line[256];
+	Dl_info di;
+	const char *slash;
+	FILE *f = NULL;
+
+	n_dev = 0;
+	if (dladdr((void *)(uintptr_t)&cuDriverGetVersion, &di) && di.dli_fname &&
+	    (slash = strrchr(di.dli_fname, '/')) &&
+	    snprintf(path, sizeof path, "%.*s/fakecuda-devices", (int)(slash - di.dli_fname),
+		     di.dli_fname) < (int)sizeof path)
+		f = fopen(path, "r");
+	while (f && n_dev < FK_MAX_DEV && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0])
+			snprintf(dev_names[n_dev++], sizeof dev_names[0], "%s", line);
+	}
+	if (f)
+		fclose(f);
+	if (!n_dev)
+		snprintf(dev_names[n_dev++], sizeof dev_names[0], "%s", DEVICE_NAME);
+}
+
 static CUresult init(unsigned int flags)
 {
 	if (flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	LOCK();
+	if (!fk.init)
+		load_devices();
 	fk.init = 1;
 	UNLOCK();
 	return CUDA_SUCCESS;
@@ -124,7 +162,7 @@ static CUresult device_get_count(int *n)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!fk.init)
 		return CUDA_ERROR_NOT_INITIALIZED;
-	*n = 1;
+	*n = n_dev;
 	return CUDA_SUCCESS;
 }
 
@@ -134,15 +172,16 @@ static CUresult device_get(CUdevice *d, int ordinal)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!fk.init)
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (ordinal != 0)
+	if (ordinal < 0 || ordinal >= n_dev)
 		return CUDA_ERROR_INVALID_DEVICE;
-	*d = 0;
+	*d = ordinal;
 	return CUDA_SUCCESS;
 }
 
 static CUresult check_dev(CUdevice d)
 {
-	return !fk.init ? CUDA_ERROR_NOT_INITIALIZED : d != 0 ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+	return !fk.init ? CUDA_ERROR_NOT_INITIALIZED : d < 0 || d >= n_dev ? CUDA_ERROR_INVALID_DEVICE
+									     : CUDA_SUCCESS;
 }
 
 /* An H100-like sm_90 part, scaled down where a figure sizes host work
@@ -205,6 +244,10 @@ static CUresult device_get_attribute(int *v, CUdevice_attribute a, CUdevice d)
 		return r;
 	if (!v)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (a == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID) {
+		*v = d + 1;
+		return CUDA_SUCCESS;
+	}
 	for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
 		if (attrs[i].a == a) {
 			*v = attrs[i].v;
@@ -220,7 +263,31 @@ static CUresult device_get_name(char *name, int len, CUdevice d)
 		return r;
 	if (!name || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	snprintf(name, (size_t)len, "%s", DEVICE_NAME);
+	snprintf(name, (size_t)len, "%s", dev_names[d]);
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_get_uuid(CUuuid *u, CUdevice d)
+{
+	CUresult r = check_dev(d);
+	if (r)
+		return r;
+	if (!u)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(u->bytes, 0, sizeof u->bytes);
+	memcpy(u->bytes, "\xfa\x4e\xcd\x00", 4);
+	u->bytes[15] = (char)(d + 1);
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_get_pci_bus_id(char *id, int len, CUdevice d)
+{
+	CUresult r = check_dev(d);
+	if (r)
+		return r;
+	if (!id || len < 13)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(id, (size_t)len, "0000:%02x:00.0", (unsigned)d + 1);
 	return CUDA_SUCCESS;
 }
 
@@ -655,6 +722,7 @@ static const struct {
 	P(DeviceGetCount, 2000, device_get_count), P(DeviceGet, 2000, device_get),
 	P(DeviceGetAttribute, 2000, device_get_attribute), P(DeviceGetName, 2000, device_get_name),
 	P(DeviceTotalMem, 3020, device_total_mem), P(DevicePrimaryCtxRetain, 7000, primary_ctx_retain),
+	P(DeviceGetUuid, 11040, device_get_uuid), P(DeviceGetPCIBusId, 4010, device_get_pci_bus_id),
 	P(DevicePrimaryCtxRelease, 7000, primary_ctx_release), P(CtxSetCurrent, 4000, ctx_set_current),
 	P(CtxSynchronize, 2000, ctx_synchronize), P(CtxSetLimit, 3010, ctx_set_limit),
 	P(ModuleLoadDataEx, 2010, fk_module_load_data_ex), P(ModuleUnload, 2000, fk_module_unload),

@@ -47,6 +47,8 @@ struct func {
 	struct module *mod;
 	const struct cr_cubin_kernel *k;   /* in mod->info */
 	void *sym;                 /* the emulated kernel */
+	emu_launch_fn launch;      /* emu_launch of the object that defines sym (its own
+	                            * threadIdx/blockIdx), or NULL: the module's */
 	const char *sig;           /* fakecuda_sig_<name>: a char per parameter, or NULL */
 	int max_dyn_smem;          /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 	int carveout;

@@ -243,6 +243,18 @@ CUresult fk_module_get_function(CUfunction *f, CUmodule m, const char *name)
 	if (!fn->k) {
 		if (!(fn->sym = dlsym(x->so, name)))
 			goto out;
+		/* the kernels file may be a stub whose dependencies hold the
+		 * kernels (one library per candidate, tests/cuda/eval_fake.sh):
+		 * a kernel runs under the emu_launch of its own library, the one
+		 * whose thread indices it reads */
+		Dl_info di;
+		void *own;
+		fn->launch = NULL;
+		if (dladdr(fn->sym, &di) && di.dli_fname &&
+		    (own = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD))) {
+			fn->launch = (emu_launch_fn)(uintptr_t)dlsym(own, "emu_launch");
+			dlclose(own);
+		}
 		snprintf(sig_name, sizeof sig_name, "fakecuda_sig_%s", name);
 		const char *const *sig = dlsym(x->so, sig_name);
 		fn->sig = sig ? *sig : NULL;
@@ -355,7 +367,7 @@ CUresult fk_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 		n = k->n_params;
 		regs = k->regs;
 		max_smem = fn->max_dyn_smem;
-		launch = fn->mod->launch;
+		launch = fn->launch ? fn->launch : fn->mod->launch;
 		sym = fn->sym;
 	}
 	UNLOCK();
