@@ -139,7 +139,7 @@ int cr_cmd_list(int argc, char **argv)
 	struct row { char prims[256], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
 	if (!rows) {
 		fprintf(stderr, "crucible list: out of memory\n");
-		free(ts);
+		task_list_free(ts, n);
 		free(spec);
 		return 3;
 	}
@@ -189,7 +189,7 @@ int cr_cmd_list(int argc, char **argv)
 		coverage(ts, n);
 	}
 	free(rows);
-	free(ts);
+	task_list_free(ts, n);
 	free(spec);
 	return rc;
 }
@@ -312,18 +312,22 @@ int cr_cmd_dump(int argc, char **argv)
 	if (dims && parse_dims_arg(&t, dims, &d)) {
 		fprintf(stderr, "crucible dump: --dims '%s': expected NAME=POSITIVE,... over the dims of %s\n",
 			dims, t.name);
+		task_release(&t);
 		return 2;
 	}
 	if ((prof = task_profile_parse(profile)) < 0) {
 		fprintf(stderr, "crucible dump: unknown profile '%s'\n", profile);
+		task_release(&t);
 		return 2;
 	}
 	if (mkdir(out, 0755) && errno != EEXIST) {
 		fprintf(stderr, "crucible dump: cannot create %s: %s\n", out, strerror(errno));
+		task_release(&t);
 		return 2;
 	}
 	if (task_exec_init(&x, &t, &d, true, t.backward, &err)) {
 		fprintf(stderr, "crucible dump: %s\n", err.msg);
+		task_release(&t);
 		return 2;
 	}
 	for (int i = 0; i < t.n_tensors; i++)
@@ -335,6 +339,7 @@ int cr_cmd_dump(int argc, char **argv)
 	if (!man) {
 		fprintf(stderr, "crucible dump: cannot write %s\n", path);
 		task_exec_release(&x);
+		task_release(&t);
 		return 2;
 	}
 	{
@@ -402,6 +407,7 @@ int cr_cmd_dump(int argc, char **argv)
 	fprintf(man, "\n  ]\n}\n");
 	fclose(man);
 	task_exec_release(&x);
+	task_release(&t);
 	printf("wrote %s/manifest.json\n", out);
 	return 0;
 }
@@ -513,7 +519,7 @@ int cr_cmd_lint(int argc, char **argv)
 				if (task_exec_init(&xa, t, d, true, false, &err) ||
 				    task_exec_init(&xb, t, d, true, false, &err)) {
 					fprintf(stderr, "crucible lint: %s\n", err.msg);
-					free(ts);
+					task_list_free(ts, n);
 					return 2;
 				}
 				for (int k = 0; k < t->n_tensors; k++)
@@ -554,6 +560,6 @@ int cr_cmd_lint(int argc, char **argv)
 			bad++;
 	}
 	printf("%d task(s) checked, %d failed, %d note(s) on stress profiles\n", checked, bad, notes);
-	free(ts);
+	task_list_free(ts, n);
 	return bad ? 1 : 0;
 }

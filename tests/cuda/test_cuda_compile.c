@@ -77,6 +77,7 @@ static enum cr_status check_src(const char *path, const char *src, size_t len,
 	enum cr_status st = check_cuda_compile(t, path, src, len, o, r, &e);
 	if (st)
 		print_message("environment: %s\n", e.msg);
+	task_release(t);
 	free(t);
 	return st;
 }
@@ -198,6 +199,8 @@ static void batch_matches(void **state)
 	}
 	for (int i = 0; i < m; i++) {
 		free(srcs[i]);
+		if (tasks[i])
+			task_release(tasks[i]);
 		free(tasks[i]);
 	}
 	free(jobs);
@@ -433,6 +436,7 @@ static void launch_table(void **state)
 	cr_plan_release(p);
 	free(p);
 	free(lt);
+	task_release(t);
 	free(t);
 }
 

@@ -36,6 +36,8 @@ static enum cr_status load_text(const char *text, char *msg, size_t cap)
 	cr_err_init(&e);
 	enum cr_status st = task_load(&t, path, "test/t", &e);
 	snprintf(msg, cap, "%s", e.msg);
+	if (st == CR_OK)
+		task_release(&t);
 	unlink(path);
 	return st;
 }
@@ -109,6 +111,7 @@ static void run1(const char *path_json, const double *const *in, double *out)
 		if (t.tensors[i].role == TASK_OUTPUT)
 			memcpy(out, x.v[i].d, sizeof(double) * (size_t)x.v[i].n);
 	task_exec_release(&x);
+	task_release(&t);
 }
 
 static void test_closed_forms(void **s)
@@ -345,7 +348,7 @@ static void test_backward_fd(void **s)
 			checked++;
 		}
 	print_message("finite differences: %d tasks with a backward checked, %d failed\n", checked, bad);
-	free(ts);
+	task_list_free(ts, n);
 	assert_int_equal(bad, 0);
 }
 
@@ -418,7 +421,7 @@ static void test_drawn_shapes(void **s)
 		if (tries > 400)
 			print_message("%s: %.1f attempts per drawn shape\n", t->name, tries / 100.0);
 	}
-	free(ts);
+	task_list_free(ts, n);
 	assert_int_equal(bad, 0);
 }
 

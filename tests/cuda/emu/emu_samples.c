@@ -280,6 +280,7 @@ out:
 	unlink(so_path);
 	cr_plan_release(p);
 	free(p);
+	task_release(t);
 	free(t);
 	free(src);
 	return res;
