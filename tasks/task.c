@@ -494,13 +494,11 @@ static enum cr_status alloc_arrays(struct task *t, json_t *tensors, json_t *grap
 		FAIL("%s: tensors: %zu tensors, at most %d", t->path, nt, TASK_MAX_TENSORS);
 	if (nn > TASK_MAX_NODES)
 		FAIL("%s: graph: %zu ops, at most %d", t->path, nn, TASK_MAX_NODES);
+	/* at most TASK_MAX_VALUES: an op defines at most TASK_MAX_OUT */
 	json_array_foreach(graph, i, v) {
 		size_t no = json_array_size(json_object_get(v, "out"));
 		nv += no < TASK_MAX_OUT ? no : TASK_MAX_OUT;
 	}
-	if (nv > TASK_MAX_VALUES)
-		FAIL("%s: graph: %zu values (tensors and op outputs), at most %d", t->path, nv,
-		     TASK_MAX_VALUES);
 	sz = nt * sizeof *t->tensors + nn * sizeof *t->nodes + nv * sizeof *t->value_names;
 	if (!(t->mem = calloc(1, sz ? sz : 1)))
 		FAIL("%s: out of memory (%zu bytes for the task)", t->path, sz);

@@ -21,7 +21,7 @@
 #define TASK_MAX_RANK 6
 #define TASK_MAX_CHECKS 12
 #define TASK_MAX_NODES 2048
-#define TASK_MAX_VALUES (TASK_MAX_TENSORS + 2 * TASK_MAX_NODES)
+#define TASK_MAX_VALUES (TASK_MAX_TENSORS + TASK_MAX_OUT * TASK_MAX_NODES) /* tensors + op outputs */
 #define TASK_MAX_ATTRS 8
 #define TASK_MAX_IN 16      /* inputs of one op (cat of a stack's h_n) */
 #define TASK_MAX_OUT 4

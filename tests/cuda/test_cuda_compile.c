@@ -413,12 +413,12 @@ static void launch_table(void **state)
 	assert_int_equal(lt->l[0].block[2], 1);
 	assert_int_equal(lt->l[0].smem, 4096);
 	assert_int_equal(lt->l[0].n_args, 4);
-	assert_int_equal(lt->l[0].args[0].kind, CR_CUDA_ARG_PTR);
-	assert_int_equal(lt->l[0].args[1].slot, 1);
-	assert_int_equal(lt->l[0].args[2].kind, CR_CUDA_ARG_INT);
-	assert_int_equal(lt->l[0].args[2].i, 1000);
-	assert_int_equal(lt->l[0].args[3].kind, CR_CUDA_ARG_FLOAT);
-	assert_true(lt->l[0].args[3].f == 0.5);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 0].kind, CR_CUDA_ARG_PTR);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 1].slot, 1);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 2].kind, CR_CUDA_ARG_INT);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 2].i, 1000);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 3].kind, CR_CUDA_ARG_FLOAT);
+	assert_true(lt->args[lt->l[0].arg0 + 3].f == 0.5);
 	assert_int_equal(lt->l[1].smem, 0);
 	assert_int_equal(lt->l[1].block[0], 1024);
 	/* 70000 * N blocks is fine in x; the backward's table is separate */

@@ -87,6 +87,100 @@ static void test_loader_errors(void **s)
 	expect_error("\"role\": \"input\"", "\"role\": \"inptu\"", "not input, param or output");
 }
 
+/* A task of n_tensors tensors (x, params p0.., y, all [D]) and n_ops ops:
+ * op k adds p[k mod params] to the previous value, so y = x + the sum. */
+static char *big_task(int n_tensors, int n_ops)
+{
+	size_t cap = 512 + 96 * (size_t)n_tensors + 80 * (size_t)n_ops, n;
+	char *s = malloc(cap);
+	int np = n_tensors - 2;
+	assert_non_null(s);
+	n = (size_t)snprintf(s, cap, "{\"dims\": {\"D\": 3}, \"cpu_dims\": {\"D\": 3},"
+			     " \"check_dims\": [{\"D\": 1}, {\"D\": 2}, {\"D\": 3}], \"backward\": true,"
+			     " \"tensors\": {\"x\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [\"D\"], \"init\": \"normal\"},"
+			     " \"y\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [\"D\"]}");
+	for (int i = 0; i < np; i++)
+		n += (size_t)snprintf(s + n, cap - n, ", \"p%d\": {\"role\": \"param\", \"dtype\": \"f32\","
+				      " \"shape\": [\"D\"], \"init\": \"normal\"}", i);
+	n += (size_t)snprintf(s + n, cap - n, "}, \"graph\": [");
+	for (int k = 0; k < n_ops; k++) {
+		char prev[16], out[16];
+		snprintf(prev, sizeof prev, k ? "v%d" : "x", k - 1);
+		snprintf(out, sizeof out, k == n_ops - 1 ? "y" : "v%d", k);
+		n += (size_t)snprintf(s + n, cap - n, "%s{\"op\": \"add\", \"in\": [\"%s\", \"p%d\"], \"out\": [\"%s\"]}",
+				      k ? ", " : "", prev, k % np, out);
+	}
+	snprintf(s + n, cap - n, "]}");
+	assert_true(strlen(s) < cap - 1);
+	return s;
+}
+
+/* A task at the limits (TASK_MAX_TENSORS tensors, TASK_MAX_NODES ops)
+ * loads and runs, forward and backward; one tensor or one op more is
+ * refused, naming the file and the limit. */
+static void test_loader_limits(void **s)
+{
+	char path[] = "/tmp/crucible-task-XXXXXX", msg[1024], want[256];
+	char *text = big_task(TASK_MAX_TENSORS, TASK_MAX_NODES);
+	int fd = mkstemp(path);
+	struct task t;
+	struct task_exec x;
+	struct cr_err e;
+	(void)s;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	free(text);
+	cr_err_init(&e);
+	if (task_load(&t, path, "test/big", &e))
+		fail_msg("%s", e.msg);
+	unlink(path);
+	assert_int_equal(t.n_tensors, TASK_MAX_TENSORS);
+	assert_int_equal(t.n_nodes, TASK_MAX_NODES);
+	assert_int_equal(t.n_values, TASK_MAX_TENSORS + TASK_MAX_NODES - 1);
+	assert_int_equal(task_exec_init(&x, &t, &t.checks[2], true, true, &e), CR_OK);
+	double want_y[3] = { 0 };
+	for (int i = 0; i < t.n_tensors; i++) {
+		if (t.tensors[i].role == TASK_OUTPUT)
+			continue;
+		task_gen_tensor(&t, i, &t.checks[2], TASK_PROF_OWN, 3, x.v[i].d);
+	}
+	int y = task_find_tensor(&t, "y"), xi = task_find_tensor(&t, "x");
+	for (int k = 0; k < 3; k++)
+		want_y[k] = ((double *)x.v[xi].d)[k];
+	for (int k = 0; k < TASK_MAX_NODES; k++) {
+		char pn[16];
+		snprintf(pn, sizeof pn, "p%d", k % (TASK_MAX_TENSORS - 2));
+		for (int q = 0; q < 3; q++)
+			want_y[q] += ((double *)x.v[task_find_tensor(&t, pn)].d)[q];
+	}
+	task_exec_forward(&x);
+	for (int q = 0; q < 3; q++)
+		assert_true(fabs(((double *)x.v[y].d)[q] - want_y[q]) < 1e-12 * (1 + fabs(want_y[q])));
+	/* d p_j = dy times the number of ops that add p_j */
+	for (int q = 0; q < 3; q++)
+		((double *)x.g[y].d)[q] = 1.0;
+	task_exec_backward(&x);
+	assert_true(((double *)x.g[task_find_tensor(&t, "p0")].d)[0] ==
+		    (double)((TASK_MAX_NODES + TASK_MAX_TENSORS - 3) / (TASK_MAX_TENSORS - 2)));
+	assert_true(((double *)x.g[xi].d)[1] == 1.0);
+	task_exec_release(&x);
+	task_release(&t);
+
+	text = big_task(TASK_MAX_TENSORS + 1, 4);
+	assert_int_equal(load_text(text, msg, sizeof msg), CR_EINPUT);
+	free(text);
+	snprintf(want, sizeof want, ": tensors: %d tensors, at most %d", TASK_MAX_TENSORS + 1, TASK_MAX_TENSORS);
+	if (!strstr(msg, want) || !strstr(msg, "/tmp/crucible-task-"))
+		fail_msg("message '%s' lacks the file or '%s'", msg, want);
+	text = big_task(8, TASK_MAX_NODES + 1);
+	assert_int_equal(load_text(text, msg, sizeof msg), CR_EINPUT);
+	free(text);
+	snprintf(want, sizeof want, ": graph: %d ops, at most %d", TASK_MAX_NODES + 1, TASK_MAX_NODES);
+	if (!strstr(msg, want) || !strstr(msg, "/tmp/crucible-task-"))
+		fail_msg("message '%s' lacks the file or '%s'", msg, want);
+}
+
 /* Runs a one-op graph on given inputs in double. */
 static void run1(const char *path_json, const double *const *in, double *out)
 {
@@ -430,6 +524,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loader_good),
 		cmocka_unit_test(test_loader_errors),
+		cmocka_unit_test(test_loader_limits),
 		cmocka_unit_test(test_closed_forms),
 		cmocka_unit_test(test_backward_fd),
 		cmocka_unit_test(test_drawn_shapes),
