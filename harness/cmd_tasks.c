@@ -136,7 +136,7 @@ int cr_cmd_list(int argc, char **argv)
 		free(spec);
 		return cr_status_exit_code(err.status);
 	}
-	struct row { char prims[256], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
+	struct row { char prims[512], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
 	if (!rows) {
 		fprintf(stderr, "crucible list: out of memory\n");
 		task_list_free(ts, n);
@@ -145,10 +145,21 @@ int cr_cmd_list(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
+		/* each primitive once, in the order of first use (a whole
+		 * network repeats a handful of ops hundreds of times) */
 		for (int k = 0; k < ts[i].n_nodes; k++) {
-			if (k)
-				strncat(r->prims, ",", sizeof r->prims - strlen(r->prims) - 1);
-			strncat(r->prims, ts[i].nodes[k].op, sizeof r->prims - strlen(r->prims) - 1);
+			bool seen = false;
+			for (int q = 0; q < k && !seen; q++)
+				seen = !strcmp(ts[i].nodes[q].op, ts[i].nodes[k].op);
+			if (seen)
+				continue;
+			if (strlen(r->prims) + strlen(ts[i].nodes[k].op) + 5 >= sizeof r->prims) {
+				strcat(r->prims, ",...");
+				break;
+			}
+			if (r->prims[0])
+				strcat(r->prims, ",");
+			strcat(r->prims, ts[i].nodes[k].op);
 		}
 		task_dims_str(&ts[i], &ts[i].bench, r->dims, sizeof r->dims);
 		eval_metric(&ts[i], ts[i].flops, r->fl, sizeof r->fl);
