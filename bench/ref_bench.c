@@ -81,6 +81,6 @@ int main(int argc, char **argv)
 	printf("\n%d tasks, %d cases (shapes x profiles, forward%s): %.1f s in all "
 	       "(target: under 600 s a set); slowest task %s at %.2f s\n",
 	       n, cases, " + backward where the task has one", total, worst_name, worst);
-	free(ts);
+	task_list_free(ts, n);
 	return 0;
 }

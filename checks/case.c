@@ -156,10 +156,11 @@ static long long ref_cap(void)
 	return refc.cap;
 }
 
-/* The bytes of x's tensors (values and gradients; not the intermediates). */
+/* The bytes of x's tensors (values and gradients; not the intermediates)
+ * and of their value tables. */
 static long long exec_bytes(const struct task_exec *x)
 {
-	long long b = 0;
+	long long b = 2 * (long long)x->t->n_tensors * (long long)sizeof *x->v;
 	size_t es = x->dbl ? sizeof(double) : sizeof(float);
 	for (int i = 0; i < x->t->n_tensors; i++) {
 		if (x->v[i].d)
@@ -170,14 +171,19 @@ static long long exec_bytes(const struct task_exec *x)
 	return b;
 }
 
-/* Copies x's tensors into *out, their arrays carved from mem at *off. */
+/* Copies x's tensors into *out, their value tables (tensors only) and
+ * arrays carved from mem at *off (8-byte aligned: tables first, then
+ * doubles, or floats last). */
 static void exec_compact(const struct task_exec *x, struct task_exec *out, char *mem, size_t *off)
 {
-	size_t es = x->dbl ? sizeof(double) : sizeof(float);
+	size_t es = x->dbl ? sizeof(double) : sizeof(float), nt = (size_t)x->t->n_tensors;
 	memset(out, 0, sizeof *out);
 	out->t = x->t;
 	out->dims = x->dims;
 	out->dbl = x->dbl;
+	out->v = (struct task_val *)(mem + *off);
+	out->g = out->v + nt;
+	*off += 2 * nt * sizeof *out->v;
 	for (int i = 0; i < x->t->n_tensors; i++)
 		for (int g = 0; g < 2; g++) {
 			const struct task_val *src = g ? &x->g[i] : &x->v[i];
@@ -491,7 +497,7 @@ bool vr_write_header(struct vr *v, struct vr_case *c, char *shm, int n_sets)
 	for (int i = 0; i < st->n_launch; i++)
 		for (int a = 0; a < st->launch[i].n_args; a++)
 			if (st->launch[i].args[a].kind == CR_PARG_INT)
-				h->argv[i][a] = c->vals[st->launch[i].args[a].expr];
+				h->argv[st->launch[i].arg0 + a] = c->vals[st->launch[i].args[a].expr];
 	snprintf(h->so_path, sizeof h->so_path, "%s/cand.so", v->workdir);
 	snprintf(h->task_path, sizeof h->task_path, "%s", v->t->path);
 	snprintf(h->task_name, sizeof h->task_name, "%s", v->t->name);

@@ -110,8 +110,8 @@ static void kernel_record(void *ctx, int attr, const unsigned char *p, size_t n)
 	uint32_t flags = rd32(p + 8);
 	if (ord >= CR_CUBIN_MAX_PARAMS)
 		return;
-	k->param_size[ord] = (int)((flags >> 18) & 0x3fff);
-	k->param_offset[ord] = (int)off;
+	k->param_size[ord] = (int16_t)((flags >> 18) & 0x3fff);
+	k->param_offset[ord] = off > INT16_MAX ? -1 : (int16_t)off;
 	if ((int)ord + 1 > k->n_params)
 		k->n_params = (int)ord + 1;
 }

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +23,7 @@ extern "C" {
 
 #define CR_CUBIN_NAME 64        /* kernel names kept (incl. NUL); longer ones are skipped */
 #define CR_CUBIN_MAX_KERNELS 64
-#define CR_CUBIN_MAX_PARAMS 32
+#define CR_CUBIN_MAX_PARAMS 1152 /* a launch's arguments at most (harness/cand/cand.h) */
 
 struct cr_cubin_kernel {
 	char name[CR_CUBIN_NAME];  /* the symbol name (mangled unless extern "C") */
@@ -31,8 +32,8 @@ struct cr_cubin_kernel {
 	int spill_stores;          /* bytes, from the ptxas -v log, -1 unknown */
 	int spill_loads;           /* bytes, from the ptxas -v log, -1 unknown */
 	int n_params;              /* -1 unknown */
-	int param_size[CR_CUBIN_MAX_PARAMS]; /* bytes, by parameter ordinal */
-	int param_offset[CR_CUBIN_MAX_PARAMS];
+	int16_t param_size[CR_CUBIN_MAX_PARAMS]; /* bytes, by parameter ordinal (at most 0x3fff), -1 unknown */
+	int16_t param_offset[CR_CUBIN_MAX_PARAMS]; /* bytes (a kernel's parameters: under 32 KiB), -1 unknown */
 };
 
 struct cr_cubin_info {

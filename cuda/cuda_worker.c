@@ -62,9 +62,10 @@ enum cr_status cr_cuda_ltab_fill(struct cr_cuda_ltab *t, const struct cr_plan *p
 				       name, l->line, (long long)smem);
 		r->smem = (uint32_t)smem;
 		r->n_args = (uint32_t)l->n_args;
+		r->arg0 = (uint32_t)l->arg0;
 		for (int a = 0; a < l->n_args; a++) {
 			const struct cr_parg *pa = &l->args[a];
-			struct cr_cuda_larg *x = &r->args[a];
+			struct cr_cuda_larg *x = &t->args[l->arg0 + a];
 			if (pa->kind == CR_PARG_SLOT) {
 				x->kind = CR_CUDA_ARG_PTR;
 				x->slot = pa->slot;
@@ -85,7 +86,12 @@ enum cr_status cr_cuda_ltab_fill(struct cr_cuda_ltab *t, const struct cr_plan *p
 static const struct cr_cuda_ltab *ltab_of(const char *shm)
 {
 	const struct cr_cuda_ltab *t = (const struct cr_cuda_ltab *)(shm + CR_CUDA_LTAB_OFF);
-	return t->magic == CR_CUDA_LTAB_MAGIC && t->n_launch <= CR_MAX_LAUNCH ? t : NULL;
+	if (t->magic != CR_CUDA_LTAB_MAGIC || t->n_launch > CR_MAX_LAUNCH)
+		return NULL;
+	for (uint32_t i = 0; i < t->n_launch; i++)
+		if (t->l[i].n_args > CR_MAX_ARGS || t->l[i].arg0 > CR_MAX_ARGV - t->l[i].n_args)
+			return NULL;
+	return t;
 }
 
 static unsigned char *read_all(const char *path, size_t *n)
@@ -166,6 +172,10 @@ enum cr_status cr_cuda_worker_init(struct cr_cuda_worker *w, const char *shm, si
 		goto out;
 	}
 	cr_cubin_parse(image, image_len, info);
+	if (!(w->param_size = calloc((size_t)t->n_launch + 1, sizeof *w->param_size))) {
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+		goto out;
+	}
 	CU_CHECK(cu->Init(0));
 	CU_CHECK(cu->DeviceGet(&dev, t->device));
 	if (t->device_uuid[0]) {
@@ -229,16 +239,17 @@ out:
 
 /* Builds the parameter block of launch i: storage in vals, pointers in pv. */
 static bool build_params(struct cr_cuda_worker *w, const struct cr_shm_hdr *h, uint32_t set, int i,
-			 const struct cr_cuda_lrec *l, uint64_t vals[CR_MAX_ARGS], void *pv[CR_MAX_ARGS],
+			 const struct cr_cuda_ltab *t, uint64_t vals[CR_MAX_ARGS], void *pv[CR_MAX_ARGS],
 			 struct cr_err *err)
 {
+	const struct cr_cuda_lrec *l = &t->l[i];
 	if (w->n_params[i] >= 0 && (uint32_t)w->n_params[i] != l->n_args) {
 		cr_errf(err, CR_EINPUT, "line %d: kernel '%s' takes %d parameters, the launch passes %u",
 			l->line, l->fn, w->n_params[i], l->n_args);
 		return false;
 	}
 	for (uint32_t a = 0; a < l->n_args && a < CR_MAX_ARGS; a++) {
-		const struct cr_cuda_larg *x = &l->args[a];
+		const struct cr_cuda_larg *x = &t->args[l->arg0 + a];
 		int size = w->n_params[i] >= 0 ? w->param_size[i][a] : 8;
 		vals[a] = 0;
 		pv[a] = &vals[a];
@@ -356,7 +367,7 @@ static bool launch_all(struct cr_cuda_worker *w, const struct cr_cu *cu, char *s
 		const struct cr_cuda_lrec *l = &t->l[i];
 		uint64_t vals[CR_MAX_ARGS];
 		void *pv[CR_MAX_ARGS];
-		if (!build_params(w, (const struct cr_shm_hdr *)shm, set, (int)i, l, vals, pv, err)) {
+		if (!build_params(w, (const struct cr_shm_hdr *)shm, set, (int)i, t, vals, pv, err)) {
 			*verdict = CHECK_FORMAT_ERROR;
 			return false;
 		}
@@ -439,6 +450,7 @@ void cr_cuda_worker_release(struct cr_cuda_worker *w)
 			cu->ModuleUnload((CUmodule)w->mod);
 		cu->DevicePrimaryCtxRelease((CUdevice)w->device);
 	}
+	free(w->param_size);
 	memset(w, 0, sizeof *w);
 }
 

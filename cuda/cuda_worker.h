@@ -27,8 +27,9 @@
 #include "common/cr_status.h"
 #include "harness/cand/plan.h"
 #include "harness/worker/shm.h"
+#include "cuda/cuda_cubin.h"
 
-#define CR_CUDA_LTAB_OFF 65536          /* inside the CR_SHM_HDR bytes, after struct cr_shm_hdr */
+#define CR_CUDA_LTAB_OFF 196608         /* inside the CR_SHM_HDR bytes, after struct cr_shm_hdr */
 #define CR_CUDA_LTAB_MAGIC 0x6375646174616231ull
 
 enum cr_cuda_arg { CR_CUDA_ARG_PTR = 1, CR_CUDA_ARG_INT = 2, CR_CUDA_ARG_FLOAT = 3 };
@@ -46,7 +47,7 @@ struct cr_cuda_lrec {
 	uint32_t grid[3], block[3];
 	uint32_t smem;                  /* dynamic shared memory, bytes */
 	uint32_t n_args;
-	struct cr_cuda_larg args[CR_MAX_ARGS];
+	uint32_t arg0;                  /* its args: the table's args[arg0 .. arg0 + n_args) */
 };
 
 /* Library calls a trusted launch table (our GPU baselines, never a
@@ -68,9 +69,11 @@ struct cr_cuda_ltab {
 	int32_t device;                 /* the driver's ordinal of the device to run on */
 	char device_uuid[48];           /* its UUID as the orchestrator saw it ("": not checked) */
 	struct cr_cuda_lrec l[CR_MAX_LAUNCH];
+	struct cr_cuda_larg args[CR_MAX_ARGV]; /* every launch's, in launch order */
 };
 
 _Static_assert(CR_CUDA_LTAB_OFF >= sizeof(struct cr_shm_hdr), "launch table overlaps the header");
+_Static_assert(CR_CUBIN_MAX_PARAMS >= CR_MAX_ARGS, "the cubin reader keeps fewer parameters than a launch may pass");
 _Static_assert(CR_CUDA_LTAB_OFF + sizeof(struct cr_cuda_ltab) <= CR_SHM_HDR,
 	       "launch table does not fit in the header bytes");
 
@@ -93,7 +96,7 @@ struct cr_cuda_worker {
 	uint64_t dbase;                 /* CUdeviceptr of the mirror */
 	size_t dsize;                   /* bytes: shm size - CR_SHM_HDR */
 	int n_params[CR_MAX_LAUNCH];    /* -1: unknown (no cuFuncGetParamInfo and no cubin record) */
-	uint16_t param_size[CR_MAX_LAUNCH][CR_MAX_ARGS];
+	uint16_t (*param_size)[CR_MAX_ARGS]; /* [n_launch]: each parameter's bytes (heap) */
 	char jit_log[2048];             /* the module loader's error log */
 	bool cublas[CR_MAX_LAUNCH];     /* launch i is a cublasSgemm call */
 	void *cublas_lib, *cublas_handle, *cublas_sgemm;

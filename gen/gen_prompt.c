@@ -23,13 +23,13 @@ static enum cr_status src_list(void *ctx, const char *sets, char ***names, size_
 		return err->status;
 	*names = calloc((size_t)cnt + 1, sizeof **names);
 	if (!*names) {
-		free(ts);
+		task_list_free(ts, cnt);
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < cnt; i++)
 		(*names)[i] = strdup(ts[i].name);
 	*n = (size_t)cnt;
-	free(ts);
+	task_list_free(ts, cnt);
 	return CR_OK;
 }
 
@@ -46,6 +46,7 @@ static char *src_prompt(void *ctx, const char *name, const char *backend, struct
 		return NULL;
 	f = open_memstream(&buf, &len);
 	if (!f) {
+		task_release(&t);
 		cr_errf(err, CR_ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -96,6 +97,7 @@ static char *src_prompt(void *ctx, const char *name, const char *backend, struct
 			   "Tensors arrive as typed pointers (const float*, int64_t*), dims as int64_t.\n");
 	fprintf(f, "No host code, no I/O, no libraries beyond the standard headers.\n");
 	fclose(f);
+	task_release(&t);
 	return buf;
 }
 

@@ -1053,13 +1053,13 @@ static int check_compile_only(const char *path, const char *task_override,
 		printf("detail      %s\n", r.detail);
 	printf("sha256      %s\n", r.sha256);
 	cr_cand_file_release(&f);
-	free(tasks);
+	task_list_free(tasks, n_tasks);
 	return r.status == CHECK_COMPILED ? 0 : 1;
 fail:
 	fprintf(stderr, "crucible check: %s\n", err.msg);
 	rc = cr_status_exit_code(err.status);
 	cr_cand_file_release(&f);
-	free(tasks);
+	task_list_free(tasks, n_tasks);
 	return rc;
 }
 
@@ -1516,8 +1516,8 @@ out:
 	for (int i = 0; i < n_keys; i++)
 		free(keys[i]);
 	free(keys);
-	free(tasks);
-	free(filter);
+	task_list_free(tasks, n_tasks);
+	task_list_free(filter, n_filter);
 	return rc;
 }
 
@@ -1624,7 +1624,7 @@ int cr_cmd_check(int argc, char **argv)
 		fprintf(stderr, "crucible check: %s\n", err.msg);
 		rmdir(workroot);
 		free(workroot);
-		free(tasks);
+		task_list_free(tasks, n_tasks);
 		return cr_status_exit_code(err.status);
 	}
 	rmdir(workroot);
@@ -1666,7 +1666,7 @@ int cr_cmd_check(int argc, char **argv)
 			printf("%s\n", txt);
 		free(txt);
 		json_decref(j);
-		free(tasks);
+		task_list_free(tasks, n_tasks);
 		return r.status == CHECK_OK ? 0 : 1;
 	}
 	char sb[1100];
@@ -1706,6 +1706,6 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	printf("seed        %s (%s)\n", o.seed_str, !strcmp(o.seed_source, "drawn") ?
 	       "drawn for this run; --seed with it reproduces the fixed cases" : o.seed_source);
-	free(tasks);
+	task_list_free(tasks, n_tasks);
 	return r.status == CHECK_OK ? 0 : 1;
 }

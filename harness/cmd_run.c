@@ -777,6 +777,7 @@ int cr_cmd_run(int argc, char **argv)
 		char **nn;
 		if (task_registry_find(o.task_list[i], &t, &err))
 			goto fail;
+		task_release(&t);
 		nn = realloc(names, sizeof *nn * (n_names + 1));
 		if (!nn) {
 			cr_errf(&err, CR_ENOMEM, "out of memory");
@@ -932,7 +933,7 @@ out:
 	for (int i = 0; i < x.n_keys; i++)
 		free(x.keys[i]);
 	free(x.keys);
-	free(x.tasks);
+	task_list_free(x.tasks, x.n_tasks);
 	free(o.task_list);
 	return rc;
 }

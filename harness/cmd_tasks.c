@@ -136,19 +136,30 @@ int cr_cmd_list(int argc, char **argv)
 		free(spec);
 		return cr_status_exit_code(err.status);
 	}
-	struct row { char prims[256], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
+	struct row { char prims[512], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
 	if (!rows) {
 		fprintf(stderr, "crucible list: out of memory\n");
-		free(ts);
+		task_list_free(ts, n);
 		free(spec);
 		return 3;
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
+		/* each primitive once, in the order of first use (a whole
+		 * network repeats a handful of ops hundreds of times) */
 		for (int k = 0; k < ts[i].n_nodes; k++) {
-			if (k)
-				strncat(r->prims, ",", sizeof r->prims - strlen(r->prims) - 1);
-			strncat(r->prims, ts[i].nodes[k].op, sizeof r->prims - strlen(r->prims) - 1);
+			bool seen = false;
+			for (int q = 0; q < k && !seen; q++)
+				seen = !strcmp(ts[i].nodes[q].op, ts[i].nodes[k].op);
+			if (seen)
+				continue;
+			if (strlen(r->prims) + strlen(ts[i].nodes[k].op) + 5 >= sizeof r->prims) {
+				strcat(r->prims, ",...");
+				break;
+			}
+			if (r->prims[0])
+				strcat(r->prims, ",");
+			strcat(r->prims, ts[i].nodes[k].op);
 		}
 		task_dims_str(&ts[i], &ts[i].bench, r->dims, sizeof r->dims);
 		eval_metric(&ts[i], ts[i].flops, r->fl, sizeof r->fl);
@@ -189,7 +200,7 @@ int cr_cmd_list(int argc, char **argv)
 		coverage(ts, n);
 	}
 	free(rows);
-	free(ts);
+	task_list_free(ts, n);
 	free(spec);
 	return rc;
 }
@@ -312,18 +323,22 @@ int cr_cmd_dump(int argc, char **argv)
 	if (dims && parse_dims_arg(&t, dims, &d)) {
 		fprintf(stderr, "crucible dump: --dims '%s': expected NAME=POSITIVE,... over the dims of %s\n",
 			dims, t.name);
+		task_release(&t);
 		return 2;
 	}
 	if ((prof = task_profile_parse(profile)) < 0) {
 		fprintf(stderr, "crucible dump: unknown profile '%s'\n", profile);
+		task_release(&t);
 		return 2;
 	}
 	if (mkdir(out, 0755) && errno != EEXIST) {
 		fprintf(stderr, "crucible dump: cannot create %s: %s\n", out, strerror(errno));
+		task_release(&t);
 		return 2;
 	}
 	if (task_exec_init(&x, &t, &d, true, t.backward, &err)) {
 		fprintf(stderr, "crucible dump: %s\n", err.msg);
+		task_release(&t);
 		return 2;
 	}
 	for (int i = 0; i < t.n_tensors; i++)
@@ -335,6 +350,7 @@ int cr_cmd_dump(int argc, char **argv)
 	if (!man) {
 		fprintf(stderr, "crucible dump: cannot write %s\n", path);
 		task_exec_release(&x);
+		task_release(&t);
 		return 2;
 	}
 	{
@@ -402,6 +418,7 @@ int cr_cmd_dump(int argc, char **argv)
 	fprintf(man, "\n  ]\n}\n");
 	fclose(man);
 	task_exec_release(&x);
+	task_release(&t);
 	printf("wrote %s/manifest.json\n", out);
 	return 0;
 }
@@ -529,7 +546,7 @@ int cr_cmd_lint(int argc, char **argv)
 				    task_exec_init(&xb, t, d, true, false, &err) ||
 				    task_exec_init(&xc, t, d, true, false, &err)) {
 					fprintf(stderr, "crucible lint: %s\n", err.msg);
-					free(ts);
+					task_list_free(ts, n);
 					return 2;
 				}
 				/* xb: the inputs redrawn, the params kept (redrawing
@@ -578,6 +595,6 @@ int cr_cmd_lint(int argc, char **argv)
 			bad++;
 	}
 	printf("%d task(s) checked, %d failed, %d note(s) on stress profiles\n", checked, bad, notes);
-	free(ts);
+	task_list_free(ts, n);
 	return bad ? 1 : 0;
 }

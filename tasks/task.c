@@ -253,8 +253,6 @@ static enum cr_status parse_tensor(struct task *t, const char *name, json_t *o,
 	json_t *role, *dtype, *shape, *init, *grad, *v;
 	size_t i;
 
-	if (t->n_tensors == TASK_MAX_TENSORS)
-		FAIL("%s: tensors: more than %d tensors", t->path, TASK_MAX_TENSORS);
 	if (strlen(name) >= TASK_NAME_MAX || !name[0])
 		FAIL("%s: tensors.%s: bad tensor name", t->path, name);
 	if (task_find_dim(t, name, strlen(name)) >= 0)
@@ -363,8 +361,8 @@ static enum cr_status parse_names(struct task *t, int ni, json_t *arr, const cha
 							FAIL("%s: graph[%d].%s[%zu]: '%s' is written twice",
 							     t->path, ni, key, i, s);
 			if (k < 0) {
-				if (t->n_values == TASK_MAX_VALUES)
-					FAIL("%s: graph: too many values", t->path);
+				/* value_names holds the tensors and every op's outputs
+				 * (task_load counts them before any op is parsed) */
 				k = t->n_values++;
 				snprintf(t->value_names[k], TASK_NAME_MAX, "%s", s);
 			}
@@ -444,10 +442,12 @@ out:
 static enum cr_status check_shapes(struct task *t, const struct task_dimset *d,
 				   const char *which, struct cr_err *err)
 {
-	struct task_val v[TASK_MAX_VALUES];
+	struct task_val *v = calloc((size_t)t->n_values, sizeof *v);
+	enum cr_status st = CR_OK;
 	char ds[256];
 
-	memset(v, 0, sizeof v);
+	if (!v)
+		return cr_errf(err, CR_ENOMEM, "%s: out of memory checking shapes", t->path);
 	task_dims_str(t, d, ds, sizeof ds);
 	for (int i = 0; i < t->n_tensors; i++) {
 		v[i].rank = t->tensors[i].rank;
@@ -462,23 +462,74 @@ static enum cr_status check_shapes(struct task *t, const struct task_dimset *d,
 			in[k] = v[nd->in[k]];
 		memset(out, 0, sizeof out);
 		cr_err_init(&e2);
-		if (nd->def->infer(nd, in, nd->n_in, out, &e2))
-			return cr_errf(err, CR_EINPUT, "%s: graph[%d] (%s) on %s {%s}: %s", t->path, n,
-				       nd->op, which, ds, e2.msg);
+		if (nd->def->infer(nd, in, nd->n_in, out, &e2)) {
+			st = cr_errf(err, CR_EINPUT, "%s: graph[%d] (%s) on %s {%s}: %s", t->path, n,
+				     nd->op, which, ds, e2.msg);
+			goto out;
+		}
 		for (int k = 0; k < nd->n_out; k++) {
 			int o = nd->out[k];
 			if (o < t->n_tensors) {
 				if (v[o].rank != out[k].rank ||
-				    memcmp(v[o].shape, out[k].shape, sizeof(int64_t) * (size_t)out[k].rank))
-					return cr_errf(err, CR_EINPUT,
-						       "%s: tensors.%s.shape: op %s (graph[%d]) produces a different shape on %s {%s}",
-						       t->path, t->tensors[o].name, nd->op, n, which, ds);
+				    memcmp(v[o].shape, out[k].shape, sizeof(int64_t) * (size_t)out[k].rank)) {
+					st = cr_errf(err, CR_EINPUT,
+						     "%s: tensors.%s.shape: op %s (graph[%d]) produces a different shape on %s {%s}",
+						     t->path, t->tensors[o].name, nd->op, n, which, ds);
+					goto out;
+				}
 			} else {
 				v[o] = out[k];
 			}
 		}
 	}
-	return CR_OK;
+out:
+	free(v);
+	return st;
+}
+
+/* Sizes the arrays to the file: its tensors, its ops, and the values they
+ * define (every tensor, every op output); refuses a file over the limits. */
+static enum cr_status alloc_arrays(struct task *t, json_t *tensors, json_t *graph,
+				   struct cr_err *err)
+{
+	enum cr_status st = CR_OK;
+	size_t nt = json_object_size(tensors), nn = json_array_size(graph), nv = nt, i, sz;
+	json_t *v;
+
+	if (nt > TASK_MAX_TENSORS)
+		FAIL("%s: tensors: %zu tensors, at most %d", t->path, nt, TASK_MAX_TENSORS);
+	if (nn > TASK_MAX_NODES)
+		FAIL("%s: graph: %zu ops, at most %d", t->path, nn, TASK_MAX_NODES);
+	/* at most TASK_MAX_VALUES: an op defines at most TASK_MAX_OUT */
+	json_array_foreach(graph, i, v) {
+		size_t no = json_array_size(json_object_get(v, "out"));
+		nv += no < TASK_MAX_OUT ? no : TASK_MAX_OUT;
+	}
+	sz = nt * sizeof *t->tensors + nn * sizeof *t->nodes + nv * sizeof *t->value_names;
+	if (!(t->mem = calloc(1, sz ? sz : 1)))
+		FAIL("%s: out of memory (%zu bytes for the task)", t->path, sz);
+	t->tensors = t->mem;
+	t->nodes = (struct task_node *)(t->tensors + nt);
+	t->value_names = (char (*)[TASK_NAME_MAX])(t->nodes + nn);
+out:
+	return st;
+}
+
+void task_release(struct task *t)
+{
+	free(t->mem);
+	t->mem = NULL;
+	t->tensors = NULL;
+	t->nodes = NULL;
+	t->value_names = NULL;
+	t->n_tensors = t->n_nodes = t->n_values = 0;
+}
+
+void task_list_free(struct task *ts, int n)
+{
+	for (int i = 0; ts && i < n; i++)
+		task_release(&ts[i]);
+	free(ts);
 }
 
 enum cr_status task_load(struct task *t, const char *path, const char *name,
@@ -533,6 +584,11 @@ enum cr_status task_load(struct task *t, const char *path, const char *name,
 	o = json_object_get(root, "tensors");
 	if (!json_is_object(o) || json_object_size(o) == 0)
 		FAIL("%s: tensors: expected an object of tensor name -> {role, dtype, shape, init}", path);
+	v = json_object_get(root, "graph");
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		FAIL("%s: graph: expected an array of 1 to %d ops", path, TASK_MAX_NODES);
+	if ((st = alloc_arrays(t, o, v, err)))
+		goto out;
 	json_object_foreach(o, k, v)
 		if ((st = parse_tensor(t, k, v, err)))
 			goto out;
@@ -540,8 +596,6 @@ enum cr_status task_load(struct task *t, const char *path, const char *name,
 	for (int q = 0; q < t->n_tensors; q++)
 		snprintf(t->value_names[q], TASK_NAME_MAX, "%s", t->tensors[q].name);
 	o = json_object_get(root, "graph");
-	if (!json_is_array(o) || json_array_size(o) == 0 || json_array_size(o) > TASK_MAX_NODES)
-		FAIL("%s: graph: expected an array of 1 to %d ops", path, TASK_MAX_NODES);
 	json_array_foreach(o, i, v) {
 		if ((st = parse_node(t, (int)i, v, err)))
 			goto out;
@@ -592,5 +646,7 @@ enum cr_status task_load(struct task *t, const char *path, const char *name,
 			goto out;
 out:
 	json_decref(root);
+	if (st)
+		task_release(t);
 	return st;
 }

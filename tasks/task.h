@@ -13,11 +13,15 @@
 #include "common/cr_status.h"
 
 #define TASK_MAX_DIMS 16
-#define TASK_MAX_TENSORS 64
+/* A whole network (L3) is one task: DenseNet201 has ~310 tensors and ~500
+ * ops, a 256-step RNN unrolled ~1300 ops. The arrays are allocated to a
+ * file's own counts; these bound them (and the candidate's slots,
+ * harness/cand/plan.h). */
+#define TASK_MAX_TENSORS 512
 #define TASK_MAX_RANK 6
 #define TASK_MAX_CHECKS 12
-#define TASK_MAX_NODES 64
-#define TASK_MAX_VALUES (TASK_MAX_TENSORS + 2 * TASK_MAX_NODES)
+#define TASK_MAX_NODES 2048
+#define TASK_MAX_VALUES (TASK_MAX_TENSORS + TASK_MAX_OUT * TASK_MAX_NODES) /* tensors + op outputs */
 #define TASK_MAX_ATTRS 8
 #define TASK_MAX_IN 16      /* inputs of one op (cat of a stack's h_n) */
 #define TASK_MAX_OUT 4
@@ -100,19 +104,26 @@ struct task {
 	int n_checks;
 	struct task_dimset checks[TASK_MAX_CHECKS];
 	int n_tensors;
-	struct task_tensor tensors[TASK_MAX_TENSORS];
+	struct task_tensor *tensors;         /* [n_tensors] */
 	int n_nodes;
-	struct task_node nodes[TASK_MAX_NODES];
-	int n_values;               /* tensors + intermediates */
-	char value_names[TASK_MAX_VALUES][TASK_NAME_MAX];
+	struct task_node *nodes;             /* [n_nodes] */
+	int n_values;                        /* tensors + intermediates */
+	char (*value_names)[TASK_NAME_MAX];  /* [n_values] */
+	void *mem;                           /* the one allocation behind the three arrays */
 	double atol, rtol;
 	bool backward;
 	char flops[256], bytes[256]; /* expressions over dims ("" if absent) */
 };
 
-/* Loads and validates one task file. name is "<set>/<stem>". */
+/* Loads and validates one task file. name is "<set>/<stem>". On success
+ * the caller owns t's arrays (task_release); on failure t holds none. A
+ * struct task may be moved (realloc, qsort): nothing points into it. */
 enum cr_status task_load(struct task *t, const char *path, const char *name,
 			 struct cr_err *err);
+/* Frees t's arrays and zeroes its counts; safe on a released or zeroed t. */
+void task_release(struct task *t);
+/* task_release on each of ts[0..n), then free(ts); NULL is a no-op. */
+void task_list_free(struct task *ts, int n);
 
 int task_find_dim(const struct task *t, const char *name, size_t len);
 int task_find_tensor(const struct task *t, const char *name);

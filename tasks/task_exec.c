@@ -11,10 +11,19 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 	size_t es = dbl ? sizeof(double) : sizeof(float), total = 0, off = 0;
 	char *p;
 
+	size_t nv = (size_t)t->n_values, nt = (size_t)t->n_tensors;
+
 	memset(x, 0, sizeof *x);
 	x->t = t;
 	x->dims = *d;
 	x->dbl = dbl;
+	x->vals = calloc(1, 2 * nv * sizeof *x->v + nt * (sizeof *x->src + sizeof *x->src_dt) + 1);
+	if (!x->vals)
+		return cr_errf(err, CR_ENOMEM, "%s: out of memory for the executor", t->name);
+	x->v = x->vals;
+	x->g = x->v + nv;
+	x->src = (const void **)(x->g + nv);
+	x->src_dt = (enum task_dtype *)(x->src + nt);
 	for (int i = 0; i < t->n_tensors; i++) {
 		x->v[i].rank = t->tensors[i].rank;
 		task_tensor_shape(t, i, d, x->v[i].shape);
@@ -26,8 +35,10 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 		for (int k = 0; k < nd->n_in; k++)
 			in[k] = x->v[nd->in[k]];
 		memset(out, 0, sizeof out);
-		if (nd->def->infer(nd, in, nd->n_in, out, err))
+		if (nd->def->infer(nd, in, nd->n_in, out, err)) {
+			task_exec_release(x);
 			return CR_EINPUT;
+		}
 		for (int k = 0; k < nd->n_out; k++)
 			if (nd->out[k] >= t->n_tensors)
 				x->v[nd->out[k]] = out[k];
@@ -40,9 +51,11 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 		total += (((size_t)x->v[i].n * es + 63) & ~(size_t)63) * (g ? 2 : 1);
 	}
 	x->mem = calloc(1, total);
-	if (!x->mem)
+	if (!x->mem) {
+		task_exec_release(x);
 		return cr_errf(err, CR_ENOMEM, "%s: cannot allocate %zu bytes for the executor",
 			       t->name, total);
+	}
 	p = x->mem;
 	for (int i = 0; i < t->n_values; i++) {
 		bool g = grads && (i >= t->n_tensors || t->tensors[i].role == TASK_OUTPUT ||
@@ -60,7 +73,11 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 void task_exec_release(struct task_exec *x)
 {
 	free(x->mem);
-	x->mem = NULL;
+	free(x->vals);
+	x->mem = x->vals = NULL;
+	x->v = x->g = NULL;
+	x->src = NULL;
+	x->src_dt = NULL;
 }
 
 void task_exec_bind(struct task_exec *x, int i, void *ptr)

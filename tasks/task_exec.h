@@ -12,13 +12,15 @@ struct task_exec {
 	const struct task *t;
 	struct task_dimset dims;
 	bool dbl;                            /* double (reference) or float */
-	struct task_val v[TASK_MAX_VALUES];  /* values: tensors then intermediates */
-	struct task_val g[TASK_MAX_VALUES];  /* gradients (d == NULL: none) */
-	const void *src[TASK_MAX_VALUES];    /* integer tensors bound in float mode */
-	enum task_dtype src_dt[TASK_MAX_VALUES];
-	void *mem;
+	struct task_val *v;                  /* [n_values]: tensors then intermediates */
+	struct task_val *g;                  /* [n_values]: gradients (d == NULL: none) */
+	const void **src;                    /* [n_tensors]: integer tensors bound in float mode */
+	enum task_dtype *src_dt;             /* [n_tensors] */
+	void *vals;                          /* the allocation behind v, g, src, src_dt */
+	void *mem;                           /* the values' and gradients' storage */
 };
 
+/* On failure x holds nothing (task_exec_release is then a no-op). */
 enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 			      const struct task_dimset *d, bool dbl, bool grads,
 			      struct cr_err *err);

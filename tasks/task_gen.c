@@ -5,6 +5,7 @@
 #include "tasks/task_rng.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *prof_names[] = { "own", "large", "small", "offset", "sparse", "mixed", "drawn" };
@@ -275,10 +276,11 @@ static int64_t draw_dim(int64_t lo, int64_t hi, uint64_t (*r64)(void *), void *c
  * produce; false when an op rejects it or a declared shape disagrees. */
 static bool solve_shapes(const struct task *t, const struct task_shape_range *r, struct task_dimset *d)
 {
-	struct task_val v[TASK_MAX_VALUES];
-	bool set[TASK_MAX_DIMS];
+	struct task_val *v = calloc((size_t)t->n_values, sizeof *v);
+	bool set[TASK_MAX_DIMS], ok = false;
 
-	memset(v, 0, sizeof v);
+	if (!v)
+		return false;
 	for (int k = 0; k < t->n_dims; k++)
 		set[k] = r->kind[k] != 2;
 	for (int i = 0; i < t->n_tensors; i++) {
@@ -297,7 +299,7 @@ static bool solve_shapes(const struct task *t, const struct task_shape_range *r,
 		memset(out, 0, sizeof out);
 		cr_err_init(&e);
 		if (nd->def->infer(nd, in, nd->n_in, out, &e))
-			return false;
+			goto out;
 		for (int k = 0; k < nd->n_out; k++) {
 			int o = nd->out[k];
 			if (o >= t->n_tensors) {
@@ -306,15 +308,15 @@ static bool solve_shapes(const struct task *t, const struct task_shape_range *r,
 			}
 			const struct task_tensor *tt = &t->tensors[o];
 			if (out[k].rank != tt->rank)
-				return false;
+				goto out;
 			for (int a = 0; a < tt->rank; a++) {
 				int dim = tt->dim[a];
 				if (dim < 0 ? out[k].shape[a] != tt->lit[a]
 					    : set[dim] && d->v[dim] != out[k].shape[a])
-					return false;
+					goto out;
 				if (dim >= 0 && !set[dim]) {
 					if (out[k].shape[a] < 1)
-						return false;
+						goto out;
 					d->v[dim] = out[k].shape[a];
 					set[dim] = true;
 				}
@@ -322,10 +324,12 @@ static bool solve_shapes(const struct task *t, const struct task_shape_range *r,
 			v[o] = out[k];
 		}
 	}
+	ok = true;
 	for (int k = 0; k < t->n_dims; k++)
-		if (!set[k])
-			return false;
-	return true;
+		ok &= set[k];
+out:
+	free(v);
+	return ok;
 }
 
 bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int attempt,

@@ -259,24 +259,37 @@ static enum cr_status parse_arg(struct parse *x, struct cr_arg *a, struct span s
 	return take_expr(x, a->text, s, label);
 }
 
+/* Fills l->args (allocated here; freed here on failure). */
 static enum cr_status parse_args(struct parse *x, struct cr_launch *l, struct span s)
 {
-	struct span parts[CR_CAND_MAX_ARGS];
-	enum cr_status st;
+	struct span *parts = NULL;
+	enum cr_status st = CR_OK;
 	int k;
 
-	if (!trim(s).n) {
-		l->n_args = 0;
+	l->n_args = 0;
+	if (!trim(s).n)
 		return CR_OK;
-	}
-	split_commas(s, parts, CR_CAND_MAX_ARGS, &k);
+	split_commas(s, NULL, 0, &k);
 	if (k > CR_CAND_MAX_ARGS)
 		return fail(x, "%d arguments, at most %d", k, CR_CAND_MAX_ARGS);
-	for (int i = 0; i < k; i++)
-		if ((st = parse_arg(x, &l->args[i], parts[i], i)))
-			return st;
-	l->n_args = k;
-	return CR_OK;
+	parts = malloc(sizeof *parts * (size_t)k);
+	l->args = calloc((size_t)k, sizeof *l->args);
+	if (!parts || !l->args) {
+		st = cr_errf(x->err, CR_ENOMEM, "%s:%d: out of memory", x->path, x->line);
+		goto out;
+	}
+	split_commas(s, parts, k, &k);
+	for (int i = 0; i < k && !st; i++)
+		st = parse_arg(x, &l->args[i], parts[i], i);
+	if (!st)
+		l->n_args = k;
+out:
+	free(parts);
+	if (st) {
+		free(l->args);
+		l->args = NULL;
+	}
+	return st;
 }
 
 static size_t find(struct span s, size_t from, const char *needle)
@@ -384,8 +397,11 @@ static enum cr_status parse_launch(struct parse *x, struct span s, bool backward
 		            qlen(s.n - close - 1), s.p + close + 1);
 	if ((st = parse_args(x, l, (struct span){ s.p + pos + 1, close - pos - 1 })))
 		return st;
-	if ((st = check_form(x, l->cuda)))
+	if ((st = check_form(x, l->cuda))) {
+		free(l->args);
+		l->args = NULL;
 		return st;
+	}
 	(*n)++;
 	return CR_OK;
 }
@@ -554,6 +570,10 @@ void cr_cand_release(struct cr_cand *c)
 {
 	if (!c)
 		return;
+	for (int i = 0; i < c->n_fwd; i++)
+		free(c->fwd[i].args);
+	for (int i = 0; i < c->n_bwd; i++)
+		free(c->bwd[i].args);
 	free(c->fwd);
 	free(c->bwd);
 	free(c->scratch);

@@ -23,13 +23,17 @@
 extern "C" {
 #endif
 
-#define CR_CAND_MAX_LINE 4096  /* bytes in one directive line */
+#define CR_CAND_MAX_LINE 65536 /* bytes in one directive line (a call naming every
+				* tensor of a whole network and its gradients) */
 #define CR_CAND_NAME 64        /* C identifiers: kernels, args, scratch (incl. NUL) */
 #define CR_CAND_TASK 128       /* task name, e.g. "L1/softmax" (incl. NUL) */
 #define CR_CAND_EXPR 256       /* one expression's text (incl. NUL) */
-#define CR_CAND_MAX_ARGS 32
+/* One call may pass every buffer of the largest task's backward and every
+ * dim (harness/cand/plan.h checks it against the task limits); a candidate
+ * may launch once per op of the largest graph. */
+#define CR_CAND_MAX_ARGS 1152
 #define CR_CAND_DTYPE 8
-#define CR_CAND_MAX_LAUNCHES 64 /* @forward lines, and @backward lines */
+#define CR_CAND_MAX_LAUNCHES 2048 /* @forward lines, and @backward lines */
 #define CR_CAND_MAX_SCRATCH 64
 
 enum cr_arg_kind {
@@ -59,7 +63,7 @@ struct cr_launch {
 	char smem[CR_CAND_EXPR];  /* dynamic shared memory, bytes */
 	bool has_smem;
 	int n_args;
-	struct cr_arg args[CR_CAND_MAX_ARGS];
+	struct cr_arg *args;      /* [n_args], owned (cr_cand_release) */
 };
 
 struct cr_scratch {

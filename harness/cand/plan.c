@@ -2,6 +2,7 @@
 #include "harness/cand/plan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FAIL(line, ...) do { \
@@ -18,8 +19,22 @@ static int add_expr(struct cr_plan *p, const char *text, int line, const char *p
 {
 	struct cr_err e2;
 	if (p->n_exprs == CR_MAX_EXPRS) {
-		cr_errf(err, CR_EINPUT, "%s:%d: too many expressions", path, line);
+		cr_errf(err, CR_EINPUT, "%s:%d: more than %d expressions", path, line, CR_MAX_EXPRS);
 		return -1;
+	}
+	if (p->n_exprs == p->cap_exprs) {
+		int cap = p->cap_exprs ? 2 * p->cap_exprs : 64;
+		struct cr_expr *e = realloc(p->exprs, sizeof *e * (size_t)cap);
+		int *l = e ? realloc(p->expr_line, sizeof *l * (size_t)cap) : NULL;
+		if (e)
+			p->exprs = e;
+		if (l)
+			p->expr_line = l;
+		if (!e || !l) {
+			cr_errf(err, CR_ENOMEM, "%s:%d: out of memory", path, line);
+			return -1;
+		}
+		p->cap_exprs = cap;
 	}
 	cr_err_init(&e2);
 	if (cr_expr_compile(&p->exprs[p->n_exprs], text, strlen(text), dim_lookup,
@@ -81,16 +96,29 @@ static enum cr_status bind_launches(struct cr_plan *p, enum cr_stage which,
 {
 	enum cr_status st = CR_OK;
 	struct cr_pstage *s = &p->st[which];
+	int total = 0;
 
 	if (n > CR_MAX_LAUNCH)
 		FAIL(ls[0].line, "more than %d launches", CR_MAX_LAUNCH);
 	for (int i = 0; i < n; i++) {
+		total += ls[i].n_args;
+		if (total > CR_MAX_ARGV)
+			FAIL(ls[i].line, "more than %d arguments over the %s launches", CR_MAX_ARGV,
+			     which == CR_FWD ? "@forward" : "@backward");
+	}
+	s->launch = calloc((size_t)(n > 0 ? n : 1), sizeof *s->launch);
+	s->args = calloc((size_t)total + 1, sizeof *s->args);
+	if (!s->launch || !s->args)
+		return cr_errf(err, CR_ENOMEM, "%s: out of memory binding the launches", path);
+	for (int i = 0; i < n; i++) {
 		const struct cr_launch *l = &ls[i];
 		struct cr_plaunch *pl = &s->launch[s->n_launch++];
-		memset(pl, 0, sizeof *pl);
 		snprintf(pl->fn, sizeof pl->fn, "%s", l->fn);
 		pl->line = l->line;
 		pl->n_args = l->n_args;
+		pl->arg0 = s->n_args;
+		pl->args = s->args + s->n_args;
+		s->n_args += l->n_args;
 		if (!strncmp(l->fn, "__crucible", 10))
 			FAIL(l->line, "names starting with __crucible are reserved");
 		for (int k = 0; k < 3; k++)
@@ -195,7 +223,18 @@ void cr_plan_release(struct cr_plan *p)
 {
 	for (int i = 0; i < p->n_exprs; i++)
 		cr_expr_release(&p->exprs[i]);
-	p->n_exprs = 0;
+	free(p->exprs);
+	free(p->expr_line);
+	p->exprs = NULL;
+	p->expr_line = NULL;
+	p->n_exprs = p->cap_exprs = 0;
+	for (int s = 0; s < 2; s++) {
+		free(p->st[s].launch);
+		free(p->st[s].args);
+		p->st[s].launch = NULL;
+		p->st[s].args = NULL;
+		p->st[s].n_launch = p->st[s].n_args = 0;
+	}
 	cr_cand_release(&p->cand);
 }
 

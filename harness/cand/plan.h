@@ -8,10 +8,15 @@
 #include "harness/cand/expr.h"
 #include "tasks/task.h"
 
-#define CR_MAX_SLOTS 64
-#define CR_MAX_LAUNCH 64
-#define CR_MAX_ARGS 32
-#define CR_MAX_EXPRS 512
+/* Buffers of a stage: the backward's are every tensor, every d<out> and
+ * every d<in> (2 x the tensors at most), then scratch. */
+#define CR_MAX_SLOTS (2 * TASK_MAX_TENSORS + CR_CAND_MAX_SCRATCH)
+#define CR_MAX_LAUNCH CR_CAND_MAX_LAUNCHES
+#define CR_MAX_ARGS CR_CAND_MAX_ARGS
+#define CR_MAX_ARGV 16384   /* arguments of all the launches of one stage */
+#define CR_MAX_EXPRS 16384  /* expressions of a plan: integer args, launch sizes, scratch */
+_Static_assert(CR_MAX_ARGS >= CR_MAX_SLOTS + TASK_MAX_DIMS,
+	       "a call cannot pass every buffer and dim of the largest task");
 
 enum cr_stage { CR_FWD = 0, CR_BWD = 1 };
 enum cr_slot_role { CR_SLOT_IN, CR_SLOT_OUT, CR_SLOT_SCRATCH };
@@ -41,7 +46,8 @@ struct cr_plaunch {
 	char fn[CR_CAND_NAME];
 	int line;
 	int n_args;
-	struct cr_parg args[CR_MAX_ARGS];
+	int arg0;                    /* args are the stage's argv[arg0 .. arg0 + n_args) */
+	struct cr_parg *args;        /* [n_args]: into the stage's args */
 	int grid[3], block[3], smem; /* CUDA: expr indices (-1: absent / 1) */
 };
 
@@ -49,7 +55,9 @@ struct cr_pstage {
 	int n_slots;
 	struct cr_slot slots[CR_MAX_SLOTS];
 	int n_launch;
-	struct cr_plaunch launch[CR_MAX_LAUNCH];
+	struct cr_plaunch *launch;   /* [n_launch], owned */
+	int n_args;                  /* all launches' arguments, <= CR_MAX_ARGV */
+	struct cr_parg *args;        /* [n_args], owned */
 };
 
 struct cr_plan {
@@ -62,9 +70,9 @@ struct cr_plan {
 	int n_scratch;
 	int scratch_esize[CR_CAND_MAX_SCRATCH];     /* bytes per element */
 	int scratch_count[CR_CAND_MAX_SCRATCH];  /* expr indices */
-	int n_exprs;
-	struct cr_expr exprs[CR_MAX_EXPRS];
-	int expr_line[CR_MAX_EXPRS];  /* the directive line of each expression */
+	int n_exprs, cap_exprs;
+	struct cr_expr *exprs;        /* [n_exprs], owned */
+	int *expr_line;               /* [n_exprs]: the directive line of each expression */
 	char path[512];               /* the candidate, for messages */
 };
 

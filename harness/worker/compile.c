@@ -291,7 +291,7 @@ static int write_tramp(const struct cr_plan *p, FILE *f)
 				if (a->kind == CR_PARG_SLOT)
 					fprintf(f, "(%s *)p[%d]", ptr_type(&st->slots[a->slot]), a->slot);
 				else if (a->kind == CR_PARG_INT)
-					fprintf(f, "a[%d]", k);
+					fprintf(f, "a[%d]", l->arg0 + k);
 				else
 					fprintf(f, "%.17g", a->f);
 			}

@@ -12,7 +12,8 @@
 #define CR_SHM_MAGIC 0x6372756369626c65ull /* "crucible" */
 #define CR_MAX_SETS 4
 #define CR_GUARD 4096       /* bytes of guard pattern before and after a buffer */
-#define CR_SHM_HDR 262144   /* header bytes (page aligned) */
+#define CR_SHM_HDR 1048576  /* header bytes (page aligned): this struct, the cuda
+			     * launch table (cuda/cuda_worker.h), the time command */
 
 struct cr_shm_hdr {
 	uint64_t magic;
@@ -22,7 +23,8 @@ struct cr_shm_hdr {
 	uint32_t n_sets;
 	int64_t dims[TASK_MAX_DIMS];
 	uint64_t off[CR_MAX_SETS][CR_MAX_SLOTS];   /* buffer offsets from the base */
-	int64_t argv[CR_MAX_LAUNCH][CR_MAX_ARGS];  /* integer args, evaluated */
+	int64_t argv[CR_MAX_ARGV];   /* integer args, evaluated: launch i's argument k at
+				      * argv[arg0 + k] (struct cr_plaunch) */
 	char so_path[1024];      /* candidate mode: the compiled candidate */
 	char task_path[1024];    /* baseline mode: the task file */
 	char task_name[128];
@@ -60,7 +62,7 @@ struct cr_reply {
  * offset - CR_SHM_HDR). Written by the orchestrator before each TIME call;
  * without it (magic 0) a TIME call copies the region in from the host as
  * RUN does. */
-#define CR_CUDA_TCMD_OFF 196608
+#define CR_CUDA_TCMD_OFF 983040
 #define CR_CUDA_TCMD_MAGIC 0x74636d6431ull
 #define CR_CUDA_PROBE 64
 enum cr_cuda_tcmd_kind { CR_TCMD_INPUT = 1, CR_TCMD_OUTPUT = 2 };
@@ -72,5 +74,6 @@ struct cr_cuda_tcmd {
 	uint32_t pad;
 	struct { uint64_t dst, src, bytes; uint32_t kind, pad; } e[CR_MAX_SLOTS];
 };
+_Static_assert(sizeof(struct cr_shm_hdr) <= CR_CUDA_TCMD_OFF, "the header overlaps the time command");
 _Static_assert(CR_CUDA_TCMD_OFF + sizeof(struct cr_cuda_tcmd) <= CR_SHM_HDR, "time command does not fit in the header bytes");
 #endif

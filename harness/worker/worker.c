@@ -215,7 +215,7 @@ int cr_worker_main(int argc, char **argv, cr_worker_cuda_fn cuda_main)
 			p[s] = base + h->off[c.set][s];
 		if (cand) {
 			for (uint32_t i = 0; i < h->n_launch; i++)
-				fns[i](p, h->argv[i]);
+				fns[i](p, h->argv);
 		} else {
 			for (int i = 0; i < task.n_tensors; i++)
 				task_exec_bind(&ex, i, p[i]);

@@ -109,6 +109,7 @@ static void test_hit_is_exact(void **state, const char *task, const char *cand)
 	vr_case_release(&first);
 	vr_case_release(&again);
 	cr_plan_release(&f.v.plan);
+	task_release(&f.t);
 }
 
 static void test_softmax(void **state)

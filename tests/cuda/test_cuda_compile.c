@@ -77,6 +77,7 @@ static enum cr_status check_src(const char *path, const char *src, size_t len,
 	enum cr_status st = check_cuda_compile(t, path, src, len, o, r, &e);
 	if (st)
 		print_message("environment: %s\n", e.msg);
+	task_release(t);
 	free(t);
 	return st;
 }
@@ -198,6 +199,8 @@ static void batch_matches(void **state)
 	}
 	for (int i = 0; i < m; i++) {
 		free(srcs[i]);
+		if (tasks[i])
+			task_release(tasks[i]);
 		free(tasks[i]);
 	}
 	free(jobs);
@@ -410,12 +413,12 @@ static void launch_table(void **state)
 	assert_int_equal(lt->l[0].block[2], 1);
 	assert_int_equal(lt->l[0].smem, 4096);
 	assert_int_equal(lt->l[0].n_args, 4);
-	assert_int_equal(lt->l[0].args[0].kind, CR_CUDA_ARG_PTR);
-	assert_int_equal(lt->l[0].args[1].slot, 1);
-	assert_int_equal(lt->l[0].args[2].kind, CR_CUDA_ARG_INT);
-	assert_int_equal(lt->l[0].args[2].i, 1000);
-	assert_int_equal(lt->l[0].args[3].kind, CR_CUDA_ARG_FLOAT);
-	assert_true(lt->l[0].args[3].f == 0.5);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 0].kind, CR_CUDA_ARG_PTR);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 1].slot, 1);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 2].kind, CR_CUDA_ARG_INT);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 2].i, 1000);
+	assert_int_equal(lt->args[lt->l[0].arg0 + 3].kind, CR_CUDA_ARG_FLOAT);
+	assert_true(lt->args[lt->l[0].arg0 + 3].f == 0.5);
 	assert_int_equal(lt->l[1].smem, 0);
 	assert_int_equal(lt->l[1].block[0], 1024);
 	/* 70000 * N blocks is fine in x; the backward's table is separate */
@@ -433,6 +436,7 @@ static void launch_table(void **state)
 	cr_plan_release(p);
 	free(p);
 	free(lt);
+	task_release(t);
 	free(t);
 }
 

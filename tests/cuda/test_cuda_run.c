@@ -156,6 +156,7 @@ static void teardown_run(struct run *r)
 {
 	cr_cuda_worker_release(&r->w);
 	cr_plan_release(&r->plan);
+	task_release(&r->task);
 	free(r->shm);
 	if (r->cubin_path[0])
 		unlink(r->cubin_path);

@@ -187,6 +187,7 @@ static void teardown_run(struct run *r)
 	if (r->have_w)
 		cr_cuda_worker_release(&r->w);
 	cr_plan_release(&r->plan);
+	task_release(&r->task);
 	free(r->shm);
 	free(r->ref);
 	unlink(r->cubin_path);

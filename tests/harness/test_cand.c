@@ -407,14 +407,17 @@ static void test_limits(void **state)
 	size_t n;
 
 	(void)state;
-	/* 32 arguments fit, 33 do not */
+	/* CR_CAND_MAX_ARGS arguments fit (every buffer of the largest task's
+	 * backward and its dims, on one line), one more does not */
 	s = many_args(CR_CAND_MAX_ARGS - 1);
 	parse_ok(&c, "a.c", s);
 	assert_int_equal(c.fwd[0].n_args, CR_CAND_MAX_ARGS);
 	cr_cand_release(&c);
 	free(s);
 	s = many_args(CR_CAND_MAX_ARGS);
-	parse_fails(s, "cand.cu:2: @forward: 33 arguments, at most 32");
+	snprintf(buf, sizeof buf, "cand.cu:2: @forward: %d arguments, at most %d", CR_CAND_MAX_ARGS + 1,
+		 CR_CAND_MAX_ARGS);
+	parse_fails(s, buf);
 	free(s);
 
 	/* a 63-byte name fits, 64 bytes do not */
@@ -448,11 +451,16 @@ static void test_limits(void **state)
 	cr_err_init(&err);
 	assert_int_equal(cr_cand_parse(&c, "f", buf, strlen(buf), &err), CR_EINPUT);
 	assert_non_null(strstr(err.msg, "f:1: @task: task name too long (128 bytes, max 127)"));
-	/* a directive line over 4096 bytes, even if its content would fit */
+	/* a directive line over CR_CAND_MAX_LINE bytes, even if its content would fit */
 	n = (size_t)sprintf(buf, "// @task t\n// @forward k(x)");
 	memset(buf + n, ' ', CR_CAND_MAX_LINE);
 	strcpy(buf + n + CR_CAND_MAX_LINE, "\n");
-	parse_fails(buf, "cand.cu:2: directive line too long (4112 bytes, max 4096)");
+	{
+		char want[128];
+		snprintf(want, sizeof want, "cand.cu:2: directive line too long (%d bytes, max %d)",
+			 CR_CAND_MAX_LINE + 16, CR_CAND_MAX_LINE);
+		parse_fails(buf, want);
+	}
 	/* ... but long ordinary lines are fine */
 	n = (size_t)sprintf(buf, "// @task t\n// @forward k(x)\nint a;");
 	memset(buf + n, ' ', CR_CAND_MAX_LINE);
@@ -463,7 +471,8 @@ static void test_limits(void **state)
 
 static void test_launch_count(void **state)
 {
-	size_t cap = 32 + 20 * (CR_CAND_MAX_LAUNCHES + 1), n;
+	size_t cap = 32 + 24 * (CR_CAND_MAX_LAUNCHES + 1), n;
+	char want[128], last[16];
 	char *s = malloc(cap);
 	struct cr_cand c;
 
@@ -476,10 +485,13 @@ static void test_launch_count(void **state)
 	assert_int_equal(c.n_fwd, CR_CAND_MAX_LAUNCHES);
 	for (int i = 0; i < CR_CAND_MAX_LAUNCHES; i++)
 		assert_int_equal(c.fwd[i].line, i + 2);
-	assert_string_equal(c.fwd[CR_CAND_MAX_LAUNCHES - 1].fn, "k63");
+	snprintf(last, sizeof last, "k%d", CR_CAND_MAX_LAUNCHES - 1);
+	assert_string_equal(c.fwd[CR_CAND_MAX_LAUNCHES - 1].fn, last);
 	cr_cand_release(&c);
 	sprintf(s + n, "// @forward k(x)\n");
-	parse_fails(s, "cand.cu:66: @forward: more than 64 launches");
+	snprintf(want, sizeof want, "cand.cu:%d: @forward: more than %d launches", CR_CAND_MAX_LAUNCHES + 2,
+		 CR_CAND_MAX_LAUNCHES);
+	parse_fails(s, want);
 	free(s);
 
 	/* the same for scratch buffers */

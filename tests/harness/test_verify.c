@@ -149,6 +149,7 @@ static void test_worst_mismatch(void **state)
 		 r.worst.got, r.worst.expected);
 	if (strncmp(r.detail, want, strlen(want)))
 		fail_msg("detail '%s' does not start with '%s'", r.detail, want);
+	task_release(&t);
 }
 
 /* Everything passed: the element of the largest error, which is the row's
@@ -167,6 +168,7 @@ static void test_worst_ok(void **state)
 	worst_consistent(&t, &r.worst);
 	assert_true(r.worst.abs_err > 0); /* float exp against the double reference */
 	assert_true(r.worst.abs_err == r.max_abs_err);
+	task_release(&t);
 }
 
 /* A crash compares nothing to the end: no element. */
@@ -182,6 +184,7 @@ static void test_worst_crash(void **state)
 	verify(&t, path, &o, &r);
 	assert_int_equal(r.status, CHECK_RUNTIME_ERROR);
 	assert_false(r.worst.set);
+	task_release(&t);
 }
 
 struct hook_log {
@@ -211,6 +214,7 @@ static void hooked(const char *cand, bool no_timing, enum check_verdict want, st
 	verify(&t, path, &o, &r);
 	assert_int_equal(r.status, want);
 	assert_int_equal(r.timed, !no_timing && want == CHECK_OK);
+	task_release(&t);
 }
 
 static void test_timing_hook(void **state)
@@ -235,6 +239,7 @@ static void probe_sample(const char *task, const char *cand, uint64_t seed, stru
 	load_task(task, &t);
 	sample(cand, path, sizeof path);
 	probe(&t, path, seed, p);
+	task_release(&t);
 }
 
 /* An honest probe: one output per task output, at the cpu shape, timed. */
@@ -283,6 +288,7 @@ static void test_probe_honest(void **state)
 		cr_probe_release(&c);
 		cr_probe_release(&a2);
 		assert_null(a.out[0]);
+		task_release(&t);
 	}
 }
 
@@ -300,6 +306,7 @@ static void test_probe_wrong(void **state)
 	assert_false(cr_probe_agree(&t, &w, &a));
 	cr_probe_release(&a);
 	cr_probe_release(&w);
+	task_release(&t);
 }
 
 static void test_probe_failures(void **state)
@@ -322,6 +329,7 @@ static void test_probe_failures(void **state)
 	assert_int_equal(p.status, CHECK_COMPILE_ERROR);
 	assert_non_null(strstr(p.detail, "bad_compile_error.c:"));
 	cr_probe_release(&p);
+	task_release(&t);
 }
 
 /* Unwritten outputs read NaN, on every call: a kernel that writes only on
@@ -355,6 +363,7 @@ static void test_probe_poison(void **state)
 		assert_false(cr_probe_agree(&t, &p, &p));
 		cr_probe_release(&p);
 	}
+	task_release(&t);
 }
 
 static int setup(void **state)

@@ -36,6 +36,8 @@ static enum cr_status load_text(const char *text, char *msg, size_t cap)
 	cr_err_init(&e);
 	enum cr_status st = task_load(&t, path, "test/t", &e);
 	snprintf(msg, cap, "%s", e.msg);
+	if (st == CR_OK)
+		task_release(&t);
 	unlink(path);
 	return st;
 }
@@ -124,9 +126,104 @@ static void test_kaiming_fan(void **s)
 			top = fmax(top, fabs(v[i]));
 		}
 		assert_true(top > 0.9 * bound[k]);
+		task_release(&t);
 	}
 	snprintf(w, sizeof w, "\"init\": \"kaiming(0)\"}");
 	expect_error("\"init\": \"normal\"}", w, "unknown dim '0'");
+}
+
+/* A task of n_tensors tensors (x, params p0.., y, all [D]) and n_ops ops:
+ * op k adds p[k mod params] to the previous value, so y = x + the sum. */
+static char *big_task(int n_tensors, int n_ops)
+{
+	size_t cap = 512 + 96 * (size_t)n_tensors + 80 * (size_t)n_ops, n;
+	char *s = malloc(cap);
+	int np = n_tensors - 2;
+	assert_non_null(s);
+	n = (size_t)snprintf(s, cap, "{\"dims\": {\"D\": 3}, \"cpu_dims\": {\"D\": 3},"
+			     " \"check_dims\": [{\"D\": 1}, {\"D\": 2}, {\"D\": 3}], \"backward\": true,"
+			     " \"tensors\": {\"x\": {\"role\": \"input\", \"dtype\": \"f32\", \"shape\": [\"D\"], \"init\": \"normal\"},"
+			     " \"y\": {\"role\": \"output\", \"dtype\": \"f32\", \"shape\": [\"D\"]}");
+	for (int i = 0; i < np; i++)
+		n += (size_t)snprintf(s + n, cap - n, ", \"p%d\": {\"role\": \"param\", \"dtype\": \"f32\","
+				      " \"shape\": [\"D\"], \"init\": \"normal\"}", i);
+	n += (size_t)snprintf(s + n, cap - n, "}, \"graph\": [");
+	for (int k = 0; k < n_ops; k++) {
+		char prev[16], out[16];
+		snprintf(prev, sizeof prev, k ? "v%d" : "x", k - 1);
+		snprintf(out, sizeof out, k == n_ops - 1 ? "y" : "v%d", k);
+		n += (size_t)snprintf(s + n, cap - n, "%s{\"op\": \"add\", \"in\": [\"%s\", \"p%d\"], \"out\": [\"%s\"]}",
+				      k ? ", " : "", prev, k % np, out);
+	}
+	snprintf(s + n, cap - n, "]}");
+	assert_true(strlen(s) < cap - 1);
+	return s;
+}
+
+/* A task at the limits (TASK_MAX_TENSORS tensors, TASK_MAX_NODES ops)
+ * loads and runs, forward and backward; one tensor or one op more is
+ * refused, naming the file and the limit. */
+static void test_loader_limits(void **s)
+{
+	char path[] = "/tmp/crucible-task-XXXXXX", msg[1024], want[256];
+	char *text = big_task(TASK_MAX_TENSORS, TASK_MAX_NODES);
+	int fd = mkstemp(path);
+	struct task t;
+	struct task_exec x;
+	struct cr_err e;
+	(void)s;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	free(text);
+	cr_err_init(&e);
+	if (task_load(&t, path, "test/big", &e))
+		fail_msg("%s", e.msg);
+	unlink(path);
+	assert_int_equal(t.n_tensors, TASK_MAX_TENSORS);
+	assert_int_equal(t.n_nodes, TASK_MAX_NODES);
+	assert_int_equal(t.n_values, TASK_MAX_TENSORS + TASK_MAX_NODES - 1);
+	assert_int_equal(task_exec_init(&x, &t, &t.checks[2], true, true, &e), CR_OK);
+	double want_y[3] = { 0 };
+	for (int i = 0; i < t.n_tensors; i++) {
+		if (t.tensors[i].role == TASK_OUTPUT)
+			continue;
+		task_gen_tensor(&t, i, &t.checks[2], TASK_PROF_OWN, 3, x.v[i].d);
+	}
+	int y = task_find_tensor(&t, "y"), xi = task_find_tensor(&t, "x");
+	for (int k = 0; k < 3; k++)
+		want_y[k] = ((double *)x.v[xi].d)[k];
+	for (int k = 0; k < TASK_MAX_NODES; k++) {
+		char pn[16];
+		snprintf(pn, sizeof pn, "p%d", k % (TASK_MAX_TENSORS - 2));
+		for (int q = 0; q < 3; q++)
+			want_y[q] += ((double *)x.v[task_find_tensor(&t, pn)].d)[q];
+	}
+	task_exec_forward(&x);
+	for (int q = 0; q < 3; q++)
+		assert_true(fabs(((double *)x.v[y].d)[q] - want_y[q]) < 1e-12 * (1 + fabs(want_y[q])));
+	/* d p_j = dy times the number of ops that add p_j */
+	for (int q = 0; q < 3; q++)
+		((double *)x.g[y].d)[q] = 1.0;
+	task_exec_backward(&x);
+	assert_true(((double *)x.g[task_find_tensor(&t, "p0")].d)[0] ==
+		    (double)((TASK_MAX_NODES + TASK_MAX_TENSORS - 3) / (TASK_MAX_TENSORS - 2)));
+	assert_true(((double *)x.g[xi].d)[1] == 1.0);
+	task_exec_release(&x);
+	task_release(&t);
+
+	text = big_task(TASK_MAX_TENSORS + 1, 4);
+	assert_int_equal(load_text(text, msg, sizeof msg), CR_EINPUT);
+	free(text);
+	snprintf(want, sizeof want, ": tensors: %d tensors, at most %d", TASK_MAX_TENSORS + 1, TASK_MAX_TENSORS);
+	if (!strstr(msg, want) || !strstr(msg, "/tmp/crucible-task-"))
+		fail_msg("message '%s' lacks the file or '%s'", msg, want);
+	text = big_task(8, TASK_MAX_NODES + 1);
+	assert_int_equal(load_text(text, msg, sizeof msg), CR_EINPUT);
+	free(text);
+	snprintf(want, sizeof want, ": graph: %d ops, at most %d", TASK_MAX_NODES + 1, TASK_MAX_NODES);
+	if (!strstr(msg, want) || !strstr(msg, "/tmp/crucible-task-"))
+		fail_msg("message '%s' lacks the file or '%s'", msg, want);
 }
 
 /* Runs a one-op graph on given inputs in double. */
@@ -153,6 +250,7 @@ static void run1(const char *path_json, const double *const *in, double *out)
 		if (t.tensors[i].role == TASK_OUTPUT)
 			memcpy(out, x.v[i].d, sizeof(double) * (size_t)x.v[i].n);
 	task_exec_release(&x);
+	task_release(&t);
 }
 
 static void test_closed_forms(void **s)
@@ -234,66 +332,105 @@ static double fd_loss(struct task_exec *x, const struct task *t)
 	return acc;
 }
 
+/* One directional difference: u drawn over every element of the tensors
+ * marked in pick, (L(v + hu) - L(v - hu)) / 2h against g . u; a step moves
+ * every element, so across thousands of ReLU and max-pool kinks one may be
+ * crossed: smaller steps (fewer crossings) before calling it a mismatch. */
+static int fd_direction(struct task_exec *x, const struct task *t, struct task_rng *r,
+			const bool *pick, const char *what)
+{
+	double **keep = calloc((size_t)t->n_tensors, sizeof *keep), **u = calloc((size_t)t->n_tensors, sizeof *u);
+	double gu = 0, mag = 0, rms = 0, fd = 0, h, lp, lm;
+	int64_t cnt = 0;
+	int bad = 0;
+	assert_non_null(keep);
+	assert_non_null(u);
+	for (int i = 0; i < t->n_tensors; i++) {
+		int64_t n = x->v[i].n;
+		double *v = x->v[i].d, *g = x->g[i].d;
+		if (!pick[i])
+			continue;
+		keep[i] = malloc(sizeof(double) * (size_t)n);
+		u[i] = malloc(sizeof(double) * (size_t)n);
+		assert_non_null(keep[i]);
+		assert_non_null(u[i]);
+		memcpy(keep[i], v, sizeof(double) * (size_t)n);
+		for (int64_t k = 0; k < n; k++) {
+			u[i][k] = task_rng_normal(r);
+			gu += g[k] * u[i][k];
+			mag += fabs(g[k] * u[i][k]);
+			rms += v[k] * v[k];
+		}
+		cnt += n;
+	}
+	for (int step = 0; step < 3; step++) {
+		h = pow(10, -6 - step) * fmax(1.0, sqrt(rms / (double)(cnt ? cnt : 1)));
+		for (int side = 0; side < 2; side++) {
+			for (int i = 0; i < t->n_tensors; i++)
+				for (int64_t k = 0; pick[i] && k < x->v[i].n; k++)
+					((double *)x->v[i].d)[k] = keep[i][k] + (side ? -h : h) * u[i][k];
+			if (side)
+				lm = fd_loss(x, t);
+			else
+				lp = fd_loss(x, t);
+		}
+		fd = (lp - lm) / (2 * h);
+		if (fabs(fd - gu) <= 1e-5 * fmax(1.0, mag))
+			break;
+	}
+	if (fabs(fd - gu) > 1e-5 * fmax(1.0, mag)) {
+		print_error("%s: d%s . u: backward %.12g, finite difference %.12g\n", t->name, what, gu, fd);
+		bad = 1;
+	}
+	for (int i = 0; i < t->n_tensors; i++) {
+		if (pick[i])
+			memcpy(x->v[i].d, keep[i], sizeof(double) * (size_t)x->v[i].n);
+		free(keep[i]);
+		free(u[i]);
+	}
+	free(keep);
+	free(u);
+	return bad;
+}
+
 /* Directional form for tasks whose every check shape is large (whole
- * networks on fixed 224x224 images): per differentiable input, two random
- * directions u over all its elements, (L(v + hu) - L(v - hu)) / 2h against
- * g . u: 4 forwards per input instead of 2 per probed element, and every
- * element of the gradient takes part. */
+ * networks on fixed 224x224 images, or KernelBench's literal widths):
+ * two random directions per differentiable input, 4 forwards per input
+ * instead of 2 per probed element, and every element of the gradient takes
+ * part. Past 16 differentiable tensors (a whole network's hundreds of
+ * params) two directions over all of them at once, then two on each of the
+ * inputs and of 8 params drawn at random. */
 static int fd_directional(struct task_exec *x, const struct task *t, struct task_rng *r)
 {
-	for (int i = 0; i < t->n_tensors; i++) {
-		double *v = x->v[i].d, *g = x->g[i].d;
-		int64_t n = x->v[i].n;
+	bool *pick = calloc((size_t)t->n_tensors, sizeof *pick);
+	int n_grad = 0, n_param = 0, bad = 0;
+	assert_non_null(pick);
+	for (int i = 0; i < t->n_tensors; i++)
+		if (t->tensors[i].role != TASK_OUTPUT && t->tensors[i].grad) {
+			n_grad++;
+			n_param += t->tensors[i].role == TASK_PARAM;
+		}
+	for (int i = 0; i < t->n_tensors && !bad; i++) {
 		if (t->tensors[i].role == TASK_OUTPUT || !t->tensors[i].grad)
 			continue;
-		double *keep = malloc(sizeof(double) * (size_t)n), *u = malloc(sizeof(double) * (size_t)n);
-		assert_non_null(keep);
-		assert_non_null(u);
-		memcpy(keep, v, sizeof(double) * (size_t)n);
-		for (int q = 0; q < 2; q++) {
-			double gu = 0, mag = 0, rms = 0, h, lp, lm;
-			for (int64_t k = 0; k < n; k++) {
-				u[k] = task_rng_normal(r);
-				gu += g[k] * u[k];
-				mag += fabs(g[k] * u[k]);
-				rms += keep[k] * keep[k];
-			}
-			/* a step moves every element, so across thousands of ReLU and
-			 * max-pool kinks one may be crossed: smaller steps (fewer
-			 * crossings) before calling it a mismatch */
-			double fd = 0;
-			for (int step = 0; step < 3; step++) {
-				h = pow(10, -6 - step) * fmax(1.0, sqrt(rms / (double)n));
-				for (int64_t k = 0; k < n; k++)
-					v[k] = keep[k] + h * u[k];
-				lp = fd_loss(x, t);
-				for (int64_t k = 0; k < n; k++)
-					v[k] = keep[k] - h * u[k];
-				lm = fd_loss(x, t);
-				fd = (lp - lm) / (2 * h);
-				if (fabs(fd - gu) <= 1e-5 * fmax(1.0, mag))
-					break;
-			}
-			memcpy(v, keep, sizeof(double) * (size_t)n);
-			if (fabs(fd - gu) > 1e-5 * fmax(1.0, mag)) {
-				print_error("%s: d%s . u: backward %.12g, finite difference %.12g\n",
-					    t->name, t->tensors[i].name, gu, fd);
-				free(keep);
-				free(u);
-				return 1;
-			}
-		}
-		free(keep);
-		free(u);
+		/* a param of a large task: 8 in n_param on average */
+		if (n_grad > 16 && t->tensors[i].role == TASK_PARAM &&
+		    task_rng_next(r) % (uint64_t)n_param >= 8)
+			continue;
+		memset(pick, 0, sizeof *pick * (size_t)t->n_tensors);
+		pick[i] = true;
+		for (int q = 0; q < 2 && !bad; q++)
+			bad = fd_direction(x, t, r, pick, t->tensors[i].name);
 	}
-	return 0;
+	free(pick);
+	return bad;
 }
 
 /* L = sum(dout * out); checks dL/dinput from backward against central
  * differences on up to 64 random elements of every differentiable input
  * (whole networks with dozens of params: 640 probes over all of them, at
- * least 8 per input); directional differences (fd_directional) where no
- * check shape is small. */
+ * least 8 per input, or 2 past 80 inputs); directional differences
+ * (fd_directional) where no check shape is small. */
 static int fd_task(const struct task *t)
 {
 	const struct task_dimset *d = &t->checks[0];
@@ -303,15 +440,23 @@ static int fd_task(const struct task *t)
 	int bad = 0;
 	bool small = false;
 
-	/* the largest check shape with at most 4096 elements per input */
+	/* the largest check shape with at most 4096 elements per input; when
+	 * none is, the one of the fewest elements */
+	int64_t least = -1;
 	for (int s = 0; s < t->n_checks; s++) {
 		bool fits = true;
-		for (int i = 0; i < t->n_tensors; i++)
-			if (task_tensor_numel(t, i, &t->checks[s]) > 4096)
-				fits = false;
+		int64_t all = 0;
+		for (int i = 0; i < t->n_tensors; i++) {
+			int64_t n = task_tensor_numel(t, i, &t->checks[s]);
+			fits &= n <= 4096;
+			all += n;
+		}
 		if (fits) {
 			d = &t->checks[s];
 			small = true;
+		} else if (!small && (least < 0 || all < least)) {
+			d = &t->checks[s];
+			least = all;
 		}
 	}
 	cr_err_init(&e);
@@ -338,29 +483,39 @@ static int fd_task(const struct task *t)
 	for (int i = 0; i < t->n_tensors; i++)
 		n_grad += t->tensors[i].role != TASK_OUTPUT && t->tensors[i].grad;
 	per = n_grad ? 640 / n_grad : 64;
-	per = per > 64 ? 64 : per < 8 ? 8 : per;
+	/* at least 8 per input, but past 80 inputs (ResNet101's 315) 640 in all,
+	 * at least 2 each */
+	per = per > 64 ? 64 : per >= 8 ? per : n_grad <= 80 ? 8 : per < 2 ? 2 : per;
 	for (int i = 0; i < t->n_tensors && !bad; i++) {
 		double *v = x.v[i].d, *g = x.g[i].d;
 		if (t->tensors[i].role == TASK_OUTPUT || !t->tensors[i].grad)
 			continue;
 		for (int q = 0; q < per && q < x.v[i].n; q++) {
 			int64_t k = x.v[i].n <= per ? q : (int64_t)(task_rng_next(&r) % (uint64_t)x.v[i].n);
-			double keep = v[k], h = 1e-6 * fmax(1.0, fabs(keep)), lp = 0, lm = 0;
-			for (int side = 0; side < 2; side++) {
-				double acc = 0;
-				v[k] = keep + (side ? -h : h);
-				task_exec_forward(&x);
-				for (int o = 0; o < t->n_tensors; o++)
-					if (t->tensors[o].role == TASK_OUTPUT)
-						for (int64_t m = 0; m < x.v[o].n; m++)
-							acc += ((double *)x.g[o].d)[m] * ((double *)x.v[o].d)[m];
-				if (side)
-					lm = acc;
-				else
-					lp = acc;
+			double keep = v[k], fd = 0;
+			/* in a deep network a step can cross a ReLU or max-pool kink
+			 * somewhere downstream: smaller steps before calling it a
+			 * mismatch (as fd_directional) */
+			for (int step = 0; step < 3; step++) {
+				double h = pow(10, -6 - step) * fmax(1.0, fabs(keep)), lp = 0, lm = 0;
+				for (int side = 0; side < 2; side++) {
+					double acc = 0;
+					v[k] = keep + (side ? -h : h);
+					task_exec_forward(&x);
+					for (int o = 0; o < t->n_tensors; o++)
+						if (t->tensors[o].role == TASK_OUTPUT)
+							for (int64_t m = 0; m < x.v[o].n; m++)
+								acc += ((double *)x.g[o].d)[m] * ((double *)x.v[o].d)[m];
+					if (side)
+						lm = acc;
+					else
+						lp = acc;
+				}
+				fd = (lp - lm) / (2 * h);
+				if (fabs(fd - g[k]) <= 1e-5 * fmax(1.0, fabs(fd)))
+					break;
 			}
 			v[k] = keep;
-			double fd = (lp - lm) / (2 * h);
 			if (fabs(fd - g[k]) > 1e-5 * fmax(1.0, fabs(fd))) {
 				print_error("%s: d%s[%lld]: backward %.12g, finite difference %.12g\n",
 					    t->name, t->tensors[i].name, (long long)k, g[k], fd);
@@ -389,7 +544,7 @@ static void test_backward_fd(void **s)
 			checked++;
 		}
 	print_message("finite differences: %d tasks with a backward checked, %d failed\n", checked, bad);
-	free(ts);
+	task_list_free(ts, n);
 	assert_int_equal(bad, 0);
 }
 
@@ -462,7 +617,7 @@ static void test_drawn_shapes(void **s)
 		if (tries > 400)
 			print_message("%s: %.1f attempts per drawn shape\n", t->name, tries / 100.0);
 	}
-	free(ts);
+	task_list_free(ts, n);
 	assert_int_equal(bad, 0);
 }
 
@@ -472,6 +627,7 @@ int main(void)
 		cmocka_unit_test(test_loader_good),
 		cmocka_unit_test(test_loader_errors),
 		cmocka_unit_test(test_kaiming_fan),
+		cmocka_unit_test(test_loader_limits),
 		cmocka_unit_test(test_closed_forms),
 		cmocka_unit_test(test_backward_fd),
 		cmocka_unit_test(test_drawn_shapes),

@@ -172,7 +172,7 @@ static int run_case(const struct cr_plan *p, enum cr_stage s, void *so, emu_laun
 			break;
 		}
 		for (uint32_t k = 0; k < lt->l[i].n_args; k++) {
-			const struct cr_cuda_larg *x = &lt->l[i].args[k];
+			const struct cr_cuda_larg *x = &lt->args[lt->l[i].arg0 + k];
 			if (x->kind == CR_CUDA_ARG_FLOAT) {
 				snprintf(why, cap, "float arguments are not emulated");
 				bad = 1;
@@ -280,6 +280,7 @@ out:
 	unlink(so_path);
 	cr_plan_release(p);
 	free(p);
+	task_release(t);
 	free(t);
 	free(src);
 	return res;
