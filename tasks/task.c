@@ -185,7 +185,7 @@ out:
 
 /* init: "normal", "normal(mean,std)", "uniform(lo,hi)", "positive",
  * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)" (or a literal
- * fan_in, "kaiming(9)"), "kaiming_relu", "ones", "zeros". */
+ * fan_in, "kaiming(9)"), "kaiming_relu", "kaiming_linear", "ones", "zeros". */
 static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 				 struct task_init *in, struct cr_err *err)
 {
@@ -221,6 +221,12 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 		 * stack's signal from vanishing */
 		in->kind = TASK_INIT_KAIMING;
 		in->a = sqrt(6.0);
+	} else if (!strcmp(s, "kaiming_linear")) {
+		/* U(-sqrt(3 / fan_in), sqrt(3 / fan_in)), PyTorch's
+		 * kaiming_uniform_(nonlinearity="linear"): variance gain 1, so a
+		 * deep stack of convs with no activation between keeps x's part */
+		in->kind = TASK_INIT_KAIMING;
+		in->a = sqrt(3.0);
 	} else if (sscanf(s, "kaiming(%63[A-Za-z0-9_])%n", dim, &n) == 1 && s[n] == '\0') {
 		in->kind = TASK_INIT_KAIMING;
 		/* a literal fan_in: a depthwise conv's 1 x 3 x 3 (9) where the
@@ -239,7 +245,7 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 		in->kind = TASK_INIT_ZEROS;
 	} else {
 		return cr_errf(err, CR_EINPUT,
-			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), kaiming(N), kaiming_relu, ones, zeros)",
+			       "%s: tensors.%s.init: unknown init \"%s\" (expected normal, normal(mean,std), uniform(lo,hi), positive, positive(lo,std), probabilities, indices[0,DIM), kaiming, kaiming(DIM), kaiming(N), kaiming_relu, kaiming_linear, ones, zeros)",
 			       t->path, tn, s);
 	}
 	return CR_OK;

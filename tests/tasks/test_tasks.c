@@ -90,15 +90,18 @@ static void test_loader_errors(void **s)
 /* kaiming's fan_in: the product of all but the first axis, a named dim,
  * or a literal (a depthwise 3x3 weight declared [G, M/G, 1, 3, 3] has
  * fan_in 9, not its trailing product); draws lie within 1/sqrt(fan_in)
- * and reach near it. */
+ * (kaiming_relu: sqrt(6/fan_in), kaiming_linear: sqrt(3/fan_in)) and
+ * reach near it. */
 static void test_kaiming_fan(void **s)
 {
-	static const char *const inits[] = { "kaiming", "kaiming(B)", "kaiming(9)" };
-	const double bound[] = { 1 / sqrt(33.0), 1 / sqrt(7.0), 1 / 3.0 };
+	static const char *const inits[] = { "kaiming", "kaiming(B)", "kaiming(9)",
+					      "kaiming_relu", "kaiming_linear" };
+	const double bound[] = { 1 / sqrt(33.0), 1 / sqrt(7.0), 1 / 3.0,
+				 sqrt(6 / 33.0), sqrt(3 / 33.0) };
 	char text[4096], w[256];
 	double v[7 * 33];
 	(void)s;
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 5; k++) {
 		char path[] = "/tmp/crucible-task-XXXXXX";
 		struct task t;
 		struct cr_err e;
