@@ -58,6 +58,10 @@ enum dec_wkind {
 	DEC_W_N
 };
 
+/* The matrix of a matmul weight (Q, K, V, O, GATE, UP, DOWN, TOK_EMBD,
+ * OUTPUT); NULL for the norm vectors. */
+const struct dec_mat *dec_wmat(const struct dec_model *m, int layer, enum dec_wkind k);
+
 struct dec_be_cfg {
 	int max_tokens;  /* tokens per step at most: rows of the activations */
 	int max_out;     /* rows of logits per step at most (<= max_tokens) */

@@ -62,7 +62,7 @@ static struct be_cpu *cpu(struct dec_be *be)
 	return (struct be_cpu *)be;
 }
 
-static const struct dec_mat *wmat(const struct dec_model *m, int layer, enum dec_wkind k)
+const struct dec_mat *dec_wmat(const struct dec_model *m, int layer, enum dec_wkind k)
 {
 	const struct dec_layer *l = layer >= 0 ? &m->w.layers[layer] : NULL;
 
@@ -227,7 +227,7 @@ static void op_matmul(struct dec_be *be, int layer, int nw, const enum dec_wkind
 	const struct dec_mat *m[3];
 
 	for (int k = 0; k < nw; k++)
-		m[k] = wmat(be->m, layer, w[k]);
+		m[k] = dec_wmat(be->m, layer, w[k]);
 	matmul_n(cpu(be), nw, m, out, in, nb, add);
 }
 

@@ -18,24 +18,6 @@ extern const unsigned char dec_cu_img_sm_80[], dec_cu_img_sm_90[], dec_cu_img_pt
 
 /* ---- weights ------------------------------------------------------------ */
 
-static const struct dec_mat *wmat(const struct dec_model *m, int layer, enum dec_wkind k)
-{
-	const struct dec_layer *l = layer >= 0 ? &m->w.layers[layer] : NULL;
-
-	switch (k) {
-	case DEC_W_Q: return &l->wq;
-	case DEC_W_K: return &l->wk;
-	case DEC_W_V: return &l->wv;
-	case DEC_W_O: return &l->wo;
-	case DEC_W_GATE: return &l->w_gate;
-	case DEC_W_UP: return &l->w_up;
-	case DEC_W_DOWN: return &l->w_down;
-	case DEC_W_TOK_EMBD: return &m->w.tok_embd;
-	case DEC_W_OUTPUT: return &m->w.output;
-	default: return NULL;
-	}
-}
-
 static const char *wname(int layer, enum dec_wkind k, char *buf, size_t cap)
 {
 	static const char *const names[DEC_W_N] = {
@@ -91,7 +73,7 @@ static size_t weight_bytes(const struct dec_model *m)
 		static const enum dec_wkind ks[] = { DEC_W_Q, DEC_W_K, DEC_W_V, DEC_W_O, DEC_W_GATE, DEC_W_UP, DEC_W_DOWN };
 
 		for (int i = 0; i < 7; i++) {
-			const struct dec_mat *w = wmat(m, L, ks[i]);
+			const struct dec_mat *w = dec_wmat(m, L, ks[i]);
 			n += up256(w->rows * w->row_bytes);
 		}
 		n += 2 * up256((size_t)c->dim * 4) + 3 * up256((size_t)c->n_heads * c->head_dim * 4) +
@@ -136,7 +118,7 @@ static enum cr_status upload_weights(struct be_cuda *b, struct cr_err *err)
 		struct dec_cu_layer *dl = &b->cfg->layer[L];
 
 		for (int i = 0; i < 7; i++)
-			if ((st = upload_mat(b, &at, wmat(m, L, ks[i]), &b->mats[L * 7 + i], err)))
+			if ((st = upload_mat(b, &at, dec_wmat(m, L, ks[i]), &b->mats[L * 7 + i], err)))
 				return st;
 		if ((st = put(b, &at, l->attn_norm, (size_t)c->dim * 4, &b->vecs[2 * L], err)) ||
 		    (st = put(b, &at, l->ffn_norm, (size_t)c->dim * 4, &b->vecs[2 * L + 1], err)))
@@ -305,7 +287,7 @@ static enum cr_status check_model(const struct dec_model *m, struct cr_err *err)
 			       DEC_CU_MAX_LAYERS, DEC_CU_MAX_HEAD_DIM);
 	for (int L = 0; L < c->n_layers; L++)
 		for (int i = 0; i < 7; i++)
-			if ((st = check_mat(wmat(m, L, ks[i]), L, ks[i], err)))
+			if ((st = check_mat(dec_wmat(m, L, ks[i]), L, ks[i], err)))
 				return st;
 	if ((st = check_mat(&m->w.tok_embd, -1, DEC_W_TOK_EMBD, err)) ||
 	    (st = check_mat(&m->w.output, -1, DEC_W_OUTPUT, err)))

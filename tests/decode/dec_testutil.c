@@ -1,6 +1,7 @@
 /* dec_testutil.c — GGUF writer and tiny random models for the decode tests
  * (see dec_testutil.h). Allocation failures abort: this is test code. */
 #include "dec_testutil.h"
+#include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "decode/gguf.h"
 
@@ -459,4 +460,24 @@ char *tiny_slurp(const char *path, size_t *len)
 	}
 	fclose(f);
 	return p;
+}
+
+struct dec_model *tiny_load(const struct tiny_spec *s, uint8_t **img)
+{
+	size_t n;
+	struct dec_gguf *g;
+	struct dec_model *m;
+	struct cr_err e;
+
+	*img = tiny_model(s, &n);
+	cr_err_init(&e);
+	if (!*img) {
+		fprintf(stderr, "tiny_load: the GGUF image could not be built\n");
+		exit(1);
+	}
+	if (dec_gguf_from_buffer(*img, n, "tiny.gguf", &g, &e) || dec_model_load(g, &m, &e)) {
+		fprintf(stderr, "tiny_load: %s\n", e.msg);
+		exit(1);
+	}
+	return m;
 }

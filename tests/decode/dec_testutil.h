@@ -43,11 +43,17 @@ struct tiny_spec {
 	uint64_t seed;
 };
 
+struct dec_model;
+
 /* Fills a spec with defaults that every weight type accepts (dim 256). */
 void tiny_spec_default(struct tiny_spec *s, const char *arch, uint32_t wtype);
 /* Builds the model as a GGUF image (malloc'd). Returns NULL on failure. */
 uint8_t *tiny_model(const struct tiny_spec *s, size_t *size);
 int tiny_model_write(const struct tiny_spec *s, const char *path); /* 0 ok */
+/* Builds the model and loads it (the image in *img, which the model
+ * borrows: free it after the model); exits the test with the error on
+ * failure. */
+struct dec_model *tiny_load(const struct tiny_spec *s, uint8_t **img);
 int tiny_vocab_size(void);
 
 /* Writes a temp file name into buf (a fresh file under $TMPDIR or /tmp). */

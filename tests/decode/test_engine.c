@@ -31,20 +31,6 @@
 #include "decode/dec_run.h"
 #include "dec_testutil.h"
 
-static struct dec_model *load(const struct tiny_spec *s, uint8_t **img)
-{
-	size_t n;
-	struct dec_gguf *g;
-	struct dec_model *m;
-	struct cr_err e;
-
-	*img = tiny_model(s, &n);
-	cr_err_init(&e);
-	if (dec_gguf_from_buffer(*img, n, "tiny.gguf", &g, &e) || dec_model_load(g, &m, &e))
-		fail_msg("%s", e.msg);
-	return m;
-}
-
 static void test_kv_pool(void **state)
 {
 	struct dec_kv *kv;
@@ -153,7 +139,7 @@ static int setup(void **state)
 	s.n_heads = 4;
 	s.n_kv_heads = 2;
 	s.head_dim = 16;
-	f->m = load(&s, &f->img);
+	f->m = tiny_load(&s, &f->img);
 	cr_err_init(&e);
 	if (dec_vocab_tokenizer(f->m->gguf, &f->tok, &e))
 		fail_msg("%s", e.msg);
@@ -488,11 +474,11 @@ static void test_draft_model(void **state)
 	s.n_heads = 4;
 	s.n_kv_heads = 2;
 	s.head_dim = 16;
-	dm[0] = load(&s, &img[0]);
+	dm[0] = tiny_load(&s, &img[0]);
 	s.seed = 99;                                   /* another model */
 	s.wtype = DEC_T_Q8_0;
 	s.n_layers = 1;
-	dm[1] = load(&s, &img[1]);
+	dm[1] = tiny_load(&s, &img[1]);
 	bb = dec_be_block_bytes(f->m, 16) + dec_be_block_bytes(dm[0], 16);
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < 24; i++)
@@ -584,7 +570,7 @@ static void test_arch_batching(void **state)
 		s.n_heads = 4;
 		s.n_kv_heads = 2;
 		s.head_dim = 16;
-		m = load(&s, &img);
+		m = tiny_load(&s, &img);
 		cr_err_init(&e);
 		if (!a) {
 			assert_int_equal(m->cfg.n_expert, 4);

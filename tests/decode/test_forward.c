@@ -26,20 +26,6 @@ static const uint32_t types[] = {
 static const char *const archs[] = { "llama", "qwen2", "qwen3", "phi3", "qwen3moe", "gemma3" };
 #define N_TOK 11
 
-static struct dec_model *load(const struct tiny_spec *s, uint8_t **img)
-{
-	size_t n;
-	struct dec_gguf *g;
-	struct dec_model *m;
-	struct cr_err e;
-
-	*img = tiny_model(s, &n);
-	cr_err_init(&e);
-	if (dec_gguf_from_buffer(*img, n, "tiny.gguf", &g, &e) || dec_model_load(g, &m, &e))
-		fail_msg("%s", e.msg);
-	return m;
-}
-
 static void tokens(int32_t *t, int n, int n_vocab)
 {
 	for (int i = 0; i < n; i++)
@@ -89,7 +75,7 @@ static void check_arch_type(const char *arch, uint32_t type, uint32_t vtype)
 	 * (F32): a near tie flipping the choice would be a jump, not an error */
 	if (type == DEC_T_F32)
 		s.n_expert_used = 2;
-	m = load(&s, &img);
+	m = tiny_load(&s, &img);
 	nv = m->cfg.n_vocab;
 	tokens(tok, N_TOK, nv);
 	ref = malloc(sizeof(float) * N_TOK * (size_t)nv);
@@ -143,9 +129,9 @@ static double twin_err(const char *arch, uint32_t type)
 	double err;
 
 	tiny_spec_default(&s, arch, DEC_T_F32);
-	m[0] = load(&s, &img[0]);
+	m[0] = tiny_load(&s, &img[0]);
 	tiny_spec_default(&s, arch, type);
-	m[1] = load(&s, &img[1]);
+	m[1] = tiny_load(&s, &img[1]);
 	nv = m[0]->cfg.n_vocab;
 	tokens(tok, N_TOK, nv);
 	ref = malloc(sizeof(float) * N_TOK * (size_t)nv);
@@ -224,7 +210,7 @@ static void test_kv_cache(void **state)
 		int nv;
 
 		tiny_spec_default(&s, arch, type);
-		m = load(&s, &img);
+		m = tiny_load(&s, &img);
 		nv = m->cfg.n_vocab;
 		tokens(tok, N_TOK, nv);
 		all = malloc(sizeof(float) * N_TOK * (size_t)nv);
@@ -264,7 +250,7 @@ static void test_batch_seqs(void **state)
 
 	(void)state;
 	tiny_spec_default(&s, "qwen2", DEC_T_Q4_K);
-	m = load(&s, &img);
+	m = tiny_load(&s, &img);
 	nv = m->cfg.n_vocab;
 	lg = malloc(sizeof(float) * 3 * (size_t)nv);
 	cr_err_init(&e);
@@ -312,7 +298,7 @@ static void test_tied_and_rope_freqs(void **state)
 	tiny_spec_default(&s, "llama", DEC_T_F32);
 	s.tied = 1;
 	s.rope_freqs = 1;
-	m = load(&s, &img);
+	m = tiny_load(&s, &img);
 	assert_ptr_equal(m->w.output.data, m->w.tok_embd.data);
 	assert_non_null(m->w.rope_freqs);
 	ref = malloc(sizeof(float) * 5 * (size_t)m->cfg.n_vocab);
@@ -336,7 +322,7 @@ static void test_config(void **state)
 
 	(void)state;
 	tiny_spec_default(&s, "qwen3", DEC_T_F16);
-	m = load(&s, &img);
+	m = tiny_load(&s, &img);
 	assert_int_equal(m->cfg.arch, DEC_ARCH_QWEN3);
 	assert_int_equal(m->cfg.head_dim, 64);
 	assert_int_equal(m->cfg.n_heads, 8);
@@ -350,7 +336,7 @@ static void test_config(void **state)
 	free(img);
 	tiny_spec_default(&s, "llama", DEC_T_F16);
 	s.rope_linear = 4;
-	m = load(&s, &img);
+	m = tiny_load(&s, &img);
 	assert_false(m->cfg.rope_neox);
 	assert_true(m->cfg.rope_scale == 0.25f);
 	assert_int_equal(m->cfg.head_dim, 64);
