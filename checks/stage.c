@@ -158,16 +158,29 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	/* the output as it stood when the call returned: the worker is frozen
 	 * first, so a thread it left behind cannot finish the work meanwhile */
 	cr_proc_freeze(w);
+	int64_t frozen = cr_now_ns();
 	vr_read_outputs(v, c, w->shm, 0, c->got);
 	cpu0 = cr_proc_cpu_ns(w);
 	win = cr_now_ns();
+	/* the CPU and wall clock count from the return as the worker saw it, so
+	 * a thread that ran between the reply and the freeze is counted. The
+	 * worker's claims are clamped to what this side saw (CPU no later than
+	 * the freeze, return between sending the call and its reply): a forged
+	 * claim can only make the check stricter */
+	int64_t ret_cpu = w->last.ret_cpu_ns, ret_mono = w->last.ret_mono_ns, gap = 0;
+	if (ret_cpu > 0 && cpu0 >= 0 && ret_cpu < cpu0)
+		cpu0 = ret_cpu;
+	if (ret_mono > 0) {
+		ret_mono = ret_mono < w->sent_ns ? w->sent_ns : ret_mono > w->recv_ns ? w->recv_ns : ret_mono;
+		gap = frozen - ret_mono;
+	}
 	cr_proc_thaw(w);
 	settle = ns * 2 < 1000000 ? 1000000 : ns * 2 > 20000000 ? 20000000 : ns * 2;
 	sleep_ns(settle);
 	cr_proc_freeze(w);
 	cpu1 = cr_proc_cpu_ns(w);
 	/* the window as it really was: on a loaded machine the sleep overshoots */
-	win = cr_now_ns() - win;
+	win = cr_now_ns() - win + gap;
 	vr_read_outputs(v, c, w->shm, 0, c->got2);
 	cr_proc_thaw(w);
 	for (int k = 0; k < c->n_slots; k++) {

@@ -459,8 +459,10 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 		return CR_RUN_CRASH;
 	}
 	res = wait_reply(w, timeout_s, &r, detail, cap);
+	w->sent_ns = t0;
+	w->recv_ns = cr_now_ns();
 	if (ns)
-		*ns = cr_now_ns() - t0;
+		*ns = w->recv_ns - t0;
 	if (res == CR_RUN_OK && log_full(w, detail, cap))
 		return CR_RUN_CRASH;
 	if (res == CR_RUN_OK && r.kind == CR_REP_FAULT && r.seq == c.seq) {

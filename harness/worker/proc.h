@@ -23,6 +23,7 @@ struct cr_proc {
 	bool have_cpu_clock;
 	int fault;               /* the check_verdict of the last FAULT reply or failed setup, -1 if none */
 	struct cr_reply last;    /* the last reply (TIME: its device times) */
+	int64_t sent_ns, recv_ns; /* the last call: CLOCK_MONOTONIC at sending it and at its reply */
 	char sandbox[232];       /* the worker's READY line: the sandbox layers it got */
 	char log_path[600];
 };

@@ -50,6 +50,9 @@ struct cr_reply {
 	int32_t n_kernels;       /* TIME: CUPTI kernel records in the window, -1 without CUPTI */
 	int64_t event_ns;        /* TIME: CUDA events around the launches */
 	int64_t cupti_ns;        /* TIME: sum of the CUPTI kernel durations, -1 without CUPTI */
+	int64_t ret_cpu_ns;      /* DONE (cpu worker): its process CPU time when the call returned, */
+	int64_t ret_mono_ns;     /* and CLOCK_MONOTONIC then; 0 unknown. Claims of the candidate's
+				  * process: the orchestrator only lets them make it stricter */
 	char msg[232];           /* FAIL, FAULT: what went wrong */
 };
 

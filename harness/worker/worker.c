@@ -7,6 +7,7 @@
 #include "common/cr_verdict.h"
 #include "harness/worker/shm.h"
 #include "tasks/task_exec.h"
+#include "common/cr_status.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CMD_FD 3
@@ -24,10 +26,13 @@
 
 typedef void (*launch_fn)(void **p, const int64_t *a);
 
-static void reply(uint32_t kind, uint32_t seq, int code, const char *msg)
+static void reply_at(uint32_t kind, uint32_t seq, int code, const char *msg, int64_t cpu_ns,
+		     int64_t mono_ns)
 {
 	struct cr_reply r;
 	memset(&r, 0, sizeof r);
+	r.ret_cpu_ns = cpu_ns;
+	r.ret_mono_ns = mono_ns;
 	r.kind = kind;
 	r.seq = seq;
 	r.code = code;
@@ -35,6 +40,11 @@ static void reply(uint32_t kind, uint32_t seq, int code, const char *msg)
 		snprintf(r.msg, sizeof r.msg, "%s", msg);
 	if (write(REP_FD, &r, sizeof r) != (ssize_t)sizeof r)
 		_exit(70);
+}
+
+static void reply(uint32_t kind, uint32_t seq, int code, const char *msg)
+{
+	reply_at(kind, seq, code, msg, 0, 0);
 }
 
 static int read_cmd(struct cr_cmd *c)
@@ -221,6 +231,12 @@ int cr_worker_main(int argc, char **argv, cr_worker_cuda_fn cuda_main)
 				task_exec_bind(&ex, i, p[i]);
 			task_exec_forward(&ex);
 		}
-		reply(CR_REP_DONE, c.seq, 0, NULL);
+		/* the clocks at return: a thread the candidate left behind may run
+		 * between this reply and the orchestrator's freeze, and that CPU
+		 * must count as used after the return */
+		struct timespec cpu;
+		int64_t mono = cr_now_ns();
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		reply_at(CR_REP_DONE, c.seq, 0, NULL, (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec, mono);
 	}
 }
