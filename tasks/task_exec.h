@@ -17,6 +17,12 @@ struct task_exec {
 	const void *src[TASK_MAX_VALUES];    /* integer tensors bound in float mode */
 	enum task_dtype src_dt[TASK_MAX_VALUES];
 	void *mem;
+	/* double mode, NULL unless set: called on every intermediate value a
+	 * node writes (forward) and every intermediate gradient it adds to
+	 * (backward), never on a task tensor's; the verifier's conditioning
+	 * (checks/cond.c) perturbs them as float rounding would */
+	void (*perturb)(void *ctx, double *v, int64_t n);
+	void *perturb_ctx;
 };
 
 enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
