@@ -1,7 +1,8 @@
 /* case.c — the pieces every stage shares (checks/stage.c, timing/): the
  * results row's initial state, the first-failure rule, the shared-memory
  * layout with its guard zones, a case's inputs, reference and f32 baseline
- * outputs (computed here, never in a worker), the header a worker reads,
+ * outputs (computed here, never in a worker), its conditioning when a
+ * comparison is about to fail (vr_case_cond, checks/cond.c), the header a worker reads,
  * poisoned outputs, reading outputs back and checking inputs intact. */
 #include "checks/stage.h"
 
