@@ -59,16 +59,18 @@ static void run_one(const struct check_cond_case *cc, struct task_exec *x, uint6
 			memcpy(x->v[i].d, cc->val[i], sizeof(double) * (size_t)x->v[i].n);
 	}
 	task_exec_forward(x);
-	if (!cc->bwd)
-		return;
-	for (int i = 0; i < t->n_tensors; i++) {
-		if (t->tensors[i].role != TASK_OUTPUT)
-			continue;
-		/* the backward reads the forward outputs as their dtype holds them */
-		task_gen_round(t->tensors[i].dtype, x->v[i].d, x->v[i].n);
-		perturb(x->g[i].d, cc->dout[i], x->g[i].n, r, amp);
+	if (cc->bwd) {
+		for (int i = 0; i < t->n_tensors; i++) {
+			if (t->tensors[i].role != TASK_OUTPUT)
+				continue;
+			/* the backward reads the forward outputs as their dtype holds them */
+			task_gen_round(t->tensors[i].dtype, x->v[i].d, x->v[i].n);
+			perturb(x->g[i].d, cc->dout[i], x->g[i].n, r, amp);
+		}
+		task_exec_backward(x);
 	}
-	task_exec_backward(x);
+	x->perturb = NULL; /* z ends here */
+	x->perturb_ctx = NULL;
 }
 
 enum cr_status check_cond_spread(const struct check_cond_case *cc, uint64_t key,
