@@ -1,7 +1,8 @@
 /* case.c — the pieces every stage shares (checks/stage.c, timing/): the
  * results row's initial state, the first-failure rule, the shared-memory
  * layout with its guard zones, a case's inputs, reference and f32 baseline
- * outputs (computed here, never in a worker), the header a worker reads,
+ * outputs (computed here, never in a worker), its conditioning when a
+ * comparison is about to fail (vr_case_cond, checks/cond.c), the header a worker reads,
  * poisoned outputs, reading outputs back and checking inputs intact. */
 #include "checks/stage.h"
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cuda/cuda_dev.h"
+#include "checks/cond.h"
 #include "tasks/task_gen.h"
 #include "tasks/task_rng.h"
 
@@ -264,6 +266,30 @@ void vr_ref_cache_stats(long long *hits, long long *misses)
 	*misses = refc.misses;
 }
 
+/* The output gradients of a backward case: N(0, 1) rounded to float, one
+ * stream from the case seed over every output in order (into xd->g). */
+static void case_dy(const struct task *t, uint64_t seed, struct task_exec *xd)
+{
+	struct task_rng r;
+	task_rng_seed(&r, task_mix(seed, 0xd0u));
+	for (int i = 0; i < t->n_tensors; i++) {
+		double *dy = xd->g[i].d;
+		if (t->tensors[i].role != TASK_OUTPUT)
+			continue;
+		for (int64_t k = 0; k < xd->v[i].n; k++)
+			dy[k] = (float)task_rng_normal(&r);
+	}
+}
+
+/* The inputs and params of a case as drawn from its seed, into xd (double). */
+static void case_inputs(const struct task *t, const struct vr_case *c, uint64_t seed,
+			struct task_exec *xd)
+{
+	for (int i = 0; i < t->n_tensors; i++)
+		if (t->tensors[i].role != TASK_OUTPUT)
+			task_gen_tensor(t, i, &c->dims, c->prof, seed, xd->v[i].d);
+}
+
 /* The double reference and the f32 baseline of case c executed: inputs
  * drawn, forward (and backward, its output gradients drawn) run. */
 static enum cr_status case_execute(struct vr *v, struct vr_case *c, uint64_t seed,
@@ -279,18 +305,17 @@ static enum cr_status case_execute(struct vr *v, struct vr_case *c, uint64_t see
 		task_exec_release(xd);
 		return st_;
 	}
+	case_inputs(t, c, seed, xd);
 	for (int i = 0; i < t->n_tensors; i++) {
 		if (t->tensors[i].role == TASK_OUTPUT)
 			continue;
-		task_gen_tensor(t, i, &c->dims, c->prof, seed, xd->v[i].d);
 		for (int64_t k = 0; k < xd->v[i].n; k++)
 			((float *)xf->v[i].d)[k] = (float)((double *)xd->v[i].d)[k];
 	}
 	task_exec_forward(xd);
 	task_exec_forward(xf);
 	if (bwd) {
-		struct task_rng r;
-		task_rng_seed(&r, task_mix(seed, 0xd0u));
+		case_dy(t, seed, xd);
 		for (int i = 0; i < t->n_tensors; i++) {
 			double *y = xd->v[i].d, *dy = xd->g[i].d;
 			float *dyf = xf->g[i].d;
@@ -299,7 +324,6 @@ static enum cr_status case_execute(struct vr *v, struct vr_case *c, uint64_t see
 			/* the backward reads the reference forward outputs as f32 */
 			task_gen_round(t->tensors[i].dtype, y, xd->v[i].n);
 			for (int64_t k = 0; k < xd->v[i].n; k++) {
-				dy[k] = (float)task_rng_normal(&r);
 				dyf[k] = (float)dy[k];
 				((float *)xf->v[i].d)[k] = (float)y[k];
 			}
@@ -460,6 +484,97 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 	return st;
 }
 
+/* Measures c's conditioning on the inputs val (per task tensor) and, for a
+ * backward, the output gradients dout, into c->spread (check_cond_spread). */
+static enum cr_status case_cond(struct vr *v, struct vr_case *c, const double *const *val,
+				const double *const *dout, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	struct check_cond_case cc;
+	struct check_cond_out outs[CR_MAX_SLOTS];
+	enum cr_status s;
+	size_t total = 0;
+	int n = 0;
+	double *m;
+	int64_t t0 = cr_now_ns();
+
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT)
+			total += (size_t)c->numel[k];
+	if (!(m = calloc(total + 1, sizeof *m)))
+		return cr_errf(err, CR_ENOMEM, "out of memory for the conditioning of a case of %s", t->name);
+	c->spread_mem = m;
+	memset(&cc, 0, sizeof cc);
+	cc.t = t;
+	cc.dims = c->dims;
+	cc.bwd = c->stage == CR_BWD;
+	for (int i = 0; i < t->n_tensors; i++) {
+		cc.val[i] = val[i];
+		cc.dout[i] = dout ? dout[i] : NULL;
+	}
+	for (int k = 0; k < c->n_slots; k++) {
+		const struct cr_slot *sl = &st->slots[k];
+		if (sl->role != CR_SLOT_OUT)
+			continue;
+		outs[n++] = (struct check_cond_out){ .tensor = sl->tensor, .grad = sl->grad,
+						     .dtype = sl->dtype, .n = c->numel[k],
+						     .ref = c->ref[k], .spread = m };
+		m += c->numel[k];
+	}
+	/* the noise from the CSPRNG: nothing the candidate saw or can replay */
+	if (!(s = check_cond_spread(&cc, cr_secure_u64(), outs, n, err)))
+		for (int k = 0, j = 0; k < c->n_slots; k++)
+			if (st->slots[k].role == CR_SLOT_OUT)
+				c->spread[k] = outs[j++].spread;
+	v->ns_cond += cr_now_ns() - t0;
+	v->n_cond_cases++;
+	return s;
+}
+
+enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const double *val[TASK_MAX_TENSORS] = { 0 }, *dout[TASK_MAX_TENSORS] = { 0 };
+	struct task_exec xd;
+	uint64_t seed = task_mix(v->o->seed, c->seed);
+	enum cr_status s;
+
+	if (c->spread_mem)
+		return CR_OK;
+	/* the case's own inputs again, from its seed (the reference cache
+	 * keeps outputs only; a worker's copy is never read back) */
+	if ((s = task_exec_init(&xd, t, &c->dims, true, c->stage == CR_BWD, err)))
+		return s;
+	case_inputs(t, c, seed, &xd);
+	if (c->stage == CR_BWD)
+		case_dy(t, seed, &xd);
+	for (int i = 0; i < t->n_tensors; i++) {
+		val[i] = xd.v[i].d;
+		dout[i] = xd.g[i].d;
+	}
+	s = case_cond(v, c, val, dout, err);
+	task_exec_release(&xd);
+	return s;
+}
+
+enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	const struct task *t = v->t;
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	const double *val[TASK_MAX_TENSORS] = { 0 };
+
+	if (c->spread_mem || c->stage != CR_FWD)
+		return CR_OK;
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN && !st->slots[k].grad)
+			val[st->slots[k].tensor] = c->in[k];
+	for (int i = 0; i < t->n_tensors; i++)
+		if (t->tensors[i].role != TASK_OUTPUT && !val[i])
+			return CR_OK; /* an input the plan does not bind: nothing measured */
+	return case_cond(v, c, val, NULL, err);
+}
+
 int vr_output_rms(const struct vr *v, const struct vr_case *c, double *rms, int *slot_out)
 {
 	const struct cr_pstage *st = &v->plan.st[c->stage];
@@ -476,6 +591,8 @@ void vr_case_release(struct vr_case *c)
 {
 	free(c->mem);
 	c->mem = NULL;
+	free(c->spread_mem);
+	c->spread_mem = NULL;
 }
 
 /* Writes the header for a case into a worker's shared memory. */

@@ -31,6 +31,7 @@ void check_tol_default(struct check_tol *tol, double atol, double rtol, double s
 	tol->agg_floor = CHECK_AGG_FLOOR;
 	tol->bias_factor = CHECK_BIAS_FACTOR;
 	tol->bias_floor = CHECK_BIAS_FLOOR;
+	tol->cond_factor = CHECK_COND_FACTOR;
 }
 
 double check_scale(const double *rms, int n_out, int k)
@@ -40,6 +41,17 @@ double check_scale(const double *rms, int n_out, int k)
 		if (rms[j] > top)
 			top = rms[j];
 	return rms[k] < CHECK_NEAR_ZERO * top ? top : rms[k];
+}
+
+/* The conditioning allowance of element i (check.h): cond_factor × the
+ * reference's spread there where that exceeds its tolerance lim, else 0. */
+static double cond_allow(const struct check_tol *tol, int64_t i, double lim)
+{
+	double a;
+	if (!tol->spread)
+		return 0;
+	a = tol->cond_factor * tol->spread[i];
+	return isfinite(a) && a > lim ? a : 0;
 }
 
 /* The worst-element bound; fills everything but the distribution figures. */
@@ -58,6 +70,10 @@ static void compare_elements(const double *got, const double *exp, const double 
 		double excess;
 		bool bad = !(d <= lim || d <= allow || got[i] == exp[i] ||
 			     (base && !isfinite(base[i]) && got[i] == base[i]));
+		if (bad && d <= cond_allow(tol, i, lim)) {
+			bad = false;
+			out->n_cond++;
+		}
 		if (!isnan(d)) {
 			if (d > top) {
 				top = d;
@@ -82,10 +98,21 @@ static void compare_elements(const double *got, const double *exp, const double 
 	}
 }
 
+/* e less what the conditioning allowance a explains: 0 within ±a. */
+static double beyond(double e, double a)
+{
+	return e > a ? e - a : e < -a ? e + a : 0;
+}
+
 /* The error distribution: rms and mean of the signed error over the
  * elements whose reference (and, for the baseline, baseline) is finite and
  * that got right or within reach (an element the element bound accepted
- * as a shared overflow is left out). */
+ * as a shared overflow is left out). With the conditioning measured, each
+ * error counts only beyond cond_factor × the reference's spread there
+ * (candidate and baseline alike): what float-level noise moves the
+ * reference by is no systematic error (a ReLU flip before a BatchNorm
+ * shifts a whole channel's gradient a little), and an ill-conditioned
+ * element within its allowance counts as 0. */
 static void compare_distribution(const double *got, const double *exp, const double *base,
 				 int64_t n, const struct check_tol *tol, struct check_cmp *out)
 {
@@ -93,14 +120,21 @@ static void compare_distribution(const double *got, const double *exp, const dou
 	int64_t m = 0, mbn = 0;
 
 	for (int64_t i = 0; i < n; i++) {
+		double a = tol->spread ? tol->cond_factor * tol->spread[i] : 0, e;
 		if (!isfinite(exp[i]) || !isfinite(got[i]))
 			continue;
-		se += (got[i] - exp[i]) * (got[i] - exp[i]);
-		me += got[i] - exp[i];
+		if (!isfinite(a))
+			a = 0;
+		if (a > tol->atol * tol->scale + tol->rtol * fabs(exp[i]))
+			out->n_ill++;
+		e = beyond(got[i] - exp[i], a);
+		se += e * e;
+		me += e;
 		m++;
 		if (isfinite(base[i])) {
-			sb += (base[i] - exp[i]) * (base[i] - exp[i]);
-			mb += base[i] - exp[i];
+			e = beyond(base[i] - exp[i], a);
+			sb += e * e;
+			mb += e;
 			mbn++;
 		}
 	}
@@ -136,9 +170,12 @@ void check_compare_tol(const double *got, const double *exp, const double *base,
 	compare_elements(got, exp, base, n, tol, out);
 	if (!out->pass)
 		out->failed = CHECK_BOUND_ELEMENT;
+	out->spread = NAN;
 	if (out->worst >= 0) {
 		out->got = got[out->worst];
 		out->exp = exp[out->worst];
+		if (tol->spread)
+			out->spread = tol->spread[out->worst];
 	}
 	if (tol->dist && base)
 		compare_distribution(got, exp, base, n, tol, out);
@@ -156,24 +193,39 @@ void check_compare(const double *got, const double *exp, const double *base, int
 
 void check_cmp_str(const struct check_cmp *c, const struct check_tol *tol, char *buf, size_t cap)
 {
+	int w = 0;
 	switch (c->failed) {
 	case CHECK_BOUND_AGGREGATE:
-		snprintf(buf, cap, "rms error %.3g of the output's scale %.3g, above the bound %.3g "
-			 "(%g × the f32 baseline's %.3g + %g × (atol+rtol))",
-			 c->agg, c->scale, c->agg_bound, tol->agg_factor, c->base_agg, tol->agg_floor);
+		w = snprintf(buf, cap, "rms error %.3g of the output's scale %.3g, above the bound %.3g "
+			     "(%g × the f32 baseline's %.3g + %g × (atol+rtol)",
+			     c->agg, c->scale, c->agg_bound, tol->agg_factor, c->base_agg, tol->agg_floor);
+		if (tol->spread && w >= 0 && (size_t)w < cap)
+			w += snprintf(buf + w, cap - (size_t)w, "; errors counted beyond %g × the "
+				      "reference's spread under float-level noise, %lld elements "
+				      "ill-conditioned", tol->cond_factor, (long long)c->n_ill);
 		break;
 	case CHECK_BOUND_BIAS:
-		snprintf(buf, cap, "mean signed error %.3g of the output's scale %.3g, above the bound %.3g "
-			 "(%g × the f32 baseline's %.3g + its noise, + %g × (atol+rtol))",
-			 c->bias, c->scale, c->bias_bound, tol->bias_factor, c->base_bias, tol->bias_floor);
+		w = snprintf(buf, cap, "mean signed error %.3g of the output's scale %.3g, above the bound %.3g "
+			     "(%g × the f32 baseline's %.3g + its noise, + %g × (atol+rtol)",
+			     c->bias, c->scale, c->bias_bound, tol->bias_factor, c->base_bias, tol->bias_floor);
+		if (tol->spread && w >= 0 && (size_t)w < cap)
+			w += snprintf(buf + w, cap - (size_t)w, "; errors counted beyond %g × the "
+				      "reference's spread under float-level noise, %lld elements "
+				      "ill-conditioned", tol->cond_factor, (long long)c->n_ill);
 		break;
 	default:
-		snprintf(buf, cap, "element %lld: got %.9g, expected %.9g (%lld of %lld outside "
-			 "atol %g × scale %.3g + rtol %g × |expected|)",
-			 (long long)c->worst, c->got, c->exp, (long long)c->n_bad, (long long)c->n,
-			 tol->atol, c->scale, tol->rtol);
+		w = snprintf(buf, cap, "element %lld: got %.9g, expected %.9g (%lld of %lld outside "
+			     "atol %g × scale %.3g + rtol %g × |expected|",
+			     (long long)c->worst, c->got, c->exp, (long long)c->n_bad, (long long)c->n,
+			     tol->atol, c->scale, tol->rtol);
+		if (tol->spread && w >= 0 && (size_t)w < cap)
+			w += snprintf(buf + w, cap - (size_t)w, "; the reference moves by %.3g there "
+				      "under float-level noise, %g × that allowed", c->spread,
+				      tol->cond_factor);
 		break;
 	}
+	if (w >= 0 && (size_t)w < cap)
+		snprintf(buf + w, cap - (size_t)w, ")");
 }
 
 bool check_degenerate(const double *got, const double *ref, const double *base, int64_t n,

@@ -33,6 +33,11 @@ struct check_tol {
 	bool dist;             /* aggregate and bias bounds (needs a baseline) */
 	double agg_factor, agg_floor;   /* rms(e)/scale <= f × baseline's + floor × (atol+rtol) */
 	double bias_factor, bias_floor; /* |mean(e)|/scale <= f × (baseline's + its rms/sqrt(n)) + floor × (atol+rtol) */
+	/* conditioning at float precision (checks/cond.h): spread[i], how far
+	 * the reference's element i moves under float-level noise; NULL
+	 * until measured (only for a comparison that failed without it) */
+	const double *spread;
+	double cond_factor;    /* element: or <= this × spread[i] */
 };
 
 /* The verifier's margins (docs/VERIFIER.md, "Scale-aware tolerance"). */
@@ -41,6 +46,10 @@ struct check_tol {
 #define CHECK_AGG_FLOOR 0.1
 #define CHECK_BIAS_FACTOR 32.0
 #define CHECK_BIAS_FLOOR 0.05
+/* An element is allowed this many times the spread of the reference under
+ * float-level noise (checks/cond.h); it widens an element's bound
+ * only where the spread exceeds 1/this of its tolerance. */
+#define CHECK_COND_FACTOR 4.0
 /* An output whose reference rms is below this fraction of the largest rms
  * among the same case's outputs is zero in exact arithmetic (rounding noise
  * of the double reference): it is judged at the other outputs' scale. */
@@ -67,6 +76,9 @@ struct check_cmp {
 	double agg, base_agg;   /* rms error / scale: candidate, baseline */
 	double bias, base_bias; /* |mean signed error| / scale: candidate, baseline */
 	double agg_bound, bias_bound; /* what agg and bias were held to (0: not applied) */
+	int64_t n_cond;         /* elements within bounds only by the conditioning allowance */
+	double spread;          /* tol->spread at worst (NaN: not measured) */
+	int64_t n_ill;          /* ill-conditioned elements: cond_factor × spread above their tolerance */
 	enum check_bound failed;
 	bool pass;
 };
@@ -75,9 +87,13 @@ struct check_cmp {
  * |got-exp| <= allow_factor × the f32 baseline's worst finite error on this
  * case (a kernel as accurate as the baseline always passes), or when got
  * equals exp, or when got equals a non-finite baseline value (a float
- * computation that overflows where the baseline does too). NaN matches
- * nothing else. Then, with tol->dist and a baseline, the aggregate and bias
- * bounds over the elements whose reference is finite. base may be NULL. */
+ * computation that overflows where the baseline does too), or, with
+ * tol->spread, when |got-exp| <= cond_factor × spread[i] (an element float
+ * arithmetic cannot pin down for this input). NaN matches nothing else.
+ * Then, with tol->dist and a baseline, the aggregate and bias bounds over
+ * the elements whose reference is finite; with tol->spread each error
+ * (and the baseline's) counts only beyond cond_factor × spread[i], the
+ * part float-level noise of the inputs does not explain. base may be NULL. */
 void check_compare_tol(const double *got, const double *exp, const double *base, int64_t n,
 		       const struct check_tol *tol, struct check_cmp *out);
 /* check_compare_tol with the verifier's rule at the output's own scale

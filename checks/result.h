@@ -81,6 +81,8 @@ struct cr_result {
 		double prepare_s, stages_s, cases_s, worker_start_s, timing_s;
 		double timing_wait_s;         /* eval --jobs: waiting for the timing lock */
 		int cases_reused, cases_computed; /* cases from the reference cache, and not */
+		double cond_s;                /* measuring conditioning (checks/cond.h), part of stages_s */
+		int cases_cond;               /* cases whose conditioning was measured */
 	} cost;
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */

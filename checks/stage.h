@@ -34,6 +34,8 @@ struct vr {
 	                              * (a listed shape, a fixed profile: checks/case.c) */
 	int64_t ns_cases, ns_start;  /* spent generating cases (inputs, reference, baseline
 	                              * outputs) and starting workers (struct cr_cost) */
+	int64_t ns_cond;             /* spent measuring conditioning (vr_case_cond) */
+	int n_cond_cases;            /* cases whose conditioning was measured */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of
@@ -53,6 +55,11 @@ struct vr_case {
 	double *in[CR_MAX_SLOTS], *ref[CR_MAX_SLOTS], *base[CR_MAX_SLOTS];
 	double *got[CR_MAX_SLOTS], *got2[CR_MAX_SLOTS];
 	void *mem;
+	/* per output slot: how far the reference moves under float-level
+	 * noise (checks/cond.h); measured only when a comparison of the case
+	 * failed without it (vr_case_cond), NULL until then */
+	double *spread[CR_MAX_SLOTS];
+	void *spread_mem;
 };
 
 /* The reference cache's hits and misses in this process (checks/case.c). */
@@ -92,6 +99,15 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 			    const struct task_dimset *d, enum task_profile p, uint64_t seed,
 			    struct cr_err *err);
 void vr_case_release(struct vr_case *c);
+/* Measures c's conditioning once (check_cond_spread on the case's own
+ * inputs, regenerated from its seed; the noise key from the CSPRNG) into
+ * c->spread[k] of every output slot; a no-op when already measured. It
+ * costs CHECK_COND_RUNS double references of the case. */
+enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err);
+/* The same for a forward case whose inputs are its slots' values (c->in:
+ * the timing stage's fresh draws); nothing measured (c->spread stays NULL)
+ * when some input or param is not a slot of the plan. */
+enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_err *err);
 /* The rms of every output's reference (rms[0..n_out), returned), and for
  * each output slot k its index there (slot_out[k]): what check_scale takes. */
 int vr_output_rms(const struct vr *v, const struct vr_case *c, double *rms, int *slot_out);

@@ -218,6 +218,8 @@ enum cr_status cr_verify(const struct task *t, struct cr_cand_file *f,
 done:
 	r->cost.cases_s = (double)v.ns_cases / 1e9;
 	r->cost.worker_start_s = (double)v.ns_start / 1e9;
+	r->cost.cond_s = (double)v.ns_cond / 1e9;
+	r->cost.cases_cond = v.n_cond_cases;
 	vr_ref_cache_stats(&h1, &m1);
 	r->cost.cases_reused = (int)(h1 - h0);
 	r->cost.cases_computed = (int)(m1 - m0);

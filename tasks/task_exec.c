@@ -121,6 +121,9 @@ void task_exec_forward(struct task_exec *x)
 		for (int k = 0; k < nd->n_out; k++)
 			out[k] = x->v[nd->out[k]];
 		(x->dbl ? nd->def->fwd_d : nd->def->fwd_f)(nd, in, out);
+		for (int k = 0; x->dbl && x->perturb && k < nd->n_out; k++)
+			if (nd->out[k] >= x->t->n_tensors)
+				x->perturb(x->perturb_ctx, out[k].d, out[k].n);
 	}
 }
 
@@ -147,5 +150,8 @@ void task_exec_backward(struct task_exec *x)
 			dout[k] = x->g[nd->out[k]];
 		}
 		(x->dbl ? nd->def->bwd_d : nd->def->bwd_f)(nd, in, out, dout, din);
+		for (int k = 0; x->dbl && x->perturb && k < nd->n_in; k++)
+			if (din[k].d && nd->in[k] >= t->n_tensors)
+				x->perturb(x->perturb_ctx, din[k].d, din[k].n);
 	}
 }

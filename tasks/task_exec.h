@@ -18,6 +18,12 @@ struct task_exec {
 	enum task_dtype *src_dt;             /* [n_tensors] */
 	void *vals;                          /* the allocation behind v, g, src, src_dt */
 	void *mem;                           /* the values' and gradients' storage */
+	/* double mode, NULL unless set: called on every intermediate value a
+	 * node writes (forward) and every intermediate gradient it adds to
+	 * (backward), never on a task tensor's; the verifier's conditioning
+	 * (checks/cond.c) perturbs them as float rounding would */
+	void (*perturb)(void *ctx, double *v, int64_t n);
+	void *perturb_ctx;
 };
 
 /* On failure x holds nothing (task_exec_release is then a no-op). */

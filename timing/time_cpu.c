@@ -174,6 +174,11 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 	vr_read_outputs(v, c, wb->shm, set, c->base);
 	if ((s = reference(v, c, err)))
 		return s;
+	/* a conditioning measured for an earlier call's inputs says nothing of
+	 * these */
+	free(c->spread_mem);
+	c->spread_mem = NULL;
+	memset(c->spread, 0, sizeof c->spread);
 	/* the correctness stage's rule (checks/stage.c): each output at its own
 	 * scale, a near-zero one at the others' */
 	double rms[CR_MAX_SLOTS];
@@ -185,6 +190,14 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 			continue;
 		check_tol_default(&tl, t->atol, t->rtol, check_scale(rms, n_out, slot_out[k]));
 		check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
+		/* about to fail: the conditioning of this call's inputs, as in the
+		 * correctness stage (measured once per call, only then) */
+		if (!cmp.pass && v->status > CHECK_STALE_RESULT) {
+			if ((s = vr_case_cond_inputs(v, c, err)))
+				return s;
+			if ((tl.spread = c->spread[k]))
+				check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
+		}
 		if (!cmp.pass)
 			vr_fail(v, CHECK_STALE_RESULT,
 				"timed call %d: '%s' element %lld: got %.9g, expected %.9g for this call's inputs",
