@@ -8,7 +8,7 @@
  *
  * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,...] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape)
- *                     [--device cpu|cuda] [--model M.gguf] [--parity N]
+ *                     [--device cpu|cuda] [--model M.gguf [--reps R]] [--parity N]
  *        decode_bench --kernels [--types ...] [--rounds R]
  *
  * --types takes any weight type by its ggml name in lower case (f16, bf16,
@@ -21,7 +21,11 @@
  * --device cuda: the CUDA backend (decode_bench_cuda.c: prefill, batch-1
  * decode and its share of the memory roofline, batch 16 and 64), on each
  * synthetic type or on --model's file; --parity N also decodes N greedy
- * steps on both backends and compares them. */
+ * steps on both backends and compares them.
+ * --model M.gguf on the CPU: that file's prefill of --prompt tokens (default
+ * 256 with a model) and decode of --gen tokens after it, --reps times (default
+ * 5) from an empty cache; prints the medians and the best (the machine may be
+ * shared). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -382,6 +386,54 @@ static int listed(const char *list, uint32_t t)
 	return 0;
 }
 
+/* --model on the CPU: the file's prefill and decode, medians of reps */
+static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_gen, int reps)
+{
+	struct dec_model *m;
+	struct dec_state *s;
+	struct cr_err err;
+	int32_t *tok = malloc((size_t)(n_prompt + n_gen) * sizeof *tok);
+	double tp[64], td[64];
+
+	cr_err_init(&err);
+	if (!tok || dec_model_open(path, &m, &err)) {
+		fprintf(stderr, "decode_bench: %s\n", tok ? err.msg : "out of memory");
+		free(tok);
+		return 2;
+	}
+	if (dec_state_new(m, n_prompt + n_gen, 64, threads, &s, &err)) {
+		fprintf(stderr, "decode_bench: %s\n", err.msg);
+		dec_model_free(m);
+		free(tok);
+		return 3;
+	}
+	for (int i = 0; i < n_prompt + n_gen; i++)
+		tok[i] = (int32_t)((i * 2654435761u) % (uint32_t)m->cfg.n_vocab);
+	for (int r = -1; r < reps; r++) { /* the first a warm-up */
+		double t0, t1;
+
+		s->pos = 0;
+		t0 = now_s();
+		dec_forward(s, tok, n_prompt, NULL, &err);
+		t1 = now_s();
+		for (int i = 0; i < n_gen; i++)
+			dec_forward(s, tok + n_prompt + i, 1, NULL, &err);
+		if (r >= 0) {
+			tp[r] = n_prompt / (t1 - t0);
+			td[r] = n_gen / (now_s() - t1);
+		}
+	}
+	qsort(tp, (size_t)reps, sizeof *tp, cmp_d);
+	qsort(td, (size_t)reps, sizeof *td, cmp_d);
+	printf("%s  threads %d  kernels %s\n", path, s->n_threads, dec_simd_get()->name);
+	printf("prefill %d tokens: %.1f tok/s (median of %d, best %.1f)  decode %d tokens: %.2f tok/s (best %.2f)\n",
+	       n_prompt, tp[reps / 2], reps, tp[reps - 1], n_gen, td[reps / 2], td[reps - 1]);
+	dec_state_free(s);
+	dec_model_free(m);
+	free(tok);
+	return 0;
+}
+
 /* --device cuda: --model's file, else each synthetic type */
 static int bench_cuda_all(const struct shape *sh, const char *types, const char *model, int n_prompt, int n_gen,
 			  int parity)
@@ -425,7 +477,7 @@ int main(int argc, char **argv)
 	const char *types = "f16,q8_0", *device = "cpu", *model = NULL;
 	int parity = 0;
 	double bw;
-	int kernels = 0, rounds = 7;
+	int kernels = 0, rounds = 7, reps = 5, prompt_set = 0;
 
 	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -436,7 +488,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--rounds")) rounds = atoi(v);
 		else if (!strcmp(a, "--threads")) threads = atoi(v);
 		else if (!strcmp(a, "--types")) types = v;
-		else if (!strcmp(a, "--prompt")) n_prompt = atoi(v);
+		else if (!strcmp(a, "--prompt")) {
+			n_prompt = atoi(v);
+			prompt_set = 1;
+		} else if (!strcmp(a, "--reps")) reps = atoi(v);
 		else if (!strcmp(a, "--gen")) n_gen = atoi(v);
 		else if (!strcmp(a, "--batch")) batch = atoi(v);
 		else if (!strcmp(a, "--dim")) sh.dim = atoi(v);
@@ -470,9 +525,16 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(device, "cuda"))
 		return bench_cuda_all(&sh, types, model, n_prompt, n_gen, parity);
-	if (strcmp(device, "cpu") || model) {
-		fprintf(stderr, "decode_bench: --device cpu|cuda (--model and --parity with cuda only)\n");
+	if (strcmp(device, "cpu") || parity) {
+		fprintf(stderr, "decode_bench: --device cpu|cuda (--parity with cuda only)\n");
 		return 2;
+	}
+	if (model) {
+		if (reps < 1 || reps > 64) {
+			fprintf(stderr, "decode_bench: --reps 1..64\n");
+			return 2;
+		}
+		return bench_model_cpu(model, threads, prompt_set ? n_prompt : 256, n_gen, reps);
 	}
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);

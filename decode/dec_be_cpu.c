@@ -119,16 +119,22 @@ static void put(const struct mm_job *j, int k, int b, int64_t r, float v)
 	*o = j->add ? *o + v : v;
 }
 
-/* Rows [ROW_CHUNK c, ROW_CHUNK (c + 1)) of the products, in their order. */
+/* Rows [ROW_CHUNK c, ROW_CHUNK (c + 1)) of the products, in their order.
+ * Prefill (several tokens) goes through the multi-token kernels where the
+ * table has them: gemm_nt tokens per call on a repacked group, 4 × 4 tiles
+ * of F16; the tokens and rows left over through the one- and four-token
+ * kernels, which give the same bits. */
 static void mm_chunk(const struct mm_job *j, int64_t c)
 {
 	const struct dec_mat *w;
 	dec_vec_dot_t dot;
 	dec_dot4_fn dot4;
 	dec_gemv8_fn gemv8;
+	dec_gemm8_fn gemm8;
+	dec_gemm_f16_fn gemm_f16 = dec_simd_get()->gemm_f16;
 	size_t gbytes;
 	int64_t r0, r1, r;
-	int k = 0;
+	int k = 0, nt;
 
 	while (k < j->nw && c >= j->chunk_end[k])
 		k++;
@@ -139,18 +145,46 @@ static void mm_chunk(const struct mm_job *j, int64_t c)
 	r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
 	r = r0;
 	gemv8 = dec_vec_gemv8_fn(w->type);
+	gemm8 = dec_vec_gemm8_fn(w->type, &nt);
 	gbytes = dec_x8_group_bytes(w->type, w->cols);
-	/* repacked groups of 8 rows (r0 is a multiple of 8): a token at a time */
+	/* repacked groups of 8 rows (r0 is a multiple of 8) */
 	for (; w->x8 && r + 8 <= r1; r += 8) {
 		const uint8_t *g = (const uint8_t *)w->x8 + (size_t)(r / 8) * gbytes;
+		int b = 0;
 
-		for (int b = 0; b < j->nb; b++) {
+		for (; gemm8 && b + nt <= j->nb; b += nt) {
+			float o[8 * 16];
+
+			gemm8(g, j->act + b * j->act_stride, j->act_stride, w->cols, o);
+			for (int t = 0; t < nt; t++)
+				for (int q = 0; q < 8; q++)
+					put(j, k, b + t, r + q, o[8 * t + q]);
+		}
+		for (; b < j->nb; b++) {
 			float o[8];
 
 			gemv8(g, j->act + b * j->act_stride, w->cols, o);
 			for (int t = 0; t < 8; t++)
 				put(j, k, b, r + t, o[t]);
 		}
+	}
+	/* F16 in 4 × 4 tiles */
+	for (; w->type == DEC_T_F16 && gemm_f16 && j->nb >= 4 && r + 4 <= r1; r += 4) {
+		const void *row = (const uint8_t *)w->data + r * w->row_bytes;
+		int b = 0;
+
+		for (; b + 4 <= j->nb; b += 4) {
+			float o[16];
+
+			gemm_f16(row, w->row_bytes, j->act + b * j->act_stride, j->act_stride, w->cols, o);
+			for (int t = 0; t < 4; t++)
+				for (int q = 0; q < 4; q++)
+					put(j, k, b + t, r + q, o[4 * t + q]);
+		}
+		for (; b < j->nb; b++)
+			for (int q = 0; q < 4; q++)
+				put(j, k, b, r + q, dot((const uint8_t *)row + q * w->row_bytes,
+							 j->act + b * j->act_stride, w->cols));
 	}
 	for (; r < r1; r++) {
 		const void *row = (const uint8_t *)w->data + r * w->row_bytes;

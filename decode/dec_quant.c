@@ -970,6 +970,21 @@ float dec_exp_sum_generic(float *x, int n, float mx)
 	return (float)sum;
 }
 
+dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt)
+{
+	const struct dec_simd *s = dec_simd_get();
+
+	*nt = s->gemm_nt;
+	switch (t) {
+	case DEC_T_Q8_0: return s->gemm8_q8_0;
+	case DEC_T_Q4_0: return s->gemm8_q4_0;
+	case DEC_T_Q5_0: return s->gemm8_q5_0;
+	case DEC_T_Q4_1: return s->gemm8_q4_1;
+	case DEC_T_Q4_K: return s->gemm8_q4_k;
+	}
+	return NULL;
+}
+
 dec_dot4_fn dec_vec_dot4_fn(uint32_t t)
 {
 	const struct dec_simd *s = dec_simd_get();

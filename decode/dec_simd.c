@@ -10,6 +10,7 @@
 #include "decode/dec_quant.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -476,7 +477,35 @@ static const struct dec_simd avx2 = {
 	.gemv8_q2_k = dec_gemv8_q2_k_avx2, .gemv8_q3_k = dec_gemv8_q3_k_avx2,
 	.gemv8_q5_k = dec_gemv8_q5_k_avx2, .gemv8_iq4_xs = dec_gemv8_iq4_xs_avx2,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_avx2,
+	.gemm_nt = 4, .gemm8_q8_0 = dec_gemm8_q8_0_avx2, .gemm8_q4_0 = dec_gemm8_q4_0_avx2,
+	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
 };
+
+static struct dec_simd avx512;
+
+static void avx512_init(void)
+{
+	avx512 = avx2;
+	avx512.name = "avx512";
+	avx512.gemm_nt = 8;
+	avx512.gemm8_q8_0 = dec_gemm8_q8_0_vnni;
+	avx512.gemm8_q4_0 = dec_gemm8_q4_0_vnni;
+	avx512.gemm8_q5_0 = dec_gemm8_q5_0_vnni;
+	avx512.gemm8_q4_1 = dec_gemm8_q4_1_vnni;
+	avx512.gemm8_q4_k = dec_gemm8_q4_k_vnni;
+	avx512.gemm_f16 = dec_gemm_f16_avx512;
+}
+
+const struct dec_simd *dec_simd_avx512(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (!dec_simd_avx2() || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+	    !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vnni"))
+		return NULL;
+	pthread_once(&once, avx512_init);
+	return &avx512;
+}
 
 const struct dec_simd *dec_simd_avx2(void)
 {
@@ -491,6 +520,11 @@ const struct dec_simd *dec_simd_avx2(void)
 {
 	return NULL;
 }
+
+const struct dec_simd *dec_simd_avx512(void)
+{
+	return NULL;
+}
 #endif
 
 const struct dec_simd *dec_simd_get(void)
@@ -502,7 +536,12 @@ const struct dec_simd *dec_simd_get(void)
 	if (s)
 		return s;
 	env = getenv("CRUCIBLE_DEC_SIMD");
-	s = env && !strcmp(env, "generic") ? NULL : dec_simd_avx2();
+	if (env && !strcmp(env, "generic"))
+		s = NULL;
+	else if (env && !strcmp(env, "avx2"))
+		s = dec_simd_avx2();
+	else
+		s = dec_simd_avx512() ? dec_simd_avx512() : dec_simd_avx2();
 	if (!s)
 		s = &generic;
 	__atomic_store_n(&chosen, s, __ATOMIC_RELEASE);

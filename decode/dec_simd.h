@@ -16,6 +16,16 @@ typedef void (*dec_dot4_fn)(const void *row, const void *act, size_t stride, int
 /* out[r] = row r · act for the 8 rows of a repacked group (dec_quant.h). */
 typedef void (*dec_gemv8_fn)(const void *x8, const void *act, int64_t n, float *out);
 
+/* Prefill kernels. out[8 t + r] = row r · act_t for the 8 rows of a
+ * repacked group and the gemm_nt tokens act_t = act + t * stride. */
+typedef void (*dec_gemm8_fn)(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+/* out[4 t + r] = row r · act_t for the 4 rows w + r * row_bytes (f16) and 4
+ * tokens (f16r) act + t * stride. */
+typedef void (*dec_gemm_f16_fn)(const void *w, size_t row_bytes, const void *act, size_t stride, int64_t n,
+				float *out);
+
+/* Every multi-token kernel gives each (row, token) bit for bit what the
+ * same table's one-token kernel gives. */
 struct dec_simd {
 	const char *name;
 	dec_dot_fn dot_f32;  /* f32 · f32 */
@@ -56,6 +66,9 @@ struct dec_simd {
 	dec_dot_fn dot_q2_k, dot_q3_k, dot_q5_k, dot_iq4_xs; /* · q8_K */
 	dec_dot_fn dot_iq4_nl;                               /* · q8_0 */
 	dec_gemv8_fn gemv8_q2_k, gemv8_q3_k, gemv8_q5_k, gemv8_iq4_xs, gemv8_iq4_nl; /* (repacked) */
+	int gemm_nt; /* tokens per gemm8 call */
+	dec_gemm8_fn gemm8_q8_0, gemm8_q4_0, gemm8_q5_0, gemm8_q4_1, gemm8_q4_k; /* NULL: none */
+	dec_gemm_f16_fn gemm_f16; /* a 4 × 4 tile, or NULL */
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -63,8 +76,15 @@ struct dec_simd {
 const struct dec_simd *dec_simd_get(void);
 const struct dec_simd *dec_simd_generic(void);
 const struct dec_simd *dec_simd_avx2(void); /* NULL when the CPU lacks it */
+/* AVX2's table with the AVX-512 (F, BW, VL, VNNI) prefill kernels; NULL
+ * when the CPU lacks them. Chosen before AVX2 (CRUCIBLE_DEC_SIMD=avx2 keeps
+ * AVX2's). */
+const struct dec_simd *dec_simd_avx512(void);
 /* The eight-row kernel for packed weights of type t (dec_quant.h), or NULL. */
 dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t);
+/* The multi-token kernel for repacked weights of type t in the chosen
+ * table and its token count, or NULL. */
+dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt);
 /* The four-token kernel for weight type t in the chosen table, or NULL. */
 dec_dot4_fn dec_vec_dot4_fn(uint32_t t);
 
