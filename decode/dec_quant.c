@@ -981,6 +981,7 @@ dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt)
 	case DEC_T_Q5_0: return s->gemm8_q5_0;
 	case DEC_T_Q4_1: return s->gemm8_q4_1;
 	case DEC_T_Q4_K: return s->gemm8_q4_k;
+	case DEC_T_Q6_K: return s->gemm8_q6_k;
 	}
 	return NULL;
 }

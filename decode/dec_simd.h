@@ -67,7 +67,7 @@ struct dec_simd {
 	dec_dot_fn dot_iq4_nl;                               /* · q8_0 */
 	dec_gemv8_fn gemv8_q2_k, gemv8_q3_k, gemv8_q5_k, gemv8_iq4_xs, gemv8_iq4_nl; /* (repacked) */
 	int gemm_nt; /* tokens per gemm8 call */
-	dec_gemm8_fn gemm8_q8_0, gemm8_q4_0, gemm8_q5_0, gemm8_q4_1, gemm8_q4_k; /* NULL: none */
+	dec_gemm8_fn gemm8_q8_0, gemm8_q4_0, gemm8_q5_0, gemm8_q4_1, gemm8_q4_k, gemm8_q6_k; /* NULL: none */
 	dec_gemm_f16_fn gemm_f16; /* a 4 × 4 tile, or NULL */
 };
 

@@ -69,6 +69,8 @@ AVX2 static inline __m256i blk_sum(const int8_t *a)
 #define END16(acc32, a16) _mm256_add_epi32((acc32), _mm256_madd_epi16((a16), _mm256_set1_epi16(1)))
 /* a Q4_K sub-block's sum (as two 16-bit halves of a lane) times its scale */
 #define SCALE16(a16, scv) _mm256_madd_epi16((a16), _mm256_or_si256((scv), _mm256_slli_epi32((scv), 16)))
+/* acc (int32) += the pair products of 16-bit lanes */
+#define MADDACC(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #include "decode/dec_simd_gemm.c"
 #undef NT
 #undef KATTR
@@ -78,6 +80,7 @@ AVX2 static inline __m256i blk_sum(const int8_t *a)
 #undef ADD16
 #undef END16
 #undef SCALE16
+#undef MADDACC
 
 /* ---- AVX-512 VNNI: vpdpbusd into 32 bits */
 #define NT 8
@@ -89,6 +92,7 @@ AVX2 static inline __m256i blk_sum(const int8_t *a)
 #define END16(acc32, a16) (a16)
 /* the sum (up to 32 · 15 · 128 = 61440: not 16 bits) times the scale */
 #define SCALE16(a32, scv) _mm256_mullo_epi32((a32), (scv))
+#define MADDACC(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
 #include "decode/dec_simd_gemm.c"
 
 /* ---- F16: a tile of 4 rows × 4 tokens, AVX-512 ----------------------------
@@ -407,6 +411,79 @@ KATTR void NAME(q4_k)(const void *vx, const void *act, size_t stride, int64_t n,
 			tt = _mm256_sub_ps(_mm256_mul_ps(dx, _mm256_cvtepi32_ps(isum[t])),
 					   _mm256_mul_ps(dm, _mm256_cvtepi32_ps(msum)));
 			sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(_mm256_set1_ps(y[t][i].d), tt));
+		}
+	}
+	UNROLL
+	for (int t = 0; t < NT; t++)
+		_mm256_storeu_ps(out + 8 * t, sum[t]);
+}
+
+/* Q6_K: per group of 16 values the unsigned 6-bit values (q + 32) times the
+ * activation, 2 × 4 products a lane in 16 bits (at most 2 · 2 · 63 · 128 =
+ * 32256) times the signed scale in both halves of the lane; the offset off
+ * with the activation sums; the float step of dec_gemv8_q6_k_avx2. */
+KATTR void NAME(q6_k)(const void *vx, const void *act, size_t stride, int64_t n, float *out)
+{
+	const struct dec_block_q6_k_x8 *x = vx;
+	const struct dec_block_q8_K *y[NT];
+	const __m256i m3 = _mm256_set1_epi8(3);
+	__m256 sum[NT];
+
+	UNROLL
+	for (int t = 0; t < NT; t++) {
+		y[t] = YT(t);
+		sum[t] = _mm256_setzero_ps();
+	}
+	for (int64_t i = 0; i < n / DEC_QK_K; i++) {
+		__m256i isum[NT];
+		__m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[i].d));
+
+		UNROLL
+		for (int t = 0; t < NT; t++)
+			isum[t] = _mm256_setzero_si256();
+		for (int h = 0; h < 16; h++) {
+			__m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh[h]);
+			__m256i q0 = _mm256_loadu_si256((const __m256i *)x[i].ql[2 * h]);
+			__m256i q1 = _mm256_loadu_si256((const __m256i *)x[i].ql[2 * h + 1]);
+			__m256i v0 = _mm256_or_si256(lo4g(q0), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
+			__m256i v1 = _mm256_or_si256(hi4g(q0), _mm256_slli_epi16(
+				_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
+			__m256i v2 = _mm256_or_si256(lo4g(q1), _mm256_slli_epi16(
+				_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
+			__m256i v3 = _mm256_or_si256(hi4g(q1), _mm256_slli_epi16(
+				_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
+			__m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)x[i].sc[h]));
+
+			sc = _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xAA);
+			UNROLL
+			for (int t = 0; t < NT; t++) {
+				const int8_t *a = y[t][i].qs + 16 * h;
+				__m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(v0, bc4(a)),
+							      _mm256_maddubs_epi16(v1, bc4(a + 4)));
+				__m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(v2, bc4(a + 8)),
+							      _mm256_maddubs_epi16(v3, bc4(a + 12)));
+
+				isum[t] = MADDACC(MADDACC(isum[t], p0, sc), p1, sc);
+			}
+		}
+		UNROLL
+		for (int t = 0; t < NT; t++) {
+			__m256i bias = _mm256_setzero_si256();
+
+			for (int p = 0; p < 8; p++) {
+				__m128i s2 = _mm_loadu_si128((const __m128i *)x[i].sc[2 * p]);
+				__m256i sp = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s2, _mm_srli_si128(s2, 8)));
+				int32_t bp;
+
+				memcpy(&bp, y[t][i].bsums + 2 * p, 4);
+				bias = _mm256_add_epi32(bias, _mm256_madd_epi16(sp, _mm256_set1_epi32(bp)));
+			}
+			{
+				__m256i is = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(bias, 5));
+				__m256 dv = _mm256_mul_ps(dx, _mm256_set1_ps(y[t][i].d));
+
+				sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(dv, _mm256_cvtepi32_ps(is)));
+			}
 		}
 	}
 	UNROLL

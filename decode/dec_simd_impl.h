@@ -34,11 +34,13 @@ void dec_gemm8_q4_0_avx2(const void *x8, const void *act, size_t stride, int64_t
 void dec_gemm8_q5_0_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q4_1_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q4_k_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q6_k_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q8_0_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q4_0_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q5_0_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q4_1_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q4_k_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q6_k_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm_f16_avx512(const void *w, size_t row_bytes, const void *act, size_t stride, int64_t n, float *out);
 
 /* dec_simd_k.c: the low-bit types, one row */

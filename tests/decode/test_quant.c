@@ -863,6 +863,7 @@ static dec_gemm8_fn gemm8_of(const struct dec_simd *s, uint32_t t)
 	case DEC_T_Q5_0: return s->gemm8_q5_0;
 	case DEC_T_Q4_1: return s->gemm8_q4_1;
 	case DEC_T_Q4_K: return s->gemm8_q4_k;
+	case DEC_T_Q6_K: return s->gemm8_q6_k;
 	}
 	return NULL;
 }
@@ -875,6 +876,7 @@ static dec_gemv8_fn gemv8_of(const struct dec_simd *s, uint32_t t)
 	case DEC_T_Q5_0: return s->gemv8_q5_0;
 	case DEC_T_Q4_1: return s->gemv8_q4_1;
 	case DEC_T_Q4_K: return s->gemv8_q4_k;
+	case DEC_T_Q6_K: return s->gemv8_q6_k;
 	}
 	return NULL;
 }
@@ -888,7 +890,8 @@ static dec_gemv8_fn gemv8_of(const struct dec_simd *s, uint32_t t)
 static void test_gemm8(void **st)
 {
 	enum { NMAX = 1056, ROWS = 8, TMAX = 16 };
-	static const uint32_t types[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q4_K };
+	static const uint32_t types[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q4_K,
+					  DEC_T_Q6_K };
 	static uint8_t w[ROWS][NMAX * 2], x8[NMAX * 2 * ROWS], act[TMAX][NMAX * 2];
 	const struct dec_simd *tab[3];
 	float xf[NMAX];
@@ -899,9 +902,10 @@ static void test_gemm8(void **st)
 	for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++)
 		for (int pass = 0; pass < 3; pass++) {
 			uint32_t t0 = types[ty], vt = dec_vec_type(t0);
-			int n = t0 == DEC_T_Q4_K ? 1024 : NMAX;
+			int kt = t0 == DEC_T_Q4_K || t0 == DEC_T_Q6_K, n = kt ? 1024 : NMAX;
 			size_t rb = dec_row_size(t0, n), ab = dec_row_size(vt, n);
-			size_t bs = dec_row_size(t0, t0 == DEC_T_Q4_K ? DEC_QK_K : DEC_QK);
+			size_t bs = dec_row_size(t0, kt ? DEC_QK_K : DEC_QK);
+			/* the f16 fields: d (and dmin or m) first; Q6_K's d last */
 			size_t hdr = t0 == DEC_T_Q8_0 || t0 == DEC_T_Q4_0 || t0 == DEC_T_Q5_0 ? 2 : 4;
 			dec_dot_fn gen = dec_simd_generic()->dot_q8_0;
 
@@ -910,6 +914,7 @@ static void test_gemm8(void **st)
 			case DEC_T_Q5_0: gen = dec_dot_q5_0_generic; break;
 			case DEC_T_Q4_1: gen = dec_dot_q4_1_generic; break;
 			case DEC_T_Q4_K: gen = dec_dot_q4_k_generic; break;
+			case DEC_T_Q6_K: gen = dec_dot_q6_k_generic; break;
 			}
 			fill_bytes(w, sizeof w, 71 + (uint32_t)(pass + 3 * ty));
 			for (int r = 0; r < ROWS; r++)
@@ -919,6 +924,12 @@ static void test_gemm8(void **st)
 					uint16_t d = dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(b + 1));
 					uint16_t m = dec_f32_to_f16(-0.003f * (float)(r + 2));
 
+					if (t0 == DEC_T_Q6_K) { /* scales signed: -1 at the extreme pass */
+						if (pass == 2)
+							memset(p, 0xff, bs - 2);
+						memcpy(p + bs - 2, &d, 2);
+						continue;
+					}
 					if (pass == 2)
 						memset(p + hdr, 0xff, bs - hdr);
 					memcpy(p, &d, 2);
@@ -966,7 +977,7 @@ static void test_gemm8(void **st)
 		dec_gemm8_fn g = dec_vec_gemm8_fn(DEC_T_Q8_0, &nt);
 
 		assert_true(g == dec_simd_get()->gemm8_q8_0);
-		assert_null(dec_vec_gemm8_fn(DEC_T_Q6_K, &nt));
+		assert_null(dec_vec_gemm8_fn(DEC_T_Q2_K, &nt));
 	}
 	if (!ran && tab[1])
 		fail_msg("AVX2 present but no prefill kernel ran");
