@@ -669,7 +669,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 	case DEC_T_Q8_K: dec_simd_get()->quant_q8_k(x, dst, n); return 1;
 	case DEC_T_Q4_0: quant_q4_0(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_0: quant_q5_0(x, dst, n / DEC_QK); return 1;
-	case DEC_T_Q8_1: dec_quant_q8_1(x, dst, n); return 1;
+	case DEC_T_Q8_1: dec_simd_get()->quant_q8_1(x, dst, n); return 1;
 	case DEC_T_Q4_1: quant_q4_1(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_1: quant_q5_1(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q4_K: quant_q4_k(x, dst, n / DEC_QK_K); return 1;

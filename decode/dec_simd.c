@@ -28,6 +28,7 @@ static const struct dec_simd generic = {
 	.gemv8_q2_k = dec_gemv8_q2_k_generic, .gemv8_q3_k = dec_gemv8_q3_k_generic,
 	.gemv8_q5_k = dec_gemv8_q5_k_generic, .gemv8_iq4_xs = dec_gemv8_iq4_xs_generic,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_generic,
+	.quant_q8_1 = dec_quant_q8_1,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -393,6 +394,42 @@ AVX2 static void quant_q8_0(const float *x, void *vb, int64_t n)
 	}
 }
 
+/* dec_quant_q8_1's steps: quant_q8_0's, plus s = fp16(d · Σq) with d the
+ * unrounded amax / 127 (the same bytes: tests/decode/test_quant.c). */
+AVX2 static void quant_q8_1(const float *x, void *vb, int64_t n)
+{
+	struct dec_block_q8_1 *b = vb;
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, x += DEC_QK) {
+		__m256 v[4], m;
+		__m128 m4;
+		__m256i q[4], p;
+		float a, id, d;
+		int32_t sum;
+
+		for (int k = 0; k < 4; k++)
+			v[k] = _mm256_loadu_ps(x + 8 * k);
+		m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+				  _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+		m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		a = _mm_cvtss_f32(m4);
+		id = a ? 127.f / a : 0.f;
+		d = a / 127.f;
+		b[i].d = (uint16_t)_cvtss_sh(d, 0);
+		for (int k = 0; k < 4; k++)
+			q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)),
+								  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		sum = hsum8i(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+		p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+		_mm256_storeu_si256((__m256i *)b[i].qs, _mm256_permutevar8x32_epi32(p, perm));
+		b[i].s = (uint16_t)_cvtss_sh(d * (float)sum, 0);
+	}
+}
+
 /* dec_quant_q8_k_generic's steps: amax, 127/amax, round half to even,
  * clamp to ±127, sums of 16 */
 AVX2 static void quant_q8_k(const float *x, void *vb, int64_t n)
@@ -480,6 +517,7 @@ static const struct dec_simd avx2 = {
 	.gemm_nt = 4, .gemm8_q8_0 = dec_gemm8_q8_0_avx2, .gemm8_q4_0 = dec_gemm8_q4_0_avx2,
 	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
 	.gemm8_q6_k = dec_gemm8_q6_k_avx2,
+	.quant_q8_1 = quant_q8_1,
 };
 
 static struct dec_simd avx512;

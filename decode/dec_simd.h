@@ -69,6 +69,8 @@ struct dec_simd {
 	int gemm_nt; /* tokens per gemm8 call */
 	dec_gemm8_fn gemm8_q8_0, gemm8_q4_0, gemm8_q5_0, gemm8_q4_1, gemm8_q4_k, gemm8_q6_k; /* NULL: none */
 	dec_gemm_f16_fn gemm_f16; /* a 4 × 4 tile, or NULL */
+	/* x[0..n) (n % 32 == 0) as Q8_1 blocks */
+	void (*quant_q8_1)(const float *x, void *blocks, int64_t n);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -111,7 +113,7 @@ float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
 void dec_quant_q8_k_generic(const float *x, void *blocks, int64_t n);
-void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* every table uses this one */
+void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* the portable one */
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
 			    float *o);

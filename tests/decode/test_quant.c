@@ -453,6 +453,9 @@ static void test_act_kernels(void **st)
 	dec_quant_q8_0_generic(x, a1, N);
 	v->quant_q8_0(x, a2, N);
 	assert_memory_equal(a1, a2, N / 32 * sizeof(struct dec_block_q8_0));
+	dec_quant_q8_1(x, a1, N);
+	v->quant_q8_1(x, a2, N);
+	assert_memory_equal(a1, a2, N / 32 * sizeof(struct dec_block_q8_1));
 	{
 		struct dec_block_q8_K k1[N / DEC_QK_K], k2[N / DEC_QK_K];
 
