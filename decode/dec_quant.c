@@ -435,6 +435,12 @@ void dec_quant_q8_1(const float *x, void *vb, int64_t n)
 	}
 }
 
+void dec_quant_f16_generic(const float *x, uint16_t *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = dec_f32_to_f16(x[i]);
+}
+
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -656,10 +662,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 	case DEC_T_F32:
 		memcpy(dst, x, (size_t)n * 4);
 		return 1;
-	case DEC_T_F16:
-		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = dec_f32_to_f16(x[i]);
-		return 1;
+	case DEC_T_F16: dec_simd_get()->quant_f16(x, dst, n); return 1;
 	case DEC_T_BF16:
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)dst)[i] = dec_f32_to_bf16(x[i]);

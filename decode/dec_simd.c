@@ -28,7 +28,7 @@ static const struct dec_simd generic = {
 	.gemv8_q2_k = dec_gemv8_q2_k_generic, .gemv8_q3_k = dec_gemv8_q3_k_generic,
 	.gemv8_q5_k = dec_gemv8_q5_k_generic, .gemv8_iq4_xs = dec_gemv8_iq4_xs_generic,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_generic,
-	.quant_q8_1 = dec_quant_q8_1,
+	.quant_q8_1 = dec_quant_q8_1, .quant_f16 = dec_quant_f16_generic,
 };
 
 const struct dec_simd *dec_simd_generic(void)
@@ -487,6 +487,17 @@ AVX2 static void quant_f16r(const float *x, float *y, int64_t n)
 		y[i] = dec_f16_to_f32(dec_f32_to_f16(x[i]));
 }
 
+/* The same rounding, the f16 bits stored (the KV cache, a query head) */
+AVX2 static void quant_f16(const float *x, uint16_t *y, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		y[i] = dec_f32_to_f16(x[i]);
+}
+
 AVX2 static void silu_mul(float *g, const float *u, int64_t n)
 {
 	int64_t i = 0;
@@ -517,7 +528,7 @@ static const struct dec_simd avx2 = {
 	.gemm_nt = 4, .gemm8_q8_0 = dec_gemm8_q8_0_avx2, .gemm8_q4_0 = dec_gemm8_q4_0_avx2,
 	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
 	.gemm8_q6_k = dec_gemm8_q6_k_avx2,
-	.quant_q8_1 = quant_q8_1,
+	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16,
 };
 
 static struct dec_simd avx512;

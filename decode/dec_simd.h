@@ -71,6 +71,8 @@ struct dec_simd {
 	dec_gemm_f16_fn gemm_f16; /* a 4 × 4 tile, or NULL */
 	/* x[0..n) (n % 32 == 0) as Q8_1 blocks */
 	void (*quant_q8_1)(const float *x, void *blocks, int64_t n);
+	/* y[i] = x[i] as f16 (round to nearest even) */
+	void (*quant_f16)(const float *x, uint16_t *y, int64_t n);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -112,6 +114,7 @@ float dec_exp_sum_generic(float *x, int n, float mx);
 float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
+void dec_quant_f16_generic(const float *x, uint16_t *y, int64_t n);
 void dec_quant_q8_k_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* the portable one */
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);

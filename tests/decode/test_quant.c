@@ -487,6 +487,13 @@ static void test_act_kernels(void **st)
 	dec_quant_f16r_generic(g1, u, N - 3); /* N - 3: the AVX2 tail runs too */
 	v->quant_f16r(g1, g2, N - 3);
 	assert_memory_equal(u, g2, (N - 3) * sizeof(float));
+	{
+		uint16_t h1[N], h2[N];
+
+		dec_quant_f16_generic(g1, h1, N - 3);
+		v->quant_f16(g1, h2, N - 3);
+		assert_memory_equal(h1, h2, (N - 3) * sizeof h1[0]);
+	}
 }
 
 /* Four-token kernels give exactly the one-token results. */
