@@ -134,7 +134,7 @@ static void mm_chunk(const struct mm_job *j, int64_t c)
 	dec_gemm_f16_fn gemm_f16 = dec_simd_get()->gemm_f16;
 	size_t gbytes;
 	int64_t r0, r1, r;
-	int k = 0, nt;
+	int k = 0, nt, b0 = 0;
 
 	while (k < j->nw && c >= j->chunk_end[k])
 		k++;
@@ -147,44 +147,52 @@ static void mm_chunk(const struct mm_job *j, int64_t c)
 	gemv8 = dec_vec_gemv8_fn(w->type);
 	gemm8 = dec_vec_gemm8_fn(w->type, &nt);
 	gbytes = dec_x8_group_bytes(w->type, w->cols);
-	/* repacked groups of 8 rows (r0 is a multiple of 8) */
+	/* Multi-token tiles, a block of tokens at a time over the chunk's rows:
+	 * the chunk's weights and the block's activations stay in L1. */
+	if (w->x8 && gemm8 && j->nb >= nt) {
+		int64_t re = r0 + (r1 - r0) / 8 * 8;
+
+		for (int b = 0; b + nt <= j->nb; b += nt)
+			for (int64_t q = r0; q < re; q += 8) {
+				float o[8 * 16];
+
+				gemm8((const uint8_t *)w->x8 + (size_t)(q / 8) * gbytes, j->act + b * j->act_stride,
+				      j->act_stride, w->cols, o);
+				for (int t = 0; t < nt; t++)
+					for (int i = 0; i < 8; i++)
+						put(j, k, b + t, q + i, o[8 * t + i]);
+			}
+		b0 = j->nb / nt * nt;
+	}
+	if (w->type == DEC_T_F16 && gemm_f16 && j->nb >= 4) {
+		r = r0 + (r1 - r0) / 4 * 4;
+		for (int b = 0; b + 4 <= j->nb; b += 4)
+			for (int64_t q = r0; q < r; q += 4) {
+				float o[16];
+
+				gemm_f16((const uint8_t *)w->data + q * w->row_bytes, w->row_bytes,
+					 j->act + b * j->act_stride, j->act_stride, w->cols, o);
+				for (int t = 0; t < 4; t++)
+					for (int i = 0; i < 4; i++)
+						put(j, k, b + t, q + i, o[4 * t + i]);
+			}
+		/* the tokens left over, one at a time, on those rows */
+		for (int b = j->nb / 4 * 4; b < j->nb; b++)
+			for (int64_t q = r0; q < r; q++)
+				put(j, k, b, q, dot((const uint8_t *)w->data + q * w->row_bytes,
+						    j->act + b * j->act_stride, w->cols));
+	}
+	/* repacked groups of 8 rows (r0 is a multiple of 8): the tokens from b0 one at a time */
 	for (; w->x8 && r + 8 <= r1; r += 8) {
 		const uint8_t *g = (const uint8_t *)w->x8 + (size_t)(r / 8) * gbytes;
-		int b = 0;
 
-		for (; gemm8 && b + nt <= j->nb; b += nt) {
-			float o[8 * 16];
-
-			gemm8(g, j->act + b * j->act_stride, j->act_stride, w->cols, o);
-			for (int t = 0; t < nt; t++)
-				for (int q = 0; q < 8; q++)
-					put(j, k, b + t, r + q, o[8 * t + q]);
-		}
-		for (; b < j->nb; b++) {
+		for (int b = b0; b < j->nb; b++) {
 			float o[8];
 
 			gemv8(g, j->act + b * j->act_stride, w->cols, o);
 			for (int t = 0; t < 8; t++)
 				put(j, k, b, r + t, o[t]);
 		}
-	}
-	/* F16 in 4 × 4 tiles */
-	for (; w->type == DEC_T_F16 && gemm_f16 && j->nb >= 4 && r + 4 <= r1; r += 4) {
-		const void *row = (const uint8_t *)w->data + r * w->row_bytes;
-		int b = 0;
-
-		for (; b + 4 <= j->nb; b += 4) {
-			float o[16];
-
-			gemm_f16(row, w->row_bytes, j->act + b * j->act_stride, j->act_stride, w->cols, o);
-			for (int t = 0; t < 4; t++)
-				for (int q = 0; q < 4; q++)
-					put(j, k, b + t, r + q, o[4 * t + q]);
-		}
-		for (; b < j->nb; b++)
-			for (int q = 0; q < 4; q++)
-				put(j, k, b, r + q, dot((const uint8_t *)row + q * w->row_bytes,
-							 j->act + b * j->act_stride, w->cols));
 	}
 	for (; r < r1; r++) {
 		const void *row = (const uint8_t *)w->data + r * w->row_bytes;
