@@ -228,6 +228,20 @@ static void mm_worker(void *arg, int ith, int nth)
 	}
 }
 
+/* The nb input rows in the vec type vt; Q8_0 rows with their block sums
+ * (dec_simd.h: the prefill kernels of Q4_0 and Q5_0 read them). The act
+ * stride, 4 bytes a value, holds them. */
+static void encode(struct be_cpu *c, uint32_t vt, const float *in, int nb, int64_t cols)
+{
+	for (int b = 0; b < nb; b++) {
+		uint8_t *row = (uint8_t *)c->act + b * c->act_stride;
+
+		dec_quantize_row(vt, in + b * cols, row, cols);
+		if (vt == DEC_T_Q8_0 && nb > 1)
+			dec_q8_0_sums(row, cols);
+	}
+}
+
 /* out_k[b][r] (+)= w_k[r] · in[b] for k < nw: the input is encoded once per
  * vec type and matrices sharing it run in one dispatch. */
 static void matmul_n(struct be_cpu *c, int nw, const struct dec_mat *const *w, float *const *out,
@@ -239,8 +253,7 @@ static void matmul_n(struct be_cpu *c, int nw, const struct dec_mat *const *w, f
 	uint32_t vt = dec_vec_type(w[0]->type);
 	int64_t chunks = 0, cols = w[0]->cols;
 
-	for (int b = 0; b < nb; b++)
-		dec_quantize_row(vt, in + b * cols, (uint8_t *)c->act + b * c->act_stride, cols);
+	encode(c, vt, in, nb, cols);
 	for (int k = 0; k < nw; k++) {
 		if (dec_vec_type(w[k]->type) != vt) { /* a mixed-type file: run the rest apart */
 			matmul_n(c, nw - k, w + k, out + k, in, nb, add);
@@ -258,8 +271,7 @@ static void matmul_n(struct be_cpu *c, int nw, const struct dec_mat *const *w, f
 	}
 	/* the recursive call above re-encoded the activations: encode ours again */
 	if (j.nw < nw)
-		for (int b = 0; b < nb; b++)
-			dec_quantize_row(vt, in + b * cols, (uint8_t *)c->act + b * c->act_stride, cols);
+		encode(c, vt, in, nb, cols);
 	dec_pool_run(c->pool, mm_worker, &j);
 }
 

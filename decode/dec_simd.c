@@ -31,6 +31,20 @@ static const struct dec_simd generic = {
 	.quant_q8_1 = dec_quant_q8_1, .quant_f16 = dec_quant_f16_generic,
 };
 
+void dec_q8_0_sums(void *row, int64_t n)
+{
+	const struct dec_block_q8_0 *b = row;
+	uint8_t *out = (uint8_t *)row + DEC_Q8_0_SUMS(n);
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		int32_t s = 0;
+
+		for (int k = 0; k < DEC_QK; k++)
+			s += b[i].qs[k];
+		memcpy(out + 4 * i, &s, 4);
+	}
+}
+
 const struct dec_simd *dec_simd_generic(void)
 {
 	return &generic;

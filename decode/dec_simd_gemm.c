@@ -45,17 +45,6 @@ AVX2 static inline __m256i bc4(const int8_t *a)
 	return _mm256_set1_epi32(v);
 }
 
-/* The activation sum of a Q8_0 block in every lane (dec_simd_rows.c's q8_0_sum). */
-AVX2 static inline __m256i blk_sum(const int8_t *a)
-{
-	__m256i s = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)a));
-
-	s = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
-	s = _mm256_add_epi32(s, _mm256_permute2x128_si256(s, s, 1));
-	s = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4e));
-	return _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0xb1));
-}
-
 /* ---- AVX2: 16-bit partial sums, widened as the one-token kernels widen */
 #define GEMM_BODY 1
 #define NT 4
@@ -192,16 +181,19 @@ KATTR void NAME(q8_0)(const void *vx, const void *act, size_t stride, int64_t n,
 		_mm256_storeu_ps(out + 8 * t, sum[t]);
 }
 
-/* Unsigned nibbles times the activation, minus 8 × the activation sum. */
+/* Unsigned nibbles times the activation, minus 8 × the activation sum
+ * (the row's block sums: DEC_Q8_0_SUMS). */
 KATTR void NAME(q4_0)(const void *vx, const void *act, size_t stride, int64_t n, float *out)
 {
 	const struct dec_block_q4_0_x8 *x = vx;
 	const struct dec_block_q8_0 *y[NT];
+	const int32_t *ys[NT];
 	__m256 sum[NT];
 
 	UNROLL
 	for (int t = 0; t < NT; t++) {
 		y[t] = YT(t);
+		ys[t] = (const int32_t *)((const uint8_t *)y[t] + DEC_Q8_0_SUMS(n));
 		sum[t] = _mm256_setzero_ps();
 	}
 	for (int64_t i = 0; i < n / DEC_QK; i++) {
@@ -224,7 +216,7 @@ KATTR void NAME(q4_0)(const void *vx, const void *act, size_t stride, int64_t n,
 		UNROLL
 		for (int t = 0; t < NT; t++) {
 			__m256i isum = _mm256_sub_epi32(END16(_mm256_setzero_si256(), acc[t]),
-							_mm256_slli_epi32(blk_sum(y[t][i].qs), 3));
+							_mm256_set1_epi32(ys[t][i] * 8));
 			__m256 dv = _mm256_mul_ps(dx, _mm256_set1_ps(_cvtsh_ss(y[t][i].d)));
 
 			sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(dv, _mm256_cvtepi32_ps(isum)));
@@ -241,6 +233,7 @@ KATTR void NAME(q5_0)(const void *vx, const void *act, size_t stride, int64_t n,
 {
 	const struct dec_block_q5_0_x8 *x = vx;
 	const struct dec_block_q8_0 *y[NT];
+	const int32_t *ys[NT];
 	const __m256i b4 = _mm256_set1_epi8(0x10);
 	const __m256i lane = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
 					      0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
@@ -250,6 +243,7 @@ KATTR void NAME(q5_0)(const void *vx, const void *act, size_t stride, int64_t n,
 	UNROLL
 	for (int t = 0; t < NT; t++) {
 		y[t] = YT(t);
+		ys[t] = (const int32_t *)((const uint8_t *)y[t] + DEC_Q8_0_SUMS(n));
 		sum[t] = _mm256_setzero_ps();
 	}
 	for (int64_t i = 0; i < n / DEC_QK; i++) {
@@ -287,7 +281,7 @@ KATTR void NAME(q5_0)(const void *vx, const void *act, size_t stride, int64_t n,
 		}
 		UNROLL
 		for (int t = 0; t < NT; t++) {
-			__m256i isum = _mm256_sub_epi32(acc[t], _mm256_slli_epi32(blk_sum(y[t][i].qs), 4));
+			__m256i isum = _mm256_sub_epi32(acc[t], _mm256_set1_epi32(ys[t][i] * 16));
 			__m256 dv = _mm256_mul_ps(dx, _mm256_set1_ps(_cvtsh_ss(y[t][i].d)));
 
 			sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(dv, _mm256_cvtepi32_ps(isum)));
