@@ -24,11 +24,11 @@ typedef void (*dec_gemm8_fn)(const void *x8, const void *act, size_t stride, int
 typedef void (*dec_gemm_f16_fn)(const void *w, size_t row_bytes, const void *act, size_t stride, int64_t n,
 				float *out);
 
-/* gemm8_q4_0 and gemm8_q5_0 read each token's Q8_0 block sums (int32,
- * the sum of the block's 32 values) after its blocks, at byte
- * DEC_Q8_0_SUMS(n) of the row: the offset of their unsigned values is
- * taken off with them, computed once per product rather than once per
- * 8 rows. dec_q8_0_sums writes them (the row then needs DEC_Q8_0_SUMS(n) +
+/* gemm8_q8_0, gemm8_q4_0 and gemm8_q5_0 read each token's Q8_0 block
+ * sums (int32, the sum of the block's 32 values) after its blocks, at byte
+ * DEC_Q8_0_SUMS(n) of the row: the offset of unsigned weight values is
+ * taken off with them, computed once per product rather than once per 8
+ * rows. dec_q8_0_sums writes them (the row then needs DEC_Q8_0_SUMS(n) +
  * 4 n / 32 bytes). */
 #define DEC_Q8_0_SUMS(n) (((size_t)(n) / 32 * 34 + 3) / 4 * 4)
 void dec_q8_0_sums(void *row, int64_t n);

@@ -48,6 +48,7 @@ AVX2 static inline __m256i bc4(const int8_t *a)
 /* ---- AVX2: 16-bit partial sums, widened as the one-token kernels widen */
 #define GEMM_BODY 1
 #define NT 4
+#define VNNI 0
 #define KATTR AVX2
 #define NAME(x) dec_gemm8_##x##_avx2
 /* acc (int32 lanes) += the four u8 × s8 products of each lane */
@@ -62,6 +63,7 @@ AVX2 static inline __m256i bc4(const int8_t *a)
 #define MADDACC(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #include "decode/dec_simd_gemm.c"
 #undef NT
+#undef VNNI
 #undef KATTR
 #undef NAME
 #undef DOTW
@@ -73,6 +75,7 @@ AVX2 static inline __m256i bc4(const int8_t *a)
 
 /* ---- AVX-512 VNNI: vpdpbusd into 32 bits */
 #define NT 8
+#define VNNI 1
 #define KATTR AVX512
 #define NAME(x) dec_gemm8_##x##_vnni
 #define DOTW(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
@@ -142,16 +145,21 @@ AVX512 void dec_gemm_f16_avx512(const void *vx, size_t row_bytes, const void *ac
 
 #else /* GEMM_BODY: the kernels, once per build above */
 
-/* Weights signed: |w| and the activation carrying w's sign (dec_gemv8_q8_0_avx2). */
+/* AVX2: weights signed, |w| times the activation carrying w's sign
+ * (dec_gemv8_q8_0_avx2). VNNI: the weights made unsigned (w + 128, once
+ * for the NT tokens) times the activation, less 128 × the activation's
+ * block sum (DEC_Q8_0_SUMS); the same exact integer either way. */
 KATTR void NAME(q8_0)(const void *vx, const void *act, size_t stride, int64_t n, float *out)
 {
 	const struct dec_block_q8_0_x8 *x = vx;
 	const struct dec_block_q8_0 *y[NT];
+	const int32_t *ys[NT];
 	__m256 sum[NT];
 
 	UNROLL
 	for (int t = 0; t < NT; t++) {
 		y[t] = YT(t);
+		ys[t] = (const int32_t *)((const uint8_t *)y[t] + DEC_Q8_0_SUMS(n));
 		sum[t] = _mm256_setzero_ps();
 	}
 	for (int64_t i = 0; i < n / DEC_QK; i++) {
@@ -163,15 +171,30 @@ KATTR void NAME(q8_0)(const void *vx, const void *act, size_t stride, int64_t n,
 			acc[t] = _mm256_setzero_si256();
 		UNROLL
 		for (int g = 0; g < 8; g++) {
-			__m256i w = _mm256_loadu_si256((const __m256i *)x[i].qs[g]), u = _mm256_sign_epi8(w, w);
+			__m256i w = _mm256_loadu_si256((const __m256i *)x[i].qs[g]);
+#if VNNI
+			__m256i u = _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80));
+
+			UNROLL
+			for (int t = 0; t < NT; t++)
+				acc[t] = DOTW(acc[t], u, bc4(y[t][i].qs + 4 * g));
+#else
+			__m256i u = _mm256_sign_epi8(w, w);
 
 			UNROLL
 			for (int t = 0; t < NT; t++)
 				acc[t] = DOTW(acc[t], u, _mm256_sign_epi8(bc4(y[t][i].qs + 4 * g), w));
+#endif
 		}
 		UNROLL
 		for (int t = 0; t < NT; t++) {
 			__m256 dv = _mm256_mul_ps(dx, _mm256_set1_ps(_cvtsh_ss(y[t][i].d)));
+
+#if VNNI
+			acc[t] = _mm256_sub_epi32(acc[t], _mm256_set1_epi32(ys[t][i] * 128));
+#else
+			(void)ys;
+#endif
 
 			sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(dv, _mm256_cvtepi32_ps(acc[t])));
 		}
