@@ -36,6 +36,7 @@ struct be_cpu {
 	uint16_t *kc, *vc;        /* [n_layers, n_blocks, block_size, kv_dim] f16 */
 	void *act;                /* [max_tokens, act_stride] encoded activations */
 	size_t act_stride;
+	float *wbuf;              /* [n_threads, ROW_CHUNK, act_stride / 4] F16 rows in f32 (prefill) */
 	float *att;               /* [n_threads, max_ctx] attention scores */
 	float *q16;               /* [n_threads, head_dim] a query head in f16 */
 	float *rope_cs;           /* [max_tokens, rope_dim] cos, sin per token */
@@ -110,6 +111,8 @@ struct mm_job {
 	int nb;
 	struct mm_slot *slot; /* [n_slots]: contiguous ranges of chunks, one per thread */
 	int n_slots;
+	float *wbuf;          /* a thread's ROW_CHUNK rows in f32: wbuf + ith * wpitch */
+	size_t wpitch;
 };
 
 static void put(const struct mm_job *j, int k, int b, int64_t r, float v)
@@ -124,7 +127,7 @@ static void put(const struct mm_job *j, int k, int b, int64_t r, float v)
  * table has them: gemm_nt tokens per call on a repacked group, 4 × 4 tiles
  * of F16; the tokens and rows left over through the one- and four-token
  * kernels, which give the same bits. */
-static void mm_chunk(const struct mm_job *j, int64_t c)
+static void mm_chunk(const struct mm_job *j, int64_t c, int ith)
 {
 	const struct dec_mat *w;
 	dec_vec_dot_t dot;
@@ -164,14 +167,19 @@ static void mm_chunk(const struct mm_job *j, int64_t c)
 			}
 		b0 = j->nb / nt * nt;
 	}
-	if (w->type == DEC_T_F16 && gemm_f16 && j->nb >= 4) {
+	if (w->type == DEC_T_F16 && gemm_f16 && j->wbuf && j->nb >= 4) {
+		float *wf = j->wbuf + (size_t)ith * j->wpitch; /* the chunk's rows in f32, once */
+		size_t ws = (size_t)w->cols;
+
 		r = r0 + (r1 - r0) / 4 * 4;
+		for (int64_t q = r0; q < r; q++)
+			dec_simd_get()->f16_f32((const uint16_t *)((const uint8_t *)w->data + q * w->row_bytes),
+						wf + (q - r0) * ws, w->cols);
 		for (int b = 0; b + 4 <= j->nb; b += 4)
 			for (int64_t q = r0; q < r; q += 4) {
 				float o[16];
 
-				gemm_f16((const uint8_t *)w->data + q * w->row_bytes, w->row_bytes,
-					 j->act + b * j->act_stride, j->act_stride, w->cols, o);
+				gemm_f16(wf + (q - r0) * ws, ws, j->act + b * j->act_stride, j->act_stride, w->cols, o);
 				for (int t = 0; t < 4; t++)
 					for (int i = 0; i < 4; i++)
 						put(j, k, b + t, q + i, o[4 * t + i]);
@@ -224,7 +232,7 @@ static void mm_worker(void *arg, int ith, int nth)
 		int64_t c;
 
 		while ((c = __atomic_fetch_add(&sl->next, 1, __ATOMIC_RELAXED)) < sl->end)
-			mm_chunk(j, c);
+			mm_chunk(j, c, ith);
 	}
 }
 
@@ -249,7 +257,8 @@ static void matmul_n(struct be_cpu *c, int nw, const struct dec_mat *const *w, f
 {
 	struct mm_slot slot[MAX_SLOTS];
 	struct mm_job j = { .nw = 0, .add = add, .act = c->act, .act_stride = c->act_stride, .nb = nb,
-			    .slot = slot, .n_slots = c->n_threads < MAX_SLOTS ? c->n_threads : MAX_SLOTS };
+			    .slot = slot, .n_slots = c->n_threads < MAX_SLOTS ? c->n_threads : MAX_SLOTS,
+			    .wbuf = c->wbuf, .wpitch = ROW_CHUNK * c->act_stride / 4 };
 	uint32_t vt = dec_vec_type(w[0]->type);
 	int64_t chunks = 0, cols = w[0]->cols;
 
@@ -678,7 +687,7 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 {
 	const struct dec_config *cf = &m->cfg;
 	struct be_cpu *c = calloc(1, sizeof *c);
-	size_t mt, kv, nf, ni, act;
+	size_t mt, kv, nf, ni, act, wb;
 	enum cr_status st = CR_OK;
 	uint8_t *p;
 
@@ -717,15 +726,20 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	mt = (size_t)cfg->max_tokens;
 	c->act_stride = (max3(cf->dim, (size_t)cf->n_heads * cf->head_dim, cf->hidden_dim) * 4 + 63) / 64 * 64;
 	act = c->act_stride * mt;
+	/* F16 rows in f32 for the prefill tiles, where the kernels have them */
+	wb = dec_simd_get()->gemm_f16 ? (size_t)c->n_threads * ROW_CHUNK * c->act_stride : 0;
 	nf = (size_t)c->n_threads * ((size_t)cfg->max_ctx + cf->head_dim) + 2 * mt * cf->rope_dim;
 	ni = mt * 4 + (size_t)cfg->max_out + (size_t)cfg->max_seqs * c->max_blocks;
-	c->mem = aligned_alloc(64, (act + nf * sizeof(float) + ni * sizeof(int32_t) + mt * sizeof(size_t) + 63) / 64 * 64);
+	c->mem = aligned_alloc(64, (act + wb + nf * sizeof(float) + ni * sizeof(int32_t) + mt * sizeof(size_t) + 63) /
+				       64 * 64);
 	if (!c->mem) {
 		st = cr_errf(err, CR_ENOMEM, "cpu backend: out of memory (context %d)", cfg->max_ctx);
 		goto out;
 	}
 	p = c->mem;
 	c->act = p; p += act;
+	c->wbuf = wb ? (float *)(void *)p : NULL;
+	p += wb;
 	c->slot = (size_t *)(void *)p; p += mt * sizeof(size_t);
 	c->att = (float *)(void *)p; p += (size_t)c->n_threads * cfg->max_ctx * sizeof(float);
 	c->q16 = (float *)(void *)p; p += (size_t)c->n_threads * cf->head_dim * sizeof(float);

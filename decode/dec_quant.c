@@ -435,6 +435,12 @@ void dec_quant_q8_1(const float *x, void *vb, int64_t n)
 	}
 }
 
+void dec_f16_f32_generic(const uint16_t *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = dec_f16_to_f32(x[i]);
+}
+
 void dec_quant_f16_generic(const float *x, uint16_t *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)

@@ -29,6 +29,7 @@ static const struct dec_simd generic = {
 	.gemv8_q5_k = dec_gemv8_q5_k_generic, .gemv8_iq4_xs = dec_gemv8_iq4_xs_generic,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_generic,
 	.quant_q8_1 = dec_quant_q8_1, .quant_f16 = dec_quant_f16_generic,
+	.f16_f32 = dec_f16_f32_generic,
 };
 
 void dec_q8_0_sums(void *row, int64_t n)
@@ -501,6 +502,16 @@ AVX2 static void quant_f16r(const float *x, float *y, int64_t n)
 		y[i] = dec_f16_to_f32(dec_f32_to_f16(x[i]));
 }
 
+AVX2 static void f16_f32(const uint16_t *x, float *y, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+	for (; i < n; i++)
+		y[i] = dec_f16_to_f32(x[i]);
+}
+
 /* The same rounding, the f16 bits stored (the KV cache, a query head) */
 AVX2 static void quant_f16(const float *x, uint16_t *y, int64_t n)
 {
@@ -542,7 +553,7 @@ static const struct dec_simd avx2 = {
 	.gemm_nt = 4, .gemm8_q8_0 = dec_gemm8_q8_0_avx2, .gemm8_q4_0 = dec_gemm8_q4_0_avx2,
 	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
 	.gemm8_q6_k = dec_gemm8_q6_k_avx2,
-	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16,
+	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16, .f16_f32 = f16_f32,
 };
 
 static struct dec_simd avx512;

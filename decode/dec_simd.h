@@ -19,9 +19,9 @@ typedef void (*dec_gemv8_fn)(const void *x8, const void *act, int64_t n, float *
 /* Prefill kernels. out[8 t + r] = row r · act_t for the 8 rows of a
  * repacked group and the gemm_nt tokens act_t = act + t * stride. */
 typedef void (*dec_gemm8_fn)(const void *x8, const void *act, size_t stride, int64_t n, float *out);
-/* out[4 t + r] = row r · act_t for the 4 rows w + r * row_bytes (f16) and 4
- * tokens (f16r) act + t * stride. */
-typedef void (*dec_gemm_f16_fn)(const void *w, size_t row_bytes, const void *act, size_t stride, int64_t n,
+/* out[4 t + r] = row r · act_t for 4 rows of F16 weights converted to f32
+ * (f16_f32), w + r * w_stride, and 4 tokens (f16r) act + t * stride. */
+typedef void (*dec_gemm_f16_fn)(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n,
 				float *out);
 
 /* gemm8_q8_0, gemm8_q4_0 and gemm8_q5_0 read each token's Q8_0 block
@@ -78,6 +78,8 @@ struct dec_simd {
 	int gemm_nt; /* tokens per gemm8 call */
 	dec_gemm8_fn gemm8_q8_0, gemm8_q4_0, gemm8_q5_0, gemm8_q4_1, gemm8_q4_k, gemm8_q6_k; /* NULL: none */
 	dec_gemm_f16_fn gemm_f16; /* a 4 × 4 tile, or NULL */
+	/* y[i] = x[i] (f16 to f32, exact) */
+	void (*f16_f32)(const uint16_t *x, float *y, int64_t n);
 	/* x[0..n) (n % 32 == 0) as Q8_1 blocks */
 	void (*quant_q8_1)(const float *x, void *blocks, int64_t n);
 	/* y[i] = x[i] as f16 (round to nearest even) */
@@ -124,6 +126,7 @@ float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
 void dec_quant_f16_generic(const float *x, uint16_t *y, int64_t n);
+void dec_f16_f32_generic(const uint16_t *x, float *y, int64_t n);
 void dec_quant_q8_k_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* the portable one */
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);

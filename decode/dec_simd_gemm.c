@@ -93,50 +93,49 @@ AVX2 static inline __m256i bc4(const int8_t *a)
  * + j, then hsum8(a0 + a1) and the n % 16 tail one by one. A 16-lane
  * register holds both chains (lane j: values 16c + j), so each (row, token)
  * of the tile is one register and its FMAs are the one-token kernel's, in
- * order; the halves are added and summed as hsum8 does. 16 accumulators, 4
- * weight registers: a step of 16 values is 4 weight conversions and 4
- * activation loads for 16 FMAs. */
-AVX512 void dec_gemm_f16_avx512(const void *vx, size_t row_bytes, const void *act, size_t stride, int64_t n,
+ * order; the halves are added and summed as hsum8 does. The weights come
+ * converted to f32 (exactly: once per row chunk, by the caller), so a step
+ * of 16 values is 8 loads for 16 FMAs and no conversion. */
+AVX512 void dec_gemm_f16_avx512(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n,
 				float *out)
 {
-	const uint16_t *x[4];
-	const float *y[4];
+	const float *x0 = w, *x1 = w + w_stride, *x2 = w + 2 * w_stride, *x3 = w + 3 * w_stride;
+	const float *y0 = YT(0), *y1 = YT(1), *y2 = YT(2), *y3 = YT(3);
+	const float *x[4] = { x0, x1, x2, x3 }, *y[4] = { y0, y1, y2, y3 };
 	__m512 acc[4][4];
 	int64_t i = 0;
 
 	UNROLL
 	for (int r = 0; r < 4; r++) {
-		x[r] = (const uint16_t *)((const uint8_t *)vx + (size_t)r * row_bytes);
-		y[r] = YT(r);
 		UNROLL
 		for (int t = 0; t < 4; t++)
 			acc[r][t] = _mm512_setzero_ps();
 	}
 	for (; i + 16 <= n; i += 16) {
-		__m512 w[4];
+		__m512 w0 = _mm512_loadu_ps(x0 + i), w1 = _mm512_loadu_ps(x1 + i);
+		__m512 w2 = _mm512_loadu_ps(x2 + i), w3 = _mm512_loadu_ps(x3 + i);
+		__m512 a0 = _mm512_loadu_ps(y0 + i), a1 = _mm512_loadu_ps(y1 + i);
+		__m512 a2 = _mm512_loadu_ps(y2 + i), a3 = _mm512_loadu_ps(y3 + i);
 
-		UNROLL
-		for (int r = 0; r < 4; r++)
-			w[r] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x[r] + i)));
-		UNROLL
-		for (int t = 0; t < 4; t++) {
-			__m512 a = _mm512_loadu_ps(y[t] + i);
-
-			UNROLL
-			for (int r = 0; r < 4; r++)
-				acc[r][t] = _mm512_fmadd_ps(w[r], a, acc[r][t]);
-		}
+#define ROW(r, wr)                                                    \
+	acc[r][0] = _mm512_fmadd_ps(wr, a0, acc[r][0]);               \
+	acc[r][1] = _mm512_fmadd_ps(wr, a1, acc[r][1]);               \
+	acc[r][2] = _mm512_fmadd_ps(wr, a2, acc[r][2]);               \
+	acc[r][3] = _mm512_fmadd_ps(wr, a3, acc[r][3]);
+		ROW(0, w0)
+		ROW(1, w1)
+		ROW(2, w2)
+		ROW(3, w3)
+#undef ROW
 	}
-	UNROLL
 	for (int r = 0; r < 4; r++)
-		UNROLL
 		for (int t = 0; t < 4; t++) {
 			__m512 v = acc[r][t];
 			__m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 			float s = hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
 
 			for (int64_t k = i; k < n; k++)
-				s += dec_f16_to_f32(x[r][k]) * y[t][k];
+				s += x[r][k] * y[t][k];
 			out[4 * t + r] = s;
 		}
 }

@@ -996,13 +996,14 @@ static void test_gemm8(void **st)
 		fail_msg("AVX2 present but no prefill kernel ran");
 }
 
-/* The F16 tile (4 rows × 4 tokens) against the table's one-token F16
- * kernel, bit for bit, with a tail (n % 16 != 0) and without. */
+/* The F16 tile (4 rows × 4 tokens, the weights converted to f32 by the
+ * table's f16_f32) against the table's one-token F16 kernel, bit for bit,
+ * with a tail (n % 16 != 0) and without. */
 static void test_gemm_f16(void **st)
 {
 	enum { NMAX = 1061 };
 	static uint16_t w[4][NMAX];
-	static float a[4][NMAX];
+	static float a[4][NMAX], wf[4][NMAX];
 	const struct dec_simd *tab[3];
 	float xf[NMAX];
 	int ran = 0;
@@ -1024,7 +1025,12 @@ static void test_gemm_f16(void **st)
 				fill(xf, n, 95 + (uint32_t)t);
 				dec_quantize_row(DEC_T_F16R, xf, a[t], n);
 			}
-			tab[k]->gemm_f16(w, sizeof w[0], a, sizeof a[0], n, o);
+			for (int r = 0; r < 4; r++) {
+				tab[k]->f16_f32(w[r], wf[r], n);
+				for (int i = 0; i < n; i++)
+					assert_true(wf[r][i] == dec_f16_to_f32(w[r][i]));
+			}
+			tab[k]->gemm_f16(wf[0], NMAX, a, sizeof a[0], n, o);
 			ran++;
 			for (int r = 0; r < 4; r++)
 				for (int t = 0; t < 4; t++) {
