@@ -8,7 +8,7 @@
  *
  * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,...] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape)
- *                     [--device cpu|cuda] [--model M.gguf] [--parity N]
+ *                     [--device cpu|cuda] [--model M.gguf [--reps R] [--llama-bench PATH]] [--parity N]
  *        decode_bench --kernels [--types ...] [--rounds R]
  *
  * --types takes any weight type by its ggml name in lower case (f16, bf16,
@@ -21,13 +21,22 @@
  * --device cuda: the CUDA backend (decode_bench_cuda.c: prefill, batch-1
  * decode and its share of the memory roofline, batch 16 and 64), on each
  * synthetic type or on --model's file; --parity N also decodes N greedy
- * steps on both backends and compares them. */
+ * steps on both backends and compares them.
+ * --model M.gguf on the CPU: that file's prefill of --prompt tokens (default
+ * 256 with a model) and decode of --gen tokens after it, --reps times (default
+ * 5) from an empty cache; prints the medians and the best (the machine may be
+ * shared). --llama-bench PATH (llama.cpp's llama-bench): each rep becomes a
+ * pair, ours then llama-bench -r 1 on the same file and threads (prefill -p N
+ * -n 0; decode -p 0 -n G -d N, after the same context), and the prefill and
+ * decode ratios are printed pair by pair and as min / median / max. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "decode/dec_impl.h"
 #include "decode/dec_model.h"
@@ -382,6 +391,132 @@ static int listed(const char *list, uint32_t t)
 	return 0;
 }
 
+/* One run of llama.cpp's llama-bench on the same file: prefill of n_prompt
+ * tokens (-p N -n 0) and decode of n_gen after an n_prompt context (-p 0
+ * -n G -d N), one repetition each (it warms up first), JSON on a pipe.
+ * Returns 0 with *pp and *tg in tokens/s. */
+static int llama_once(const char *bench, const char *model, int threads, int n_prompt, int n_gen,
+		      double *pp, double *tg)
+{
+	char np[16], ng[16], th[16], cmd[4096];
+	const char *sh_args[2][2] = { { np, "0" }, { "0", ng } };
+
+	snprintf(np, sizeof np, "%d", n_prompt);
+	snprintf(ng, sizeof ng, "%d", n_gen);
+	snprintf(th, sizeof th, "%d", threads);
+	for (int k = 0; k < 2; k++) {
+		json_error_t je;
+		json_t *root;
+		FILE *f;
+		double ts = -1;
+
+		/* quoted for sh: the paths as single-quoted words */
+		if (strchr(bench, '\'') || strchr(model, '\'')) {
+			fprintf(stderr, "decode_bench: --llama-bench and --model paths may not contain a quote\n");
+			return 2;
+		}
+		snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %s -r 1 -o json -p %s -n %s -d %s 2>/dev/null", bench,
+			 model, th, sh_args[k][0], sh_args[k][1], k ? np : "0");
+		f = popen(cmd, "r");
+		if (!f) {
+			fprintf(stderr, "decode_bench: cannot run %s\n", bench);
+			return 3;
+		}
+		root = json_loadf(f, 0, &je);
+		if (pclose(f) != 0 || !root || !json_is_array(root) || json_array_size(root) != 1) {
+			fprintf(stderr, "decode_bench: %s -m %s gave no result (%s)\n", bench, model,
+				root ? "unexpected JSON" : je.text);
+			json_decref(root);
+			return 3;
+		}
+		ts = json_number_value(json_object_get(json_array_get(root, 0), "avg_ts"));
+		json_decref(root);
+		if (!(ts > 0)) {
+			fprintf(stderr, "decode_bench: %s printed no avg_ts\n", bench);
+			return 3;
+		}
+		*(k ? tg : pp) = ts;
+	}
+	return 0;
+}
+
+static void print_spread(const char *what, double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	printf("%s min %.2f median %.2f max %.2f", what, v[0], n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2,
+	       v[n - 1]);
+}
+
+/* --model on the CPU: the file's prefill and decode, medians of reps; with
+ * --llama-bench, each rep is a pair (ours, then llama-bench on the same file
+ * and thread count) and the ratios are taken pair by pair */
+static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_gen, int reps,
+			   const char *llama_bench)
+{
+	struct dec_model *m;
+	struct dec_state *s;
+	struct cr_err err;
+	int32_t *tok = malloc((size_t)(n_prompt + n_gen) * sizeof *tok);
+	double tp[64], td[64], lp[64], ld[64], rp[64], rd[64];
+	int rc = 0;
+
+	cr_err_init(&err);
+	if (!tok || dec_model_open(path, &m, &err)) {
+		fprintf(stderr, "decode_bench: %s\n", tok ? err.msg : "out of memory");
+		free(tok);
+		return 2;
+	}
+	if (dec_state_new(m, n_prompt + n_gen, 64, threads, &s, &err)) {
+		fprintf(stderr, "decode_bench: %s\n", err.msg);
+		dec_model_free(m);
+		free(tok);
+		return 3;
+	}
+	for (int i = 0; i < n_prompt + n_gen; i++)
+		tok[i] = (int32_t)((i * 2654435761u) % (uint32_t)m->cfg.n_vocab);
+	printf("%s  threads %d  kernels %s\n", path, s->n_threads, dec_simd_get()->name);
+	if (llama_bench)
+		printf("side by side with %s (-t %d), %d pairs, ours first in each\n", llama_bench, s->n_threads, reps);
+	for (int r = -1; r < reps; r++) { /* the first a warm-up */
+		double t0, t1;
+
+		s->pos = 0;
+		t0 = now_s();
+		dec_forward(s, tok, n_prompt, NULL, &err);
+		t1 = now_s();
+		for (int i = 0; i < n_gen; i++)
+			dec_forward(s, tok + n_prompt + i, 1, NULL, &err);
+		if (r < 0)
+			continue;
+		tp[r] = n_prompt / (t1 - t0);
+		td[r] = n_gen / (now_s() - t1);
+		if (!llama_bench)
+			continue;
+		rc = llama_once(llama_bench, path, s->n_threads, n_prompt, n_gen, &lp[r], &ld[r]);
+		if (rc)
+			goto out;
+		rp[r] = tp[r] / lp[r];
+		rd[r] = td[r] / ld[r];
+		printf("pair %d: prefill ours %.1f llama.cpp %.1f tok/s (%.2fx), decode ours %.2f llama.cpp %.2f tok/s (%.2fx)\n",
+		       r + 1, tp[r], lp[r], rp[r], td[r], ld[r], rd[r]);
+		fflush(stdout);
+	}
+	if (llama_bench) {
+		print_spread("prefill ratio (ours / llama.cpp):", rp, reps);
+		print_spread("\ndecode ratio (ours / llama.cpp): ", rd, reps);
+		printf("\n");
+	}
+	qsort(tp, (size_t)reps, sizeof *tp, cmp_d);
+	qsort(td, (size_t)reps, sizeof *td, cmp_d);
+	printf("prefill %d tokens: %.1f tok/s (median of %d, best %.1f)  decode %d tokens: %.2f tok/s (best %.2f)\n",
+	       n_prompt, tp[reps / 2], reps, tp[reps - 1], n_gen, td[reps / 2], td[reps - 1]);
+out:
+	dec_state_free(s);
+	dec_model_free(m);
+	free(tok);
+	return rc;
+}
+
 /* --device cuda: --model's file, else each synthetic type */
 static int bench_cuda_all(const struct shape *sh, const char *types, const char *model, int n_prompt, int n_gen,
 			  int parity)
@@ -422,10 +557,10 @@ int main(int argc, char **argv)
 {
 	struct shape sh = { 1024, 16, 16, 4, 2816, 32000 };
 	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, batch = 8, rc = 0;
-	const char *types = "f16,q8_0", *device = "cpu", *model = NULL;
+	const char *types = "f16,q8_0", *device = "cpu", *model = NULL, *llama_bench = NULL;
 	int parity = 0;
 	double bw;
-	int kernels = 0, rounds = 7;
+	int kernels = 0, rounds = 7, reps = 5, prompt_set = 0;
 
 	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -436,7 +571,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--rounds")) rounds = atoi(v);
 		else if (!strcmp(a, "--threads")) threads = atoi(v);
 		else if (!strcmp(a, "--types")) types = v;
-		else if (!strcmp(a, "--prompt")) n_prompt = atoi(v);
+		else if (!strcmp(a, "--prompt")) {
+			n_prompt = atoi(v);
+			prompt_set = 1;
+		} else if (!strcmp(a, "--reps")) reps = atoi(v);
 		else if (!strcmp(a, "--gen")) n_gen = atoi(v);
 		else if (!strcmp(a, "--batch")) batch = atoi(v);
 		else if (!strcmp(a, "--dim")) sh.dim = atoi(v);
@@ -445,6 +583,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--vocab")) sh.vocab = atoi(v);
 		else if (!strcmp(a, "--device")) device = v;
 		else if (!strcmp(a, "--model")) model = v;
+		else if (!strcmp(a, "--llama-bench")) llama_bench = v;
 		else if (!strcmp(a, "--parity")) parity = atoi(v);
 		else {
 			fprintf(stderr, "decode_bench: unknown option %s\n", a);
@@ -470,9 +609,20 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(device, "cuda"))
 		return bench_cuda_all(&sh, types, model, n_prompt, n_gen, parity);
-	if (strcmp(device, "cpu") || model) {
-		fprintf(stderr, "decode_bench: --device cpu|cuda (--model and --parity with cuda only)\n");
+	if (llama_bench && (!model || strcmp(device, "cpu"))) {
+		fprintf(stderr, "decode_bench: --llama-bench needs --model (on the CPU)\n");
 		return 2;
+	}
+	if (strcmp(device, "cpu") || parity) {
+		fprintf(stderr, "decode_bench: --device cpu|cuda (--parity with cuda only)\n");
+		return 2;
+	}
+	if (model) {
+		if (reps < 1 || reps > 64) {
+			fprintf(stderr, "decode_bench: --reps 1..64\n");
+			return 2;
+		}
+		return bench_model_cpu(model, threads, prompt_set ? n_prompt : 256, n_gen, reps, llama_bench);
 	}
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);

@@ -36,6 +36,7 @@ struct be_cpu {
 	uint16_t *kc, *vc;        /* [n_layers, n_blocks, block_size, kv_dim] f16 */
 	void *act;                /* [max_tokens, act_stride] encoded activations */
 	size_t act_stride;
+	float *wbuf;              /* [n_threads, ROW_CHUNK, act_stride / 4] F16 rows in f32 (prefill) */
 	float *att;               /* [n_threads, max_ctx] attention scores */
 	float *q16;               /* [n_threads, head_dim] a query head in f16 */
 	float *rope_cs;           /* [max_tokens, rope_dim] cos, sin per token */
@@ -110,6 +111,8 @@ struct mm_job {
 	int nb;
 	struct mm_slot *slot; /* [n_slots]: contiguous ranges of chunks, one per thread */
 	int n_slots;
+	float *wbuf;          /* a thread's ROW_CHUNK rows in f32: wbuf + ith * wpitch */
+	size_t wpitch;
 };
 
 static void put(const struct mm_job *j, int k, int b, int64_t r, float v)
@@ -119,16 +122,22 @@ static void put(const struct mm_job *j, int k, int b, int64_t r, float v)
 	*o = j->add ? *o + v : v;
 }
 
-/* Rows [ROW_CHUNK c, ROW_CHUNK (c + 1)) of the products, in their order. */
-static void mm_chunk(const struct mm_job *j, int64_t c)
+/* Rows [ROW_CHUNK c, ROW_CHUNK (c + 1)) of the products, in their order.
+ * Prefill (several tokens) goes through the multi-token kernels where the
+ * table has them: gemm_nt tokens per call on a repacked group, 4 × 4 tiles
+ * of F16; the tokens and rows left over through the one- and four-token
+ * kernels, which give the same bits. */
+static void mm_chunk(const struct mm_job *j, int64_t c, int ith)
 {
 	const struct dec_mat *w;
 	dec_vec_dot_t dot;
 	dec_dot4_fn dot4;
 	dec_gemv8_fn gemv8;
+	dec_gemm8_fn gemm8;
+	dec_gemm_f16_fn gemm_f16 = dec_simd_get()->gemm_f16;
 	size_t gbytes;
 	int64_t r0, r1, r;
-	int k = 0;
+	int k = 0, nt, b0 = 0;
 
 	while (k < j->nw && c >= j->chunk_end[k])
 		k++;
@@ -139,12 +148,53 @@ static void mm_chunk(const struct mm_job *j, int64_t c)
 	r1 = r0 + ROW_CHUNK < w->rows ? r0 + ROW_CHUNK : w->rows;
 	r = r0;
 	gemv8 = dec_vec_gemv8_fn(w->type);
+	gemm8 = dec_vec_gemm8_fn(w->type, &nt);
 	gbytes = dec_x8_group_bytes(w->type, w->cols);
-	/* repacked groups of 8 rows (r0 is a multiple of 8): a token at a time */
+	/* Multi-token tiles, a block of tokens at a time over the chunk's rows:
+	 * the chunk's weights and the block's activations stay in L1. */
+	if (w->x8 && gemm8 && j->nb >= nt) {
+		int64_t re = r0 + (r1 - r0) / 8 * 8;
+
+		for (int b = 0; b + nt <= j->nb; b += nt)
+			for (int64_t q = r0; q < re; q += 8) {
+				float o[8 * 16];
+
+				gemm8((const uint8_t *)w->x8 + (size_t)(q / 8) * gbytes, j->act + b * j->act_stride,
+				      j->act_stride, w->cols, o);
+				for (int t = 0; t < nt; t++)
+					for (int i = 0; i < 8; i++)
+						put(j, k, b + t, q + i, o[8 * t + i]);
+			}
+		b0 = j->nb / nt * nt;
+	}
+	if (w->type == DEC_T_F16 && gemm_f16 && j->wbuf && j->nb >= 4) {
+		float *wf = j->wbuf + (size_t)ith * j->wpitch; /* the chunk's rows in f32, once */
+		size_t ws = (size_t)w->cols;
+
+		r = r0 + (r1 - r0) / 4 * 4;
+		for (int64_t q = r0; q < r; q++)
+			dec_simd_get()->f16_f32((const uint16_t *)((const uint8_t *)w->data + q * w->row_bytes),
+						wf + (q - r0) * ws, w->cols);
+		for (int b = 0; b + 4 <= j->nb; b += 4)
+			for (int64_t q = r0; q < r; q += 4) {
+				float o[16];
+
+				gemm_f16(wf + (q - r0) * ws, ws, j->act + b * j->act_stride, j->act_stride, w->cols, o);
+				for (int t = 0; t < 4; t++)
+					for (int i = 0; i < 4; i++)
+						put(j, k, b + t, q + i, o[4 * t + i]);
+			}
+		/* the tokens left over, one at a time, on those rows */
+		for (int b = j->nb / 4 * 4; b < j->nb; b++)
+			for (int64_t q = r0; q < r; q++)
+				put(j, k, b, q, dot((const uint8_t *)w->data + q * w->row_bytes,
+						    j->act + b * j->act_stride, w->cols));
+	}
+	/* repacked groups of 8 rows (r0 is a multiple of 8): the tokens from b0 one at a time */
 	for (; w->x8 && r + 8 <= r1; r += 8) {
 		const uint8_t *g = (const uint8_t *)w->x8 + (size_t)(r / 8) * gbytes;
 
-		for (int b = 0; b < j->nb; b++) {
+		for (int b = b0; b < j->nb; b++) {
 			float o[8];
 
 			gemv8(g, j->act + b * j->act_stride, w->cols, o);
@@ -182,7 +232,21 @@ static void mm_worker(void *arg, int ith, int nth)
 		int64_t c;
 
 		while ((c = __atomic_fetch_add(&sl->next, 1, __ATOMIC_RELAXED)) < sl->end)
-			mm_chunk(j, c);
+			mm_chunk(j, c, ith);
+	}
+}
+
+/* The nb input rows in the vec type vt; Q8_0 rows with their block sums
+ * (dec_simd.h: the prefill kernels of Q4_0 and Q5_0 read them). The act
+ * stride, 4 bytes a value, holds them. */
+static void encode(struct be_cpu *c, uint32_t vt, const float *in, int nb, int64_t cols)
+{
+	for (int b = 0; b < nb; b++) {
+		uint8_t *row = (uint8_t *)c->act + b * c->act_stride;
+
+		dec_quantize_row(vt, in + b * cols, row, cols);
+		if (vt == DEC_T_Q8_0 && nb > 1)
+			dec_q8_0_sums(row, cols);
 	}
 }
 
@@ -193,12 +257,12 @@ static void matmul_n(struct be_cpu *c, int nw, const struct dec_mat *const *w, f
 {
 	struct mm_slot slot[MAX_SLOTS];
 	struct mm_job j = { .nw = 0, .add = add, .act = c->act, .act_stride = c->act_stride, .nb = nb,
-			    .slot = slot, .n_slots = c->n_threads < MAX_SLOTS ? c->n_threads : MAX_SLOTS };
+			    .slot = slot, .n_slots = c->n_threads < MAX_SLOTS ? c->n_threads : MAX_SLOTS,
+			    .wbuf = c->wbuf, .wpitch = ROW_CHUNK * c->act_stride / 4 };
 	uint32_t vt = dec_vec_type(w[0]->type);
 	int64_t chunks = 0, cols = w[0]->cols;
 
-	for (int b = 0; b < nb; b++)
-		dec_quantize_row(vt, in + b * cols, (uint8_t *)c->act + b * c->act_stride, cols);
+	encode(c, vt, in, nb, cols);
 	for (int k = 0; k < nw; k++) {
 		if (dec_vec_type(w[k]->type) != vt) { /* a mixed-type file: run the rest apart */
 			matmul_n(c, nw - k, w + k, out + k, in, nb, add);
@@ -216,8 +280,7 @@ static void matmul_n(struct be_cpu *c, int nw, const struct dec_mat *const *w, f
 	}
 	/* the recursive call above re-encoded the activations: encode ours again */
 	if (j.nw < nw)
-		for (int b = 0; b < nb; b++)
-			dec_quantize_row(vt, in + b * cols, (uint8_t *)c->act + b * c->act_stride, cols);
+		encode(c, vt, in, nb, cols);
 	dec_pool_run(c->pool, mm_worker, &j);
 }
 
@@ -624,7 +687,7 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 {
 	const struct dec_config *cf = &m->cfg;
 	struct be_cpu *c = calloc(1, sizeof *c);
-	size_t mt, kv, nf, ni, act;
+	size_t mt, kv, nf, ni, act, wb;
 	enum cr_status st = CR_OK;
 	uint8_t *p;
 
@@ -663,15 +726,20 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	mt = (size_t)cfg->max_tokens;
 	c->act_stride = (max3(cf->dim, (size_t)cf->n_heads * cf->head_dim, cf->hidden_dim) * 4 + 63) / 64 * 64;
 	act = c->act_stride * mt;
+	/* F16 rows in f32 for the prefill tiles, where the kernels have them */
+	wb = dec_simd_get()->gemm_f16 ? (size_t)c->n_threads * ROW_CHUNK * c->act_stride : 0;
 	nf = (size_t)c->n_threads * ((size_t)cfg->max_ctx + cf->head_dim) + 2 * mt * cf->rope_dim;
 	ni = mt * 4 + (size_t)cfg->max_out + (size_t)cfg->max_seqs * c->max_blocks;
-	c->mem = aligned_alloc(64, (act + nf * sizeof(float) + ni * sizeof(int32_t) + mt * sizeof(size_t) + 63) / 64 * 64);
+	c->mem = aligned_alloc(64, (act + wb + nf * sizeof(float) + ni * sizeof(int32_t) + mt * sizeof(size_t) + 63) /
+				       64 * 64);
 	if (!c->mem) {
 		st = cr_errf(err, CR_ENOMEM, "cpu backend: out of memory (context %d)", cfg->max_ctx);
 		goto out;
 	}
 	p = c->mem;
 	c->act = p; p += act;
+	c->wbuf = wb ? (float *)(void *)p : NULL;
+	p += wb;
 	c->slot = (size_t *)(void *)p; p += mt * sizeof(size_t);
 	c->att = (float *)(void *)p; p += (size_t)c->n_threads * cfg->max_ctx * sizeof(float);
 	c->q16 = (float *)(void *)p; p += (size_t)c->n_threads * cf->head_dim * sizeof(float);

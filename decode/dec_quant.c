@@ -435,6 +435,18 @@ void dec_quant_q8_1(const float *x, void *vb, int64_t n)
 	}
 }
 
+void dec_f16_f32_generic(const uint16_t *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = dec_f16_to_f32(x[i]);
+}
+
+void dec_quant_f16_generic(const float *x, uint16_t *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = dec_f32_to_f16(x[i]);
+}
+
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -656,10 +668,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 	case DEC_T_F32:
 		memcpy(dst, x, (size_t)n * 4);
 		return 1;
-	case DEC_T_F16:
-		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = dec_f32_to_f16(x[i]);
-		return 1;
+	case DEC_T_F16: dec_simd_get()->quant_f16(x, dst, n); return 1;
 	case DEC_T_BF16:
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)dst)[i] = dec_f32_to_bf16(x[i]);
@@ -669,7 +678,7 @@ int dec_quantize_row(uint32_t t, const float *x, void *dst, int64_t n)
 	case DEC_T_Q8_K: dec_simd_get()->quant_q8_k(x, dst, n); return 1;
 	case DEC_T_Q4_0: quant_q4_0(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_0: quant_q5_0(x, dst, n / DEC_QK); return 1;
-	case DEC_T_Q8_1: dec_quant_q8_1(x, dst, n); return 1;
+	case DEC_T_Q8_1: dec_simd_get()->quant_q8_1(x, dst, n); return 1;
 	case DEC_T_Q4_1: quant_q4_1(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q5_1: quant_q5_1(x, dst, n / DEC_QK); return 1;
 	case DEC_T_Q4_K: quant_q4_k(x, dst, n / DEC_QK_K); return 1;
@@ -968,6 +977,22 @@ float dec_exp_sum_generic(float *x, int n, float mx)
 		sum += x[i];
 	}
 	return (float)sum;
+}
+
+dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt)
+{
+	const struct dec_simd *s = dec_simd_get();
+
+	*nt = s->gemm_nt;
+	switch (t) {
+	case DEC_T_Q8_0: return s->gemm8_q8_0;
+	case DEC_T_Q4_0: return s->gemm8_q4_0;
+	case DEC_T_Q5_0: return s->gemm8_q5_0;
+	case DEC_T_Q4_1: return s->gemm8_q4_1;
+	case DEC_T_Q4_K: return s->gemm8_q4_k;
+	case DEC_T_Q6_K: return s->gemm8_q6_k;
+	}
+	return NULL;
 }
 
 dec_dot4_fn dec_vec_dot4_fn(uint32_t t)

@@ -10,6 +10,7 @@
 #include "decode/dec_quant.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +28,23 @@ static const struct dec_simd generic = {
 	.gemv8_q2_k = dec_gemv8_q2_k_generic, .gemv8_q3_k = dec_gemv8_q3_k_generic,
 	.gemv8_q5_k = dec_gemv8_q5_k_generic, .gemv8_iq4_xs = dec_gemv8_iq4_xs_generic,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_generic,
+	.quant_q8_1 = dec_quant_q8_1, .quant_f16 = dec_quant_f16_generic,
+	.f16_f32 = dec_f16_f32_generic,
 };
+
+void dec_q8_0_sums(void *row, int64_t n)
+{
+	const struct dec_block_q8_0 *b = row;
+	uint8_t *out = (uint8_t *)row + DEC_Q8_0_SUMS(n);
+
+	for (int64_t i = 0; i < n / DEC_QK; i++) {
+		int32_t s = 0;
+
+		for (int k = 0; k < DEC_QK; k++)
+			s += b[i].qs[k];
+		memcpy(out + 4 * i, &s, 4);
+	}
+}
 
 const struct dec_simd *dec_simd_generic(void)
 {
@@ -392,6 +409,42 @@ AVX2 static void quant_q8_0(const float *x, void *vb, int64_t n)
 	}
 }
 
+/* dec_quant_q8_1's steps: quant_q8_0's, plus s = fp16(d · Σq) with d the
+ * unrounded amax / 127 (the same bytes: tests/decode/test_quant.c). */
+AVX2 static void quant_q8_1(const float *x, void *vb, int64_t n)
+{
+	struct dec_block_q8_1 *b = vb;
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+
+	for (int64_t i = 0; i < n / DEC_QK; i++, x += DEC_QK) {
+		__m256 v[4], m;
+		__m128 m4;
+		__m256i q[4], p;
+		float a, id, d;
+		int32_t sum;
+
+		for (int k = 0; k < 4; k++)
+			v[k] = _mm256_loadu_ps(x + 8 * k);
+		m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+				  _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+		m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		a = _mm_cvtss_f32(m4);
+		id = a ? 127.f / a : 0.f;
+		d = a / 127.f;
+		b[i].d = (uint16_t)_cvtss_sh(d, 0);
+		for (int k = 0; k < 4; k++)
+			q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)),
+								  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		sum = hsum8i(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+		p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+		_mm256_storeu_si256((__m256i *)b[i].qs, _mm256_permutevar8x32_epi32(p, perm));
+		b[i].s = (uint16_t)_cvtss_sh(d * (float)sum, 0);
+	}
+}
+
 /* dec_quant_q8_k_generic's steps: amax, 127/amax, round half to even,
  * clamp to ±127, sums of 16 */
 AVX2 static void quant_q8_k(const float *x, void *vb, int64_t n)
@@ -449,6 +502,27 @@ AVX2 static void quant_f16r(const float *x, float *y, int64_t n)
 		y[i] = dec_f16_to_f32(dec_f32_to_f16(x[i]));
 }
 
+AVX2 static void f16_f32(const uint16_t *x, float *y, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+	for (; i < n; i++)
+		y[i] = dec_f16_to_f32(x[i]);
+}
+
+/* The same rounding, the f16 bits stored (the KV cache, a query head) */
+AVX2 static void quant_f16(const float *x, uint16_t *y, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		y[i] = dec_f32_to_f16(x[i]);
+}
+
 AVX2 static void silu_mul(float *g, const float *u, int64_t n)
 {
 	int64_t i = 0;
@@ -476,7 +550,38 @@ static const struct dec_simd avx2 = {
 	.gemv8_q2_k = dec_gemv8_q2_k_avx2, .gemv8_q3_k = dec_gemv8_q3_k_avx2,
 	.gemv8_q5_k = dec_gemv8_q5_k_avx2, .gemv8_iq4_xs = dec_gemv8_iq4_xs_avx2,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_avx2,
+	.gemm_nt = 4, .gemm8_q8_0 = dec_gemm8_q8_0_avx2, .gemm8_q4_0 = dec_gemm8_q4_0_avx2,
+	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
+	.gemm8_q6_k = dec_gemm8_q6_k_avx2,
+	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16, .f16_f32 = f16_f32,
 };
+
+static struct dec_simd avx512;
+
+static void avx512_init(void)
+{
+	avx512 = avx2;
+	avx512.name = "avx512";
+	avx512.gemm_nt = 8;
+	avx512.gemm8_q8_0 = dec_gemm8_q8_0_vnni;
+	avx512.gemm8_q4_0 = dec_gemm8_q4_0_vnni;
+	avx512.gemm8_q5_0 = dec_gemm8_q5_0_vnni;
+	avx512.gemm8_q4_1 = dec_gemm8_q4_1_vnni;
+	avx512.gemm8_q4_k = dec_gemm8_q4_k_vnni;
+	avx512.gemm8_q6_k = dec_gemm8_q6_k_vnni;
+	avx512.gemm_f16 = dec_gemm_f16_avx512;
+}
+
+const struct dec_simd *dec_simd_avx512(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (!dec_simd_avx2() || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+	    !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vnni"))
+		return NULL;
+	pthread_once(&once, avx512_init);
+	return &avx512;
+}
 
 const struct dec_simd *dec_simd_avx2(void)
 {
@@ -491,6 +596,11 @@ const struct dec_simd *dec_simd_avx2(void)
 {
 	return NULL;
 }
+
+const struct dec_simd *dec_simd_avx512(void)
+{
+	return NULL;
+}
 #endif
 
 const struct dec_simd *dec_simd_get(void)
@@ -502,7 +612,12 @@ const struct dec_simd *dec_simd_get(void)
 	if (s)
 		return s;
 	env = getenv("CRUCIBLE_DEC_SIMD");
-	s = env && !strcmp(env, "generic") ? NULL : dec_simd_avx2();
+	if (env && !strcmp(env, "generic"))
+		s = NULL;
+	else if (env && !strcmp(env, "avx2"))
+		s = dec_simd_avx2();
+	else
+		s = dec_simd_avx512() ? dec_simd_avx512() : dec_simd_avx2();
 	if (!s)
 		s = &generic;
 	__atomic_store_n(&chosen, s, __ATOMIC_RELEASE);

@@ -16,6 +16,25 @@ typedef void (*dec_dot4_fn)(const void *row, const void *act, size_t stride, int
 /* out[r] = row r · act for the 8 rows of a repacked group (dec_quant.h). */
 typedef void (*dec_gemv8_fn)(const void *x8, const void *act, int64_t n, float *out);
 
+/* Prefill kernels. out[8 t + r] = row r · act_t for the 8 rows of a
+ * repacked group and the gemm_nt tokens act_t = act + t * stride. */
+typedef void (*dec_gemm8_fn)(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+/* out[4 t + r] = row r · act_t for 4 rows of F16 weights converted to f32
+ * (f16_f32), w + r * w_stride, and 4 tokens (f16r) act + t * stride. */
+typedef void (*dec_gemm_f16_fn)(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n,
+				float *out);
+
+/* gemm8_q8_0, gemm8_q4_0 and gemm8_q5_0 read each token's Q8_0 block
+ * sums (int32, the sum of the block's 32 values) after its blocks, at byte
+ * DEC_Q8_0_SUMS(n) of the row: the offset of unsigned weight values is
+ * taken off with them, computed once per product rather than once per 8
+ * rows. dec_q8_0_sums writes them (the row then needs DEC_Q8_0_SUMS(n) +
+ * 4 n / 32 bytes). */
+#define DEC_Q8_0_SUMS(n) (((size_t)(n) / 32 * 34 + 3) / 4 * 4)
+void dec_q8_0_sums(void *row, int64_t n);
+
+/* Every multi-token kernel gives each (row, token) bit for bit what the
+ * same table's one-token kernel gives. */
 struct dec_simd {
 	const char *name;
 	dec_dot_fn dot_f32;  /* f32 · f32 */
@@ -56,6 +75,15 @@ struct dec_simd {
 	dec_dot_fn dot_q2_k, dot_q3_k, dot_q5_k, dot_iq4_xs; /* · q8_K */
 	dec_dot_fn dot_iq4_nl;                               /* · q8_0 */
 	dec_gemv8_fn gemv8_q2_k, gemv8_q3_k, gemv8_q5_k, gemv8_iq4_xs, gemv8_iq4_nl; /* (repacked) */
+	int gemm_nt; /* tokens per gemm8 call */
+	dec_gemm8_fn gemm8_q8_0, gemm8_q4_0, gemm8_q5_0, gemm8_q4_1, gemm8_q4_k, gemm8_q6_k; /* NULL: none */
+	dec_gemm_f16_fn gemm_f16; /* a 4 × 4 tile, or NULL */
+	/* y[i] = x[i] (f16 to f32, exact) */
+	void (*f16_f32)(const uint16_t *x, float *y, int64_t n);
+	/* x[0..n) (n % 32 == 0) as Q8_1 blocks */
+	void (*quant_q8_1)(const float *x, void *blocks, int64_t n);
+	/* y[i] = x[i] as f16 (round to nearest even) */
+	void (*quant_f16)(const float *x, uint16_t *y, int64_t n);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the
@@ -63,8 +91,15 @@ struct dec_simd {
 const struct dec_simd *dec_simd_get(void);
 const struct dec_simd *dec_simd_generic(void);
 const struct dec_simd *dec_simd_avx2(void); /* NULL when the CPU lacks it */
+/* AVX2's table with the AVX-512 (F, BW, VL, VNNI) prefill kernels; NULL
+ * when the CPU lacks them. Chosen before AVX2 (CRUCIBLE_DEC_SIMD=avx2 keeps
+ * AVX2's). */
+const struct dec_simd *dec_simd_avx512(void);
 /* The eight-row kernel for packed weights of type t (dec_quant.h), or NULL. */
 dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t);
+/* The multi-token kernel for repacked weights of type t in the chosen
+ * table and its token count, or NULL. */
+dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt);
 /* The four-token kernel for weight type t in the chosen table, or NULL. */
 dec_dot4_fn dec_vec_dot4_fn(uint32_t t);
 
@@ -90,8 +125,10 @@ float dec_exp_sum_generic(float *x, int n, float mx);
 float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
+void dec_quant_f16_generic(const float *x, uint16_t *y, int64_t n);
+void dec_f16_f32_generic(const uint16_t *x, float *y, int64_t n);
 void dec_quant_q8_k_generic(const float *x, void *blocks, int64_t n);
-void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* every table uses this one */
+void dec_quant_q8_1(const float *x, void *blocks, int64_t n); /* the portable one */
 void dec_silu_mul_generic(float *g, const float *u, int64_t n);
 void dec_att_values_generic(const float *a, const uint16_t *v, int64_t stride, int n_pos, int hd,
 			    float *o);

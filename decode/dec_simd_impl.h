@@ -28,6 +28,21 @@ void dec_gemv8_q5_k_avx2(const void *x8, const void *act, int64_t n, float *out)
 void dec_gemv8_iq4_nl_avx2(const void *x8, const void *act, int64_t n, float *out);
 void dec_gemv8_iq4_xs_avx2(const void *x8, const void *act, int64_t n, float *out);
 
+/* dec_simd_gemm.c: prefill kernels (dec_simd.h's dec_gemm8_fn, dec_gemm_f16_fn) */
+void dec_gemm8_q8_0_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q4_0_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q5_0_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q4_1_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q4_k_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q6_k_avx2(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q8_0_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q4_0_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q5_0_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q4_1_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q4_k_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm8_q6_k_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm_f16_avx512(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n, float *out);
+
 /* dec_simd_k.c: the low-bit types, one row */
 float dec_dot_q2_k_avx2(const void *x, const void *act, int64_t n);
 float dec_dot_q3_k_avx2(const void *x, const void *act, int64_t n);

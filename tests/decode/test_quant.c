@@ -1,7 +1,9 @@
 /* test_quant.c — tensor types: fp16/bf16 conversion, dequantization of
  * hand-built blocks, quantize→dequantize error bounds, and every dot product
  * (portable and AVX2) against dequantize + double dot; the four-token and
- * repacked eight-row kernels against the one-row ones, bit for bit. */
+ * repacked eight-row kernels against the one-row ones, bit for bit, and the
+ * prefill kernels (eight rows × several tokens, F16 tiles) of every table
+ * this CPU has against the one-token ones, bit for bit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -451,6 +453,9 @@ static void test_act_kernels(void **st)
 	dec_quant_q8_0_generic(x, a1, N);
 	v->quant_q8_0(x, a2, N);
 	assert_memory_equal(a1, a2, N / 32 * sizeof(struct dec_block_q8_0));
+	dec_quant_q8_1(x, a1, N);
+	v->quant_q8_1(x, a2, N);
+	assert_memory_equal(a1, a2, N / 32 * sizeof(struct dec_block_q8_1));
 	{
 		struct dec_block_q8_K k1[N / DEC_QK_K], k2[N / DEC_QK_K];
 
@@ -482,6 +487,13 @@ static void test_act_kernels(void **st)
 	dec_quant_f16r_generic(g1, u, N - 3); /* N - 3: the AVX2 tail runs too */
 	v->quant_f16r(g1, g2, N - 3);
 	assert_memory_equal(u, g2, (N - 3) * sizeof(float));
+	{
+		uint16_t h1[N], h2[N];
+
+		dec_quant_f16_generic(g1, h1, N - 3);
+		v->quant_f16(g1, h2, N - 3);
+		assert_memory_equal(h1, h2, (N - 3) * sizeof h1[0]);
+	}
 }
 
 /* Four-token kernels give exactly the one-token results. */
@@ -493,7 +505,7 @@ static void test_dot4(void **st)
 	uint8_t row[NMAX * 2], act[4 * STRIDE];
 
 	(void)st;
-	if (!dec_simd_avx2() || dec_simd_get() != dec_simd_avx2())
+	if (!dec_vec_dot4_fn(DEC_T_Q8_0)) /* the portable table has none */
 		skip();
 	for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
 		int n = q[k] == DEC_T_Q4_K || q[k] == DEC_T_Q6_K ? 1024 : 1056;
@@ -845,6 +857,197 @@ static void test_gemv8_q4_1_q5_1(void **st)
 		}
 }
 
+/* The tables this CPU can run: generic, AVX2, AVX-512 (NULL where absent). */
+static void tables(const struct dec_simd *tab[3])
+{
+	tab[0] = dec_simd_generic();
+	tab[1] = dec_simd_avx2();
+	tab[2] = dec_simd_avx512();
+}
+
+static dec_gemm8_fn gemm8_of(const struct dec_simd *s, uint32_t t)
+{
+	switch (t) {
+	case DEC_T_Q8_0: return s->gemm8_q8_0;
+	case DEC_T_Q4_0: return s->gemm8_q4_0;
+	case DEC_T_Q5_0: return s->gemm8_q5_0;
+	case DEC_T_Q4_1: return s->gemm8_q4_1;
+	case DEC_T_Q4_K: return s->gemm8_q4_k;
+	case DEC_T_Q6_K: return s->gemm8_q6_k;
+	}
+	return NULL;
+}
+
+static dec_gemv8_fn gemv8_of(const struct dec_simd *s, uint32_t t)
+{
+	switch (t) {
+	case DEC_T_Q8_0: return s->gemv8_q8_0;
+	case DEC_T_Q4_0: return s->gemv8_q4_0;
+	case DEC_T_Q5_0: return s->gemv8_q5_0;
+	case DEC_T_Q4_1: return s->gemv8_q4_1;
+	case DEC_T_Q4_K: return s->gemv8_q4_k;
+	case DEC_T_Q6_K: return s->gemv8_q6_k;
+	}
+	return NULL;
+}
+
+/* The prefill kernels (8 repacked rows × gemm_nt tokens) of every table
+ * against the portable one-row kernel and the table's own eight-row one,
+ * bit for bit: random blocks with activations from the quantizer, then
+ * every value at its largest (scales and mins at 63) against activations
+ * at the quantizer's extremes (+127 / -127, and -128 for Q8_K): the 16-bit
+ * partial sums' worst case. Also checks the kernel the dispatch picks. */
+static void test_gemm8(void **st)
+{
+	enum { NMAX = 1056, ROWS = 8, TMAX = 16 };
+	static const uint32_t types[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q4_K,
+					  DEC_T_Q6_K };
+	static uint8_t w[ROWS][NMAX * 2], x8[NMAX * 2 * ROWS], act[TMAX][NMAX * 2];
+	const struct dec_simd *tab[3];
+	float xf[NMAX];
+	int ran = 0;
+
+	(void)st;
+	assert_true(DEC_Q8_0_SUMS(NMAX) + 4 * NMAX / 32 <= sizeof act[0]);
+	tables(tab);
+	for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++)
+		for (int pass = 0; pass < 3; pass++) {
+			uint32_t t0 = types[ty], vt = dec_vec_type(t0);
+			int kt = t0 == DEC_T_Q4_K || t0 == DEC_T_Q6_K, n = kt ? 1024 : NMAX;
+			size_t rb = dec_row_size(t0, n), ab = dec_row_size(vt, n);
+			size_t bs = dec_row_size(t0, kt ? DEC_QK_K : DEC_QK);
+			/* the f16 fields: d (and dmin or m) first; Q6_K's d last */
+			size_t hdr = t0 == DEC_T_Q8_0 || t0 == DEC_T_Q4_0 || t0 == DEC_T_Q5_0 ? 2 : 4;
+			dec_dot_fn gen = dec_simd_generic()->dot_q8_0;
+
+			switch (t0) {
+			case DEC_T_Q4_0: gen = dec_dot_q4_0_generic; break;
+			case DEC_T_Q5_0: gen = dec_dot_q5_0_generic; break;
+			case DEC_T_Q4_1: gen = dec_dot_q4_1_generic; break;
+			case DEC_T_Q4_K: gen = dec_dot_q4_k_generic; break;
+			case DEC_T_Q6_K: gen = dec_dot_q6_k_generic; break;
+			}
+			fill_bytes(w, sizeof w, 71 + (uint32_t)(pass + 3 * ty));
+			for (int r = 0; r < ROWS; r++)
+				for (size_t b = 0; b < rb / bs; b++) {
+					uint8_t *p = w[r] + b * bs;
+					/* Q4_K has d at 0 and dmin at 2, the _1 types d and m */
+					uint16_t d = dec_f32_to_f16(0.01f * (float)(r + 1) / (float)(b + 1));
+					uint16_t m = dec_f32_to_f16(-0.003f * (float)(r + 2));
+
+					if (t0 == DEC_T_Q6_K) { /* scales signed: -1 at the extreme pass */
+						if (pass == 2)
+							memset(p, 0xff, bs - 2);
+						memcpy(p + bs - 2, &d, 2);
+						continue;
+					}
+					if (pass == 2)
+						memset(p + hdr, 0xff, bs - hdr);
+					memcpy(p, &d, 2);
+					if (hdr == 4)
+						memcpy(p + 2, &m, 2);
+				}
+			for (int t = 0; t < TMAX; t++) {
+				fill(xf, n, 81 + (uint32_t)(t + 16 * pass));
+				if (pass == 2)
+					for (int i = 0; i < n; i++)
+						xf[i] = t & 1 ? 1.0f : -1.0f;
+				assert_int_equal(dec_quantize_row(vt, xf, act[t], n), 1);
+				if (vt == DEC_T_Q8_0)
+					dec_q8_0_sums(act[t], n);
+			}
+			dec_pack_x8(t0, w, sizeof w[0], n, x8);
+			for (int k = 0; k < 3; k++) {
+				dec_gemm8_fn g = tab[k] ? gemm8_of(tab[k], t0) : NULL;
+				int nt = tab[k] ? tab[k]->gemm_nt : 0;
+				float o[8 * TMAX], o1[8];
+
+				if (!g)
+					continue;
+				assert_true(nt >= 1 && nt <= TMAX);
+				ran++;
+				for (int b0 = 0; b0 + nt <= TMAX; b0 += nt) {
+					g(x8, act[b0], sizeof act[0], n, o);
+					for (int t = 0; t < nt; t++) {
+						gemv8_of(tab[k], t0)(x8, act[b0 + t], n, o1);
+						for (int r = 0; r < ROWS; r++) {
+							float one = gen(w[r], act[b0 + t], n);
+
+							if (memcmp(&one, &o[8 * t + r], sizeof one) ||
+							    memcmp(&one, &o1[r], sizeof one))
+								fail_msg("%s %s pass %d token %d row %d: gemm8 %.9g gemv8 %.9g "
+									 "generic %.9g", tab[k]->name, dec_type_name(t0), pass,
+									 b0 + t, r, o[8 * t + r], o1[r], one);
+						}
+					}
+				}
+			}
+			(void)ab;
+		}
+	/* the dispatch: the chosen table's kernel, or none for the portable one */
+	{
+		int nt;
+		dec_gemm8_fn g = dec_vec_gemm8_fn(DEC_T_Q8_0, &nt);
+
+		assert_true(g == dec_simd_get()->gemm8_q8_0);
+		assert_null(dec_vec_gemm8_fn(DEC_T_Q2_K, &nt));
+	}
+	if (!ran && tab[1])
+		fail_msg("AVX2 present but no prefill kernel ran");
+}
+
+/* The F16 tile (4 rows × 4 tokens, the weights converted to f32 by the
+ * table's f16_f32) against the table's one-token F16 kernel, bit for bit,
+ * with a tail (n % 16 != 0) and without. */
+static void test_gemm_f16(void **st)
+{
+	enum { NMAX = 1061 };
+	static uint16_t w[4][NMAX];
+	static float a[4][NMAX], wf[4][NMAX];
+	const struct dec_simd *tab[3];
+	float xf[NMAX];
+	int ran = 0;
+
+	(void)st;
+	tables(tab);
+	for (int k = 0; k < 3; k++) {
+		if (!tab[k] || !tab[k]->gemm_f16)
+			continue;
+		for (int pass = 0; pass < 2; pass++) {
+			int n = pass ? NMAX : 1056;
+			float o[16];
+
+			for (int r = 0; r < 4; r++) {
+				fill(xf, n, 91 + (uint32_t)r);
+				dec_quantize_row(DEC_T_F16, xf, w[r], n);
+			}
+			for (int t = 0; t < 4; t++) {
+				fill(xf, n, 95 + (uint32_t)t);
+				dec_quantize_row(DEC_T_F16R, xf, a[t], n);
+			}
+			for (int r = 0; r < 4; r++) {
+				tab[k]->f16_f32(w[r], wf[r], n);
+				for (int i = 0; i < n; i++)
+					assert_true(wf[r][i] == dec_f16_to_f32(w[r][i]));
+			}
+			tab[k]->gemm_f16(wf[0], NMAX, a, sizeof a[0], n, o);
+			ran++;
+			for (int r = 0; r < 4; r++)
+				for (int t = 0; t < 4; t++) {
+					float one = tab[k]->dot_f16(w[r], a[t], n);
+
+					if (memcmp(&one, &o[4 * t + r], sizeof one))
+						fail_msg("%s f16 n %d row %d token %d: tile %.9g one %.9g", tab[k]->name, n,
+							 r, t, o[4 * t + r], one);
+					if (tab[k] == dec_simd_get() && one != dec_vec_dot(DEC_T_F16, w[r], a[t], n))
+						fail_msg("f16: the dispatch's kernel differs");
+				}
+		}
+	}
+	if (!ran)
+		skip();
+}
+
 static void test_type_table(void **st)
 {
 	size_t b, s;
@@ -888,6 +1091,8 @@ int main(void)
 		cmocka_unit_test(test_gemv8_q6_k),
 		cmocka_unit_test(test_gemv8_q4_0_q5_0),
 		cmocka_unit_test(test_gemv8_q4_1_q5_1),
+		cmocka_unit_test(test_gemm8),
+		cmocka_unit_test(test_gemm_f16),
 		cmocka_unit_test(test_act_kernels),
 		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),
