@@ -8,7 +8,7 @@
  *
  * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,...] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape)
- *                     [--device cpu|cuda] [--model M.gguf [--reps R] [--llama-bench PATH]] [--parity N]
+ *                     [--device cpu|cuda] [--model M.gguf [--reps R] [--llama-bench PATH [--llama-args S]]] [--parity N]
  *        decode_bench --kernels [--types ...] [--rounds R]
  *
  * --types takes any weight type by its ggml name in lower case (f16, bf16,
@@ -28,7 +28,9 @@
  * shared). --llama-bench PATH (llama.cpp's llama-bench): each rep becomes a
  * pair, ours then llama-bench -r 1 on the same file and threads (prefill -p N
  * -n 0; decode -p 0 -n G -d N, after the same context), and the prefill and
- * decode ratios are printed pair by pair and as min / median / max. */
+ * decode ratios are printed pair by pair and as min / median / max.
+ * --llama-args "..." is appended to llama-bench's command line (a shell
+ * string: e.g. "--repack 0" where its AMX buffers crash a VM). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -395,8 +397,8 @@ static int listed(const char *list, uint32_t t)
  * tokens (-p N -n 0) and decode of n_gen after an n_prompt context (-p 0
  * -n G -d N), one repetition each (it warms up first), JSON on a pipe.
  * Returns 0 with *pp and *tg in tokens/s. */
-static int llama_once(const char *bench, const char *model, int threads, int n_prompt, int n_gen,
-		      double *pp, double *tg)
+static int llama_once(const char *bench, const char *extra, const char *model, int threads, int n_prompt,
+		      int n_gen, double *pp, double *tg)
 {
 	char np[16], ng[16], th[16], cmd[4096];
 	const char *sh_args[2][2] = { { np, "0" }, { "0", ng } };
@@ -415,8 +417,8 @@ static int llama_once(const char *bench, const char *model, int threads, int n_p
 			fprintf(stderr, "decode_bench: --llama-bench and --model paths may not contain a quote\n");
 			return 2;
 		}
-		snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %s -r 1 -o json -p %s -n %s -d %s 2>/dev/null", bench,
-			 model, th, sh_args[k][0], sh_args[k][1], k ? np : "0");
+		snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %s -r 1 -o json -p %s -n %s -d %s %s 2>/dev/null", bench,
+			 model, th, sh_args[k][0], sh_args[k][1], k ? np : "0", extra ? extra : "");
 		f = popen(cmd, "r");
 		if (!f) {
 			fprintf(stderr, "decode_bench: cannot run %s\n", bench);
@@ -424,7 +426,7 @@ static int llama_once(const char *bench, const char *model, int threads, int n_p
 		}
 		root = json_loadf(f, 0, &je);
 		if (pclose(f) != 0 || !root || !json_is_array(root) || json_array_size(root) != 1) {
-			fprintf(stderr, "decode_bench: %s -m %s gave no result (%s)\n", bench, model,
+			fprintf(stderr, "decode_bench: `%s` gave no result (%s)\n", cmd,
 				root ? "unexpected JSON" : je.text);
 			json_decref(root);
 			return 3;
@@ -451,7 +453,7 @@ static void print_spread(const char *what, double *v, int n)
  * --llama-bench, each rep is a pair (ours, then llama-bench on the same file
  * and thread count) and the ratios are taken pair by pair */
 static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_gen, int reps,
-			   const char *llama_bench)
+			   const char *llama_bench, const char *llama_args)
 {
 	struct dec_model *m;
 	struct dec_state *s;
@@ -476,7 +478,8 @@ static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_ge
 		tok[i] = (int32_t)((i * 2654435761u) % (uint32_t)m->cfg.n_vocab);
 	printf("%s  threads %d  kernels %s\n", path, s->n_threads, dec_simd_get()->name);
 	if (llama_bench)
-		printf("side by side with %s (-t %d), %d pairs, ours first in each\n", llama_bench, s->n_threads, reps);
+		printf("side by side with %s -t %d %s, %d pairs, ours first in each\n", llama_bench, s->n_threads,
+		       llama_args ? llama_args : "", reps);
 	for (int r = -1; r < reps; r++) { /* the first a warm-up */
 		double t0, t1;
 
@@ -492,7 +495,7 @@ static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_ge
 		td[r] = n_gen / (now_s() - t1);
 		if (!llama_bench)
 			continue;
-		rc = llama_once(llama_bench, path, s->n_threads, n_prompt, n_gen, &lp[r], &ld[r]);
+		rc = llama_once(llama_bench, llama_args, path, s->n_threads, n_prompt, n_gen, &lp[r], &ld[r]);
 		if (rc)
 			goto out;
 		rp[r] = tp[r] / lp[r];
@@ -557,7 +560,7 @@ int main(int argc, char **argv)
 {
 	struct shape sh = { 1024, 16, 16, 4, 2816, 32000 };
 	int threads = dec_cpu_count(), n_prompt = 128, n_gen = 32, batch = 8, rc = 0;
-	const char *types = "f16,q8_0", *device = "cpu", *model = NULL, *llama_bench = NULL;
+	const char *types = "f16,q8_0", *device = "cpu", *model = NULL, *llama_bench = NULL, *llama_args = NULL;
 	int parity = 0;
 	double bw;
 	int kernels = 0, rounds = 7, reps = 5, prompt_set = 0;
@@ -584,6 +587,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--device")) device = v;
 		else if (!strcmp(a, "--model")) model = v;
 		else if (!strcmp(a, "--llama-bench")) llama_bench = v;
+		else if (!strcmp(a, "--llama-args")) llama_args = v;
 		else if (!strcmp(a, "--parity")) parity = atoi(v);
 		else {
 			fprintf(stderr, "decode_bench: unknown option %s\n", a);
@@ -622,7 +626,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "decode_bench: --reps 1..64\n");
 			return 2;
 		}
-		return bench_model_cpu(model, threads, prompt_set ? n_prompt : 256, n_gen, reps, llama_bench);
+		return bench_model_cpu(model, threads, prompt_set ? n_prompt : 256, n_gen, reps, llama_bench, llama_args);
 	}
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);
