@@ -8,7 +8,7 @@
  *
  * usage: decode_bench [--threads N] [--types f16,q8_0,q4_k,...] [--prompt N] [--gen N] [--batch B]
  *                     [--dim D --layers L --hidden H --vocab V] (shape)
- *                     [--device cpu|cuda] [--model M.gguf [--reps R] [--llama-bench PATH [--llama-args S]]] [--parity N]
+ *                     [--device cpu|cuda] [--model M.gguf [--reps R] [--block N] [--llama-bench PATH [--llama-args S]]] [--parity N]
  *        decode_bench --kernels [--types ...] [--rounds R]
  *
  * --types takes any weight type by its ggml name in lower case (f16, bf16,
@@ -24,8 +24,9 @@
  * steps on both backends and compares them.
  * --model M.gguf on the CPU: that file's prefill of --prompt tokens (default
  * 256 with a model) and decode of --gen tokens after it, --reps times (default
- * 5) from an empty cache; prints the medians and the best (the machine may be
- * shared). --llama-bench PATH (llama.cpp's llama-bench): each rep becomes a
+ * 5) from an empty cache, in forward passes of up to --block tokens (default
+ * 256, the engine's default --max-batch-tokens); prints the medians and the
+ * best (the machine may be shared). --llama-bench PATH (llama.cpp's llama-bench): each rep becomes a
  * pair, ours then llama-bench -r 1 on the same file and threads (prefill -p N
  * -n 0; decode -p 0 -n G -d N, after the same context), and the prefill and
  * decode ratios are printed pair by pair and as min / median / max.
@@ -452,7 +453,7 @@ static void print_spread(const char *what, double *v, int n)
 /* --model on the CPU: the file's prefill and decode, medians of reps; with
  * --llama-bench, each rep is a pair (ours, then llama-bench on the same file
  * and thread count) and the ratios are taken pair by pair */
-static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_gen, int reps,
+static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_gen, int reps, int block,
 			   const char *llama_bench, const char *llama_args)
 {
 	struct dec_model *m;
@@ -468,7 +469,7 @@ static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_ge
 		free(tok);
 		return 2;
 	}
-	if (dec_state_new(m, n_prompt + n_gen, 64, threads, &s, &err)) {
+	if (dec_state_new(m, n_prompt + n_gen, block, threads, &s, &err)) {
 		fprintf(stderr, "decode_bench: %s\n", err.msg);
 		dec_model_free(m);
 		free(tok);
@@ -476,7 +477,8 @@ static int bench_model_cpu(const char *path, int threads, int n_prompt, int n_ge
 	}
 	for (int i = 0; i < n_prompt + n_gen; i++)
 		tok[i] = (int32_t)((i * 2654435761u) % (uint32_t)m->cfg.n_vocab);
-	printf("%s  threads %d  kernels %s\n", path, s->n_threads, dec_simd_get()->name);
+	printf("%s  threads %d  kernels %s  prefill blocks of %d tokens\n", path, s->n_threads, dec_simd_get()->name,
+	       block);
 	if (llama_bench)
 		printf("side by side with %s -t %d %s, %d pairs, ours first in each\n", llama_bench, s->n_threads,
 		       llama_args ? llama_args : "", reps);
@@ -563,7 +565,7 @@ int main(int argc, char **argv)
 	const char *types = "f16,q8_0", *device = "cpu", *model = NULL, *llama_bench = NULL, *llama_args = NULL;
 	int parity = 0;
 	double bw;
-	int kernels = 0, rounds = 7, reps = 5, prompt_set = 0;
+	int kernels = 0, rounds = 7, reps = 5, prompt_set = 0, block = 256;
 
 	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -588,6 +590,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--model")) model = v;
 		else if (!strcmp(a, "--llama-bench")) llama_bench = v;
 		else if (!strcmp(a, "--llama-args")) llama_args = v;
+		else if (!strcmp(a, "--block")) block = atoi(v);
 		else if (!strcmp(a, "--parity")) parity = atoi(v);
 		else {
 			fprintf(stderr, "decode_bench: unknown option %s\n", a);
@@ -622,11 +625,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (model) {
-		if (reps < 1 || reps > 64) {
-			fprintf(stderr, "decode_bench: --reps 1..64\n");
+		if (reps < 1 || reps > 64 || block < 1 || block > 4096) {
+			fprintf(stderr, "decode_bench: --reps 1..64, --block 1..4096\n");
 			return 2;
 		}
-		return bench_model_cpu(model, threads, prompt_set ? n_prompt : 256, n_gen, reps, llama_bench, llama_args);
+		return bench_model_cpu(model, threads, prompt_set ? n_prompt : 256, n_gen, reps, block, llama_bench, llama_args);
 	}
 	bw = read_bandwidth(threads);
 	printf("read bandwidth (%d threads, 1 GiB stream): %.1f GB/s\n", threads, bw);
