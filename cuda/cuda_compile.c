@@ -3,6 +3,7 @@
 #include "cuda/cuda_compile.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cuda.h>
 #include <nvrtc.h>
 
 #include "common/cr_status.h"
@@ -27,6 +29,68 @@
 #define MAX_OPTS 12
 #define OPT_LEN 1100
 #define CACHE_MAGIC "CRCUBIN1"
+
+/* NVRTC is opened at run time (the binary starts without the CUDA toolkit;
+ * only CUDA candidates need it): the toolkit's soname, then the unversioned
+ * name, found through the binary's RUNPATH or the loader's paths
+ * ($CRUCIBLE_NVRTC: that file instead). Opened
+ * by the orchestrator before any compile child forks. */
+static struct {
+	nvrtcResult (*Version)(int *, int *);
+	nvrtcResult (*GetNumSupportedArchs)(int *);
+	nvrtcResult (*GetSupportedArchs)(int *);
+	const char *(*GetErrorString)(nvrtcResult);
+	nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+				     const char *const *);
+	nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+	nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+	nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+	nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static char nv_why[512]; /* why NVRTC could not be opened; "" once it is */
+
+static void nv_open(void)
+{
+	const char *env = getenv("CRUCIBLE_NVRTC");
+	char so[32];
+	void *h;
+
+	/* $CRUCIBLE_NVRTC alone when set; else the major version of the
+	 * toolkit this was built with, then any */
+	snprintf(so, sizeof so, "libnvrtc.so.%d", CUDA_VERSION / 1000);
+	if (!(h = dlopen(env && *env ? env : so, RTLD_NOW | RTLD_LOCAL))) {
+		snprintf(nv_why, sizeof nv_why, "%s", dlerror());
+		if (!env || !*env)
+			h = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+	}
+	if (!h)
+		return;
+#define NV_SYM(f) \
+	if (!(*(void **)&nv.f = dlsym(h, "nvrtc" #f))) { \
+		snprintf(nv_why, sizeof nv_why, "libnvrtc lacks nvrtc%s", #f); \
+		return; \
+	}
+	NV_SYM(Version) NV_SYM(GetNumSupportedArchs) NV_SYM(GetSupportedArchs) NV_SYM(GetErrorString)
+	NV_SYM(CreateProgram) NV_SYM(CompileProgram) NV_SYM(GetProgramLogSize) NV_SYM(GetProgramLog)
+	NV_SYM(GetCUBINSize) NV_SYM(GetCUBIN) NV_SYM(DestroyProgram)
+#undef NV_SYM
+	nv_why[0] = '\0';
+}
+
+/* NULL once NVRTC is usable, else why not */
+static const char *nv_load(void)
+{
+	pthread_once(&nv_once, nv_open);
+	return nv_why[0] || !nv.DestroyProgram ? nv_why : NULL;
+}
+
+const char *cr_cuda_nvrtc_missing(void)
+{
+	return nv_load();
+}
 
 /* Child exit codes */
 enum { CHILD_OK = 0, CHILD_FAILED = 1, CHILD_NVRTC = 3, CHILD_IO = 4 };
@@ -45,7 +109,7 @@ enum { CHILD_OK = 0, CHILD_FAILED = 1, CHILD_NVRTC = 3, CHILD_IO = 4 };
 #define NV_CHILD(call, allowed) NVRTC_CHECK(call, allowed, nvrtc_die(log_fd, #call, r_))
 static void nvrtc_die(int log_fd, const char *call, nvrtcResult r)
 {
-	dprintf(log_fd, "NVRTC: %s failed: %s\n", call, nvrtcGetErrorString(r));
+	dprintf(log_fd, "NVRTC: %s failed: %s\n", call, nv.GetErrorString(r));
 	_exit(CHILD_NVRTC);
 }
 
@@ -82,15 +146,21 @@ void cr_cuda_nvrtc_version(char *buf, size_t cap, char *archs, size_t archs_cap)
 	int maj = 0, min = 0, n = 0, a[256];
 	size_t used = 0;
 
-	NVRTC_CHECK(nvrtcVersion(&maj, &min), NVRTC_SUCCESS, maj = min = 0);
+	if (archs && archs_cap)
+		archs[0] = '\0';
+	if (nv_load()) {
+		snprintf(buf, cap, "NVRTC unavailable");
+		return;
+	}
+	NVRTC_CHECK(nv.Version(&maj, &min), NVRTC_SUCCESS, maj = min = 0);
 	snprintf(buf, cap, "NVRTC %d.%d", maj, min);
 	if (!archs || !archs_cap)
 		return;
 	archs[0] = '\0';
-	NVRTC_CHECK(nvrtcGetNumSupportedArchs(&n), NVRTC_SUCCESS, return);
+	NVRTC_CHECK(nv.GetNumSupportedArchs(&n), NVRTC_SUCCESS, return);
 	if (n <= 0 || n > 256)
 		return;
-	NVRTC_CHECK(nvrtcGetSupportedArchs(a), NVRTC_SUCCESS, return);
+	NVRTC_CHECK(nv.GetSupportedArchs(a), NVRTC_SUCCESS, return);
 	for (int i = 0; i < n && used + 8 < archs_cap; i++)
 		used += (size_t)snprintf(archs + used, archs_cap - used, "%ssm_%d", i ? " " : "", a[i]);
 	(void)nv_res;
@@ -104,7 +174,7 @@ static void cuda_root(char *buf, size_t cap)
 	char probe[1200], lib[1024];
 	Dl_info di;
 
-	if (dladdr((void *)(uintptr_t)nvrtcVersion, &di) && di.dli_fname) {
+	if (!nv_load() && dladdr(*(void **)&nv.Version, &di) && di.dli_fname) {
 		snprintf(lib, sizeof lib, "%s", di.dli_fname);
 		cands[2] = dirname(dirname(lib));
 	}
@@ -333,27 +403,27 @@ static void child_compile(const char *src, size_t len, char opts[MAX_OPTS][OPT_L
 	text[len] = '\0';
 	for (int i = 0; i < n_opts; i++)
 		ov[i] = opts[i];
-	NV_CHILD(nvrtcCreateProgram(&prog, text, PROG_NAME, 0, NULL, NULL), NVRTC_SUCCESS);
-	NV_CHILD(nvrtcCompileProgram(prog, n_opts, ov), NVRTC_ERROR_COMPILATION);
+	NV_CHILD(nv.CreateProgram(&prog, text, PROG_NAME, 0, NULL, NULL), NVRTC_SUCCESS);
+	NV_CHILD(nv.CompileProgram(prog, n_opts, ov), NVRTC_ERROR_COMPILATION);
 	bool compiled = nv_res == NVRTC_SUCCESS;
-	NV_CHILD(nvrtcGetProgramLogSize(prog, &n), NVRTC_SUCCESS);
+	NV_CHILD(nv.GetProgramLogSize(prog, &n), NVRTC_SUCCESS);
 	if (!(buf = malloc(n + 1)))
 		_exit(CHILD_IO);
-	NV_CHILD(nvrtcGetProgramLog(prog, buf), NVRTC_SUCCESS);
+	NV_CHILD(nv.GetProgramLog(prog, buf), NVRTC_SUCCESS);
 	buf[n] = '\0';
 	if (!write_all(log_fd, buf, strlen(buf)))
 		_exit(CHILD_IO);
 	free(buf);
 	if (!compiled)
 		_exit(CHILD_FAILED);
-	NV_CHILD(nvrtcGetCUBINSize(prog, &n), NVRTC_SUCCESS);
+	NV_CHILD(nv.GetCUBINSize(prog, &n), NVRTC_SUCCESS);
 	if (!(buf = malloc(n ? n : 1)))
 		_exit(CHILD_IO);
-	NV_CHILD(nvrtcGetCUBIN(prog, buf), NVRTC_SUCCESS);
+	NV_CHILD(nv.GetCUBIN(prog, buf), NVRTC_SUCCESS);
 	fd = open(cpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || !write_all(fd, buf, n) || close(fd))
 		_exit(CHILD_IO);
-	NV_CHILD(nvrtcDestroyProgram(&prog), NVRTC_SUCCESS);
+	NV_CHILD(nv.DestroyProgram(&prog), NVRTC_SUCCESS);
 	(void)nv_res;
 	_exit(CHILD_OK);
 }
@@ -492,6 +562,10 @@ enum cr_status cr_cuda_compile_many(struct cr_cuda_job *jobs, int n, const struc
 		cr_cuda_build_init(&jobs[i].b);
 	if (!arch_ok(arch))
 		return cr_errf(err, CR_EUSAGE, "CUDA arch '%s': expected sm_NN (e.g. sm_90)", arch);
+	if (n > 0 && nv_load())
+		return cr_errf(err, CR_EENV,
+			       "CUDA candidates need NVRTC, which could not be opened (%s): install the CUDA toolkit, "
+			       "or evaluate CPU candidates only", nv_load());
 	if (max_par <= 0)
 		max_par = cores();
 	if (max_par > n)
