@@ -9,6 +9,7 @@
 #include "decode/dec_simd.h"
 #include "decode/dec_quant.h"
 
+#include <stdio.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -616,8 +617,12 @@ const struct dec_simd *dec_simd_get(void)
 		s = NULL;
 	else if (env && !strcmp(env, "avx2"))
 		s = dec_simd_avx2();
-	else
+	else {
+		if (env && *env && strcmp(env, "avx512"))
+			fprintf(stderr, "crucible: CRUCIBLE_DEC_SIMD=%s is not generic, avx2 or avx512: the CPU's best table is used\n",
+				env);
 		s = dec_simd_avx512() ? dec_simd_avx512() : dec_simd_avx2();
+	}
 	if (!s)
 		s = &generic;
 	__atomic_store_n(&chosen, s, __ATOMIC_RELEASE);
