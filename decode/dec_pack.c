@@ -57,8 +57,11 @@ void dec_pack_x8(uint32_t t, const void *rows, size_t row_bytes, int64_t n, void
 
 dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t)
 {
-	const struct dec_simd *s = dec_simd_get();
+	return dec_simd_gemv8_of(dec_simd_get(), t);
+}
 
+dec_gemv8_fn dec_simd_gemv8_of(const struct dec_simd *s, uint32_t t)
+{
 	switch (t) {
 	case DEC_T_Q8_0: return s->gemv8_q8_0;
 	case DEC_T_Q4_0: return s->gemv8_q4_0;

@@ -981,9 +981,12 @@ float dec_exp_sum_generic(float *x, int n, float mx)
 
 dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt)
 {
-	const struct dec_simd *s = dec_simd_get();
+	*nt = dec_simd_get()->gemm_nt;
+	return dec_simd_gemm8_of(dec_simd_get(), t);
+}
 
-	*nt = s->gemm_nt;
+dec_gemm8_fn dec_simd_gemm8_of(const struct dec_simd *s, uint32_t t)
+{
 	switch (t) {
 	case DEC_T_Q8_0: return s->gemm8_q8_0;
 	case DEC_T_Q4_0: return s->gemm8_q4_0;

@@ -100,6 +100,9 @@ dec_gemv8_fn dec_vec_gemv8_fn(uint32_t t);
 /* The multi-token kernel for repacked weights of type t in the chosen
  * table and its token count, or NULL. */
 dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt);
+/* The same two of a given table (the tests run every table the CPU has). */
+dec_gemv8_fn dec_simd_gemv8_of(const struct dec_simd *s, uint32_t t);
+dec_gemm8_fn dec_simd_gemm8_of(const struct dec_simd *s, uint32_t t);
 /* The four-token kernel for weight type t in the chosen table, or NULL. */
 dec_dot4_fn dec_vec_dot4_fn(uint32_t t);
 

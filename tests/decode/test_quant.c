@@ -865,32 +865,6 @@ static void tables(const struct dec_simd *tab[3])
 	tab[2] = dec_simd_avx512();
 }
 
-static dec_gemm8_fn gemm8_of(const struct dec_simd *s, uint32_t t)
-{
-	switch (t) {
-	case DEC_T_Q8_0: return s->gemm8_q8_0;
-	case DEC_T_Q4_0: return s->gemm8_q4_0;
-	case DEC_T_Q5_0: return s->gemm8_q5_0;
-	case DEC_T_Q4_1: return s->gemm8_q4_1;
-	case DEC_T_Q4_K: return s->gemm8_q4_k;
-	case DEC_T_Q6_K: return s->gemm8_q6_k;
-	}
-	return NULL;
-}
-
-static dec_gemv8_fn gemv8_of(const struct dec_simd *s, uint32_t t)
-{
-	switch (t) {
-	case DEC_T_Q8_0: return s->gemv8_q8_0;
-	case DEC_T_Q4_0: return s->gemv8_q4_0;
-	case DEC_T_Q5_0: return s->gemv8_q5_0;
-	case DEC_T_Q4_1: return s->gemv8_q4_1;
-	case DEC_T_Q4_K: return s->gemv8_q4_k;
-	case DEC_T_Q6_K: return s->gemv8_q6_k;
-	}
-	return NULL;
-}
-
 /* The prefill kernels (8 repacked rows × gemm_nt tokens) of every table
  * against the portable one-row kernel and the table's own eight-row one,
  * bit for bit: random blocks with activations from the quantizer, then
@@ -958,7 +932,7 @@ static void test_gemm8(void **st)
 			}
 			dec_pack_x8(t0, w, sizeof w[0], n, x8);
 			for (int k = 0; k < 3; k++) {
-				dec_gemm8_fn g = tab[k] ? gemm8_of(tab[k], t0) : NULL;
+				dec_gemm8_fn g = tab[k] ? dec_simd_gemm8_of(tab[k], t0) : NULL;
 				int nt = tab[k] ? tab[k]->gemm_nt : 0;
 				float o[8 * TMAX], o1[8];
 
@@ -969,7 +943,7 @@ static void test_gemm8(void **st)
 				for (int b0 = 0; b0 + nt <= TMAX; b0 += nt) {
 					g(x8, act[b0], sizeof act[0], n, o);
 					for (int t = 0; t < nt; t++) {
-						gemv8_of(tab[k], t0)(x8, act[b0 + t], n, o1);
+						dec_simd_gemv8_of(tab[k], t0)(x8, act[b0 + t], n, o1);
 						for (int r = 0; r < ROWS; r++) {
 							float one = gen(w[r], act[b0 + t], n);
 
