@@ -553,7 +553,7 @@ static const struct dec_simd avx2 = {
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_avx2,
 	.gemm_nt = 4, .gemm8_q8_0 = dec_gemm8_q8_0_avx2, .gemm8_q4_0 = dec_gemm8_q4_0_avx2,
 	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
-	.gemm8_q6_k = dec_gemm8_q6_k_avx2,
+	.gemm8_q6_k = dec_gemm8_q6_k_avx2, .gemm_f16 = dec_gemm_f16_avx2,
 	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16, .f16_f32 = f16_f32,
 };
 

@@ -140,6 +140,43 @@ AVX512 void dec_gemm_f16_avx512(const float *w, size_t w_stride, const void *act
 		}
 }
 
+/* ---- F16: the same tile for AVX2 -----------------------------------------
+ * Row by row, the one-token kernel's two 8-lane chains for each of the 4
+ * tokens (dec_dot4_f16_avx2's loop), on the weights the caller converted to
+ * f32 once per row chunk instead of converting them per 4 tokens: the same
+ * FMAs in the same order, without the conversions. */
+AVX2 void dec_gemm_f16_avx2(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n,
+			    float *out)
+{
+	const float *y[4] = { YT(0), YT(1), YT(2), YT(3) };
+
+	for (int r = 0; r < 4; r++) {
+		const float *x = w + (size_t)r * w_stride;
+		__m256 a0[4], a1[4];
+		int64_t i = 0;
+
+		UNROLL
+		for (int t = 0; t < 4; t++)
+			a0[t] = a1[t] = _mm256_setzero_ps();
+		for (; i + 16 <= n; i += 16) {
+			__m256 w0 = _mm256_loadu_ps(x + i), w1 = _mm256_loadu_ps(x + i + 8);
+
+			UNROLL
+			for (int t = 0; t < 4; t++) {
+				a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y[t] + i), a0[t]);
+				a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(y[t] + i + 8), a1[t]);
+			}
+		}
+		for (int t = 0; t < 4; t++) {
+			float s = hsum8(_mm256_add_ps(a0[t], a1[t]));
+
+			for (int64_t k = i; k < n; k++)
+				s += x[k] * y[t][k];
+			out[4 * t + r] = s;
+		}
+	}
+}
+
 #endif /* DEC_HAVE_X86 */
 
 #else /* GEMM_BODY: the kernels, once per build above */

@@ -42,6 +42,7 @@ void dec_gemm8_q4_1_vnni(const void *x8, const void *act, size_t stride, int64_t
 void dec_gemm8_q4_k_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm8_q6_k_vnni(const void *x8, const void *act, size_t stride, int64_t n, float *out);
 void dec_gemm_f16_avx512(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n, float *out);
+void dec_gemm_f16_avx2(const float *w, size_t w_stride, const void *act, size_t stride, int64_t n, float *out);
 
 /* dec_simd_k.c: the low-bit types, one row */
 float dec_dot_q2_k_avx2(const void *x, const void *act, int64_t n);
