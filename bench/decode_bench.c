@@ -404,6 +404,11 @@ static int llama_once(const char *bench, const char *extra, const char *model, i
 	char np[16], ng[16], th[16], cmd[4096];
 	const char *sh_args[2][2] = { { np, "0" }, { "0", ng } };
 
+	/* quoted for sh: the paths as single-quoted words */
+	if (strchr(bench, '\'') || strchr(model, '\'')) {
+		fprintf(stderr, "decode_bench: --llama-bench and --model paths may not contain a quote\n");
+		return 2;
+	}
 	snprintf(np, sizeof np, "%d", n_prompt);
 	snprintf(ng, sizeof ng, "%d", n_gen);
 	snprintf(th, sizeof th, "%d", threads);
@@ -413,11 +418,6 @@ static int llama_once(const char *bench, const char *extra, const char *model, i
 		FILE *f;
 		double ts = -1;
 
-		/* quoted for sh: the paths as single-quoted words */
-		if (strchr(bench, '\'') || strchr(model, '\'')) {
-			fprintf(stderr, "decode_bench: --llama-bench and --model paths may not contain a quote\n");
-			return 2;
-		}
 		snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %s -r 1 -o json -p %s -n %s -d %s %s 2>/dev/null", bench,
 			 model, th, sh_args[k][0], sh_args[k][1], k ? np : "0", extra ? extra : "");
 		f = popen(cmd, "r");

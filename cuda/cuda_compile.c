@@ -87,11 +87,6 @@ static const char *nv_load(void)
 	return nv_why[0] || !nv.DestroyProgram ? nv_why : NULL;
 }
 
-const char *cr_cuda_nvrtc_missing(void)
-{
-	return nv_load();
-}
-
 /* Child exit codes */
 enum { CHILD_OK = 0, CHILD_FAILED = 1, CHILD_NVRTC = 3, CHILD_IO = 4 };
 
@@ -156,7 +151,6 @@ void cr_cuda_nvrtc_version(char *buf, size_t cap, char *archs, size_t archs_cap)
 	snprintf(buf, cap, "NVRTC %d.%d", maj, min);
 	if (!archs || !archs_cap)
 		return;
-	archs[0] = '\0';
 	NVRTC_CHECK(nv.GetNumSupportedArchs(&n), NVRTC_SUCCESS, return);
 	if (n <= 0 || n > 256)
 		return;

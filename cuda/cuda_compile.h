@@ -76,7 +76,5 @@ enum cr_status cr_cuda_compile_many(struct cr_cuda_job *jobs, int n, const struc
 void cr_cuda_toolkit_lib(const char *name, char *out, size_t cap);
 
 void cr_cuda_nvrtc_version(char *buf, size_t cap, char *archs, size_t archs_cap);
-/* NULL when NVRTC (opened at run time) is usable, else why it is not */
-const char *cr_cuda_nvrtc_missing(void);
 
 #endif
