@@ -136,7 +136,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 {
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[c->stage];
-	char detail[300], why[300], ds[128], what[480];
+	char detail[300], why[300], why_g[300], ds[128], what[480];
 	/* guard, poison and scratch patterns from the CSPRNG, fresh per call:
 	 * a pattern can be inverted to its key (8 guard bytes suffice), so the
 	 * key must be worth nothing else; never the run seed */
@@ -162,6 +162,11 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	cr_proc_freeze(w);
 	int64_t frozen = cr_now_ns();
 	vr_read_outputs(v, c, w->shm, 0, c->got);
+	/* guards and inputs while it is frozen, here and after the settle
+	 * window: a thread left behind could otherwise restore an input the
+	 * call used as scratch (or a guard it overwrote) before they are read */
+	bool guards_ok = vr_guard_check(c, st, w->shm, 1, total, key, why_g, sizeof why_g);
+	bool inputs_ok = vr_inputs_intact(v, c, w->shm, 0, why, sizeof why);
 	cpu0 = cr_proc_cpu_ns(w);
 	win = cr_now_ns();
 	/* the CPU and wall clock count from the return as the worker saw it, so
@@ -184,6 +189,8 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	/* the window as it really was: on a loaded machine the sleep overshoots */
 	win = cr_now_ns() - win + gap;
 	vr_read_outputs(v, c, w->shm, 0, c->got2);
+	guards_ok = guards_ok && vr_guard_check(c, st, w->shm, 1, total, key, why_g, sizeof why_g);
+	inputs_ok = inputs_ok && vr_inputs_intact(v, c, w->shm, 0, why, sizeof why);
 	cr_proc_thaw(w);
 	for (int k = 0; k < c->n_slots; k++) {
 		if (st->slots[k].role != CR_SLOT_OUT)
@@ -198,9 +205,9 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	if (!v->cuda && cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + win / 2)
 		vr_fail(v, CHECK_STALE_RESULT, "%s: worker used %.1f ms of CPU in %.1f ms after returning",
 			what, (double)(cpu1 - cpu0) / 1e6, (double)win / 1e6);
-	if (!vr_guard_check(c, st, w->shm, 1, total, key, why, sizeof why))
-		vr_fail(v, CHECK_OUT_OF_BOUNDS, "%s: %s", what, why);
-	if (!vr_inputs_intact(v, c, w->shm, 0, why, sizeof why))
+	if (!guards_ok)
+		vr_fail(v, CHECK_OUT_OF_BOUNDS, "%s: %s", what, why_g);
+	if (!inputs_ok)
 		vr_fail(v, CHECK_INPUT_MUTATED, "%s: %s", what, why);
 	*out_hash = 0xcbf29ce484222325ull;
 	/* each output at its own scale; one that is zero in exact arithmetic
