@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include "common/cr_status.h"
 #include "decode/dec_model.h"
+#include "decode/dec_sample.h"
 
 /* Which weight of a layer (layer >= 0) or of the model (layer == -1). */
 enum dec_wkind {
@@ -96,6 +97,24 @@ struct dec_step {
 	int n_out;             /* 0..max_out */
 	const int32_t *out;    /* [n_out] token indices */
 };
+
+/* One token to draw from a row of the step's logits (the sample op). The
+ * uniform is drawn by the caller from the sample's stream; a draw that
+ * finds one survivor does not use it, and the caller puts it back (so the
+ * stream advances as dec_sample's does). */
+struct dec_draw {
+	int32_t row;              /* logits row, < the step's n_out */
+	struct dec_sampling samp;
+	uint64_t u53;             /* the uniform: u = u53 · 2^-53 (dec_rng_next >> 11) */
+	int n_logprobs;           /* K: the K most likely under the raw logits, 0..DEC_MAX_LOGPROBS */
+	int32_t *top_ids;         /* [K] host, written when K > 0 */
+	float *top_lp;            /* [K] host */
+	/* results */
+	int32_t id;
+	int n_kept;               /* tokens left by the filters; <= 1: u was not used */
+};
+#define DEC_BE_MAX_DRAWS 256  /* draws per sample call at most */
+#define DEC_MAX_LOGPROBS 1024
 
 struct dec_be_ops;
 
@@ -157,6 +176,15 @@ struct dec_be_ops {
 	 * op before it, and reports an op's failure. */
 	enum cr_status (*download)(struct dec_be *be, float *host, const float *src, size_t n,
 				   struct cr_err *err);
+	/* Draws n (1..DEC_BE_MAX_DRAWS) tokens from the rows of logits
+	 * (rows of width values, in the backend's memory: the graph's logits)
+	 * as dec_sample.h's pipeline does, each a function of its row, its
+	 * settings and its uniform alone; fills each draw's results. Waits
+	 * for every op before it and reports an op's failure, as download. On
+	 * the CPU this is dec_sample's own code; on CUDA a kernel, and only the
+	 * ids, counts and top logprobs come back to the host. */
+	enum cr_status (*sample)(struct dec_be *be, const float *logits, int width, struct dec_draw *d, int n,
+				 struct cr_err *err);
 	/* KV block src copied to dst in every layer (copy-on-write). */
 	enum cr_status (*kv_copy)(struct dec_be *be, int src, int dst, struct cr_err *err);
 
@@ -222,6 +250,13 @@ enum cr_status dec_graph_init(struct dec_graph *g, struct dec_be *be, struct cr_
  * step's output rows are copied to logits[n_out, n_vocab] (host). */
 enum cr_status dec_graph_step(struct dec_graph *g, const struct dec_step *st, float *logits,
 			      struct cr_err *err);
+/* The same step without the copy: the logits stay in g->logits, for
+ * dec_graph_sample (or a download). A failure may surface only at the next
+ * call that returns a status. */
+enum cr_status dec_graph_forward(struct dec_graph *g, const struct dec_step *st, struct cr_err *err);
+/* n draws from the last forward's logits, any n (in calls of at most
+ * DEC_BE_MAX_DRAWS); n == 0 only waits for the step. */
+enum cr_status dec_graph_sample(struct dec_graph *g, struct dec_draw *d, int n, struct cr_err *err);
 
 /* Bytes of KV cache one block takes on any backend (K and V, every layer). */
 size_t dec_be_block_bytes(const struct dec_model *m, int block_size);

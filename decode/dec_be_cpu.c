@@ -56,6 +56,7 @@ struct be_cpu {
 	float *moe_hb, *moe_hb2;  /* [max_tokens, expert_hidden] */
 	float *moe_acc;           /* [max_tokens, k, dim] each token's weighted expert outputs */
 	void *moe_mem;
+	struct dec_sampler smp;   /* the sample op's, for rows of smp.n_vocab */
 };
 
 static struct be_cpu *cpu(struct dec_be *be)
@@ -602,6 +603,36 @@ static enum cr_status op_download(struct dec_be *be, float *host, const float *s
 	return CR_OK;
 }
 
+/* dec_sample's pipeline on each row; the top logprobs by dec_top_logprobs. */
+static enum cr_status op_sample(struct dec_be *be, const float *logits, int width, struct dec_draw *d, int n,
+				struct cr_err *err)
+{
+	struct be_cpu *c = cpu(be);
+	enum cr_status st;
+
+	if (n < 1 || n > DEC_BE_MAX_DRAWS || width < 1)
+		return cr_errf(err, CR_EINTERNAL, "cpu backend: %d draws from rows of %d", n, width);
+	if (c->smp.n_vocab != width) {
+		dec_sampler_release(&c->smp);
+		c->smp.n_vocab = 0;
+		if ((st = dec_sampler_init(&c->smp, &(struct dec_sampling){ 0 }, width, err)))
+			return st;
+	}
+	for (int i = 0; i < n; i++) {
+		const float *row = logits + (size_t)d[i].row * width;
+		int k = d[i].n_logprobs;
+
+		if (d[i].row < 0 || d[i].row >= be->cfg.max_out || k < 0 || k > DEC_MAX_LOGPROBS)
+			return cr_errf(err, CR_EINTERNAL, "cpu backend: draw from row %d with %d logprobs", d[i].row,
+				       d[i].n_logprobs);
+		c->smp.cfg = d[i].samp;
+		d[i].id = dec_sample_u(&c->smp, row, d[i].u53, &d[i].n_kept);
+		if (k)
+			dec_top_logprobs(row, width, k, d[i].top_ids, d[i].top_lp);
+	}
+	return CR_OK;
+}
+
 static enum cr_status op_kv_copy(struct dec_be *be, int src, int dst, struct cr_err *err)
 {
 	struct be_cpu *c = cpu(be);
@@ -641,6 +672,7 @@ static void op_free(struct dec_be *be)
 		c->bufs = n;
 	}
 	dec_pool_free(c->pool);
+	dec_sampler_release(&c->smp);
 	free(c->mem);
 	free(c->moe_mem);
 	free(c->kc);
@@ -671,6 +703,7 @@ static const struct dec_be_ops cpu_ops = {
 	.gather = op_gather,
 	.moe = op_moe,
 	.download = op_download,
+	.sample = op_sample,
 	.kv_copy = op_kv_copy,
 };
 

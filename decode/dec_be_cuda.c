@@ -359,6 +359,86 @@ static enum cr_status op_download(struct dec_be *be, float *host, const float *s
 	return sticky(b, err);
 }
 
+/* k_sample, a block per draw (decode/cuda/dec_cu_sample.cuh): the draws go
+ * up, the ids, counts and top logprobs come down; the logits stay. */
+static enum cr_status op_sample(struct dec_be *be, const float *logits, int width, struct dec_draw *d, int n,
+				struct cr_err *err)
+{
+	struct be_cuda *b = cuda(be);
+	const struct cr_cu *cu = b->cu;
+	CUdeviceptr pl = (CUdeviceptr)(uintptr_t)logits, ids = 0, lps = 0;
+	int kmax = 0, threads = DEC_CU_SAMPLE_THREADS;
+	void *p[] = { &pl, &width, &b->smp_draws, &b->smp_res, &ids, &lps, &kmax };
+	CUresult r;
+
+	if (n < 1 || n > DEC_BE_MAX_DRAWS || width < 1)
+		return cr_errf(err, CR_EINTERNAL, "cuda backend: %d draws from rows of %d", n, width);
+	if (b->capturing)
+		return cr_errf(err, CR_EINTERNAL, "cuda backend: sample while a step is being captured");
+	for (int i = 0; i < n; i++) {
+		struct dec_cu_draw *c = &b->smp_stage[i];
+		const struct dec_sampling *sp = &d[i].samp;
+
+		if (d[i].row < 0 || d[i].row >= be->cfg.max_out || d[i].n_logprobs < 0 ||
+		    d[i].n_logprobs > DEC_MAX_LOGPROBS)
+			return cr_errf(err, CR_EINTERNAL, "cuda backend: draw from row %d with %d logprobs", d[i].row,
+				       d[i].n_logprobs);
+		c->row = d[i].row;
+		c->top_k = sp->top_k;
+		c->n_logprobs = d[i].n_logprobs < width ? d[i].n_logprobs : width;
+		memcpy(&c->temp_bits, &sp->temperature, 4);
+		memcpy(&c->top_p_bits, &sp->top_p, 4);
+		memcpy(&c->min_p_bits, &sp->min_p, 4);
+		c->u53 = d[i].u53;
+		kmax = c->n_logprobs > kmax ? c->n_logprobs : kmax;
+	}
+	if (!b->err_st && (r = cu->CtxSetCurrent(b->ctx)) != CUDA_SUCCESS)
+		fail(b, r, "cuCtxSetCurrent");
+	if (!b->err_st && (size_t)n * kmax * 8 > b->smp_top_cap) {
+		size_t want = (size_t)DEC_BE_MAX_DRAWS * kmax * 8;
+
+		if (b->smp_top)
+			cu->MemFree(b->smp_top);
+		b->smp_top = 0;
+		b->smp_top_cap = 0;
+		if ((r = cu->MemAlloc(&b->smp_top, want)) != CUDA_SUCCESS)
+			fail(b, r, "allocating the top logprobs");
+		else
+			b->smp_top_cap = want;
+	}
+	ids = b->smp_top;
+	lps = b->smp_top + (size_t)n * kmax * 4;
+	if (!b->err_st && (r = cu->MemcpyHtoDAsync(b->smp_draws, b->smp_stage, (size_t)n * sizeof *b->smp_stage,
+						   b->st)) != CUDA_SUCCESS)
+		fail(b, r, "uploading the draws");
+	launch(b, KI_k_sample, -1, (unsigned)n, 1, 1, (unsigned)threads, p);
+	if (!b->err_st && (r = cu->MemcpyDtoHAsync(b->smp_out, b->smp_res, (size_t)n * 2 * 4, b->st)) != CUDA_SUCCESS)
+		fail(b, r, "copying the draws' tokens to the host");
+	for (int i = 0; i < n && kmax && !b->err_st; i++) {
+		size_t k = (size_t)b->smp_stage[i].n_logprobs;
+
+		if (k && ((r = cu->MemcpyDtoHAsync(d[i].top_ids, ids + (size_t)i * kmax * 4, k * 4, b->st)) ||
+			  (r = cu->MemcpyDtoHAsync(d[i].top_lp, lps + (size_t)i * kmax * 4, k * 4, b->st))))
+			fail(b, r, "copying the top logprobs to the host");
+	}
+	if (!b->err_st && (r = cu->StreamSynchronize(b->st)) != CUDA_SUCCESS)
+		fail(b, r, "waiting for the draws");
+	if (b->err_st)
+		return sticky(b, err);
+	for (int i = 0; i < n; i++) {
+		d[i].id = b->smp_out[2 * i];
+		d[i].n_kept = b->smp_out[2 * i + 1];
+		if (d[i].id < 0 || d[i].id >= width)
+			return cr_errf(err, CR_EINTERNAL, "cuda backend: k_sample drew token %d of %d", d[i].id, width);
+		/* past the vocabulary: as dec_top_logprobs leaves them */
+		for (int j = b->smp_stage[i].n_logprobs; j < d[i].n_logprobs; j++) {
+			d[i].top_ids[j] = -1;
+			d[i].top_lp[j] = -INFINITY;
+		}
+	}
+	return CR_OK;
+}
+
 static enum cr_status op_kv_copy(struct dec_be *be, int src, int dst, struct cr_err *err)
 {
 	struct be_cuda *b = cuda(be);
@@ -496,6 +576,7 @@ const struct dec_be_ops dec_cu_ops = {
 	.silu_mul = op_silu_mul,
 	.gather = op_gather,
 	.download = op_download,
+	.sample = op_sample,
 	.kv_copy = op_kv_copy,
 	.graph_begin = op_graph_begin,
 	.graph_end = op_graph_end,

@@ -220,6 +220,8 @@ void dec_cu_free(struct dec_be *be)
 			cu->MemFree(b->scr[i]);
 		if (b->work)
 			cu->MemFree(b->work);
+		if (b->smp_top)
+			cu->MemFree(b->smp_top);
 		if (b->kvmem)
 			cu->MemFree(b->kvmem);
 		if (b->wmem)
@@ -296,7 +298,8 @@ static enum cr_status check_model(const struct dec_model *m, struct cr_err *err)
 }
 
 /* The work area: the device config, the step buffers, the encoded
- * activations, the attention partials, the RoPE table. */
+ * activations, the attention partials, the RoPE table, the sampler's draws
+ * and results. */
 static size_t work_bytes(const struct dec_model *m, const struct dec_be_cfg *cfg, int max_splits, size_t *act_cols)
 {
 	const struct dec_config *c = &m->cfg;
@@ -309,7 +312,8 @@ static size_t work_bytes(const struct dec_model *m, const struct dec_be_cfg *cfg
 	       up256((3 * mt + (size_t)cfg->max_out + (size_t)cfg->max_seqs * dec_be_max_blocks(cfg)) * 4) +
 	       up256(mt * cols * 4) + 2 * up256(mt * cols / 32 * 4) +
 	       up256(mt * qd / c->head_dim * max_splits * (c->head_dim + 2) * 4) +
-	       up256((size_t)cfg->max_ctx * c->rope_dim * 4);
+	       up256((size_t)cfg->max_ctx * c->rope_dim * 4) +
+	       up256(DEC_BE_MAX_DRAWS * sizeof(struct dec_cu_draw)) + up256(DEC_BE_MAX_DRAWS * 2 * 4);
 }
 
 static enum cr_status setup_work(struct be_cuda *b, size_t act_cols, struct cr_err *err)
@@ -342,6 +346,10 @@ static enum cr_status setup_work(struct be_cuda *b, size_t act_cols, struct cr_e
 	h->att_part = at;
 	at += up256(mt * c->n_heads * h->att_max_splits * (c->head_dim + 2) * 4);
 	h->rope_cs = at;
+	at += up256((size_t)cfg->max_ctx * c->rope_dim * 4);
+	b->smp_draws = at;
+	at += up256(DEC_BE_MAX_DRAWS * sizeof(struct dec_cu_draw));
+	b->smp_res = at;
 	/* one rotation per position, computed by the CPU path's own function */
 	if (!(rope = malloc((size_t)cfg->max_ctx * c->rope_dim * sizeof *rope)))
 		return cr_errf(err, CR_ENOMEM, "cuda backend: out of memory for the RoPE table");

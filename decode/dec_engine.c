@@ -81,8 +81,13 @@ struct dec_engine {
 	/* a step */
 	int32_t *tok, *pos, *row, *out, *btab;
 	struct seq **rows;
-	float *logits;     /* [max_seqs, n_vocab] host */
+	float *logits;     /* [max_seqs, n_vocab] host (host_sample) */
 	struct dec_sampler smp;
+	int host_sample;   /* draws on the host (cfg, or speculative decoding) */
+	struct dec_draw *draws; /* a step's draws by the backend (host_sample off) */
+	struct seq **dseq;      /* the sequence of each */
+	struct dec_rng *dkeep;  /* its stream before the draw's uniform */
+	int n_draws, cap_draws;
 	/* the draft model (cfg.draft_model): its backend over the same block ids */
 	struct dec_be *dbe;
 	struct dec_graph dgraph;
@@ -392,9 +397,74 @@ static enum cr_status draw(struct dec_engine *e, struct seq *s, const float *log
 	return record(e, s, logits, dec_sample(&e->smp, logits, &s->gs.rng), err);
 }
 
+/* s will draw its next token from logits row `row` by the backend's sample
+ * op: the draw is queued with its uniform (taken from s's stream now, put
+ * back by take_draws when not needed) and where its top logprobs go. */
+static enum cr_status queue_draw(struct dec_engine *e, struct seq *s, int row, struct cr_err *err)
+{
+	const struct dec_gen_params *p = &s->g->r->p;
+	struct dec_draw *d;
+
+	if (e->n_draws == e->cap_draws) {
+		int cap = e->cap_draws ? 2 * e->cap_draws : 64;
+		struct dec_draw *nd = realloc(e->draws, (size_t)cap * sizeof *nd);
+		struct seq **ns;
+		struct dec_rng *nk;
+
+		if (nd)
+			e->draws = nd;
+		ns = nd ? realloc(e->dseq, (size_t)cap * sizeof *ns) : NULL;
+		if (ns)
+			e->dseq = ns;
+		nk = ns ? realloc(e->dkeep, (size_t)cap * sizeof *nk) : NULL;
+		if (!nk)
+			return cr_errf(err, CR_ENOMEM, "engine: out of memory");
+		e->dkeep = nk;
+		e->cap_draws = cap;
+	}
+	d = &e->draws[e->n_draws];
+	e->dseq[e->n_draws] = s;
+	e->dkeep[e->n_draws++] = s->gs.rng;
+	memset(d, 0, sizeof *d);
+	d->row = row;
+	d->samp = p->samp;
+	d->u53 = dec_rng_next(&s->gs.rng) >> 11;
+	d->n_logprobs = p->top_logprobs;
+	if (p->top_logprobs) {
+		d->top_ids = s->gs.o->top_ids + (size_t)s->gs.o->n_tokens * p->top_logprobs;
+		d->top_lp = s->gs.o->top_lp + (size_t)s->gs.o->n_tokens * p->top_logprobs;
+	}
+	return CR_OK;
+}
+
+/* The queued draws, done: each sequence takes its token (its stream given
+ * back the uniform when the draw did not use it). */
+static enum cr_status take_draws(struct dec_engine *e, struct cr_err *err)
+{
+	enum cr_status st = dec_graph_sample(&e->graph, e->draws, e->n_draws, err);
+
+	for (int i = 0; i < e->n_draws && !st; i++) {
+		struct seq *s = e->dseq[i];
+
+		if (e->draws[i].n_kept <= 1)
+			s->gs.rng = e->dkeep[i];
+		st = record(e, s, NULL, e->draws[i].id, err);
+	}
+	e->n_draws = 0;
+	return st;
+}
+
+/* s's next token: drawn now from host logits, or queued for the backend
+ * (logits NULL: row `row` of the step's). */
+static enum cr_status draw_or_queue(struct dec_engine *e, struct seq *s, const float *logits, int row,
+				   struct cr_err *err)
+{
+	return logits ? draw(e, s, logits, err) : queue_draw(e, s, row, err);
+}
+
 /* The leader's prompt is computed: its samples take its blocks and draw
- * their first tokens from logits. */
-static enum cr_status fork_samples(struct dec_engine *e, struct seq *lead, const float *logits,
+ * their first tokens from logits (host), or from the step's row `row`. */
+static enum cr_status fork_samples(struct dec_engine *e, struct seq *lead, const float *logits, int row,
 				   struct cr_err *err)
 {
 	struct group *g = lead->g;
@@ -425,7 +495,7 @@ static enum cr_status fork_samples(struct dec_engine *e, struct seq *lead, const
 			set_state(e, s, SQ_ACTIVE);
 		if ((st = dec_gen_sample_init(&s->gs, &r->outs[i], &r->p, r->p.sample + (uint64_t)i, err)))
 			break;
-		st = draw(e, s, logits, err);
+		st = draw_or_queue(e, s, logits, row, err);
 	}
 	release_blocks(e, lead);
 	set_state(e, lead, SQ_DONE);
@@ -692,6 +762,7 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 	int budget = e->cfg.max_batch_tokens, nb = 0, n_rows = 0, n_out = 0, done;
 	enum cr_status st = CR_OK;
 	struct dec_step ds;
+	const float *lg;
 
 	for (int i = 0; i < e->n_seqs; i++)
 		e->seqs[i]->step_n = 0;
@@ -768,7 +839,8 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 		return st;
 	ds = (struct dec_step){ .nb = nb, .tok = e->tok, .pos = e->pos, .seq = e->row, .n_seq = n_rows,
 				.btab = e->btab, .n_out = n_out, .out = e->out };
-	if ((st = dec_graph_step(&e->graph, &ds, e->logits, err)))
+	if ((st = e->host_sample ? dec_graph_step(&e->graph, &ds, e->logits, err)
+				 : dec_graph_forward(&e->graph, &ds, err)))
 		return st;
 	e->stats.steps++;
 	/* 3. what came back */
@@ -787,11 +859,15 @@ static enum cr_status step(struct dec_engine *e, struct cr_err *err)
 		publish(e, s);
 		if (s->step_out < 0)
 			continue;
+		lg = e->host_sample ? e->logits + (size_t)s->step_out * e->m->cfg.n_vocab : NULL;
 		if (s->sample < 0)
-			st = fork_samples(e, s, e->logits + (size_t)s->step_out * e->m->cfg.n_vocab, err);
+			st = fork_samples(e, s, lg, s->step_out, err);
 		else
-			st = draw(e, s, e->logits + (size_t)s->step_out * e->m->cfg.n_vocab, err);
+			st = draw_or_queue(e, s, lg, s->step_out, err);
 	}
+	if (!st && !e->host_sample)
+		st = take_draws(e, err);
+	e->n_draws = 0;
 	for (int r = 0; r < n_rows; r++)
 		e->rows[r]->step_n = 0;
 	return st;
@@ -1017,6 +1093,7 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	if ((st = dec_be_open(m, &bc, e->cfg.device, &e->be, e->note, sizeof e->note, err)))
 		goto out;
 	e->device = e->be->ops->name;
+	e->host_sample = e->cfg.host_sample || e->cfg.draft_tokens > 0 || !e->be->ops->sample;
 	if (e->cfg.draft_model) {
 		struct dec_be_cfg dcfg = bc;
 		size_t nv = (size_t)m->cfg.n_vocab;
@@ -1057,7 +1134,8 @@ enum cr_status dec_engine_new(const struct dec_model *m, const struct dec_engine
 	mb = (size_t)e->max_blocks;
 	e->tok = malloc(((size_t)4 * bc.max_tokens + bc.max_seqs * (mb + 1)) * sizeof(int32_t));
 	e->rows = malloc((size_t)bc.max_seqs * sizeof *e->rows);
-	e->logits = malloc((size_t)bc.max_out * m->cfg.n_vocab * sizeof *e->logits);
+	/* host logits only where the host draws */
+	e->logits = malloc((size_t)(e->host_sample ? bc.max_out : 1) * m->cfg.n_vocab * sizeof *e->logits);
 	if (!e->tok || !e->rows || !e->logits) {
 		st = cr_errf(err, CR_ENOMEM, "engine: out of memory");
 		goto out;
@@ -1094,6 +1172,9 @@ void dec_engine_free(struct dec_engine *e)
 	free(e->tok);
 	free(e->rows);
 	free(e->logits);
+	free(e->draws);
+	free(e->dseq);
+	free(e->dkeep);
 	free(e);
 }
 

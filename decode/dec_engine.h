@@ -52,6 +52,13 @@ struct dec_engine_cfg {
 	 * from its distribution q, which the rule then uses; its K/V live in a
 	 * cache of its own under the same block ids (--kv-mem covers both). */
 	const struct dec_model *draft_model;
+	/* Where tokens are drawn. 0: by the backend's sample op, where the
+	 * logits are (on CUDA only the ids and the requested logprobs come
+	 * back); 1: on the host from the downloaded logits. Speculative
+	 * decoding always draws on the host (its acceptance rule reads both
+	 * distributions). Either way the same pipeline (dec_sample.h) and the
+	 * same per-sample stream: on the CPU the tokens are identical. */
+	int host_sample;
 	/* Called between steps (may be NULL): where a caller can pause the engine. */
 	void (*on_step)(void *ctx);
 	void *ctx;

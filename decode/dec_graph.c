@@ -72,8 +72,7 @@ static void layer(struct dec_graph *g, int L, int nb)
 	sublayer_out(g, L, DEC_W_DOWN, DEC_W_FFN_POST_NORM, g->hb, nb);
 }
 
-enum cr_status dec_graph_step(struct dec_graph *g, const struct dec_step *st, float *logits,
-			      struct cr_err *err)
+enum cr_status dec_graph_forward(struct dec_graph *g, const struct dec_step *st, struct cr_err *err)
 {
 	struct dec_be *be = g->be;
 	const struct dec_be_ops *o = be->ops;
@@ -95,7 +94,31 @@ enum cr_status dec_graph_step(struct dec_graph *g, const struct dec_step *st, fl
 		if (o->graph_end && (s = o->graph_end(be, err)))
 			return s;
 	}
+	return CR_OK;
+}
+
+enum cr_status dec_graph_step(struct dec_graph *g, const struct dec_step *st, float *logits,
+			      struct cr_err *err)
+{
+	struct dec_be *be = g->be;
+	enum cr_status s;
+
+	if ((s = dec_graph_forward(g, st, err)))
+		return s;
 	if (!st->n_out)
-		return o->download(be, NULL, NULL, 0, err);
-	return o->download(be, logits, g->logits, (size_t)st->n_out * c->n_vocab, err);
+		return be->ops->download(be, NULL, NULL, 0, err);
+	return be->ops->download(be, logits, g->logits, (size_t)st->n_out * be->m->cfg.n_vocab, err);
+}
+
+enum cr_status dec_graph_sample(struct dec_graph *g, struct dec_draw *d, int n, struct cr_err *err)
+{
+	struct dec_be *be = g->be;
+	enum cr_status s = CR_OK;
+
+	if (!n)
+		return be->ops->download(be, NULL, NULL, 0, err);
+	for (int i = 0; i < n && !s; i += DEC_BE_MAX_DRAWS)
+		s = be->ops->sample(be, g->logits, be->m->cfg.n_vocab, d + i,
+				    n - i < DEC_BE_MAX_DRAWS ? n - i : DEC_BE_MAX_DRAWS, err);
+	return s;
 }

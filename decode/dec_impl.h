@@ -60,7 +60,8 @@ enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, c
 			    const float *logits, int n_vocab, const struct dec_gen_params *p,
 			    struct cr_err *err);
 /* dec_gen_take's bookkeeping for a token chosen elsewhere (a speculative
- * step's accepted draft): top logprobs of logits, the token, the end tests. */
+ * step's accepted draft, a backend's draw): top logprobs of logits (NULL:
+ * already written at the token's place in g->o), the token, the end tests. */
 enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *tok, const float *logits,
 			      int n_vocab, const struct dec_gen_params *p, int32_t id, struct cr_err *err);
 #endif

@@ -85,7 +85,7 @@ enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *to
 	size_t old = g->tb.n;
 	long stop;
 
-	if (k)
+	if (k && logits)
 		dec_top_logprobs(logits, n_vocab, k, o->top_ids + (size_t)o->n_tokens * k,
 				 o->top_lp + (size_t)o->n_tokens * k);
 	o->tokens[o->n_tokens++] = id;

@@ -81,6 +81,31 @@ void dec_sampler_release(struct dec_sampler *s)
 	s->work = NULL;
 }
 
+/* e^x for x <= 0 as the AVX2 table's vector exp computes each lane
+ * (dec_simd.c exp8: Cephes' polynomial, the same fused multiply-adds), so
+ * the top-k path's probabilities are those of the whole-vocabulary path and
+ * of the CUDA sampler (decode/cuda/dec_cu_sample.cuh), bit for bit. */
+static float exp_cephes(float x)
+{
+	float n, r, p;
+	uint32_t e;
+
+	x = fminf(fmaxf(x, -87.0f), 88.0f);
+	n = floorf(fmaf(x, 1.44269504088896341f, 0.5f));
+	r = fmaf(-n, 0.693359375f, x);
+	r = fmaf(-n, -2.12194440e-4f, r);
+	p = 1.9875691500e-4f;
+	p = fmaf(p, r, 1.3981999507e-3f);
+	p = fmaf(p, r, 8.3334519073e-3f);
+	p = fmaf(p, r, 4.1665795894e-2f);
+	p = fmaf(p, r, 1.6666665459e-1f);
+	p = fmaf(p, r, 5.0000001201e-1f);
+	p = fmaf(p, r * r, r + 1.0f);
+	e = (uint32_t)((int)n + 127) << 23;
+	memcpy(&n, &e, 4);
+	return p * n;
+}
+
 static int cmp_desc(const void *a, const void *b)
 {
 	const struct dec_cand *x = a, *y = b;
@@ -158,23 +183,42 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 		for (int i = 1; i < n; i++)
 			mx = c[i].p > mx ? c[i].p : mx;
 		for (int i = 0; i < n; i++) {
-			c[i].p = expf(c[i].p - mx);
+			c[i].p = logits[c[i].id] == -INFINITY ? 0.0f : exp_cephes(c[i].p - mx);
 			sum += c[i].p;
 		}
 		for (int i = 0; i < n; i++)
-			c[i].p = (float)(c[i].p / sum);
+			c[i].p = (float)(c[i].p * (1.0 / sum));
+		if (cfg->top_p >= 1 && n > SORT_MAX) {
+			/* left unsorted: put the survivors in id order (select_top's
+			 * order is an accident of the partitioning) */
+			float *w = s->work;
+			int m = 0;
+
+			for (int i = 0; i < s->n_vocab; i++)
+				w[i] = -1;
+			for (int i = 0; i < n; i++)
+				w[c[i].id] = c[i].p;
+			for (int i = 0; i < s->n_vocab; i++)
+				if (w[i] >= 0) {
+					c[m].id = i;
+					c[m++].p = w[i];
+				}
+		}
 	} else {
 		/* the whole vocabulary: a vectorised exp over a plain array */
-		float *w = s->work, inv;
+		float *w = s->work;
 
 		for (int i = 0; i < n; i++)
 			w[i] = logits[i] / cfg->temperature;
 		mx = w[argmax(w, n)];
-		sum = dec_simd_get()->exp_sum(w, n, mx);
-		inv = (float)(1.0 / sum);
+		dec_simd_get()->exp_sum(w, n, mx);
+		/* the vector exp clamps its input at -87: a -inf logit (a masked
+		 * token) gets p = 0 */
+		for (int i = 0; i < n; i++)
+			sum += logits[i] == -INFINITY ? 0.0 : (double)w[i];
 		for (int i = 0; i < n; i++) {
 			c[i].id = i;
-			c[i].p = w[i] * inv;
+			c[i].p = logits[i] == -INFINITY ? 0.0f : (float)(w[i] * (1.0 / sum));
 		}
 	}
 	pmax = (float)(1.0 / sum);
@@ -222,18 +266,38 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 	return n;
 }
 
-int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *rng)
+/* The last candidate with a probability above 0 (a token whose logit is
+ * -inf survives when no filter removes it, with p = 0: never drawn). */
+static int32_t last_positive(const struct dec_cand *c, int n)
+{
+	while (n > 1 && !(c[n - 1].p > 0))
+		n--;
+	return c[n - 1].id;
+}
+
+int32_t dec_sample_u(struct dec_sampler *s, const float *logits, uint64_t u53, int *n_kept)
 {
 	int n = dec_sampler_dist(s, logits);
-	double u, cum = 0;
+	double u = (double)u53 * 0x1.0p-53, cum = 0;
 
+	*n_kept = n;
 	if (n == 1)
 		return s->cand[0].id;
-	u = dec_rng_uniform(rng);
 	for (int i = 0; i < n; i++)
 		if (u < (cum += s->cand[i].p))
 			return s->cand[i].id;
-	return s->cand[n - 1].id; /* rounding left u above the total */
+	return last_positive(s->cand, n); /* rounding left u above the total */
+}
+
+int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *rng)
+{
+	struct dec_rng keep = *rng;
+	int n;
+	int32_t id = dec_sample_u(s, logits, dec_rng_next(rng) >> 11, &n);
+
+	if (n <= 1)
+		*rng = keep; /* the uniform was not needed */
+	return id;
 }
 
 int32_t dec_spec_accept(struct dec_sampler *s, const float *logits, int32_t d, const float *q,
@@ -267,7 +331,7 @@ int32_t dec_spec_accept(struct dec_sampler *s, const float *logits, int32_t d, c
 		for (int i = 0; i < n; i++)
 			if (u < (cum += c[i].p))
 				return c[i].id;
-		return c[n - 1].id;
+		return last_positive(c, n);
 	}
 	for (int i = 0; i < n; i++) {
 		double r = c[i].p - (q ? q[c[i].id] : c[i].id == d);

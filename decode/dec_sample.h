@@ -57,6 +57,10 @@ void dec_sampler_release(struct dec_sampler *s);
  * Greedy yields one candidate with p = 1. */
 int dec_sampler_dist(struct dec_sampler *s, const float *logits);
 int32_t dec_sample(struct dec_sampler *s, const float *logits, struct dec_rng *rng);
+/* The same draw with its uniform given (u = u53 · 2^-53): *n_kept gets the
+ * survivors' count; when it is 1, u was not needed (dec_sample then leaves
+ * the stream where it was). The backends' sample op on the CPU. */
+int32_t dec_sample_u(struct dec_sampler *s, const float *logits, uint64_t u53, int *n_kept);
 
 /* Speculative sampling's acceptance rule (Leviathan et al. 2023, Chen et
  * al. 2023) for draft token d at one step. p is the target's distribution

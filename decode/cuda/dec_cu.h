@@ -24,6 +24,8 @@
 #define DEC_CU_TOK_TILE 64     /* tokens per pass over the weights (grid.y tiles beyond) */
 #define DEC_CU_ATT_MAX_SPLIT 4096 /* positions per attention split, at most (16 KiB of shared memory) */
 #define DEC_CU_MAX_HEAD_DIM 256
+#define DEC_CU_SAMPLE_THREADS 512 /* threads of a draw's block (k_sample) */
+#define DEC_CU_MAX_LOGPROBS 1024  /* top logprobs per draw at most (k_sample sorts them in shared memory) */
 
 /* One layer's vectors (f32) and its KV pools (f16, [n_blocks, block_size,
  * kv_dim] each). NULL (0) where the architecture has none. */
@@ -65,6 +67,20 @@ struct dec_cu_cfg {
 	struct dec_cu_layer layer[DEC_CU_MAX_LAYERS];
 };
 
+/* One draw of k_sample (decode/cuda/dec_cu_sample.cuh), host to device:
+ * the sampling settings of struct dec_sampling as f32 bits, the draw's
+ * uniform as its 53 bits (u = u53 * 2^-53) and how many top logprobs of the
+ * raw logits to return. */
+struct dec_cu_draw {
+	int32_t row;         /* the logits row */
+	int32_t top_k;       /* <= 0: off */
+	int32_t n_logprobs;  /* 0..DEC_CU_MAX_LOGPROBS */
+	uint32_t temp_bits;  /* temperature; <= 0: greedy */
+	uint32_t top_p_bits; /* >= 1: off */
+	uint32_t min_p_bits; /* <= 0: off */
+	uint64_t u53;
+};
+
 /* Activations as the quantized products read them, per token row b of a
  * product with `cols` inputs (see dec_cu_act_bytes): the int8 values at
  * qs + b * cols, a scale per block at d + b * (cols / block) and, for Q8_1,
@@ -89,7 +105,7 @@ enum dec_cu_act {
 #define DEC_CU_KERNELS(X) \
 	X(k_embed) X(k_rmsnorm) X(k_quant_f16) X(k_quant_bf16) X(k_quant_q8_0) X(k_quant_q8_1) \
 	X(k_quant_q8_k) X(k_qkv_post) X(k_attention) X(k_att_combine) X(k_add) X(k_silu_mul) \
-	X(k_gather) X(k_kv_copy) \
+	X(k_gather) X(k_kv_copy) X(k_sample) \
 	DEC_CU_MMV_TYPES(X, 1) DEC_CU_MMV_TYPES(X, 4) DEC_CU_MMV_TYPES(X, 16) DEC_CU_MMV_TYPES(X, 64)
 
 #endif

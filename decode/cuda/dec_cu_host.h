@@ -62,6 +62,12 @@ struct be_cuda {
 	char err_msg[768];
 	int last_kernel, last_layer;
 	int sync_each;
+	/* sampling (op_sample): draws in, ids and counts out, in the work
+	 * area; the top logprobs in a buffer grown on demand */
+	CUdeviceptr smp_draws, smp_res, smp_top;
+	size_t smp_top_cap;             /* bytes at smp_top */
+	struct dec_cu_draw smp_stage[DEC_BE_MAX_DRAWS];
+	int32_t smp_out[2 * DEC_BE_MAX_DRAWS];
 	/* graphs */
 	int graphs_on, capturing;
 	struct graph *cap_g;

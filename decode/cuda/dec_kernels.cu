@@ -7,3 +7,4 @@
 #include "decode/cuda/dec_cu_mmv.cuh"
 #include "decode/cuda/dec_cu_ops.cuh"
 #include "decode/cuda/dec_cu_attn.cuh"
+#include "decode/cuda/dec_cu_sample.cuh"

@@ -231,6 +231,51 @@ static void test_large_vocab(void **st)
 	free(l);
 }
 
+/* What the CUDA sampler relies on the CPU's for (dec_sample_u is the CPU
+ * backend's sample op): a -inf logit (a masked token) is never drawn, not
+ * even when u is the largest uniform; more than 4096 survivors of top-k
+ * without top-p are in id order; a draw with one survivor leaves the stream
+ * where it was (dec_sample), and one with more takes exactly one uniform. */
+static void test_sample_op(void **st)
+{
+	enum { N = 6000 };
+	float *l = malloc(N * sizeof *l);
+	struct dec_sampling cfg = { 1, 0, 1, 0 };
+	struct dec_sampler s;
+	struct dec_rng r, r0;
+	int n;
+
+	(void)st;
+	for (int i = 0; i < N; i++)
+		l[i] = i % 3 ? (float)((i * 7919) % 101) * 0.05f : -INFINITY;
+	assert_int_equal(dec_sampler_init(&s, &cfg, N, NULL), CR_OK);
+	for (int k = 0; k < 2; k++) {
+		s.cfg.top_k = k ? N - 1 : 0; /* the top-k path keeps some -inf tokens too */
+		for (uint64_t u = (1ull << 53) - 64; u < (1ull << 53); u++) {
+			int32_t id = dec_sample_u(&s, l, u, &n);
+
+			assert_true(l[id] > -INFINITY);
+			assert_true(n > 1);
+		}
+	}
+	s.cfg.top_k = 5000;
+	n = dec_sampler_dist(&s, l);
+	assert_int_equal(n, 5000);
+	for (int i = 1; i < n; i++)
+		assert_true(s.cand[i].id > s.cand[i - 1].id);
+	dec_rng_seed(&r, 1, "t", 0);
+	r0 = r;
+	s.cfg.top_k = 1;
+	dec_sample(&s, l, &r);
+	assert_memory_equal(&r, &r0, sizeof r);
+	s.cfg.top_k = 0;
+	dec_sample(&s, l, &r);
+	dec_rng_next(&r0);
+	assert_memory_equal(&r, &r0, sizeof r);
+	dec_sampler_release(&s);
+	free(l);
+}
+
 /* Speculative sampling's rule (dec_spec_accept): 20000 draws of the token
  * chosen after a draft, against the target's distribution p. Three drafts:
  * a point mass on the second most likely token (prompt lookup), a draft
@@ -329,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_rng_streams),
 		cmocka_unit_test(test_top_logprobs),
 		cmocka_unit_test(test_large_vocab),
+		cmocka_unit_test(test_sample_op),
 	};
 
 	return cmocka_run_group_tests_name("decode_sample", tests, NULL, NULL);

@@ -22,6 +22,7 @@
 
 #include "cuda/cuda_drv_impl.h"
 #include "decode/dec_be.h"
+#include "decode/dec_engine.h"
 #include "decode/dec_model.h"
 #include "decode/dec_quant.h"
 #include "decode/dec_simd.h"
@@ -905,6 +906,289 @@ static void test_errors(void **state)
 	tm_free(&tm);
 }
 
+/* ---- sampling on the device ------------------------------------------------ */
+
+/* The sample op's settings: temperature, top-k, top-p, min-p, logprobs. */
+static const struct { struct dec_sampling s; int lp; } smp_cfgs[] = {
+	{ { 0, 0, 1, 0 }, 5 },            /* greedy */
+	{ { 1, 0, 1, 0 }, 0 },            /* the whole vocabulary (id order above 4096) */
+	{ { 0.7f, 40, 1, 0 }, 3 },
+	{ { 1, 1, 1, 0 }, 0 },            /* one survivor: the uniform unused */
+	{ { 0.9f, 0, 0.9f, 0 }, 0 },
+	{ { 1.2f, 100, 0.5f, 0 }, 2 },
+	{ { 1, 0, 1, 0.05f }, 0 },
+	{ { 0.8f, 50, 0.95f, 0.02f }, 1 },
+	{ { 1.5f, 5000, 1, 0 }, 0 },      /* top-k above 4096: id order */
+	{ { 1, 0, 1e-9f, 0 }, 0 },        /* top-p: the best alone */
+	{ { 1, 0, 0.999999f, 0 }, 0 },    /* a cut in the tail, where rounding decides */
+	{ { 2, 0, 1, 0 }, 1000 },         /* many logprobs */
+};
+#define N_SMP_CFG (sizeof smp_cfgs / sizeof smp_cfgs[0])
+#define SMP_ROWS 4
+#define SMP_US 5
+
+/* Row r of width n: flat, peaked, ties (values on a 0.5 grid), a wide range
+ * with -inf entries. */
+static void smp_row(float *x, int n, int r, uint64_t seed)
+{
+	fill(x, (size_t)n, seed, r == 3 ? 12.0f : 3.0f);
+	for (int i = 0; i < n; i++) {
+		if (r == 1 && i % 97 == 5)
+			x[i] += 9.0f;
+		if (r == 2)
+			x[i] = roundf(x[i] * 2) / 2;
+		if (r == 3 && i % 13 == 0)
+			x[i] = -INFINITY;
+	}
+}
+
+static void smp_draws(struct dec_draw *d, int32_t *ids, float *lps, uint64_t seed)
+{
+	int k = 0;
+
+	for (size_t c = 0; c < N_SMP_CFG; c++)
+		for (int r = 0; r < SMP_ROWS; r++)
+			for (int u = 0; u < SMP_US; u++, k++) {
+				d[k] = (struct dec_draw){ .row = r, .samp = smp_cfgs[c].s, .n_logprobs = smp_cfgs[c].lp,
+							  .top_ids = ids + (size_t)k * DEC_MAX_LOGPROBS,
+							  .top_lp = lps + (size_t)k * DEC_MAX_LOGPROBS };
+				/* 0, the largest, and random uniforms */
+				d[k].u53 = u == 0 ? 0 : u == 1 ? (1ull << 53) - 1 : (uint64_t)((rnd(&seed) + 1) * 0x1p52);
+				d[k].id = -1;
+			}
+}
+
+/* Whether the device's draw d differs from the CPU's token cpu_id only
+ * where the CPU's own rounding decides (it normalises in float: ~1e-7 of the
+ * mass): the CPU's distribution over the tokens it kept (dec_sampler_dist,
+ * in its drawing order) puts u within SMP_EPS of the device token's interval,
+ * or the two are neighbours with probabilities within SMP_EPS (a near-tie
+ * that rounding may order either way); a survivor count may differ by tokens
+ * whose mass together is below SMP_EPS. */
+#define SMP_EPS 1e-5
+static int within_rounding(const float *row, int width, const struct dec_draw *d, int32_t cpu_id)
+{
+	struct dec_sampler smp;
+	struct cr_err e;
+	double u = (double)d->u53 * 0x1p-53, cum = 0, lo = -1, hi = -1, tail = 0;
+	int n, pi = -1, pj = -1, ok;
+
+	cr_err_init(&e);
+	assert_int_equal(dec_sampler_init(&smp, &d->samp, width, &e), CR_OK);
+	n = dec_sampler_dist(&smp, row);
+	for (int i = 0; i < n; i++) {
+		if (smp.cand[i].id == d->id) {
+			lo = cum;
+			hi = cum + smp.cand[i].p;
+			pj = i;
+		}
+		if (smp.cand[i].id == cpu_id)
+			pi = i;
+		if (i >= (n < d->n_kept ? n : d->n_kept))
+			tail += smp.cand[i].p;
+		cum += smp.cand[i].p;
+	}
+	ok = pj >= 0 && pi >= 0 && tail < SMP_EPS;
+	if (ok && d->id != cpu_id)
+		ok = (u >= lo - SMP_EPS && u <= hi + SMP_EPS) ||
+		     (abs(pi - pj) == 1 && fabs((double)smp.cand[pi].p - smp.cand[pj].p) < SMP_EPS);
+	if (!ok && pj < 0 && pi >= 0 && d->n_kept > n && d->n_kept - n <= 3 && u >= cum - SMP_EPS) {
+		/* the device kept a token or two more, and u fell past the CPU's
+		 * tokens: fine if the token drawn is one of almost no mass (an upper
+		 * bound: the survivors include every token above it) */
+		double w = row[d->id] / d->samp.temperature, mx = -INFINITY, sum = 0;
+
+		for (int i = 0; i < width; i++)
+			mx = fmax(mx, (double)(row[i] / d->samp.temperature));
+		for (int i = 0; i < width; i++)
+			if ((double)(row[i] / d->samp.temperature) >= w)
+				sum += exp((double)(row[i] / d->samp.temperature) - mx);
+		ok = exp(w - mx) / sum < SMP_EPS;
+	}
+	if (verbose || !ok)
+		print_message("  draw from row %d: cuda %d (%d kept), cpu %d (%d kept); u %.9f, cuda's interval "
+			      "[%.9f, %.9f]: %s\n", d->row, d->id, d->n_kept, cpu_id, n, u, lo, hi,
+			      ok ? "within rounding" : "NOT within rounding");
+	dec_sampler_release(&smp);
+	return ok;
+}
+
+static void smp_run(struct dec_be *be, float *lg, int width, struct dec_draw *d, int n, int one_by_one)
+{
+	struct cr_err e;
+
+	cr_err_init(&e);
+	for (int i = 0; i < n;) {
+		int m = one_by_one ? 1 : n - i < DEC_BE_MAX_DRAWS ? n - i : DEC_BE_MAX_DRAWS;
+
+		if (be->ops->sample(be, lg, width, d + i, m, &e))
+			fail_msg("%s sample: %s", be->ops->name, e.msg);
+		i += m;
+	}
+}
+
+/* The CUDA sample op against the CPU's (dec_sample's code) on the same
+ * logits and uniforms: the same token and survivor count for every draw,
+ * the same top logprob ids (values within 1e-5); each draw is the same
+ * launched alone as among the others. Widths: the tiny model's, and two
+ * above 4096 (where the CPU keeps id order without top-p). */
+static void test_sample(void **state)
+{
+	struct dec_be_cfg cfg = test_cfg();
+	const int n = (int)(N_SMP_CFG * SMP_ROWS * SMP_US);
+	struct tm tm;
+	struct dec_be *cpu, *gpu;
+
+	(void)state;
+	tm_load(&tm, "llama", DEC_T_F32, 0);
+	cpu = open_be(tm.m, &cfg, 0);
+	gpu = open_be(tm.m, &cfg, 1);
+	for (int wi = 0; wi < 3; wi++) {
+		int width = wi == 0 ? tm.m->cfg.n_vocab : wi == 1 ? 5000 : 20000, kept1 = 0, idorder = 0, near = 0, cut = 0;
+		float *host = malloc((size_t)SMP_ROWS * width * 4), *lc, *lgp, worst = 0;
+		struct dec_draw *dc = calloc((size_t)n, sizeof *dc), *dg = calloc((size_t)n, sizeof *dg);
+		struct dec_draw *d1 = calloc((size_t)n, sizeof *d1);
+		int32_t *ic = malloc((size_t)n * DEC_MAX_LOGPROBS * 4), *ig = malloc((size_t)n * DEC_MAX_LOGPROBS * 4);
+		int32_t *i1 = malloc((size_t)n * DEC_MAX_LOGPROBS * 4);
+		float *pc = malloc((size_t)n * DEC_MAX_LOGPROBS * 4), *pg = malloc((size_t)n * DEC_MAX_LOGPROBS * 4);
+		float *p1 = malloc((size_t)n * DEC_MAX_LOGPROBS * 4);
+
+		for (int r = 0; r < SMP_ROWS; r++)
+			smp_row(host + (size_t)r * width, width, r, 77 + (uint64_t)r * 1000 + (uint64_t)width);
+		assert_non_null(lc = cpu->ops->scratch(cpu, (size_t)SMP_ROWS * width));
+		assert_non_null(lgp = gpu->ops->scratch(gpu, (size_t)SMP_ROWS * width));
+		up(cpu, lc, host, (size_t)SMP_ROWS * width);
+		up(gpu, lgp, host, (size_t)SMP_ROWS * width);
+		smp_draws(dc, ic, pc, 5);
+		smp_draws(dg, ig, pg, 5);
+		smp_draws(d1, i1, p1, 5);
+		smp_run(cpu, lc, width, dc, n, 0);
+		smp_run(gpu, lgp, width, dg, n, 0);
+		/* one launch per draw: a subset (the emulator is slow), every setting */
+		for (int k = 0; k < n; k += 7)
+			smp_run(gpu, lgp, width, d1 + k, 1, 1);
+		for (int k = 0; k < n; k++) {
+			int lp = dc[k].n_logprobs;
+
+			if ((dc[k].id != dg[k].id || dc[k].n_kept != dg[k].n_kept) &&
+			    within_rounding(host + (size_t)dg[k].row * width, width, &dg[k], dc[k].id)) {
+				near += dc[k].id != dg[k].id;
+				cut += dc[k].id == dg[k].id;
+			}
+			else if (dc[k].id != dg[k].id || dc[k].n_kept != dg[k].n_kept)
+				fail_msg("width %d, draw %d (setting %d, row %d, u53 %llu): cpu token %d of %d survivors, "
+					 "cuda %d of %d", width, k, k / (SMP_ROWS * SMP_US), k / SMP_US % SMP_ROWS,
+					 (unsigned long long)dc[k].u53, dc[k].id, dc[k].n_kept, dg[k].id, dg[k].n_kept);
+			kept1 += dg[k].n_kept == 1;
+			idorder += dg[k].samp.temperature > 0 && dg[k].samp.top_p >= 1 && dg[k].n_kept > 4096;
+			for (int j = 0; j < lp; j++) {
+				if (dc[k].top_ids[j] != dg[k].top_ids[j])
+					fail_msg("width %d, draw %d: top logprob %d is token %d on the cpu, %d on cuda", width,
+						 k, j, dc[k].top_ids[j], dg[k].top_ids[j]);
+				if (dc[k].top_ids[j] >= 0)
+					worst = fmaxf(worst, fabsf(dc[k].top_lp[j] - dg[k].top_lp[j]));
+			}
+			if (k % 7 == 0 && (d1[k].id != dg[k].id || d1[k].n_kept != dg[k].n_kept ||
+					   memcmp(d1[k].top_ids, dg[k].top_ids, (size_t)lp * 4) ||
+					   memcmp(d1[k].top_lp, dg[k].top_lp, (size_t)lp * 4)))
+				fail_msg("width %d, draw %d: alone it drew %d, among %d draws %d", width, k, d1[k].id, n,
+					 dg[k].id);
+		}
+		print_message("  width %5d: %d draws, %d identical to the CPU's, %d the same token with a survivor "
+			      "count within rounding, %d another token within rounding (%d with one survivor, %d drawn "
+			      "in id order over > 4096), top logprobs max |diff| %.3g; alone == batched\n", width, n,
+			      n - near - cut, cut, near, kept1, idorder, (double)worst);
+		/* a systematic error would not hide here: other tokens at most 2% */
+		assert_true(near * 50 <= n);
+		assert_true(worst <= 1e-5f);
+		assert_true(kept1 > 0);
+		if (width > 4096)
+			assert_true(idorder > 0);
+		free(host);
+		free(dc);
+		free(dg);
+		free(d1);
+		free(ic);
+		free(ig);
+		free(i1);
+		free(pc);
+		free(pg);
+		free(p1);
+	}
+	dec_be_free(cpu);
+	dec_be_free(gpu);
+	tm_free(&tm);
+}
+
+/* The serving engine drawing on the device: sampled requests (several
+ * samples each, top-p, top logprobs) on the CUDA backend give the tokens of
+ * the same engine drawing on the host from downloaded logits, and of the
+ * CPU backend. */
+static void eng_run(const struct dec_model *m, enum dec_device dev, int host_sample, struct dec_gen_out *outs,
+		    int32_t prompt[2][12])
+{
+	struct dec_engine_cfg cfg = { .device = dev, .max_seqs = 4, .max_batch_tokens = 32, .max_ctx = 64,
+				      .n_threads = 2, .host_sample = host_sample };
+	struct dec_req r[2];
+	struct dec_engine *eng;
+	struct cr_err e;
+
+	cr_err_init(&e);
+	if (dec_engine_new(m, &cfg, &eng, &e))
+		fail_msg("%s", e.msg);
+	assert_string_equal(dec_engine_device(eng), dev == DEC_DEV_CUDA ? "cuda" : "cpu");
+	for (int k = 0; k < 2; k++) {
+		r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 12, .n = 3, .outs = outs + 3 * k,
+					 .p = { .max_tokens = 20, .seed = 99, .task = k ? "b" : "a", .top_logprobs = 2,
+						.samp = { k ? 1.1f : 0.8f, k ? 0 : 20, k ? 0.9f : 1.0f, k ? 0 : 0.01f } } };
+		if (dec_engine_submit(eng, &r[k], &e))
+			fail_msg("%s", e.msg);
+	}
+	if (dec_engine_run(eng, &e))
+		fail_msg("%s", e.msg);
+	dec_engine_free(eng);
+}
+
+static void test_sample_engine(void **state)
+{
+	struct tm tm;
+	struct dec_gen_out o[3][6];
+	int32_t prompt[2][12];
+	double worst = 0;
+	int n_tok = 0;
+
+	(void)state;
+	tm_load(&tm, "llama", DEC_T_F32, 0);
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 12; i++)
+			prompt[k][i] = (k * 71 + i * 29 + 5) % tm.m->cfg.n_vocab;
+	eng_run(tm.m, DEC_DEV_CUDA, 0, o[0], prompt);
+	eng_run(tm.m, DEC_DEV_CUDA, 1, o[1], prompt);
+	eng_run(tm.m, DEC_DEV_CPU, 0, o[2], prompt);
+	for (int v = 1; v < 3; v++)
+		for (int i = 0; i < 6; i++) {
+			assert_int_equal(o[0][i].n_tokens, o[v][i].n_tokens);
+			for (int t = 0; t < o[0][i].n_tokens; t++) {
+				if (o[0][i].tokens[t] != o[v][i].tokens[t])
+					fail_msg("sample %d token %d: cuda draws %d, %s %d", i, t, o[0][i].tokens[t],
+						 v == 1 ? "cuda drawing on the host" : "cpu", o[v][i].tokens[t]);
+				for (int j = 0; j < 2; j++) {
+					assert_int_equal(o[0][i].top_ids[2 * t + j], o[v][i].top_ids[2 * t + j]);
+					worst = fmax(worst, fabs((double)o[0][i].top_lp[2 * t + j] - o[v][i].top_lp[2 * t + j]));
+				}
+			}
+		}
+	for (int i = 0; i < 6; i++) {
+		n_tok += o[0][i].n_tokens;
+		for (int v = 0; v < 3; v++)
+			dec_gen_out_release(&o[v][i]);
+	}
+	print_message("  engine: %d sampled tokens (2 requests x 3 samples) drawn on the device = on the host = "
+		      "on the cpu backend; top logprobs max |diff| %.3g\n", n_tok, worst);
+	assert_true(worst <= 1e-3);
+	tm_free(&tm);
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -931,6 +1215,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_forward_batch),
 		cmocka_unit_test(test_graphs),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_sample),
+		cmocka_unit_test(test_sample_engine),
 	};
 	char why[256];
 
