@@ -5,7 +5,9 @@
  *     reaches: (weight bytes + KV bytes read per token) / step time, over
  *     the device's peak bandwidth (2 × memory clock × bus width from the
  *     driver, else a table of known parts);
- *   - batch 16 and 64 decode throughput (tokens/s in all);
+ *   - batch 16 and 64 decode throughput (tokens/s in all), and batch 16
+ *     sampled with the draws on the device against the logits copied to
+ *     the host and drawn there;
  * and, with --parity N, greedy decoding of N steps on the CPU and CUDA
  * backends from the same prompt: where the tokens part, and the largest
  * |logprob difference| over the CPU's top 5 while they agree.
@@ -142,6 +144,60 @@ static int prefill(struct ctx *c, int s, const int32_t *prompt, int n)
 	return 0;
 }
 
+/* n_gen steps of B sequences, every row's token drawn with temperature 0.8
+ * and top-p 0.95: on the device (dec_graph_forward, then the sample op: ids
+ * come back) or on the host (the logits come back, dec_sample draws).
+ * Returns the seconds, or -1. */
+static double sampled_steps(struct ctx *c, const int32_t *prompt, int n_prompt, int B, int n_gen, int on_device)
+{
+	struct dec_sampling samp = { 0.8f, 0, 0.95f, 0 };
+	struct dec_draw d[64];
+	struct dec_sampler smp;
+	struct dec_rng rng[64];
+	struct cr_err e;
+	double t0;
+	int32_t next[64];
+
+	cr_err_init(&e);
+	if (dec_sampler_init(&smp, &samp, c->nv, &e))
+		return -1;
+	for (int s = 0; s < B; s++) {
+		dec_rng_seed(&rng[s], 1, "bench", (uint64_t)s);
+		next[s] = prompt[s % n_prompt];
+	}
+	t0 = now_s();
+	for (int i = 0; i < n_gen; i++) {
+		struct dec_step st = { .nb = B, .tok = c->tok, .pos = c->pos, .seq = c->seq, .n_seq = B,
+				       .btab = c->btab, .n_out = B, .out = c->out };
+
+		for (int s = 0; s < B; s++) {
+			c->tok[s] = next[s];
+			c->pos[s] = n_prompt + i;
+			c->seq[s] = s;
+			c->out[s] = s;
+		}
+		if (on_device) {
+			for (int s = 0; s < B; s++)
+				d[s] = (struct dec_draw){ .row = s, .samp = samp, .u53 = dec_rng_next(&rng[s]) >> 11 };
+			if (dec_graph_forward(&c->g, &st, &e) || dec_graph_sample(&c->g, d, B, &e))
+				goto fail;
+			for (int s = 0; s < B; s++)
+				next[s] = d[s].id;
+		} else {
+			if (dec_graph_step(&c->g, &st, c->logits, &e))
+				goto fail;
+			for (int s = 0; s < B; s++)
+				next[s] = dec_sample(&smp, c->logits + (size_t)s * c->nv, &rng[s]);
+		}
+	}
+	dec_sampler_release(&smp);
+	return now_s() - t0;
+fail:
+	fprintf(stderr, "decode_bench: %s\n", e.msg);
+	dec_sampler_release(&smp);
+	return -1;
+}
+
 int bench_cuda(const struct dec_model *m, const char *label, int n_prompt, int n_gen)
 {
 	struct cr_cuda_device d;
@@ -220,6 +276,24 @@ int bench_cuda(const struct dec_model *m, const char *label, int n_prompt, int n
 		}
 		printf("      decode batch %d: %.0f tok/s in all (%.1fx batch 1)\n", B, B * n_gen / t_b,
 		       B * n_gen / t_b / (n_gen / t_dec));
+		if (B == 16) {
+			/* sampled: drawn on the device against drawn on the host,
+			 * interleaved pairs (the step shapes were captured above) */
+			double td = 1e30, th = 1e30;
+
+			for (int rep = 0; rep < 3; rep++) {
+				double a = sampled_steps(&c, prompt, n_prompt, B, n_gen, 1);
+				double h = sampled_steps(&c, prompt, n_prompt, B, n_gen, 0);
+
+				if (a < 0 || h < 0)
+					goto fail;
+				td = a < td ? a : td;
+				th = h < th ? h : th;
+			}
+			printf("      decode batch 16 sampled (T 0.8, top-p 0.95, best of 3): drawn on the device %.0f "
+			       "tok/s, logits to the host and drawn there %.0f tok/s (%.2fx)\n", B * n_gen / td,
+			       B * n_gen / th, th / td);
+		}
 	}
 	ctx_close(&c);
 	free(prompt);
