@@ -221,6 +221,13 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 			c[i].p = logits[i] == -INFINITY ? 0.0f : (float)(w[i] * (1.0 / sum));
 		}
 	}
+	if (!(sum > 0) || isinf(sum)) {
+		/* no distribution (a temperature so small that w overflows, every
+		 * logit -inf, NaN logits): the temperature's limit, greedy */
+		c[0].id = argmax(logits, s->n_vocab);
+		c[0].p = 1;
+		return 1;
+	}
 	pmax = (float)(1.0 / sum);
 	if (cfg->top_p < 1) {
 		/* move the plausible head to the front, sort it, and see if it suffices */

@@ -345,6 +345,15 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 				sum += (double)ex(i, w);
 		}
 		sum = block_sum_d(sum, sh.redd);
+		if (!(sum > 0.0 && sum < (double)INFINITY)) { // no distribution: greedy, as the CPU
+			u64 best = 0;
+			for (int i = t; i < n; i += nt) {
+				u64 k = ckey(l[i], i);
+				best = k > best ? k : best;
+			}
+			id = ckey_id(block_max_u64(best, sh.red));
+			goto done;
+		}
 		double inv = 1.0 / sum;
 		float pmax = (float)inv, thr = min_p * pmax;
 		// p of token i (-1 outside S), as dec_sampler_dist computes it
@@ -427,6 +436,7 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 			}
 		}
 	}
+done:
 	if (t == 0) {
 		res[2 * blockIdx.x] = id;
 		res[2 * blockIdx.x + 1] = kept;
