@@ -233,9 +233,12 @@ static void op_attention(struct dec_be *be, int layer, const float *q, float *ou
 	struct be_cuda *b = cuda(be);
 	CUdeviceptr pq = (CUdeviceptr)(uintptr_t)q, po = (CUdeviceptr)(uintptr_t)out;
 	void *p1[] = { &b->dcfg, &layer, &pq }, *p2[] = { &b->dcfg, &po };
-	unsigned nh = (unsigned)be->m->cfg.n_heads;
+	unsigned nh = (unsigned)be->m->cfg.n_heads, g = (unsigned)(be->m->cfg.n_heads / be->m->cfg.n_kv_heads);
+	unsigned ng = (g + (unsigned)b->cfg->att_heads - 1) / (unsigned)b->cfg->att_heads;
 
-	launch(b, KI_k_attention, layer, nh, (unsigned)b->nb, (unsigned)b->cfg->att_max_splits, 128, p1);
+	/* a block per (kv head's group of att_heads query heads, token, split) */
+	launch(b, KI_k_attention, layer, (unsigned)be->m->cfg.n_kv_heads * ng, (unsigned)b->nb,
+	       (unsigned)b->cfg->att_max_splits, 128, p1);
 	launch(b, KI_k_att_combine, layer, nh, (unsigned)b->nb, 1, 128, p2);
 }
 

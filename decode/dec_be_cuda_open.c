@@ -496,6 +496,12 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 		goto out;
 	}
 	h->att_max_splits = (cfg->max_ctx + h->att_split - 1) / h->att_split;
+	/* a block serves up to DEC_CU_ATT_HEADS heads of a group, their scores in
+	 * DEC_CU_ATT_MAX_SPLIT floats of shared memory */
+	h->att_heads = c->n_heads / c->n_kv_heads;
+	h->att_heads = h->att_heads < DEC_CU_ATT_HEADS ? h->att_heads : DEC_CU_ATT_HEADS;
+	while (h->att_heads > 1 && h->att_heads * h->att_split > DEC_CU_ATT_MAX_SPLIT)
+		h->att_heads--;
 	{
 		float eps = c->eps, scale = c->att_scale > 0 ? c->att_scale : 1.0f / sqrtf((float)c->head_dim);
 		memcpy(&h->eps_bits, &eps, 4);

@@ -24,6 +24,7 @@
 #define DEC_CU_TOK_TILE 64     /* tokens per pass over the weights (grid.y tiles beyond) */
 #define DEC_CU_ATT_MAX_SPLIT 4096 /* positions per attention split, at most (16 KiB of shared memory) */
 #define DEC_CU_MAX_HEAD_DIM 256
+#define DEC_CU_ATT_HEADS 8        /* query heads of a kv head's group per attention block, at most */
 #define DEC_CU_SAMPLE_THREADS 512 /* threads of a draw's block (k_sample) */
 #define DEC_CU_MAX_LOGPROBS 1024  /* top logprobs per draw at most (k_sample sorts them in shared memory) */
 
@@ -50,6 +51,7 @@ struct dec_cu_cfg {
 	int32_t block_size, max_blocks;   /* positions per KV block; width of a block-table row */
 	int32_t max_tokens, max_out, max_seqs, max_ctx, n_blocks;
 	int32_t att_split, att_max_splits; /* positions per attention split; splits per token at most */
+	int32_t att_heads;                /* query heads per attention block (of one kv head's group) */
 	int32_t emb_type;                 /* ggml type of tok_embd */
 	uint32_t eps_bits;                /* rms eps, f32 bits */
 	uint32_t att_scale_bits;          /* 1 / sqrt(head_dim), f32 bits */

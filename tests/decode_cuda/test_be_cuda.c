@@ -493,6 +493,40 @@ static void test_ops(void **state)
 	unsetenv("CRUCIBLE_CUDA_ATT_SPLIT");
 }
 
+/* A kv head's group of query heads shared by one attention block, or split
+ * over several: qwen3's 8 heads on 2 kv heads (groups of 4) with splits of
+ * 1024 positions (a block per group), 2048 (two blocks of 2 heads) and
+ * 4096 (a block per head); qwen2's 4 on 2 (groups of 2) at 4096. The
+ * contexts fit one split: attention is the CPU's bit for bit each time. */
+static void test_attention_groups(void **state)
+{
+	static const struct { const char *arch, *split; } v[] = {
+		{ "qwen3", "1024" }, { "qwen3", "2048" }, { "qwen3", "4096" }, { "qwen2", "4096" },
+	};
+	struct dec_be_cfg cfg = test_cfg();
+	int mb = dec_be_max_blocks(&cfg);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct tm tm;
+		struct pair p;
+		struct stepbuf sb;
+
+		setenv("CRUCIBLE_CUDA_ATT_SPLIT", v[i].split, 1);
+		tm_load(&tm, v[i].arch, DEC_T_F32, 0);
+		pair_open(&p, tm.m, &cfg);
+		p.type = "F32";
+		memset(&sb, 0, sizeof sb);
+		op_attention(&p, &sb, mb);
+		print_message("  %s (%d heads on %d kv heads), splits of %s: attention max rel err %.2g\n", v[i].arch,
+			      tm.m->cfg.n_heads, tm.m->cfg.n_kv_heads, v[i].split, p.worst[5]);
+		assert_true(p.worst[5] == 0);
+		pair_close(&p);
+		tm_free(&tm);
+	}
+	unsetenv("CRUCIBLE_CUDA_ATT_SPLIT");
+}
+
 /* ---- whole forwards (dec_graph.c) -------------------------------------- */
 
 /* One run: n_seq sequences, prompts of plen[s] tokens prefilled together in
@@ -1212,6 +1246,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_attention_groups),
 		cmocka_unit_test(test_forward),
 		cmocka_unit_test(test_forward_batch),
 		cmocka_unit_test(test_graphs),
