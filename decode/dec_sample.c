@@ -264,6 +264,11 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 			if (c[i].p >= cfg->min_p * pmax)
 				c[keep++] = c[i];
 		n = keep;
+		if (!n) { /* min-p above 1 keeps nothing: greedy */
+			c[0].id = argmax(logits, s->n_vocab);
+			c[0].p = 1;
+			return 1;
+		}
 	}
 	sum = 0;
 	for (int i = 0; i < n; i++)

@@ -242,6 +242,17 @@ static __device__ u64 select_mass(int n, const F &f, u64 x, smp_shared *sh)
 	return prefix;
 }
 
+// The greedy token: the largest logit, the lowest id on ties.
+static __device__ int argmax_raw(const float *l, int n, smp_shared *sh)
+{
+	u64 best = 0;
+	for (int i = (int)threadIdx.x; i < n; i += (int)blockDim.x) {
+		u64 k = ckey(l[i], i);
+		best = k > best ? k : best;
+	}
+	return ckey_id(block_max_u64(best, sh->red));
+}
+
 // The top K (K <= DEC_CU_MAX_LOGPROBS, K <= n) of the raw logits and their
 // log-softmax: ids and logprobs, best first, ties to the lower id.
 static __device__ void top_logprobs(const float *l, int n, int K, int32_t *ids, float *lps, smp_shared *sh)
@@ -313,12 +324,7 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 		top_logprobs(l, n, d->n_logprobs < n ? d->n_logprobs : n, top_ids + (size_t)blockIdx.x * kmax,
 			     top_lp + (size_t)blockIdx.x * kmax, &sh);
 	if (T <= 0.0f) {
-		u64 best = 0;
-		for (int i = t; i < n; i += nt) {
-			u64 k = ckey(l[i], i);
-			best = k > best ? k : best;
-		}
-		id = ckey_id(block_max_u64(best, sh.red));
+		id = argmax_raw(l, n, &sh);
 	} else {
 		int top_k = d->top_k, use_k = top_k > 0 && top_k < n;
 		float top_p = fbits(d->top_p_bits), min_p = fbits(d->min_p_bits), mx = -INFINITY;
@@ -346,12 +352,7 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 		}
 		sum = block_sum_d(sum, sh.redd);
 		if (!(sum > 0.0 && sum < (double)INFINITY)) { // no distribution: greedy, as the CPU
-			u64 best = 0;
-			for (int i = t; i < n; i += nt) {
-				u64 k = ckey(l[i], i);
-				best = k > best ? k : best;
-			}
-			id = ckey_id(block_max_u64(best, sh.red));
+			id = argmax_raw(l, n, &sh);
 			goto done;
 		}
 		double inv = 1.0 / sum;
@@ -385,7 +386,7 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 			float p = prob(i);
 			*k = ckey(p, i);
 			*m = fix60(p);
-			return p >= 0.0f && *k >= tp && (min_p <= 0.0f || p >= thr);
+			return p >= 0.0f && *k >= tp && (!(min_p > 0.0f) || p >= thr);
 		};
 		int cnt = 0;
 		u64 best = 0, total = 0;
@@ -402,6 +403,10 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 		best = block_max_u64(best, sh.red);
 		kept = cnt;
 		id = ckey_id(best);
+		if (cnt == 0) { // min-p above 1 leaves nothing: greedy, as the CPU
+			id = argmax_raw(l, n, &sh);
+			kept = 1;
+		}
 		if (cnt > 1 && total > 0) {
 			double u = (double)d->u53 * 0x1p-53;
 			u64 x = (u64)(u * (double)total);

@@ -957,6 +957,7 @@ static const struct { struct dec_sampling s; int lp; } smp_cfgs[] = {
 	{ { 1, 0, 0.999999f, 0 }, 0 },    /* a cut in the tail, where rounding decides */
 	{ { 2, 0, 1, 0 }, 1000 },         /* many logprobs */
 	{ { 1e-39f, 0, 0.9f, 0 }, 0 },    /* w overflows to ±inf: degenerate, the same on both */
+	{ { 1, 0, 1, 1.5f }, 0 },         /* min-p above 1 keeps nothing: greedy on both */
 };
 #define N_SMP_CFG (sizeof smp_cfgs / sizeof smp_cfgs[0])
 #define SMP_ROWS 4
