@@ -4,6 +4,7 @@
  * within a factor 1e-6 of the best and falls back to a full sort when their
  * mass does not reach p (exact either way). */
 #include "decode/dec_sample.h"
+#include "decode/dec_exp.h"
 #include "decode/dec_simd.h"
 
 #include <math.h>
@@ -79,31 +80,6 @@ void dec_sampler_release(struct dec_sampler *s)
 	free(s->work);
 	s->cand = NULL;
 	s->work = NULL;
-}
-
-/* e^x for x <= 0 as the AVX2 table's vector exp computes each lane
- * (dec_simd.c exp8: Cephes' polynomial, the same fused multiply-adds), so
- * the top-k path's probabilities are those of the whole-vocabulary path and
- * of the CUDA sampler (decode/cuda/dec_cu_sample.cuh), bit for bit. */
-static float exp_cephes(float x)
-{
-	float n, r, p;
-	uint32_t e;
-
-	x = fminf(fmaxf(x, -87.0f), 88.0f);
-	n = floorf(fmaf(x, 1.44269504088896341f, 0.5f));
-	r = fmaf(-n, 0.693359375f, x);
-	r = fmaf(-n, -2.12194440e-4f, r);
-	p = 1.9875691500e-4f;
-	p = fmaf(p, r, 1.3981999507e-3f);
-	p = fmaf(p, r, 8.3334519073e-3f);
-	p = fmaf(p, r, 4.1665795894e-2f);
-	p = fmaf(p, r, 1.6666665459e-1f);
-	p = fmaf(p, r, 5.0000001201e-1f);
-	p = fmaf(p, r * r, r + 1.0f);
-	e = (uint32_t)((int)n + 127) << 23;
-	memcpy(&n, &e, 4);
-	return p * n;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -183,7 +159,7 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 		for (int i = 1; i < n; i++)
 			mx = c[i].p > mx ? c[i].p : mx;
 		for (int i = 0; i < n; i++) {
-			c[i].p = logits[c[i].id] == -INFINITY ? 0.0f : exp_cephes(c[i].p - mx);
+			c[i].p = logits[c[i].id] == -INFINITY ? 0.0f : dec_exp_cephes(c[i].p - mx);
 			sum += c[i].p;
 		}
 		for (int i = 0; i < n; i++)

@@ -15,6 +15,7 @@
 
 #define DEC_CU_DEVICE_CODE 1
 #include "decode/cuda/dec_cu.h"
+#include "decode/dec_exp.h"
 
 #define FULL 0xffffffffu
 
@@ -40,24 +41,10 @@ static __device__ __forceinline__ int ld32a2(const uint8_t *p)
 
 static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
-// e^x as the CPU's AVX2 table computes it (dec_simd.c's exp8, lane by lane:
-// Cephes' polynomial with the same fused multiply-adds), for x <= 0 after
-// a max is subtracted (softmax, SiLU): the same bits as the CPU.
-static __device__ __forceinline__ float exp_cephes(float x)
-{
-	x = fminf(fmaxf(x, -87.0f), 88.0f);
-	float n = floorf(fmaf(x, 1.44269504088896341f, 0.5f));
-	float r = fmaf(-n, 0.693359375f, x);
-	r = fmaf(-n, -2.12194440e-4f, r);
-	float p = 1.9875691500e-4f;
-	p = fmaf(p, r, 1.3981999507e-3f);
-	p = fmaf(p, r, 8.3334519073e-3f);
-	p = fmaf(p, r, 4.1665795894e-2f);
-	p = fmaf(p, r, 1.6666665459e-1f);
-	p = fmaf(p, r, 5.0000001201e-1f);
-	p = fmaf(p, r * r, r + 1.0f);
-	return p * __int_as_float(((int)n + 127) << 23);
-}
+// e^x as the CPU's AVX2 table computes it (dec_simd.c's exp8, lane by lane),
+// for x <= 0 after a max is subtracted (softmax, SiLU): the same bits as the
+// CPU, from the definition the CPU's scalar code uses (decode/dec_exp.h)
+#define exp_cephes dec_exp_cephes
 
 static __device__ __forceinline__ float warp_sum(float v)
 {
