@@ -190,6 +190,19 @@ static enum kid mmv_kernel(uint32_t t, int nb, int *nt)
 	return (enum kid)(KI_mmv_f32_1 + ni * 10 + ti);
 }
 
+/* The MMQ kernel of a 32-value block type (KI_N: none). */
+static enum kid mmq_kernel(uint32_t t)
+{
+	switch (t) {
+	case DEC_T_Q8_0: return KI_mmq_q8_0;
+	case DEC_T_Q4_0: return KI_mmq_q4_0;
+	case DEC_T_Q5_0: return KI_mmq_q5_0;
+	case DEC_T_Q4_1: return KI_mmq_q4_1;
+	case DEC_T_Q5_1: return KI_mmq_q5_1;
+	default: return KI_N;
+	}
+}
+
 static void op_matmul(struct dec_be *be, int layer, int nw, const enum dec_wkind *w, float *const *out,
 		      const float *in, int nb, int add)
 {
@@ -213,9 +226,13 @@ static void op_matmul(struct dec_be *be, int layer, int nw, const enum dec_wkind
 		have = (int)a;
 		/* rows a block: a warp each, two for the F32/F16 kernels (a half warp a row) */
 		int rpb = DEC_CU_THREADS / 32 * (d->type == DEC_T_F32 || d->type == DEC_T_F16 ? 2 : 1);
+		enum kid mq = b->mmq_on && nb >= DEC_CU_MMQ_MIN ? mmq_kernel(d->type) : KI_N;
 
-		launch(b, kk, layer, (unsigned)((rows + rpb - 1) / rpb), (unsigned)((nb + nt - 1) / nt), 1,
-		       DEC_CU_THREADS, p);
+		if (mq != KI_N) /* tensor cores: 64 rows x 64 tokens a block, the same bits */
+			launch(b, mq, layer, (unsigned)((rows + 63) / 64), (unsigned)((nb + 63) / 64), 1, DEC_CU_THREADS, p);
+		else
+			launch(b, kk, layer, (unsigned)((rows + rpb - 1) / rpb), (unsigned)((nb + nt - 1) / nt), 1,
+			       DEC_CU_THREADS, p);
 	}
 }
 

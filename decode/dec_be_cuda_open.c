@@ -463,6 +463,7 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 	if ((st = check_model(m, err)))
 		goto out;
 	b->sync_each = env_on("CRUCIBLE_CUDA_SYNC", 0);
+	b->mmq_on = env_on("CRUCIBLE_CUDA_MMQ", 1);
 	b->graphs_on = env_on("CRUCIBLE_CUDA_GRAPHS", 1) && !b->sync_each;
 	b->step_ints = 3 * (size_t)cfg->max_tokens + (size_t)cfg->max_out + (size_t)cfg->max_seqs * dec_be_max_blocks(cfg);
 	b->cfg = h = calloc(1, sizeof *h);

@@ -62,6 +62,7 @@ struct be_cuda {
 	char err_msg[768];
 	int last_kernel, last_layer;
 	int sync_each;
+	int mmq_on;                     /* CRUCIBLE_CUDA_MMQ (default 1): prefill products on tensor cores */
 	/* sampling (op_sample): draws in, ids and counts out, in the work
 	 * area; the top logprobs in a buffer grown on demand */
 	CUdeviceptr smp_draws, smp_res, smp_top;

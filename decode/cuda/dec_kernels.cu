@@ -5,6 +5,7 @@
 // emulated kernels. The kernel list is DEC_CU_KERNELS in dec_cu.h.
 #include "decode/cuda/dec_cu_common.cuh"
 #include "decode/cuda/dec_cu_mmv.cuh"
+#include "decode/cuda/dec_cu_mmq.cuh"
 #include "decode/cuda/dec_cu_ops.cuh"
 #include "decode/cuda/dec_cu_attn.cuh"
 #include "decode/cuda/dec_cu_sample.cuh"

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 struct uint3 { unsigned x, y, z; };
@@ -278,6 +279,91 @@ inline __half __float2half_rn(float f)
 		h++;
 	return __half{ (unsigned short)h };
 }
+
+// ---- tensor cores: nvcuda::wmma, int8 m16n16k16 -------------------------
+//
+// What the decoder's MMQ kernels use (decode/cuda/dec_cu_mmq.cuh). A
+// fragment is opaque and warp-wide on the hardware; here every lane holds
+// the whole tile, so the results are those of the API's definition (row i,
+// column j, ldm elements between rows or columns) whatever the hardware's
+// register layout. The sums are int32, exact in any order.
+[[noreturn]] inline void emu_wmma_die(const char *what)
+{
+	fprintf(stderr, "cuda_emu: wmma::%s: a pointer not 256-bit aligned\n", what);
+	abort();
+}
+
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K, class T, class Layout = void> struct fragment;
+template <class Use, class L> struct fragment<Use, 16, 16, 16, signed char, L> {
+	signed char x[16 * 16];   // matrix_a: A(i, k) at i * 16 + k; matrix_b: B(k, j) at k * 16 + j
+};
+template <> struct fragment<accumulator, 16, 16, 16, int, void> {
+	int x[16 * 16];           // C(i, j) at i * 16 + j
+};
+inline void fill_fragment(fragment<accumulator, 16, 16, 16, int, void> &f, int v)
+{
+	for (int i = 0; i < 256; i++)
+		f.x[i] = v;
+}
+template <class L> inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, signed char, L> &f,
+						const signed char *p, unsigned ldm)
+{
+	if ((uintptr_t)p % 32)
+		emu_wmma_die("load_matrix_sync");
+	for (int i = 0; i < 16; i++)
+		for (int k = 0; k < 16; k++)
+			f.x[i * 16 + k] = std::is_same_v<L, row_major> ? p[i * ldm + k] : p[k * ldm + i];
+	emu_warp_sync();
+}
+template <class L> inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, signed char, L> &f,
+						const signed char *p, unsigned ldm)
+{
+	if ((uintptr_t)p % 32)
+		emu_wmma_die("load_matrix_sync");
+	for (int k = 0; k < 16; k++)
+		for (int j = 0; j < 16; j++)
+			f.x[k * 16 + j] = std::is_same_v<L, row_major> ? p[k * ldm + j] : p[j * ldm + k];
+	emu_warp_sync();
+}
+template <class LA, class LB>
+inline void mma_sync(fragment<accumulator, 16, 16, 16, int, void> &d,
+		     const fragment<matrix_a, 16, 16, 16, signed char, LA> &a,
+		     const fragment<matrix_b, 16, 16, 16, signed char, LB> &b,
+		     const fragment<accumulator, 16, 16, 16, int, void> &c)
+{
+	int r[256];
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 16; j++) {
+			int s = c.x[i * 16 + j];
+			for (int k = 0; k < 16; k++)
+				s += (int)a.x[i * 16 + k] * (int)b.x[k * 16 + j];
+			r[i * 16 + j] = s;
+		}
+	std::memcpy(d.x, r, sizeof r);
+	emu_warp_sync();
+}
+inline void store_matrix_sync(int *p, const fragment<accumulator, 16, 16, 16, int, void> &f, unsigned ldm,
+			      layout_t l)
+{
+	if ((uintptr_t)p % 32)
+		emu_wmma_die("store_matrix_sync");
+	emu_warp_sync();   // every lane has computed before one writes
+	if (emu_tid() % 32 == 0)
+		for (int i = 0; i < 16; i++)
+			for (int j = 0; j < 16; j++)
+				p[l == mem_row_major ? i * ldm + j : j * ldm + i] = f.x[i * 16 + j];
+	emu_warp_sync();
+}
+} // namespace wmma
+} // namespace nvcuda
 
 // ---- launching ---------------------------------------------------------
 
