@@ -313,24 +313,16 @@ inline void fill_fragment(fragment<accumulator, 16, 16, 16, int, void> &f, int v
 	for (int i = 0; i < 256; i++)
 		f.x[i] = v;
 }
-template <class L> inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, signed char, L> &f,
-						const signed char *p, unsigned ldm)
+// matrix_a's A(i, k) or matrix_b's B(k, j): element (r, c) of a tile, from
+// row r, column c of a row-major or column-major matrix with ldm between them
+template <class Use, class L> inline void load_matrix_sync(fragment<Use, 16, 16, 16, signed char, L> &f,
+							   const signed char *p, unsigned ldm)
 {
 	if ((uintptr_t)p % 32)
 		emu_wmma_die("load_matrix_sync");
-	for (int i = 0; i < 16; i++)
-		for (int k = 0; k < 16; k++)
-			f.x[i * 16 + k] = std::is_same_v<L, row_major> ? p[i * ldm + k] : p[k * ldm + i];
-	emu_warp_sync();
-}
-template <class L> inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, signed char, L> &f,
-						const signed char *p, unsigned ldm)
-{
-	if ((uintptr_t)p % 32)
-		emu_wmma_die("load_matrix_sync");
-	for (int k = 0; k < 16; k++)
-		for (int j = 0; j < 16; j++)
-			f.x[k * 16 + j] = std::is_same_v<L, row_major> ? p[k * ldm + j] : p[j * ldm + k];
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 16; c++)
+			f.x[r * 16 + c] = std::is_same_v<L, row_major> ? p[r * ldm + c] : p[c * ldm + r];
 	emu_warp_sync();
 }
 template <class LA, class LB>
