@@ -211,6 +211,10 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 				struct dec_be **out, struct cr_err *err);
 
 void dec_be_free(struct dec_be *be); /* NULL: no-op */
+/* What every sample op checks first: 1..DEC_BE_MAX_DRAWS draws, rows within
+ * max_out, logprobs 0..DEC_MAX_LOGPROBS (CR_EINTERNAL naming the backend). */
+enum cr_status dec_be_check_draws(const struct dec_be *be, const struct dec_draw *d, int n, int width,
+				  struct cr_err *err);
 
 enum dec_device { DEC_DEV_AUTO, DEC_DEV_CPU, DEC_DEV_CUDA };
 /* Whether be runs m (its supports, or the llama family when it has none);

@@ -604,6 +604,19 @@ static enum cr_status op_download(struct dec_be *be, float *host, const float *s
 	return CR_OK;
 }
 
+enum cr_status dec_be_check_draws(const struct dec_be *be, const struct dec_draw *d, int n, int width,
+				  struct cr_err *err)
+{
+	if (n < 1 || n > DEC_BE_MAX_DRAWS || width < 1)
+		return cr_errf(err, CR_EINTERNAL, "%s backend: %d draws from rows of %d", be->ops->name, n, width);
+	for (int i = 0; i < n; i++)
+		if (d[i].row < 0 || d[i].row >= be->cfg.max_out || d[i].n_logprobs < 0 ||
+		    d[i].n_logprobs > DEC_MAX_LOGPROBS)
+			return cr_errf(err, CR_EINTERNAL, "%s backend: draw from row %d with %d logprobs",
+				       be->ops->name, d[i].row, d[i].n_logprobs);
+	return CR_OK;
+}
+
 struct smp_job {
 	struct be_cpu *c;
 	const float *logits;
@@ -639,13 +652,8 @@ static enum cr_status op_sample(struct dec_be *be, const float *logits, int widt
 	enum cr_status st;
 	struct smp_job j = { c, logits, width, n, d };
 
-	if (n < 1 || n > DEC_BE_MAX_DRAWS || width < 1)
-		return cr_errf(err, CR_EINTERNAL, "cpu backend: %d draws from rows of %d", n, width);
-	for (int i = 0; i < n; i++)
-		if (d[i].row < 0 || d[i].row >= be->cfg.max_out || d[i].n_logprobs < 0 ||
-		    d[i].n_logprobs > DEC_MAX_LOGPROBS)
-			return cr_errf(err, CR_EINTERNAL, "cpu backend: draw from row %d with %d logprobs", d[i].row,
-				       d[i].n_logprobs);
+	if ((st = dec_be_check_draws(be, d, n, width, err)))
+		return st;
 	if (c->smp_width != width) {
 		if (!c->smp && !(c->smp = calloc((size_t)nth, sizeof *c->smp)))
 			return cr_errf(err, CR_ENOMEM, "cpu backend: out of memory for the samplers");

@@ -390,19 +390,16 @@ static enum cr_status op_sample(struct dec_be *be, const float *logits, int widt
 	int kmax = 0, threads = DEC_CU_SAMPLE_THREADS;
 	void *p[] = { &pl, &width, &b->smp_draws, &b->smp_res, &ids, &lps, &kmax };
 	CUresult r;
+	enum cr_status st;
 
-	if (n < 1 || n > DEC_BE_MAX_DRAWS || width < 1)
-		return cr_errf(err, CR_EINTERNAL, "cuda backend: %d draws from rows of %d", n, width);
+	if ((st = dec_be_check_draws(be, d, n, width, err)))
+		return st;
 	if (b->capturing)
 		return cr_errf(err, CR_EINTERNAL, "cuda backend: sample while a step is being captured");
 	for (int i = 0; i < n; i++) {
 		struct dec_cu_draw *c = &b->smp_stage[i];
 		const struct dec_sampling *sp = &d[i].samp;
 
-		if (d[i].row < 0 || d[i].row >= be->cfg.max_out || d[i].n_logprobs < 0 ||
-		    d[i].n_logprobs > DEC_MAX_LOGPROBS)
-			return cr_errf(err, CR_EINTERNAL, "cuda backend: draw from row %d with %d logprobs", d[i].row,
-				       d[i].n_logprobs);
 		c->row = d[i].row;
 		c->top_k = sp->top_k;
 		c->n_logprobs = d[i].n_logprobs < width ? d[i].n_logprobs : width;

@@ -85,8 +85,10 @@ struct dec_engine {
 	struct dec_sampler smp;
 	int host_sample;   /* draws on the host (cfg, or speculative decoding) */
 	struct dec_draw *draws; /* a step's draws by the backend (host_sample off) */
-	struct seq **dseq;      /* the sequence of each */
-	struct dec_rng *dkeep;  /* its stream before the draw's uniform */
+	struct pend {
+		struct seq *s;       /* whose draw */
+		struct dec_rng keep; /* its stream before the draw's uniform */
+	} *pend;
 	int n_draws, cap_draws;
 	/* the draft model (cfg.draft_model): its backend over the same block ids */
 	struct dec_be *dbe;
@@ -408,23 +410,17 @@ static enum cr_status queue_draw(struct dec_engine *e, struct seq *s, int row, s
 	if (e->n_draws == e->cap_draws) {
 		int cap = e->cap_draws ? 2 * e->cap_draws : 64;
 		struct dec_draw *nd = realloc(e->draws, (size_t)cap * sizeof *nd);
-		struct seq **ns;
-		struct dec_rng *nk;
+		struct pend *np;
 
 		if (nd)
 			e->draws = nd;
-		ns = nd ? realloc(e->dseq, (size_t)cap * sizeof *ns) : NULL;
-		if (ns)
-			e->dseq = ns;
-		nk = ns ? realloc(e->dkeep, (size_t)cap * sizeof *nk) : NULL;
-		if (!nk)
+		if (!nd || !(np = realloc(e->pend, (size_t)cap * sizeof *np)))
 			return cr_errf(err, CR_ENOMEM, "engine: out of memory");
-		e->dkeep = nk;
+		e->pend = np;
 		e->cap_draws = cap;
 	}
 	d = &e->draws[e->n_draws];
-	e->dseq[e->n_draws] = s;
-	e->dkeep[e->n_draws++] = s->gs.rng;
+	e->pend[e->n_draws++] = (struct pend){ s, s->gs.rng };
 	memset(d, 0, sizeof *d);
 	d->row = row;
 	d->samp = p->samp;
@@ -444,10 +440,10 @@ static enum cr_status take_draws(struct dec_engine *e, struct cr_err *err)
 	enum cr_status st = dec_graph_sample(&e->graph, e->draws, e->n_draws, err);
 
 	for (int i = 0; i < e->n_draws && !st; i++) {
-		struct seq *s = e->dseq[i];
+		struct seq *s = e->pend[i].s;
 
 		if (e->draws[i].n_kept <= 1)
-			s->gs.rng = e->dkeep[i];
+			s->gs.rng = e->pend[i].keep;
 		st = record(e, s, NULL, e->draws[i].id, err);
 	}
 	e->n_draws = 0;
@@ -1173,8 +1169,7 @@ void dec_engine_free(struct dec_engine *e)
 	free(e->rows);
 	free(e->logits);
 	free(e->draws);
-	free(e->dseq);
-	free(e->dkeep);
+	free(e->pend);
 	free(e);
 }
 

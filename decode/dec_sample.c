@@ -136,6 +136,14 @@ static int select_top(struct dec_cand *c, int n, int k)
 	return k;
 }
 
+/* The one candidate of a greedy step: the argmax, p = 1. */
+static int greedy(struct dec_sampler *s, const float *logits)
+{
+	s->cand[0].id = argmax(logits, s->n_vocab);
+	s->cand[0].p = 1;
+	return 1;
+}
+
 int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 {
 	const struct dec_sampling *cfg = &s->cfg;
@@ -144,11 +152,8 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 	float mx, pmax;
 	double sum = 0;
 
-	if (cfg->temperature <= 0) {
-		c[0].id = argmax(logits, n);
-		c[0].p = 1;
-		return 1;
-	}
+	if (cfg->temperature <= 0)
+		return greedy(s, logits);
 	if (cfg->top_k > 0 && cfg->top_k < n) {
 		for (int i = 0; i < n; i++) {
 			c[i].id = i;
@@ -197,13 +202,10 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 			c[i].p = logits[i] == -INFINITY ? 0.0f : (float)(w[i] * (1.0 / sum));
 		}
 	}
-	if (!(sum > 0) || isinf(sum)) {
+	if (!(sum > 0) || isinf(sum))
 		/* no distribution (a temperature so small that w overflows, every
-		 * logit -inf, NaN logits): the temperature's limit, greedy */
-		c[0].id = argmax(logits, s->n_vocab);
-		c[0].p = 1;
-		return 1;
-	}
+		 * logit -inf, NaN logits): the temperature's limit */
+		return greedy(s, logits);
 	pmax = (float)(1.0 / sum);
 	if (cfg->top_p < 1) {
 		/* move the plausible head to the front, sort it, and see if it suffices */
@@ -240,11 +242,8 @@ int dec_sampler_dist(struct dec_sampler *s, const float *logits)
 			if (c[i].p >= cfg->min_p * pmax)
 				c[keep++] = c[i];
 		n = keep;
-		if (!n) { /* min-p above 1 keeps nothing: greedy */
-			c[0].id = argmax(logits, s->n_vocab);
-			c[0].p = 1;
-			return 1;
-		}
+		if (!n) /* min-p above 1 keeps nothing */
+			return greedy(s, logits);
 	}
 	sum = 0;
 	for (int i = 0; i < n; i++)
