@@ -190,7 +190,7 @@ static enum kid mmv_kernel(uint32_t t, int nb, int *nt)
 	return (enum kid)(KI_mmv_f32_1 + ni * 10 + ti);
 }
 
-/* The MMQ kernel of a 32-value block type (KI_N: none). */
+/* The MMQ kernel of a block type (KI_N: none). */
 static enum kid mmq_kernel(uint32_t t)
 {
 	switch (t) {
@@ -199,6 +199,8 @@ static enum kid mmq_kernel(uint32_t t)
 	case DEC_T_Q5_0: return KI_mmq_q5_0;
 	case DEC_T_Q4_1: return KI_mmq_q4_1;
 	case DEC_T_Q5_1: return KI_mmq_q5_1;
+	case DEC_T_Q4_K: return KI_mmq_q4_k;
+	case DEC_T_Q6_K: return KI_mmq_q6_k;
 	default: return KI_N;
 	}
 }

@@ -115,8 +115,8 @@ done
 echo "-- 7c. benchmark (synthetic llama, 246M parameters: Q8_0, Q4_K)"
 timeout 400 "$DEC_BENCH" --device cuda --types q8_0,q4_k --prompt 512 --gen 128 ||
 	{ echo "gpu-check: decode_bench --device cuda FAILED"; fail=1; }
-echo "-- 7c'. prefill without the tensor-core products (CRUCIBLE_CUDA_MMQ=0): MMQ against mmv, Q8_0"
-CRUCIBLE_CUDA_MMQ=0 timeout 200 "$DEC_BENCH" --device cuda --types q8_0 --prompt 512 --gen 16 ||
+echo "-- 7c'. prefill without the tensor-core products (CRUCIBLE_CUDA_MMQ=0): MMQ (7c) against mmv, Q8_0 and Q4_K"
+CRUCIBLE_CUDA_MMQ=0 timeout 200 "$DEC_BENCH" --device cuda --types q8_0,q4_k --prompt 512 --gen 16 ||
 	{ echo "gpu-check: decode_bench --device cuda with CRUCIBLE_CUDA_MMQ=0 FAILED"; fail=1; }
 if [ -n "${DEC_MODEL:-}" ]; then
 	echo "-- 7d. $DEC_MODEL: benchmark and 64 greedy steps of parity with the CPU backend"

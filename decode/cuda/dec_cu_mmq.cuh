@@ -1,5 +1,5 @@
 // dec_cu_mmq.cuh — prefill's matrix products on tensor cores (MMQ) for the
-// 32-value block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1), with the CPU path's
+// block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1; Q4_K, Q6_K), with the CPU path's
 // arithmetic, bit for bit, like the mmv kernels.
 //
 // A block of 4 warps computes 64 rows × 64 tokens, one 32-value block of
@@ -19,8 +19,8 @@
 // serving prefill chunks and mmv serving decode. f16 tiles through cuBLAS
 // would not keep it (their sums round in the hardware's order).
 //
-// The K types (Q4_K, Q6_K: sub-block scales inside the integer sum) and
-// F32/F16/BF16 stay on the mmv kernels.
+// The K types (Q4_K, Q6_K: sub-block scales inside the integer sum) follow
+// below, by half super-block. F32/F16/BF16 stay on the mmv kernels.
 #ifndef DEC_CU_MMQ_CUH
 #define DEC_CU_MMQ_CUH
 
@@ -137,5 +137,191 @@ MMQ_KERNEL(q4_0, w_q4_0)
 MMQ_KERNEL(q5_0, w_q5_0)
 MMQ_KERNEL(q4_1, w_q4_1)
 MMQ_KERNEL(q5_1, w_q5_1)
+
+// ---- K types: a 256-value super-block in two halves of 128 ----------------
+//
+// Q4_K and Q6_K scale their integer sums by sub-block (Q4_K: 8 sub-blocks
+// of 32 values with 6-bit scales and mins; Q6_K: 16 of 16 with int8
+// scales), inside the super-block's integer sum: sumi = Σ sc · (q · a). The
+// tensor cores give each unit's (q · a) exactly (a unit: one sub-block,
+// one or two k-steps); each lane adds sc · that into its pairs' sumi, and,
+// Q4_K, summ = Σ m · Σa from the tokens' sub-block sums, all exact. At the
+// super-block's end each lane folds W::term(sumi, summ) into its running
+// sums in super-block order: the mmv kernels' and the CPU's expression.
+//
+// Shared memory: the half's values of 64 rows and 64 tokens (8 KiB each,
+// by 16-value chunk so that every tile starts 256-bit aligned), the warps'
+// integer tiles (16 KiB), scales, mins and sums: 38.5 KiB.
+
+#define MMQK_HALF 128 // values a pass: half a super-block
+
+struct alignas(32) mmqk_smem {
+	signed char w[MMQK_HALF / 16][MMQ_ROWS][16]; // chunk k: values 16k .. 16k + 15 of the half (A, row-major)
+	signed char a[MMQK_HALF / 16][MMQ_TOK][16];  // the same of each token (B, column-major)
+	int c[DEC_CU_THREADS / 32][4][16 * 16];      // a warp's four 16 x 16 tiles of one unit's sums
+	int sc[MMQ_ROWS][8];                         // each row's scale of the half's units
+	int mn[MMQ_ROWS][8];                         // Q4_K: each row's 8 mins of the super-block
+	int bs[MMQ_TOK][8];                          // Q4_K: each token's 8 sub-block sums (Σa)
+	float d[MMQ_ROWS], dmin[MMQ_ROWS];
+};
+
+template <class W> struct mmqk;
+
+// Q4_K: unit = sub-block of 32 (two k-steps). Slice p (of 8) is half p / 4;
+// its low nibbles are values 64j + 16h + 4k .. + 3 of the half (j = p / 2
+// % 2, h = p % 2), sub-block 2j; its high nibbles the same + 32, sub-block
+// 2j + 1.
+template <> struct mmqk<w_q4_k> {
+	static constexpr int UNIT = 32;
+	static __device__ __forceinline__ void put(const w_q4_k::regs &r, int p, int i, mmqk_smem &s)
+	{
+		int j = p / 2 % 2, h = p % 2;
+		for (int k = 0; k < 4; k++) {
+			*(int *)&s.w[4 * j + h][i][4 * k] = r.lo[k];
+			*(int *)&s.w[4 * j + 2 + h][i][4 * k] = r.hi[k];
+		}
+		if (h == 0) {
+			s.sc[i][2 * j] = r.sc0;
+			s.sc[i][2 * j + 1] = r.sc1;
+			s.mn[i][p / 2 * 2] = r.m0;
+			s.mn[i][p / 2 * 2 + 1] = r.m1;
+		}
+		if (p % 4 == 0) {
+			s.d[i] = r.d;
+			s.dmin[i] = r.dmin;
+		}
+	}
+};
+
+// Q6_K: unit = sub-block of 16 (one k-step). Slice p is half p / 4; its
+// value group k (0-3) is values 32k + l0 + 4i .. + 3 of the half (l0 =
+// 8 (p % 4), i = 0, 1), scaled by sub-block 2k + (l0 >= 16).
+template <> struct mmqk<w_q6_k> {
+	static constexpr int UNIT = 16;
+	static __device__ __forceinline__ void put(const w_q6_k::regs &r, int p, int i, mmqk_smem &s)
+	{
+		int l0 = 8 * (p % 4);
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			*(int *)&s.w[2 * k + l0 / 16][i][l0 % 16] = r.w[k][0];
+			*(int *)&s.w[2 * k + l0 / 16][i][l0 % 16 + 4] = r.w[k][1];
+			if (p % 2 == 0)
+				s.sc[i][2 * k + (l0 >= 16)] = r.sc[k];
+		}
+		if (p % 4 == 0)
+			s.d[i] = r.d;
+	}
+};
+
+template <class W>
+static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void *aq, const float *ad, const float *as,
+						   float *out, int rows, int cols, int nb, int add)
+{
+	using namespace nvcuda;
+	constexpr int NU = MMQK_HALF / mmqk<W>::UNIT, KS = mmqk<W>::UNIT / 16; // units a half, k-steps a unit
+	constexpr bool MINS = std::is_same<W, w_q4_k>::value;
+	__shared__ mmqk_smem sm;
+	int t = (int)threadIdx.x, nt = (int)blockDim.x, warp = t / 32, lane = t % 32;
+	int r0 = (int)blockIdx.x * MMQ_ROWS, t0 = (int)blockIdx.y * MMQ_TOK;
+	int nblk = cols / 256, ntok = imin(MMQ_TOK, nb - t0), li = lane % 16, rl = 16 * warp + li, row = r0 + rl;
+	size_t rbytes = (size_t)nblk * W::BYTES;
+	float acc[MMQ_TOK / 2];
+	int si[MMQ_TOK / 2];
+
+	for (int q = 0; q < MMQ_TOK / 2; q++) {
+		acc[q] = 0.0f;
+		si[q] = 0;
+	}
+	for (int blk = 0; blk < nblk; blk++) {
+		for (int n = 0; n < 2; n++) {
+			__syncthreads();   // every warp is done with the last half's tiles (and the fold)
+			for (int job = t; job < MMQ_ROWS * 4; job += nt) {
+				int i = job / 4, p = 4 * n + job % 4;
+				typename W::regs r{};
+				if (r0 + i < rows)
+					W::load(w + (size_t)(r0 + i) * rbytes, blk, p, r);
+				mmqk<W>::put(r, p, i, sm);
+			}
+			for (int job = t; job < MMQ_TOK * 4; job += nt) {
+				int j = job / 4, u = job % 4;   // token j's sub-block u (32 values) of the half
+				int4 v0 = { 0, 0, 0, 0 }, v1 = { 0, 0, 0, 0 };
+				if (j < ntok) {
+					const int8_t *src = (const int8_t *)aq + (size_t)(t0 + j) * cols + 256 * blk +
+							    MMQK_HALF * n + 32 * u;
+					v0 = *(const int4 *)src;
+					v1 = *(const int4 *)(src + 16);
+				}
+				*(int4 *)&sm.a[2 * u][j][0] = v0;
+				*(int4 *)&sm.a[2 * u + 1][j][0] = v1;
+				if (MINS) {
+					const signed char *b = &sm.a[2 * u][j][0], *b1 = &sm.a[2 * u + 1][j][0];
+					int s = 0;
+					for (int k = 0; k < 16; k++)
+						s += b[k] + b1[k];
+					sm.bs[j][4 * n + u] = s;
+				}
+			}
+			__syncthreads();
+			for (int u = 0; u < NU; u++) {
+				for (int c = 0; c < 4 && 16 * c < ntok; c++) {   // uniform across the warp
+					wmma::fragment<wmma::matrix_a, 16, 16, 16, signed char, wmma::row_major> fa;
+					wmma::fragment<wmma::matrix_b, 16, 16, 16, signed char, wmma::col_major> fb;
+					wmma::fragment<wmma::accumulator, 16, 16, 16, int> fc;
+					wmma::fill_fragment(fc, 0);
+					for (int k = 0; k < KS; k++) {
+						wmma::load_matrix_sync(fa, &sm.w[KS * u + k][16 * warp][0], 16);
+						wmma::load_matrix_sync(fb, &sm.a[KS * u + k][16 * c][0], 16);
+						wmma::mma_sync(fc, fa, fb, fc);
+					}
+					wmma::store_matrix_sync(&sm.c[warp][c][0], fc, 16, wmma::mem_row_major);
+				}
+				__syncwarp();
+				// lane: row li of the warp's 16, tokens lane / 16 + 2q
+				int sc = sm.sc[rl][u];
+				for (int q = 0; q < MMQ_TOK / 2; q++) {
+					int j = lane / 16 + 2 * q;
+					if (j < ntok)
+						si[q] += sc * sm.c[warp][j / 16][li * 16 + j % 16];
+				}
+				__syncwarp();
+			}
+		}
+		// the super-block's term, folded in super-block order
+		typename W::regs rr{};
+		rr.d = sm.d[rl];
+		if constexpr (MINS)
+			rr.dmin = sm.dmin[rl];
+		for (int q = 0; q < MMQ_TOK / 2; q++) {
+			int j = lane / 16 + 2 * q;
+			if (j < ntok) {
+				act_ref a = act_of(aq, ad, as, t0 + j, cols, 256, 1);
+				int s[2] = { si[q], 0 };
+				if (MINS)
+					for (int k = 0; k < 8; k++)
+						s[1] += sm.mn[rl][k] * sm.bs[j][k];
+				acc[q] += W::term(rr, a, blk, s);
+			}
+			si[q] = 0;
+		}
+	}
+	if (row < rows)
+		for (int q = 0; q < MMQ_TOK / 2; q++) {
+			int j = lane / 16 + 2 * q;
+			if (j < ntok) {
+				float *o = out + (size_t)(t0 + j) * rows + row;
+				*o = add ? *o + acc[q] : acc[q];
+			}
+		}
+}
+
+#define MMQ_KKERNEL(NAME, W)                                                                              \
+	extern "C" __global__ void __launch_bounds__(DEC_CU_THREADS)                                     \
+	mmq_##NAME(const uint8_t *w, const void *aq, const float *ad, const float *as, float *out, int rows, \
+		   int cols, int nb, int add)                                                              \
+	{                                                                                                 \
+		mmq_kblocks<W>(w, aq, ad, as, out, rows, cols, nb, add);                                  \
+	}
+MMQ_KKERNEL(q4_k, w_q4_k)
+MMQ_KKERNEL(q6_k, w_q6_k)
 
 #endif

@@ -494,14 +494,15 @@ static void test_ops(void **state)
 }
 
 /* The tensor-core products (MMQ, from DEC_CU_MMQ_MIN tokens) of every
- * 32-value block type at 16 tokens (the threshold), 64 (one tile) and 70
+ * block type at 16 tokens (the threshold), 64 (one tile) and 70
  * (two tiles, the second of 6 tokens), over rows that are not a multiple
  * of the 64-row tile (the output head's 267): bit for bit the CPU's, where
  * its table is AVX2's; and a token's row alone (mmv) equals its row in the
  * 70-token launch (MMQ). */
 static void test_mmq(void **state)
 {
-	static const uint32_t qt[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q5_1 };
+	static const uint32_t qt[] = { DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1,
+				       DEC_T_Q5_1, DEC_T_Q4_K, DEC_T_Q6_K };
 	struct dec_be_cfg cfg = test_cfg();
 
 	(void)state;
