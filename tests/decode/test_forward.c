@@ -33,13 +33,18 @@ static void tokens(int32_t *t, int n, int n_vocab)
 		t[i] = (int32_t)((i * 37 + 11) % n_vocab);
 }
 
-/* max |a-b| relative to the spread of b */
+/* max |a-b| relative to the spread of b; infinite where either holds a
+ * NaN (fmax would drop it) */
 static double rel_err(const float *a, const float *b, size_t n)
 {
 	double d = 0, m = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		d = fmax(d, fabs((double)a[i] - b[i]));
+		double e = fabs((double)a[i] - b[i]);
+
+		if (isnan(e))
+			return INFINITY;
+		d = fmax(d, e);
 		m = fmax(m, fabs((double)b[i]));
 	}
 	return d / (m > 0 ? m : 1);

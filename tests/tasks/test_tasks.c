@@ -519,7 +519,7 @@ static int fd_task(const struct task *t)
 					break;
 			}
 			v[k] = keep;
-			if (fabs(fd - g[k]) > 1e-5 * fmax(1.0, fabs(fd))) {
+			if (!(fabs(fd - g[k]) <= 1e-5 * fmax(1.0, fabs(fd)))) {
 				print_error("%s: d%s[%lld]: backward %.12g, finite difference %.12g\n",
 					    t->name, t->tensors[i].name, (long long)k, g[k], fd);
 				bad = 1;

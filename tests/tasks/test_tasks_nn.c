@@ -124,7 +124,7 @@ static void c_float_matches(struct nd_case *c)
 	c->nd.def->fwd_f(&c->nd, fin, fout);
 	for (int k = 0; k < c->nd.n_out; k++)
 		for (int64_t e = 0; e < c->out[k].n; e++)
-			if (fabs(yf[k][e] - c->y[k][e]) > 1e-4 * fmax(1, fabs(c->y[k][e])))
+			if (!(fabs(yf[k][e] - c->y[k][e]) <= 1e-4 * fmax(1, fabs(c->y[k][e]))))
 				fail_msg("%s (float): y%d[%lld] = %.9g, double %.17g", c->nd.op, k,
 					 (long long)e, (double)yf[k][e], c->y[k][e]);
 }
@@ -189,10 +189,10 @@ static void c_fd(struct nd_case *c, struct task_rng *r)
 			lm = c_loss(c, dy);
 			c->x[i][e] = keep;
 			fd = (lp - lm) / (2 * h);
-			if (fabs(fd - dx[i][e]) > 1e-6 * fmax(1, fabs(fd)))
+			if (!(fabs(fd - dx[i][e]) <= 1e-6 * fmax(1, fabs(fd))))
 				fail_msg("%s: d(in %d)[%lld]: backward %.12g, finite difference %.12g",
 					 c->nd.op, i, (long long)e, dx[i][e], fd);
-			if (fabs(dxf[i][e] - dx[i][e]) > 2e-3 * fmax(1, fabs(dx[i][e])))
+			if (!(fabs(dxf[i][e] - dx[i][e]) <= 2e-3 * fmax(1, fabs(dx[i][e]))))
 				fail_msg("%s (float): d(in %d)[%lld]: %.9g, double %.12g", c->nd.op, i,
 					 (long long)e, (double)dxf[i][e], dx[i][e]);
 		}

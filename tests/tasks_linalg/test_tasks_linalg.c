@@ -105,7 +105,7 @@ static void run_fwd(const struct task_node *nd, struct tcase *c, int rank, const
 		out.d = yf;
 		nd->def->fwd_f(nd, fin, &out);
 		for (int64_t k = 0; k < out.n; k++)
-			if (fabs(yf[k] - want[k]) > 1e-5 * fmax(1, fabs(want[k])))
+			if (!(fabs(yf[k] - want[k]) <= 1e-5 * fmax(1, fabs(want[k]))))
 				fail_msg("%s (float): y[%lld] = %.9g, expected %.17g", nd->op, (long long)k,
 					 (double)yf[k], want[k]);
 	}
@@ -468,7 +468,7 @@ static void check_fd(const struct task_node *nd, struct tcase *c)
 			lm = loss(nd, c, &out, dy);
 			c->buf[i][k] = keep;
 			fdv = (lp - lm) / (2 * h);
-			if (fabs(fdv - g[i][k]) > 1e-6 * fmax(1, fabs(fdv)))
+			if (!(fabs(fdv - g[i][k]) <= 1e-6 * fmax(1, fabs(fdv))))
 				fail_msg("%s: d in[%d][%lld] = %.12g, finite difference %.12g", nd->op, i,
 					 (long long)k, g[i][k], fdv);
 		}
