@@ -13,11 +13,12 @@
  * CRUCIBLE_CUDA_SYNC=1 every launch is followed by a synchronisation, so
  * the kernel named is the one that failed (and graphs are off).
  *
- * Graphs. A step shape (nb, n_out, n_seq) seen a second time is captured
- * while its ops are issued and replayed from then on (at most MAX_GRAPHS
- * kept, least recently used evicted; CRUCIBLE_CUDA_GRAPHS=0 turns them
- * off). A replay is valid because everything that changes between steps of
- * one shape (token ids, positions, block tables, output rows) is read by
+ * Graphs. A step shape (nb, n_out, n_seq, attention tiles) seen a second
+ * time is captured while its ops are issued and replayed from then on (at
+ * most MAX_GRAPHS kept, least recently used evicted; CRUCIBLE_CUDA_GRAPHS=0
+ * turns them off). A replay is valid because everything that changes
+ * between steps of one shape (token ids, positions, tiles, block tables,
+ * output rows) is read by
  * the kernels from fixed device buffers that set_step fills, and the
  * scratch buffers the forward passes never move. */
 #include "decode/cuda/dec_cu_host.h"
@@ -67,8 +68,9 @@ static enum cr_status sticky(struct be_cuda *b, struct cr_err *err)
 	return b->err_st ? cr_errf(err, b->err_st, "%s", b->err_msg) : CR_OK;
 }
 
-static void launch(struct be_cuda *b, enum kid k, int layer, uint64_t gx, unsigned gy, unsigned gz,
-		   unsigned threads, void **params)
+/* A launch with `smem` bytes of dynamic shared memory. */
+static void launch_sm(struct be_cuda *b, enum kid k, int layer, uint64_t gx, unsigned gy, unsigned gz,
+		      unsigned threads, unsigned smem, void **params)
 {
 	CUresult r;
 	char what[128];
@@ -79,7 +81,7 @@ static void launch(struct be_cuda *b, enum kid k, int layer, uint64_t gx, unsign
 	b->last_layer = layer;
 	/* the hardware's limits, checked here so a size never wraps */
 	r = gx > INT32_MAX || gy > 65535 || gz > 65535 ? CUDA_ERROR_INVALID_VALUE
-		: b->cu->LaunchKernel(b->fn[k], (unsigned)gx, gy, gz, threads, 1, 1, 0, b->st, params, NULL);
+		: b->cu->LaunchKernel(b->fn[k], (unsigned)gx, gy, gz, threads, 1, 1, smem, b->st, params, NULL);
 	if (r != CUDA_SUCCESS) {
 		snprintf(what, sizeof what, "launch of %s (grid %llu,%u,%u, %u threads)", dec_cu_kname[k],
 			 (unsigned long long)gx, gy, gz, threads);
@@ -88,6 +90,12 @@ static void launch(struct be_cuda *b, enum kid k, int layer, uint64_t gx, unsign
 		snprintf(what, sizeof what, "kernel %s", dec_cu_kname[k]);
 		fail(b, r, what);
 	}
+}
+
+static void launch(struct be_cuda *b, enum kid k, int layer, uint64_t gx, unsigned gy, unsigned gz,
+		   unsigned threads, void **params)
+{
+	launch_sm(b, k, layer, gx, gy, gz, threads, 0, params);
 }
 
 /* The device copy of (layer, k); index into b->mats. */
@@ -255,9 +263,14 @@ static void op_attention(struct dec_be *be, int layer, const float *q, float *ou
 	unsigned nh = (unsigned)be->m->cfg.n_heads, g = (unsigned)(be->m->cfg.n_heads / be->m->cfg.n_kv_heads);
 	unsigned ng = (g + (unsigned)b->cfg->att_heads - 1) / (unsigned)b->cfg->att_heads;
 
-	/* a block per (kv head's group of att_heads query heads, token, split) */
-	launch(b, KI_k_attention, layer, (unsigned)be->m->cfg.n_kv_heads * ng, (unsigned)b->nb,
-	       (unsigned)b->cfg->att_max_splits, 128, p1);
+	/* a block per (kv head's group of att_heads query heads, token or
+	 * prefill tile, split) */
+	if (b->n_tiles)
+		launch_sm(b, KI_k_att_tile, layer, (unsigned)be->m->cfg.n_kv_heads * ng, (unsigned)b->n_tiles,
+			  (unsigned)b->cfg->att_max_splits, 128, b->att_smem, p1);
+	else
+		launch(b, KI_k_attention, layer, (unsigned)be->m->cfg.n_kv_heads * ng, (unsigned)b->nb,
+		       (unsigned)b->cfg->att_max_splits, 128, p1);
 	launch(b, KI_k_att_combine, layer, nh, (unsigned)b->nb, 1, 128, p2);
 }
 
@@ -297,14 +310,19 @@ static void op_gather(struct dec_be *be, float *dst, const float *src, int width
 /* ---- step, copies, scratch ---------------------------------------------- */
 
 /* The step buffers' layout in device memory (and in b->stage): tok, pos,
- * seq [max_tokens] each, out [max_out], btab [max_seqs, max_blocks]. */
+ * seq, att_tile [max_tokens] each, out [max_out], btab [max_seqs,
+ * max_blocks]. A step with a run of consecutive positions of one sequence
+ * (a prefill chunk) gets attention tiles: the step's tokens cut into runs
+ * of up to att_tq, each a k_att_tile block; other steps (decode) none. */
 static enum cr_status op_set_step(struct dec_be *be, const struct dec_step *st, struct cr_err *err)
 {
 	struct be_cuda *b = cuda(be);
 	const struct dec_be_cfg *cfg = &be->cfg;
 	const struct cr_cu *cu = b->cu;
 	int bs = cfg->block_size, mb = dec_be_max_blocks(cfg), mt = cfg->max_tokens;
-	int32_t *tok = b->stage, *pos = tok + mt, *seq = pos + mt, *out = seq + mt, *bt = out + cfg->max_out;
+	int32_t *tok = b->stage, *pos = tok + mt, *seq = pos + mt, *tile = seq + mt, *out = tile + mt;
+	int32_t *bt = out + cfg->max_out;
+	int n_tiles = 0, tiled = 0, tq = b->cfg->att_tq;
 	size_t n;
 	CUresult r;
 
@@ -339,6 +357,15 @@ static enum cr_status op_set_step(struct dec_be *be, const struct dec_step *st, 
 		pos[i] = p;
 		seq[i] = s;
 	}
+	for (int i = 0; tq && i < st->nb;) {
+		int n = 1;
+
+		while (i + n < st->nb && n < tq && seq[i + n] == seq[i] && pos[i + n] == pos[i] + n)
+			n++;
+		tile[n_tiles++] = i << 8 | n;
+		tiled |= n > 1;
+		i += n;
+	}
 	for (int i = 0; i < st->n_out; i++) {
 		if (st->out[i] < 0 || st->out[i] >= st->nb || (i && st->out[i] <= st->out[i - 1]))
 			return cr_errf(err, CR_EINTERNAL, "cuda backend: output row %d is token %d", i, st->out[i]);
@@ -350,7 +377,7 @@ static enum cr_status op_set_step(struct dec_be *be, const struct dec_step *st, 
 	}
 	/* from pageable memory: the call returns once it has read the source,
 	 * and the copy is ordered before the step's kernels */
-	n = (size_t)(3 * mt + cfg->max_out + st->n_seq * mb) * sizeof(int32_t);
+	n = (size_t)(4 * mt + cfg->max_out + st->n_seq * mb) * sizeof(int32_t);
 	if ((r = cu->MemcpyHtoDAsync(b->step, b->stage, n, b->st)) != CUDA_SUCCESS) {
 		fail(b, r, "uploading the step");
 		return sticky(b, err);
@@ -358,6 +385,7 @@ static enum cr_status op_set_step(struct dec_be *be, const struct dec_step *st, 
 	b->nb = st->nb;
 	b->n_out = st->n_out;
 	b->n_seq = st->n_seq;
+	b->n_tiles = tiled ? n_tiles : 0;
 	b->steps++;
 	return CR_OK;
 }
@@ -504,7 +532,7 @@ static struct graph *graph_find(struct be_cuda *b, int create)
 	for (int i = 0; i < MAX_GRAPHS; i++) {
 		struct graph *g = &b->g[i];
 
-		if (g->seen && g->nb == b->nb && g->n_out == b->n_out && g->n_seq == b->n_seq)
+		if (g->seen && g->nb == b->nb && g->n_out == b->n_out && g->n_seq == b->n_seq && g->n_tiles == b->n_tiles)
 			return g;
 		if (!g->seen && !free_g)
 			free_g = g;
@@ -522,6 +550,7 @@ static struct graph *graph_find(struct be_cuda *b, int create)
 	free_g->nb = b->nb;
 	free_g->n_out = b->n_out;
 	free_g->n_seq = b->n_seq;
+	free_g->n_tiles = b->n_tiles;
 	return free_g;
 }
 

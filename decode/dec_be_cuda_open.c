@@ -270,6 +270,46 @@ static int att_split(int max_ctx)
 	return s;
 }
 
+/* Prefill attention tiles (k_att_tile): a block takes up to
+ * DEC_CU_ATT_TILE consecutive tokens of a sequence, as many as the device's
+ * shared memory (its opt-in limit per block) holds the scores of: att_heads
+ * rows of min(att_split, max_ctx) floats and the queries, per token.
+ * CRUCIBLE_CUDA_ATT_TILE=N caps the tokens (0: no tiles, every token takes
+ * k_attention's block of its own); fewer than 2 is no tiles. */
+static enum cr_status setup_tiles(struct be_cuda *b, struct cr_err *err)
+{
+	struct dec_cu_cfg *h = b->cfg;
+	const char *v = getenv("CRUCIBLE_CUDA_ATT_TILE");
+	int cap = DEC_CU_ATT_TILE, optin = 0, rows = h->att_split < h->max_ctx ? h->att_split : h->max_ctx;
+	size_t per = (size_t)4 * h->att_heads * (size_t)(h->head_dim + rows), tq;
+	char buf[32];
+	CUresult r;
+
+	if (v && *v) {
+		char *end;
+		long n = strtol(v, &end, 10);
+
+		if (*end || n < 0 || n > DEC_CU_ATT_TILE)
+			return cr_errf(err, CR_EUSAGE, "CRUCIBLE_CUDA_ATT_TILE=%s: expected a whole number from 0 to %d",
+				       v, DEC_CU_ATT_TILE);
+		cap = (int)n;
+	}
+	r = b->cu->DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, b->dev);
+	if (r != CUDA_SUCCESS)
+		return cr_errf(err, CR_EENV, "cuda backend: cuDeviceGetAttribute (shared memory per block): %s",
+			       cr_cu_result_name((int)r, buf, sizeof buf));
+	tq = optin > 0 ? (size_t)optin / per : 0;
+	tq = tq < (size_t)cap ? tq : (size_t)cap;
+	h->att_tq = tq >= 2 ? (int32_t)tq : 0;
+	b->att_smem = (unsigned)(h->att_tq * per);
+	if (h->att_tq && (r = b->cu->FuncSetAttribute(b->fn[KI_k_att_tile],
+						      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+						      (int)b->att_smem)) != CUDA_SUCCESS)
+		return cr_errf(err, CR_EENV, "cuda backend: allowing k_att_tile %u bytes of shared memory: %s",
+			       b->att_smem, cr_cu_result_name((int)r, buf, sizeof buf));
+	return CR_OK;
+}
+
 static enum cr_status check_model(const struct dec_model *m, struct cr_err *err)
 {
 	const struct dec_config *c = &m->cfg;
@@ -309,7 +349,7 @@ static size_t work_bytes(const struct dec_model *m, const struct dec_be_cfg *cfg
 	cols = cols > (size_t)c->hidden_dim ? cols : (size_t)c->hidden_dim;
 	*act_cols = cols;
 	return up256(sizeof(struct dec_cu_cfg)) +
-	       up256((3 * mt + (size_t)cfg->max_out + (size_t)cfg->max_seqs * dec_be_max_blocks(cfg)) * 4) +
+	       up256((4 * mt + (size_t)cfg->max_out + (size_t)cfg->max_seqs * dec_be_max_blocks(cfg)) * 4) +
 	       up256(mt * cols * 4) + 2 * up256(mt * cols / 32 * 4) +
 	       up256(mt * qd / c->head_dim * max_splits * (c->head_dim + 2) * 4) +
 	       up256((size_t)cfg->max_ctx * c->rope_dim * 4) +
@@ -334,8 +374,9 @@ static enum cr_status setup_work(struct be_cuda *b, size_t act_cols, struct cr_e
 	h->tok = at;
 	h->pos = at + mt * 4;
 	h->seq = at + 2 * mt * 4;
-	h->out = at + 3 * mt * 4;
-	h->btab = at + (3 * mt + (size_t)cfg->max_out) * 4;
+	h->att_tile = at + 3 * mt * 4;
+	h->out = at + 4 * mt * 4;
+	h->btab = at + (4 * mt + (size_t)cfg->max_out) * 4;
 	at += up256(b->step_ints * 4);
 	b->act_q = at;
 	at += up256(mt * act_cols * 4);
@@ -465,7 +506,7 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 	b->sync_each = env_on("CRUCIBLE_CUDA_SYNC", 0);
 	b->mmq_on = env_on("CRUCIBLE_CUDA_MMQ", 1);
 	b->graphs_on = env_on("CRUCIBLE_CUDA_GRAPHS", 1) && !b->sync_each;
-	b->step_ints = 3 * (size_t)cfg->max_tokens + (size_t)cfg->max_out + (size_t)cfg->max_seqs * dec_be_max_blocks(cfg);
+	b->step_ints = 4 * (size_t)cfg->max_tokens + (size_t)cfg->max_out + (size_t)cfg->max_seqs * dec_be_max_blocks(cfg);
 	b->cfg = h = calloc(1, sizeof *h);
 	b->mats = calloc((size_t)c->n_layers * 7 + 2, sizeof *b->mats);
 	b->vecs = calloc((size_t)c->n_layers * 2 + 1, sizeof *b->vecs);
@@ -508,7 +549,8 @@ enum cr_status dec_be_cuda_open(const struct dec_model *m, const struct dec_be_c
 		memcpy(&h->eps_bits, &eps, 4);
 		memcpy(&h->att_scale_bits, &scale, 4);
 	}
-	if ((st = open_device(b, &d, err)) || (st = load_module(b, &d, err)) || (st = alloc_all(b, &d, err)))
+	if ((st = open_device(b, &d, err)) || (st = load_module(b, &d, err)) || (st = setup_tiles(b, err)) ||
+	    (st = alloc_all(b, &d, err)))
 		goto out;
 	*out = &b->base;
 	b = NULL;

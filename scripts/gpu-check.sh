@@ -118,6 +118,11 @@ timeout 400 "$DEC_BENCH" --device cuda --types q8_0,q4_k --prompt 512 --gen 128 
 echo "-- 7c'. prefill without the tensor-core products (CRUCIBLE_CUDA_MMQ=0): MMQ (7c) against mmv, Q8_0 and Q4_K"
 CRUCIBLE_CUDA_MMQ=0 timeout 200 "$DEC_BENCH" --device cuda --types q8_0,q4_k --prompt 512 --gen 16 ||
 	{ echo "gpu-check: decode_bench --device cuda with CRUCIBLE_CUDA_MMQ=0 FAILED"; fail=1; }
+echo "-- 7c''. prefill attention tiles: a 2048-token prompt with tiles (the default) and without (CRUCIBLE_CUDA_ATT_TILE=0), Q8_0"
+for tile in "" 0; do
+	CRUCIBLE_CUDA_ATT_TILE=$tile timeout 200 "$DEC_BENCH" --device cuda --types q8_0 --prompt 2048 --gen 16 ||
+		{ echo "gpu-check: decode_bench --device cuda --prompt 2048 (CRUCIBLE_CUDA_ATT_TILE='$tile') FAILED"; fail=1; }
+done
 if [ -n "${DEC_MODEL:-}" ]; then
 	echo "-- 7d. $DEC_MODEL: benchmark and 64 greedy steps of parity with the CPU backend"
 	timeout 300 "$DEC_BENCH" --device cuda --model "$DEC_MODEL" --prompt 512 --gen 128 --parity 64 ||

@@ -25,6 +25,7 @@
 #define DEC_CU_ATT_MAX_SPLIT 4096 /* positions per attention split, at most (16 KiB of shared memory) */
 #define DEC_CU_MAX_HEAD_DIM 256
 #define DEC_CU_ATT_HEADS 8        /* query heads of a kv head's group per attention block, at most */
+#define DEC_CU_ATT_TILE 16        /* tokens of a prefill attention block (k_att_tile), at most */
 #define DEC_CU_MMQ_MIN 16         /* tokens from which a product of a 32-value block type takes MMQ */
 #define DEC_CU_SAMPLE_THREADS 512 /* threads of a draw's block (k_sample) */
 #define DEC_CU_MAX_LOGPROBS 1024  /* top logprobs per draw at most (k_sample sorts them in shared memory) */
@@ -53,6 +54,7 @@ struct dec_cu_cfg {
 	int32_t max_tokens, max_out, max_seqs, max_ctx, n_blocks;
 	int32_t att_split, att_max_splits; /* positions per attention split; splits per token at most */
 	int32_t att_heads;                /* query heads per attention block (of one kv head's group) */
+	int32_t att_tq;                   /* tokens per prefill attention tile at most (0: no tiles) */
 	int32_t emb_type;                 /* ggml type of tok_embd */
 	uint32_t eps_bits;                /* rms eps, f32 bits */
 	uint32_t att_scale_bits;          /* 1 / sqrt(head_dim), f32 bits */
@@ -64,6 +66,7 @@ struct dec_cu_cfg {
 	DEC_CU_PTR(const int32_t) tok;    /* [max_tokens] */
 	DEC_CU_PTR(const int32_t) pos;    /* [max_tokens] */
 	DEC_CU_PTR(const int32_t) seq;    /* [max_tokens] */
+	DEC_CU_PTR(const int32_t) att_tile; /* [max_tokens]: first token << 8 | tokens, per k_att_tile block */
 	DEC_CU_PTR(const int32_t) out;    /* [max_out] */
 	DEC_CU_PTR(const int32_t) btab;   /* [max_seqs, max_blocks] */
 	DEC_CU_PTR(float) att_part;       /* [max_tokens, n_heads, att_max_splits, head_dim + 2] */
@@ -108,7 +111,7 @@ enum dec_cu_act {
 	X(mmv_q5_0_##NT) X(mmv_q4_1_##NT) X(mmv_q5_1_##NT) X(mmv_q4_k_##NT) X(mmv_q6_k_##NT)
 #define DEC_CU_KERNELS(X) \
 	X(k_embed) X(k_rmsnorm) X(k_quant_f16) X(k_quant_bf16) X(k_quant_q8_0) X(k_quant_q8_1) \
-	X(k_quant_q8_k) X(k_qkv_post) X(k_attention) X(k_att_combine) X(k_add) X(k_silu_mul) \
+	X(k_quant_q8_k) X(k_qkv_post) X(k_attention) X(k_att_tile) X(k_att_combine) X(k_add) X(k_silu_mul) \
 	X(k_gather) X(k_kv_copy) X(k_sample) \
 	DEC_CU_MMV_TYPES(X, 1) DEC_CU_MMV_TYPES(X, 4) DEC_CU_MMV_TYPES(X, 16) DEC_CU_MMV_TYPES(X, 64) \
 	X(mmq_q8_0) X(mmq_q4_0) X(mmq_q5_0) X(mmq_q4_1) X(mmq_q5_1) X(mmq_q4_k) X(mmq_q6_k)

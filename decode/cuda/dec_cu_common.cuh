@@ -41,6 +41,14 @@ static __device__ __forceinline__ int ld32a2(const uint8_t *p)
 
 static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
+// A kernel's dynamic shared memory (the launch's bytes), as T name[]: nvcc's
+// extern __shared__; the emulation's buffer of the launch (cuda_emu.hpp).
+#ifdef __CUDACC__
+#define DEC_CU_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
+#else
+#define DEC_CU_DYN_SMEM(T, name) T *const name = (T *)emu_dyn_smem
+#endif
+
 // e^x as the CPU's AVX2 table computes it (dec_simd.c's exp8, lane by lane),
 // for x <= 0 after a max is subtracted (softmax, SiLU): the same bits as the
 // CPU, from the definition the CPU's scalar code uses (decode/dec_exp.h)

@@ -31,7 +31,7 @@ struct dmat {
 };
 
 struct graph {
-	int nb, n_out, n_seq;
+	int nb, n_out, n_seq, n_tiles;
 	int seen;              /* steps of this shape so far */
 	CUgraphExec exec;      /* once captured */
 	uint64_t used;         /* the step counter when last used */
@@ -57,6 +57,8 @@ struct be_cuda {
 	int n_scr, cap_scr;
 	/* the current step */
 	int nb, n_out, n_seq;
+	int n_tiles;                    /* prefill attention tiles (k_att_tile); 0: k_attention */
+	unsigned att_smem;              /* k_att_tile's dynamic shared memory, bytes */
 	/* errors */
 	enum cr_status err_st;
 	char err_msg[768];

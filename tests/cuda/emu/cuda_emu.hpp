@@ -56,6 +56,34 @@ constexpr int warpSize = 32;
 #define __shared__ static
 #define __launch_bounds__(...)
 
+// Dynamic shared memory (cuLaunchKernel's sharedMemBytes): one buffer per
+// launch, filled with 0xff bytes (NaN as floats, -1 as integers) before each
+// block in the fiber build, so a read before the block's own write shows. A
+// kernel reaches it through emu_dyn_smem where nvcc has `extern __shared__`.
+inline unsigned char *emu_dyn_smem;
+inline unsigned emu_dyn_smem_bytes;
+
+// The launch's dynamic shared memory: allocated and poisoned (nullptr when
+// the launch asks for none).
+inline void emu_dyn_smem_open(unsigned smem)
+{
+	emu_dyn_smem = nullptr;
+	emu_dyn_smem_bytes = smem;
+	if (!smem)
+		return;
+	if (!(emu_dyn_smem = (unsigned char *)std::aligned_alloc(128, (smem + 127u) & ~127u))) {
+		std::fprintf(stderr, "cuda_emu: no memory for %u bytes of dynamic shared memory\n", smem);
+		std::abort();
+	}
+	std::memset(emu_dyn_smem, 0xff, smem);
+}
+inline void emu_dyn_smem_close()
+{
+	std::free(emu_dyn_smem);
+	emu_dyn_smem = nullptr;
+	emu_dyn_smem_bytes = 0;
+}
+
 inline int emu_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
 
 // ---- barriers: the two execution models --------------------------------
@@ -453,7 +481,7 @@ inline void emu_run_block(unsigned nt)
 	}
 }
 
-extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, const int64_t *a)
+extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, unsigned smem, const int64_t *a)
 {
 	unsigned nt = b[0] * b[1] * b[2];
 	if (!emu_stacks) {
@@ -466,18 +494,22 @@ extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, const
 	blockDim = { b[0], b[1], b[2] };
 	emu_fn = fn;
 	emu_args = a;
+	emu_dyn_smem_open(smem);
 	for (unsigned bz = 0; bz < g[2]; bz++)
 		for (unsigned by = 0; by < g[1]; by++)
 			for (unsigned bx = 0; bx < g[0]; bx++) {
 				blockIdx = { bx, by, bz };
+				if (smem)
+					std::memset(emu_dyn_smem, 0xff, smem);
 				emu_run_block(nt);
 			}
+	emu_dyn_smem_close();
 }
 #else
 // One std::thread per CUDA thread of a block, kept for every block of the
 // launch; blocks run one after another (an end-of-block barrier keeps a fast
 // thread from starting the next block while __shared__ data is in use).
-extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, const int64_t *a)
+extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, unsigned smem, const int64_t *a)
 {
 	unsigned nt = b[0] * b[1] * b[2], nw = (nt + 31) / 32;
 	std::barrier<> bar(nt), end(nt);
@@ -485,6 +517,7 @@ extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, const
 	gridDim = { g[0], g[1], g[2] };
 	blockDim = { b[0], b[1], b[2] };
 	emu_block_bar = &bar;
+	emu_dyn_smem_open(smem);
 	for (unsigned w = 0; w < nw; w++)
 		emu_warp_bar[w] = new std::barrier<>(nt - w * 32 < 32 ? nt - w * 32 : 32);
 	for (unsigned t = 0; t < nt; t++)
@@ -502,5 +535,6 @@ extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, const
 		x.join();
 	for (unsigned w = 0; w < nw; w++)
 		delete emu_warp_bar[w];
+	emu_dyn_smem_close();
 }
 #endif

@@ -32,7 +32,7 @@
 #error SRC_ROOT must name the source tree
 #endif
 
-typedef void (*emu_launch_fn)(void *fn, const unsigned *g, const unsigned *b, const int64_t *a);
+typedef void (*emu_launch_fn)(void *fn, const unsigned *g, const unsigned *b, unsigned smem, const int64_t *a);
 
 static char tmpdir[256];
 
@@ -180,7 +180,7 @@ static int run_case(const struct cr_plan *p, enum cr_stage s, void *so, emu_laun
 			a[k] = x->kind == CR_CUDA_ARG_PTR ? (int64_t)(uintptr_t)buf[x->slot] : x->i;
 		}
 		if (!bad)
-			launch(fn, lt->l[i].grid, lt->l[i].block, a);
+			launch(fn, lt->l[i].grid, lt->l[i].block, lt->l[i].smem, a);
 	}
 	/* as checks/stage.c: each output at check_scale over the outputs' rms */
 	double rms[CR_MAX_SLOTS];

@@ -16,7 +16,7 @@ struct node {
 	int kind;                  /* 0 kernel, 1 copy */
 	emu_launch_fn launch;
 	void *sym;
-	unsigned g[3], b[3];
+	unsigned g[3], b[3], smem;
 	int64_t a[EMU_MAX_ARGS];
 	void *dst;
 	const void *src;
@@ -99,10 +99,10 @@ void fk_capture_invalidate(CUstream s)
 }
 
 int fk_capture_launch(CUstream s, emu_launch_fn launch, void *sym, const unsigned g[3], const unsigned b[3],
-		      const int64_t a[EMU_MAX_ARGS], CUresult *r)
+		      unsigned smem, const int64_t a[EMU_MAX_ARGS], CUresult *r)
 {
 	struct capture *c;
-	struct node n = { .kind = 0, .launch = launch, .sym = sym };
+	struct node n = { .kind = 0, .launch = launch, .sym = sym, .smem = smem };
 	memcpy(n.g, g, sizeof n.g);
 	memcpy(n.b, b, sizeof n.b);
 	memcpy(n.a, a, sizeof n.a);
@@ -234,7 +234,7 @@ CUresult fk_graph_launch(CUgraphExec e, CUstream s)
 	for (int i = 0; i < x->n; i++) {
 		const struct node *n = &x->nodes[i];
 		if (n->kind == 0)
-			n->launch(n->sym, n->g, n->b, n->a);
+			n->launch(n->sym, n->g, n->b, n->smem, n->a);
 		else
 			memmove(n->dst, n->src, n->n);
 	}

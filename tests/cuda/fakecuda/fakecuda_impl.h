@@ -28,7 +28,7 @@
 #define EMU_MAX_ARGS 10                    /* emu_launch passes ten int64 */
 #define KERNELS_FILE "fakecuda-kernels.so"
 
-typedef void (*emu_launch_fn)(void *fn, const unsigned g[3], const unsigned b[3], const int64_t a[10]);
+typedef void (*emu_launch_fn)(void *fn, const unsigned g[3], const unsigned b[3], unsigned smem, const int64_t a[10]);
 
 struct ctx {
 	int refs;                  /* primary context retains; 0: inactive */
@@ -109,7 +109,7 @@ int fk_capturing(CUstream s);
 void fk_capture_invalidate(CUstream s);
 /* 1 when s is capturing: the launch or copy was recorded (status in *r) */
 int fk_capture_launch(CUstream s, emu_launch_fn launch, void *sym, const unsigned g[3], const unsigned b[3],
-		      const int64_t a[EMU_MAX_ARGS], CUresult *r);
+		      unsigned smem, const int64_t a[EMU_MAX_ARGS], CUresult *r);
 int fk_capture_copy(CUstream s, void *dst, const void *src, size_t n, CUresult *r);
 CUresult fk_stream_begin_capture(CUstream s, CUstreamCaptureMode mode);
 CUresult fk_stream_end_capture(CUstream s, CUgraph *g);

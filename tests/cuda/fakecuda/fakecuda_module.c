@@ -404,9 +404,9 @@ CUresult fk_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 			return CUDA_ERROR_NOT_SUPPORTED;
 		}
 	}
-	if (fk_capture_launch(s, launch, sym, g, b, a, &r))
+	if (fk_capture_launch(s, launch, sym, g, b, smem, a, &r))
 		return r;   /* recorded for a graph (fakecuda_graph.c) */
-	launch(sym, g, b, a);
+	launch(sym, g, b, smem, a);
 	return CUDA_SUCCESS;
 }
 
