@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define CR_CUBIN_NAME 64        /* kernel names kept (incl. NUL); longer ones are skipped */
-#define CR_CUBIN_MAX_KERNELS 64
+#define CR_CUBIN_MAX_KERNELS 128
 #define CR_CUBIN_MAX_PARAMS 1152 /* a launch's arguments at most (harness/cand/cand.h) */
 
 struct cr_cubin_kernel {

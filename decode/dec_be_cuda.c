@@ -141,9 +141,10 @@ static enum dec_cu_act act_of(uint32_t t)
 	switch (t) {
 	case DEC_T_F16: return DEC_CU_ACT_F16;
 	case DEC_T_BF16: return DEC_CU_ACT_BF16;
-	case DEC_T_Q8_0: case DEC_T_Q4_0: case DEC_T_Q5_0: return DEC_CU_ACT_Q8_0;
+	case DEC_T_Q8_0: case DEC_T_Q4_0: case DEC_T_Q5_0: case DEC_T_IQ4_NL: return DEC_CU_ACT_Q8_0;
 	case DEC_T_Q4_1: case DEC_T_Q5_1: return DEC_CU_ACT_Q8_1;
-	case DEC_T_Q4_K: case DEC_T_Q6_K: return DEC_CU_ACT_Q8_K;
+	case DEC_T_Q2_K: case DEC_T_Q3_K: case DEC_T_Q4_K: case DEC_T_Q5_K: case DEC_T_Q6_K: case DEC_T_IQ4_XS:
+		return DEC_CU_ACT_Q8_K;
 	default: return DEC_CU_ACT_F32;
 	}
 }
@@ -185,17 +186,19 @@ static void quantize(struct be_cuda *b, enum dec_cu_act a, const float *in, int 
  * smallest that covers nb; *nt gets it */
 static enum kid mmv_kernel(uint32_t t, int nb, int *nt)
 {
-	static const uint32_t types[10] = { DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0,
-					    DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q5_1, DEC_T_Q4_K, DEC_T_Q6_K };
+	static const uint32_t types[DEC_CU_N_MMV_TYPES] = {
+		DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q5_1,
+		DEC_T_Q4_K, DEC_T_Q6_K, DEC_T_Q2_K, DEC_T_Q3_K, DEC_T_Q5_K, DEC_T_IQ4_NL, DEC_T_IQ4_XS,
+	};
 	int ti = 0, ni = 0;
 
-	while (ti < 9 && types[ti] != t)
+	while (ti < DEC_CU_N_MMV_TYPES - 1 && types[ti] != t)
 		ti++;
 	while (ni < 3 && (1 << (2 * ni)) < nb)
 		ni++;
 	*nt = 1 << (2 * ni);
-	/* DEC_CU_KERNELS lists the other kernels, then the 10 types of each NT */
-	return (enum kid)(KI_mmv_f32_1 + ni * 10 + ti);
+	/* DEC_CU_KERNELS lists the other kernels, then the types of each NT */
+	return (enum kid)(KI_mmv_f32_1 + ni * DEC_CU_N_MMV_TYPES + ti);
 }
 
 /* The MMQ kernel of a block type (KI_N: none). */
@@ -207,8 +210,13 @@ static enum kid mmq_kernel(uint32_t t)
 	case DEC_T_Q5_0: return KI_mmq_q5_0;
 	case DEC_T_Q4_1: return KI_mmq_q4_1;
 	case DEC_T_Q5_1: return KI_mmq_q5_1;
+	case DEC_T_IQ4_NL: return KI_mmq_iq4_nl;
+	case DEC_T_Q2_K: return KI_mmq_q2_k;
+	case DEC_T_Q3_K: return KI_mmq_q3_k;
 	case DEC_T_Q4_K: return KI_mmq_q4_k;
+	case DEC_T_Q5_K: return KI_mmq_q5_k;
 	case DEC_T_Q6_K: return KI_mmq_q6_k;
+	case DEC_T_IQ4_XS: return KI_mmq_iq4_xs;
 	default: return KI_N;
 	}
 }

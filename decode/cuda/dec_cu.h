@@ -104,16 +104,20 @@ enum dec_cu_act {
 /* The kernels, by name: X(name). The matrix kernels exist for every weight
  * type and token count per pass (NT = 1, 4, 16, 64: a pass serves up to NT
  * tokens, so NT only sizes the accumulators); the MMQ kernels (tensor
- * cores, 64 tokens a block) for the block types. At most 64 kernels in all:
- * the cubin reader (cuda/cuda_cubin.h) keeps 64 per module. */
+ * cores, 64 tokens a block) for the block types. At most
+ * CR_CUBIN_MAX_KERNELS (128) in all: the cubin reader (cuda/cuda_cubin.h),
+ * which the emulated driver loads modules with, keeps no more. */
+#define DEC_CU_N_MMV_TYPES 15 /* weight types of the matrix kernels, in DEC_CU_MMV_TYPES's order */
 #define DEC_CU_MMV_TYPES(X, NT) \
 	X(mmv_f32_##NT) X(mmv_f16_##NT) X(mmv_bf16_##NT) X(mmv_q8_0_##NT) X(mmv_q4_0_##NT) \
-	X(mmv_q5_0_##NT) X(mmv_q4_1_##NT) X(mmv_q5_1_##NT) X(mmv_q4_k_##NT) X(mmv_q6_k_##NT)
+	X(mmv_q5_0_##NT) X(mmv_q4_1_##NT) X(mmv_q5_1_##NT) X(mmv_q4_k_##NT) X(mmv_q6_k_##NT) \
+	X(mmv_q2_k_##NT) X(mmv_q3_k_##NT) X(mmv_q5_k_##NT) X(mmv_iq4_nl_##NT) X(mmv_iq4_xs_##NT)
 #define DEC_CU_KERNELS(X) \
 	X(k_embed) X(k_rmsnorm) X(k_quant_f16) X(k_quant_bf16) X(k_quant_q8_0) X(k_quant_q8_1) \
 	X(k_quant_q8_k) X(k_qkv_post) X(k_attention) X(k_att_tile) X(k_att_combine) X(k_add) X(k_silu_mul) \
 	X(k_gather) X(k_kv_copy) X(k_sample) \
 	DEC_CU_MMV_TYPES(X, 1) DEC_CU_MMV_TYPES(X, 4) DEC_CU_MMV_TYPES(X, 16) DEC_CU_MMV_TYPES(X, 64) \
-	X(mmq_q8_0) X(mmq_q4_0) X(mmq_q5_0) X(mmq_q4_1) X(mmq_q5_1) X(mmq_q4_k) X(mmq_q6_k)
+	X(mmq_q8_0) X(mmq_q4_0) X(mmq_q5_0) X(mmq_q4_1) X(mmq_q5_1) X(mmq_iq4_nl) \
+	X(mmq_q2_k) X(mmq_q3_k) X(mmq_q4_k) X(mmq_q5_k) X(mmq_q6_k) X(mmq_iq4_xs)
 
 #endif

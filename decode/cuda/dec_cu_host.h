@@ -7,6 +7,7 @@
 #ifndef DEC_CU_HOST_H
 #define DEC_CU_HOST_H
 
+#include "cuda/cuda_cubin.h"
 #include "cuda/cuda_drv_impl.h"
 #include "decode/dec_be.h"
 #include "decode/cuda/dec_cu.h"
@@ -19,8 +20,9 @@ enum kid {
 #undef X
 	KI_N
 };
-_Static_assert(KI_N <= 64, "the test suite's fake driver reads 64 kernels a cubin (cuda/cuda_cubin.h)");
-_Static_assert(KI_mmv_q6_k_64 == KI_mmv_f32_1 + 39, "mmv_kernel() relies on DEC_CU_KERNELS' order");
+_Static_assert(KI_N <= CR_CUBIN_MAX_KERNELS, "the test suite's fake driver reads CR_CUBIN_MAX_KERNELS kernels a cubin");
+_Static_assert(KI_mmv_iq4_xs_64 == KI_mmv_f32_1 + 4 * DEC_CU_N_MMV_TYPES - 1,
+	       "mmv_kernel() relies on DEC_CU_KERNELS' order");
 extern const char *const dec_cu_kname[KI_N]; /* the kernels' names, by kid */
 
 /* a weight matrix in device memory, in the file's layout */

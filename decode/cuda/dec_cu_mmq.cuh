@@ -137,6 +137,7 @@ MMQ_KERNEL(q4_0, w_q4_0)
 MMQ_KERNEL(q5_0, w_q5_0)
 MMQ_KERNEL(q4_1, w_q4_1)
 MMQ_KERNEL(q5_1, w_q5_1)
+MMQ_KERNEL(iq4_nl, w_iq4_nl)
 
 // ---- K types: a 256-value super-block in two halves of 128 ----------------
 //
@@ -151,7 +152,11 @@ MMQ_KERNEL(q5_1, w_q5_1)
 //
 // Shared memory: the half's values of 64 rows and 64 tokens (8 KiB each,
 // by 16-value chunk so that every tile starts 256-bit aligned), the warps'
-// integer tiles (16 KiB), scales, mins and sums: 38.5 KiB.
+// integer tiles (16 KiB), scales, mins and sums: 42.5 KiB.
+//
+// mmqk<W>: UNIT, the values a scale covers (one or two k-steps); MINS,
+// whether the type subtracts min · Σa; put(regs, p, i, smem), slice p of
+// row i (W::load's registers) into the half's chunks, scales, mins and d.
 
 #define MMQK_HALF 128 // values a pass: half a super-block
 
@@ -160,8 +165,8 @@ struct alignas(32) mmqk_smem {
 	signed char a[MMQK_HALF / 16][MMQ_TOK][16];  // the same of each token (B, column-major)
 	int c[DEC_CU_THREADS / 32][4][16 * 16];      // a warp's four 16 x 16 tiles of one unit's sums
 	int sc[MMQ_ROWS][8];                         // each row's scale of the half's units
-	int mn[MMQ_ROWS][8];                         // Q4_K: each row's 8 mins of the super-block
-	int bs[MMQ_TOK][8];                          // Q4_K: each token's 8 sub-block sums (Σa)
+	int mn[MMQ_ROWS][16];                        // Q2_K, Q4_K, Q5_K: each row's mins of the super-block's units
+	int bs[MMQ_TOK][16];                         // each token's sums (Σa) of the super-block's 16-value groups
 	float d[MMQ_ROWS], dmin[MMQ_ROWS];
 };
 
@@ -173,6 +178,7 @@ template <class W> struct mmqk;
 // 2j + 1.
 template <> struct mmqk<w_q4_k> {
 	static constexpr int UNIT = 32;
+	static constexpr bool MINS = true;
 	static __device__ __forceinline__ void put(const w_q4_k::regs &r, int p, int i, mmqk_smem &s)
 	{
 		int j = p / 2 % 2, h = p % 2;
@@ -198,6 +204,7 @@ template <> struct mmqk<w_q4_k> {
 // 8 (p % 4), i = 0, 1), scaled by sub-block 2k + (l0 >= 16).
 template <> struct mmqk<w_q6_k> {
 	static constexpr int UNIT = 16;
+	static constexpr bool MINS = false;
 	static __device__ __forceinline__ void put(const w_q6_k::regs &r, int p, int i, mmqk_smem &s)
 	{
 		int l0 = 8 * (p % 4);
@@ -213,13 +220,75 @@ template <> struct mmqk<w_q6_k> {
 	}
 };
 
+// Q5_K: Q4_K's slices with the fifth bits in (the same registers).
+template <> struct mmqk<w_q5_k> : mmqk<w_q4_k> {};
+
+// Q2_K and Q3_K: unit = sub-block of 16. Slice p is half p / 4, values
+// 32j + 4k .. + 3 of the half in word k (j = p % 4, k = 0..7), sub-blocks
+// 2j (k < 4) and 2j + 1.
+template <class W> struct mmqk_k2 {
+	static constexpr int UNIT = 16;
+	static __device__ __forceinline__ void put_values(const typename W::regs &r, int p, int i, mmqk_smem &s)
+	{
+		int j = p % 4;
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			*(int *)&s.w[2 * j + k / 4][i][4 * (k % 4)] = r.u[k];
+		if (p % 4 == 0)
+			s.d[i] = r.d;
+	}
+};
+template <> struct mmqk<w_q2_k> : mmqk_k2<w_q2_k> {
+	static constexpr bool MINS = true;
+	static __device__ __forceinline__ void put(const w_q2_k::regs &r, int p, int i, mmqk_smem &s)
+	{
+		int j = p % 4;
+		put_values(r, p, i, s);
+		s.sc[i][2 * j] = r.sc0 & 0xF;
+		s.sc[i][2 * j + 1] = r.sc1 & 0xF;
+		s.mn[i][8 * (p / 4) + 2 * j] = r.sc0 >> 4;
+		s.mn[i][8 * (p / 4) + 2 * j + 1] = r.sc1 >> 4;
+		if (p % 4 == 0)
+			s.dmin[i] = r.dmin;
+	}
+};
+template <> struct mmqk<w_q3_k> : mmqk_k2<w_q3_k> {
+	static constexpr bool MINS = false;
+	static __device__ __forceinline__ void put(const w_q3_k::regs &r, int p, int i, mmqk_smem &s)
+	{
+		put_values(r, p, i, s);
+		s.sc[i][2 * (p % 4)] = r.sc0;
+		s.sc[i][2 * (p % 4) + 1] = r.sc1;
+	}
+};
+
+// IQ4_XS: unit = block of 32. Slice p is block p: half p / 4, its low
+// nibbles' values the half's chunk 2 (p % 4), its high nibbles' the next.
+template <> struct mmqk<w_iq4_xs> {
+	static constexpr int UNIT = 32;
+	static constexpr bool MINS = false;
+	static __device__ __forceinline__ void put(const w_iq4_xs::regs &r, int p, int i, mmqk_smem &s)
+	{
+		int lb = p % 4;
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			*(int *)&s.w[2 * lb][i][4 * k] = r.lo[k];
+			*(int *)&s.w[2 * lb + 1][i][4 * k] = r.hi[k];
+		}
+		s.sc[i][lb] = r.sc;
+		if (lb == 0)
+			s.d[i] = r.d;
+	}
+};
+
 template <class W>
 static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void *aq, const float *ad, const float *as,
 						   float *out, int rows, int cols, int nb, int add)
 {
 	using namespace nvcuda;
 	constexpr int NU = MMQK_HALF / mmqk<W>::UNIT, KS = mmqk<W>::UNIT / 16; // units a half, k-steps a unit
-	constexpr bool MINS = std::is_same<W, w_q4_k>::value;
+	constexpr bool MINS = mmqk<W>::MINS;
+	constexpr int NMIN = 256 / mmqk<W>::UNIT, GPM = mmqk<W>::UNIT / 16; // units a super-block; 16-value groups a unit
 	__shared__ mmqk_smem sm;
 	int t = (int)threadIdx.x, nt = (int)blockDim.x, warp = t / 32, lane = t % 32;
 	int r0 = (int)blockIdx.x * MMQ_ROWS, t0 = (int)blockIdx.y * MMQ_TOK;
@@ -255,10 +324,13 @@ static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void 
 				*(int4 *)&sm.a[2 * u + 1][j][0] = v1;
 				if (MINS) {
 					const signed char *b = &sm.a[2 * u][j][0], *b1 = &sm.a[2 * u + 1][j][0];
-					int s = 0;
-					for (int k = 0; k < 16; k++)
-						s += b[k] + b1[k];
-					sm.bs[j][4 * n + u] = s;
+					int s0 = 0, s1 = 0;
+					for (int k = 0; k < 16; k++) {
+						s0 += b[k];
+						s1 += b1[k];
+					}
+					sm.bs[j][8 * n + 2 * u] = s0;
+					sm.bs[j][8 * n + 2 * u + 1] = s1;
 				}
 			}
 			__syncthreads();
@@ -278,6 +350,7 @@ static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void 
 				__syncwarp();
 				// lane: row li of the warp's 16, tokens lane / 16 + 2q
 				int sc = sm.sc[rl][u];
+#pragma unroll
 				for (int q = 0; q < MMQ_TOK / 2; q++) {
 					int j = lane / 16 + 2 * q;
 					if (j < ntok)
@@ -291,20 +364,23 @@ static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void 
 		rr.d = sm.d[rl];
 		if constexpr (MINS)
 			rr.dmin = sm.dmin[rl];
+#pragma unroll
 		for (int q = 0; q < MMQ_TOK / 2; q++) {
 			int j = lane / 16 + 2 * q;
 			if (j < ntok) {
 				act_ref a = act_of(aq, ad, as, t0 + j, cols, 256, 1);
 				int s[2] = { si[q], 0 };
 				if (MINS)
-					for (int k = 0; k < 8; k++)
-						s[1] += sm.mn[rl][k] * sm.bs[j][k];
+					for (int k = 0; k < NMIN; k++)
+						s[1] += sm.mn[rl][k] * (GPM == 2 ? sm.bs[j][2 * k] + sm.bs[j][2 * k + 1]
+										 : sm.bs[j][k]);
 				acc[q] += W::term(rr, a, blk, s);
 			}
 			si[q] = 0;
 		}
 	}
-	if (row < rows)
+	if (row < rows) {
+#pragma unroll
 		for (int q = 0; q < MMQ_TOK / 2; q++) {
 			int j = lane / 16 + 2 * q;
 			if (j < ntok) {
@@ -312,10 +388,11 @@ static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void 
 				*o = add ? *o + acc[q] : acc[q];
 			}
 		}
+	}
 }
 
 #define MMQ_KKERNEL(NAME, W)                                                                              \
-	extern "C" __global__ void __launch_bounds__(DEC_CU_THREADS)                                     \
+	extern "C" __global__ void __launch_bounds__(DEC_CU_THREADS, 1)                                  \
 	mmq_##NAME(const uint8_t *w, const void *aq, const float *ad, const float *as, float *out, int rows, \
 		   int cols, int nb, int add)                                                              \
 	{                                                                                                 \
@@ -323,5 +400,9 @@ static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void 
 	}
 MMQ_KKERNEL(q4_k, w_q4_k)
 MMQ_KKERNEL(q6_k, w_q6_k)
+MMQ_KKERNEL(q2_k, w_q2_k)
+MMQ_KKERNEL(q3_k, w_q3_k)
+MMQ_KKERNEL(q5_k, w_q5_k)
+MMQ_KKERNEL(iq4_xs, w_iq4_xs)
 
 #endif

@@ -3,7 +3,8 @@
 // arithmetic (decode/dec_quant.c, dec_simd.c's AVX2 table): the same
 // products, in the same order, so a product's bits are the CPU's.
 //
-// Block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1: 32 values; Q4_K, Q6_K: 256):
+// Block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL: 32 values; Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K, IQ4_XS: 256):
 // a warp per output row; a block is cut into slices (8 values, 4 lanes a
 // block; 32 values, 8 lanes a super-block), so a warp covers G = 8 (or 4)
 // consecutive blocks an iteration. A slice's weights are loaded and
@@ -166,6 +167,42 @@ struct w_q5_1 {
 	}
 };
 
+// IQ4_NL and IQ4_XS index a 16-value non-linear codebook (dec_quant_k.c's
+// dec_iq4nl_values) with each nibble; the values as int8, 4 to a word.
+static __device__ __forceinline__ uint32_t iq4_val(uint32_t n)
+{
+	uint32_t w = n < 8 ? (n < 4 ? 0xBFAD9881u : 0xF6EADDCFu) : (n < 12 ? 0x26190D01u : 0x71594535u);
+	return (w >> (8 * (n & 3))) & 0xFFu;
+}
+// The codebook values of the four nibble indices in q's bytes (each 0..15).
+static __device__ __forceinline__ int iq4_lut4(uint32_t q)
+{
+	return (int)(iq4_val(q & 15) | iq4_val((q >> 8) & 15) << 8 | iq4_val((q >> 16) & 15) << 16 |
+		     iq4_val(q >> 24) << 24);
+}
+
+// IQ4_NL: Q4_0's layout, codebook values for q - 8.
+struct w_iq4_nl {
+	static constexpr int QK = 32, BYTES = 18, LPB = 4, NI = 1;
+	struct regs { int lo, hi; float d; };
+	static __device__ __forceinline__ void load(const uint8_t *row, int blk, int p, regs &r)
+	{
+		const uint8_t *b = row + (size_t)blk * BYTES;
+		uint32_t q = (uint32_t)ld32a2(b + 2 + 4 * p);
+		r.d = f16f((uint16_t)ld16(b));
+		r.lo = iq4_lut4(q & 0x0F0F0F0Fu);
+		r.hi = iq4_lut4((q >> 4) & 0x0F0F0F0Fu);
+	}
+	static __device__ __forceinline__ void part(const regs &r, const act_ref &a, int blk, int p, int *s)
+	{
+		s[0] = dot_nib(r.lo, r.hi, a, blk, p);
+	}
+	static __device__ __forceinline__ float term(const regs &r, const act_ref &a, int blk, const int *s)
+	{
+		return r.d * a.d[blk] * (float)s[0];
+	}
+};
+
 // ---- K types: 8 slices of 32 values a 256-value super-block -------------
 
 // Q4_K: d, dmin, 12 bytes of 6-bit scales and mins, qs[128]; slice p
@@ -219,6 +256,142 @@ struct w_q4_k {
 	static __device__ __forceinline__ float term(const regs &r, const act_ref &a, int blk, const int *s)
 	{
 		return a.d[blk] * (r.d * (float)s[0] - r.dmin * (float)s[1]);
+	}
+};
+
+// Q5_K: d, dmin, Q4_K's 12 bytes of scales and mins, qh[32], qs[128] as
+// Q4_K's; value 32s + l's fifth bit is bit s of qh[l]. Slices, sums and the
+// term as Q4_K's.
+struct w_q5_k : w_q4_k {
+	static constexpr int BYTES = 176;
+	static __device__ __forceinline__ void load(const uint8_t *row, int blk, int p, regs &r)
+	{
+		const uint8_t *b = row + (size_t)blk * BYTES;
+		int j = p / 2, h = p % 2;
+		const uint4 q = *(const uint4 *)(b + 48 + 32 * j + 16 * h), qh = *(const uint4 *)(b + 16 + 16 * h);
+		uint32_t w[4] = { q.x, q.y, q.z, q.w }, hb[4] = { qh.x, qh.y, qh.z, qh.w };
+		r.d = f16f((uint16_t)ld16(b));
+		r.dmin = f16f((uint16_t)ld16(b + 2));
+		q4k_scale_min(2 * j, b + 4, r.sc0, r.m0);
+		q4k_scale_min(2 * j + 1, b + 4, r.sc1, r.m1);
+		for (int k = 0; k < 4; k++) {
+			r.lo[k] = (int)((w[k] & 0x0F0F0F0Fu) | ((hb[k] >> (2 * j)) & 0x01010101u) << 4);
+			r.hi[k] = (int)(((w[k] >> 4) & 0x0F0F0F0Fu) | ((hb[k] >> (2 * j + 1)) & 0x01010101u) << 4);
+		}
+	}
+};
+
+// Q2_K: scales[16] (a sub-block of 16's 4-bit scale, low nibble, and min),
+// qs[64], d, dmin; value 128n + 32j + r is bits 2j of qs[32n + r]. Slice p:
+// n = p / 4, j = p % 4, the 32 values r = 0..31 (sub-blocks 8n + 2j and
+// 8n + 2j + 1). Ints: sumi = Σ sc · (q · a), summ = Σ m · Σa.
+struct w_q2_k {
+	static constexpr int QK = 256, BYTES = 84, LPB = 8, NI = 2;
+	struct regs { int u[8]; int sc0, sc1; float d, dmin; };
+	static __device__ __forceinline__ void load(const uint8_t *row, int blk, int p, regs &r)
+	{
+		const uint8_t *b = row + (size_t)blk * BYTES;
+		int n = p / 4, j = p % 4;
+		for (int k = 0; k < 8; k++)
+			r.u[k] = (int)(((uint32_t)ld32a2(b + 16 + 32 * n + 4 * k) >> (2 * j)) & 0x03030303u);
+		r.sc0 = b[8 * n + 2 * j];
+		r.sc1 = b[8 * n + 2 * j + 1];
+		r.d = f16f((uint16_t)ld16(b + 80));
+		r.dmin = f16f((uint16_t)ld16(b + 82));
+	}
+	static __device__ __forceinline__ void part(const regs &r, const act_ref &a, int blk, int p, int *s)
+	{
+		const int *q = (const int *)(a.q + 256 * blk + 128 * (p / 4) + 32 * (p % 4));
+		int acc0 = 0, acc1 = 0, bs0 = 0, bs1 = 0;
+		for (int k = 0; k < 4; k++) {
+			acc0 = __dp4a(r.u[k], q[k], acc0);
+			acc1 = __dp4a(r.u[k + 4], q[k + 4], acc1);
+			bs0 = __dp4a(0x01010101, q[k], bs0);
+			bs1 = __dp4a(0x01010101, q[k + 4], bs1);
+		}
+		s[0] = (r.sc0 & 0xF) * acc0 + (r.sc1 & 0xF) * acc1;
+		s[1] = (r.sc0 >> 4) * bs0 + (r.sc1 >> 4) * bs1;
+	}
+	static __device__ __forceinline__ float term(const regs &r, const act_ref &a, int blk, const int *s)
+	{
+		return a.d[blk] * (r.d * (float)s[0] - r.dmin * (float)s[1]);
+	}
+};
+
+// Q3_K: hmask[32], qs[64] (the low 2 bits as Q2_K's), scales[12] (16 6-bit
+// scales, minus 32), d; value 128n + 32j + r's third bit is bit 4n + j of
+// hmask[r]; the quant is (low | third << 2) - 4. Slices as Q2_K's.
+static __device__ __forceinline__ int q3k_scale(const uint8_t *sc, int j)
+{
+	int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4, hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+	return (lo | hi << 4) - 32;
+}
+
+struct w_q3_k {
+	static constexpr int QK = 256, BYTES = 110, LPB = 8, NI = 1;
+	struct regs { int u[8]; int sc0, sc1; float d; };
+	static __device__ __forceinline__ void load(const uint8_t *row, int blk, int p, regs &r)
+	{
+		const uint8_t *b = row + (size_t)blk * BYTES;
+		int n = p / 4, j = p % 4;
+		for (int k = 0; k < 8; k++) {
+			uint32_t lo = ((uint32_t)ld32a2(b + 32 + 32 * n + 4 * k) >> (2 * j)) & 0x03030303u;
+			uint32_t hb = (((uint32_t)ld32a2(b + 4 * k) >> (4 * n + j)) & 0x01010101u) << 2;
+			r.u[k] = (int)__vsub4(lo | hb, 0x04040404u);
+		}
+		r.sc0 = q3k_scale(b + 96, 8 * n + 2 * j);
+		r.sc1 = q3k_scale(b + 96, 8 * n + 2 * j + 1);
+		r.d = f16f((uint16_t)ld16(b + 108));
+	}
+	static __device__ __forceinline__ void part(const regs &r, const act_ref &a, int blk, int p, int *s)
+	{
+		const int *q = (const int *)(a.q + 256 * blk + 128 * (p / 4) + 32 * (p % 4));
+		int acc0 = 0, acc1 = 0;
+		for (int k = 0; k < 4; k++) {
+			acc0 = __dp4a(r.u[k], q[k], acc0);
+			acc1 = __dp4a(r.u[k + 4], q[k + 4], acc1);
+		}
+		s[0] = r.sc0 * acc0 + r.sc1 * acc1;
+	}
+	static __device__ __forceinline__ float term(const regs &r, const act_ref &a, int blk, const int *s)
+	{
+		return r.d * a.d[blk] * (float)s[0];
+	}
+};
+
+// IQ4_XS: d, scales_h, scales_l[4], qs[128]: 8 blocks of 32 with 6-bit
+// scales (minus 32), nibbles as IQ4_NL's (block b: qs[16b .. 16b + 15], low
+// nibbles values 32b + 0..15, high 32b + 16..31). Slice p: block p.
+static __device__ __forceinline__ int iq4xs_scale(const uint8_t *b, int j)
+{
+	return (int)(((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | ((ld16(b + 2) >> (2 * j)) & 3) << 4) - 32;
+}
+
+struct w_iq4_xs {
+	static constexpr int QK = 256, BYTES = 136, LPB = 8, NI = 1;
+	struct regs { int lo[4], hi[4]; int sc; float d; };
+	static __device__ __forceinline__ void load(const uint8_t *row, int blk, int p, regs &r)
+	{
+		const uint8_t *b = row + (size_t)blk * BYTES;
+		for (int k = 0; k < 4; k++) {
+			uint32_t q = (uint32_t)ld32a2(b + 8 + 16 * p + 4 * k);
+			r.lo[k] = iq4_lut4(q & 0x0F0F0F0Fu);
+			r.hi[k] = iq4_lut4((q >> 4) & 0x0F0F0F0Fu);
+		}
+		r.sc = iq4xs_scale(b, p);
+		r.d = f16f((uint16_t)ld16(b));
+	}
+	static __device__ __forceinline__ void part(const regs &r, const act_ref &a, int blk, int p, int *s)
+	{
+		const int *q = (const int *)(a.q + 256 * blk + 32 * p);
+		int acc = 0;
+		for (int k = 0; k < 4; k++)
+			acc = __dp4a(r.lo[k], q[k], __dp4a(r.hi[k], q[k + 4], acc));
+		s[0] = r.sc * acc;
+	}
+	static __device__ __forceinline__ float term(const regs &r, const act_ref &a, int blk, const int *s)
+	{
+		return r.d * a.d[blk] * (float)s[0];
 	}
 };
 
@@ -452,5 +625,10 @@ MMV_BLOCKS(q4_1, w_q4_1)
 MMV_BLOCKS(q5_1, w_q5_1)
 MMV_BLOCKS(q4_k, w_q4_k)
 MMV_BLOCKS(q6_k, w_q6_k)
+MMV_BLOCKS(q2_k, w_q2_k)
+MMV_BLOCKS(q3_k, w_q3_k)
+MMV_BLOCKS(q5_k, w_q5_k)
+MMV_BLOCKS(iq4_nl, w_iq4_nl)
+MMV_BLOCKS(iq4_xs, w_iq4_xs)
 
 #endif

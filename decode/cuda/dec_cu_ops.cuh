@@ -8,6 +8,7 @@
 #define DEC_CU_OPS_CUH
 
 #include "decode/cuda/dec_cu_common.cuh"
+#include "decode/cuda/dec_cu_mmv.cuh"
 
 // ---- activation encodings (dec_quant.c's quantizers) ---------------------
 
@@ -128,6 +129,39 @@ static __device__ float deq(int t, const uint8_t *row, int j)
 		int lo = b[64 * n + l + 32 * (kk & 1)], hi = (b[128 + 32 * n + l] >> (2 * kk)) & 3;
 		int v = ((kk >= 2 ? lo >> 4 : lo & 0xF) | (hi << 4)) - 32;
 		return f16f((uint16_t)ld16(b + 208)) * (float)(int8_t)b[192 + k / 16] * (float)v;
+	}
+	case 10: { /* Q2_K: d · sc · q − dmin · m */
+		const uint8_t *b = row + (size_t)(j / 256) * 84;
+		int k = j % 256, sc = b[k / 16], u = (b[16 + 32 * (k / 128) + k % 32] >> (2 * (k % 128 / 32))) & 3;
+		float dl = f16f((uint16_t)ld16(b + 80)) * (float)(sc & 0xF);
+		float ml = f16f((uint16_t)ld16(b + 82)) * (float)(sc >> 4);
+		return dl * (float)u - ml;
+	}
+	case 11: { /* Q3_K: d · sc · (q − 4) */
+		const uint8_t *b = row + (size_t)(j / 256) * 110;
+		int k = j % 256, n = k / 128, jj = k % 128 / 32, r = k % 32;
+		int u = ((b[32 + 32 * n + r] >> (2 * jj)) & 3) | ((b[r] >> (4 * n + jj)) & 1) << 2;
+		float dl = f16f((uint16_t)ld16(b + 108)) * (float)q3k_scale(b + 96, k / 16);
+		return dl * (float)(u - 4);
+	}
+	case 13: { /* Q5_K: d · sc · q − dmin · m */
+		const uint8_t *b = row + (size_t)(j / 256) * 176;
+		int k = j % 256, s = k / 32, l = k % 32, sc, m;
+		int u = ((b[48 + 32 * (s / 2) + l] >> (4 * (s & 1))) & 0xF) | ((b[16 + l] >> s) & 1) << 4;
+		q4k_scale_min(s, b + 4, sc, m);
+		float dl = f16f((uint16_t)ld16(b)) * (float)sc, ml = f16f((uint16_t)ld16(b + 2)) * (float)m;
+		return dl * (float)u - ml;
+	}
+	case 20: { /* IQ4_NL: d · kv[q] */
+		const uint8_t *b = row + (size_t)(j / 32) * 18;
+		int k = j % 32, q = k < 16 ? (b[2 + k] & 0xF) : (b[2 + k - 16] >> 4);
+		return f16f((uint16_t)ld16(b)) * (float)(int8_t)iq4_val((uint32_t)q);
+	}
+	case 23: { /* IQ4_XS: d · sc · kv[q] */
+		const uint8_t *b = row + (size_t)(j / 256) * 136;
+		int k = j % 256, jb = k / 32, l = k % 32, q = (b[8 + 16 * jb + l % 16] >> (l < 16 ? 0 : 4)) & 0xF;
+		float dl = f16f((uint16_t)ld16(b)) * (float)iq4xs_scale(b, jb);
+		return dl * (float)(int8_t)iq4_val((uint32_t)q);
 	}
 	}
 	return 0.0f; // unreachable: the host refuses other types at open
