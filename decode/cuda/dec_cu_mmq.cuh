@@ -125,19 +125,6 @@ static __device__ __forceinline__ void mmq_blocks(const uint8_t *w, const void *
 		}
 }
 
-#define MMQ_KERNEL(NAME, W)                                                                               \
-	extern "C" __global__ void __launch_bounds__(DEC_CU_THREADS)                                     \
-	mmq_##NAME(const uint8_t *w, const void *aq, const float *ad, const float *as, float *out, int rows, \
-		   int cols, int nb, int add)                                                              \
-	{                                                                                                 \
-		mmq_blocks<W>(w, aq, ad, as, out, rows, cols, nb, add);                                   \
-	}
-MMQ_KERNEL(q8_0, w_q8_0)
-MMQ_KERNEL(q4_0, w_q4_0)
-MMQ_KERNEL(q5_0, w_q5_0)
-MMQ_KERNEL(q4_1, w_q4_1)
-MMQ_KERNEL(q5_1, w_q5_1)
-MMQ_KERNEL(iq4_nl, w_iq4_nl)
 
 // ---- K types: a 256-value super-block in two halves of 128 ----------------
 //
@@ -391,18 +378,29 @@ static __device__ __forceinline__ void mmq_kblocks(const uint8_t *w, const void 
 	}
 }
 
-#define MMQ_KKERNEL(NAME, W)                                                                              \
+// The kernels: one block per SM's worth of registers allowed (255 a
+// thread), so the 256-value types' accumulators do not spill.
+#define MMQ_KERNEL(NAME, W)                                                                               \
 	extern "C" __global__ void __launch_bounds__(DEC_CU_THREADS, 1)                                  \
 	mmq_##NAME(const uint8_t *w, const void *aq, const float *ad, const float *as, float *out, int rows, \
 		   int cols, int nb, int add)                                                              \
 	{                                                                                                 \
-		mmq_kblocks<W>(w, aq, ad, as, out, rows, cols, nb, add);                                  \
+		if constexpr (W::QK == 32)                                                                \
+			mmq_blocks<W>(w, aq, ad, as, out, rows, cols, nb, add);                           \
+		else                                                                                      \
+			mmq_kblocks<W>(w, aq, ad, as, out, rows, cols, nb, add);                          \
 	}
-MMQ_KKERNEL(q4_k, w_q4_k)
-MMQ_KKERNEL(q6_k, w_q6_k)
-MMQ_KKERNEL(q2_k, w_q2_k)
-MMQ_KKERNEL(q3_k, w_q3_k)
-MMQ_KKERNEL(q5_k, w_q5_k)
-MMQ_KKERNEL(iq4_xs, w_iq4_xs)
+MMQ_KERNEL(q8_0, w_q8_0)
+MMQ_KERNEL(q4_0, w_q4_0)
+MMQ_KERNEL(q5_0, w_q5_0)
+MMQ_KERNEL(q4_1, w_q4_1)
+MMQ_KERNEL(q5_1, w_q5_1)
+MMQ_KERNEL(iq4_nl, w_iq4_nl)
+MMQ_KERNEL(q4_k, w_q4_k)
+MMQ_KERNEL(q6_k, w_q6_k)
+MMQ_KERNEL(q2_k, w_q2_k)
+MMQ_KERNEL(q3_k, w_q3_k)
+MMQ_KERNEL(q5_k, w_q5_k)
+MMQ_KERNEL(iq4_xs, w_iq4_xs)
 
 #endif

@@ -181,10 +181,8 @@ static __device__ __forceinline__ int iq4_lut4(uint32_t q)
 		     iq4_val(q >> 24) << 24);
 }
 
-// IQ4_NL: Q4_0's layout, codebook values for q - 8.
-struct w_iq4_nl {
-	static constexpr int QK = 32, BYTES = 18, LPB = 4, NI = 1;
-	struct regs { int lo, hi; float d; };
+// IQ4_NL: Q4_0's layout, sums and term, codebook values for q - 8.
+struct w_iq4_nl : w_q4_0 {
 	static __device__ __forceinline__ void load(const uint8_t *row, int blk, int p, regs &r)
 	{
 		const uint8_t *b = row + (size_t)blk * BYTES;
@@ -192,14 +190,6 @@ struct w_iq4_nl {
 		r.d = f16f((uint16_t)ld16(b));
 		r.lo = iq4_lut4(q & 0x0F0F0F0Fu);
 		r.hi = iq4_lut4((q >> 4) & 0x0F0F0F0Fu);
-	}
-	static __device__ __forceinline__ void part(const regs &r, const act_ref &a, int blk, int p, int *s)
-	{
-		s[0] = dot_nib(r.lo, r.hi, a, blk, p);
-	}
-	static __device__ __forceinline__ float term(const regs &r, const act_ref &a, int blk, const int *s)
-	{
-		return r.d * a.d[blk] * (float)s[0];
 	}
 };
 
