@@ -284,7 +284,35 @@ AVX2 static void att_scores(const uint16_t *q, const uint16_t *k, int64_t stride
 	}
 	for (int i = 0; i < hd / 8; i++)
 		qv[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q + 8 * i)));
-	for (int p = 0; p < n_pos; p++) {
+	/* four positions at a time: their chains are independent, so the FMAs'
+	 * latency overlaps; each position's operations are the loop's below */
+	int p = 0;
+	for (; p + 4 <= n_pos; p += 4) {
+		__m256 a0[4], a1[4];
+		int i = 0;
+
+		UNROLL
+		for (int t = 0; t < 4; t++)
+			a0[t] = a1[t] = _mm256_setzero_ps();
+		for (; i + 2 <= hd / 8; i += 2)
+			UNROLL
+			for (int t = 0; t < 4; t++) {
+				const uint16_t *kp = k + (p + t) * stride + 8 * i;
+
+				a0[t] = _mm256_fmadd_ps(qv[i], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)kp)), a0[t]);
+				a1[t] = _mm256_fmadd_ps(qv[i + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8))),
+							a1[t]);
+			}
+		if (i < hd / 8)
+			UNROLL
+			for (int t = 0; t < 4; t++)
+				a0[t] = _mm256_fmadd_ps(qv[i], _mm256_cvtph_ps(_mm_loadu_si128(
+									(const __m128i *)(k + (p + t) * stride + 8 * i))), a0[t]);
+		UNROLL
+		for (int t = 0; t < 4; t++)
+			sc[p + t] = hsum8(_mm256_add_ps(a0[t], a1[t])) * scale;
+	}
+	for (; p < n_pos; p++) {
 		const uint16_t *kp = k + p * stride;
 		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
 		int i = 0;
@@ -319,6 +347,127 @@ AVX2 static void att_values(const float *a, const uint16_t *v, int64_t stride, i
 	}
 	for (int i = 0; i < hd / 8; i++)
 		_mm256_storeu_ps(o + 8 * i, acc[i]);
+}
+
+/* att_scores for G heads (G constant at each call: the accumulators stay
+ * in registers): per position each head's two chains, as att_scores'. */
+AVX2 static inline __attribute__((always_inline)) void
+scores_g(const float *qf, int G, const uint16_t *k, int64_t stride, int n_pos, int hd, float scale, float *sc,
+	 int64_t sc_stride)
+{
+	for (int p = 0; p < n_pos; p++) {
+		const uint16_t *kp = k + p * stride;
+		__m256 a0[8], a1[8];
+		int i = 0;
+
+		UNROLL
+		for (int g = 0; g < G; g++)
+			a0[g] = a1[g] = _mm256_setzero_ps();
+		for (; i + 2 <= hd / 8; i += 2) {
+			__m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8 * i)));
+			__m256 k1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8 * i + 8)));
+
+			UNROLL
+			for (int g = 0; g < G; g++) {
+				a0[g] = _mm256_fmadd_ps(_mm256_loadu_ps(qf + g * hd + 8 * i), k0, a0[g]);
+				a1[g] = _mm256_fmadd_ps(_mm256_loadu_ps(qf + g * hd + 8 * i + 8), k1, a1[g]);
+			}
+		}
+		if (i < hd / 8) {
+			__m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp + 8 * i)));
+
+			UNROLL
+			for (int g = 0; g < G; g++)
+				a0[g] = _mm256_fmadd_ps(_mm256_loadu_ps(qf + g * hd + 8 * i), k0, a0[g]);
+		}
+		UNROLL
+		for (int g = 0; g < G; g++)
+			sc[g * sc_stride + p] = hsum8(_mm256_add_ps(a0[g], a1[g])) * scale;
+	}
+}
+
+AVX2 static void att_scores_g(const uint16_t *q, int G, const uint16_t *k, int64_t stride, int n_pos, int hd,
+			      float scale, float *sc, int64_t sc_stride)
+{
+	float qf[8 * 256];
+
+	if (hd % 8 || hd > 256 || G < 2 || G > 8) {
+		for (int g = 0; g < G; g++)
+			att_scores(q + (size_t)g * hd, k, stride, n_pos, hd, scale, sc + g * sc_stride);
+		return;
+	}
+	for (int i = 0; i < G * hd / 8; i++)
+		_mm256_storeu_ps(qf + 8 * i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q + 8 * i))));
+	switch (G) {
+	case 2: scores_g(qf, 2, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	case 3: scores_g(qf, 3, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	case 4: scores_g(qf, 4, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	case 5: scores_g(qf, 5, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	case 6: scores_g(qf, 6, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	case 7: scores_g(qf, 7, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	default: scores_g(qf, 8, k, stride, n_pos, hd, scale, sc, sc_stride); break;
+	}
+}
+
+/* att_values for G heads: NC 8-value chunks of the head a pass, for every
+ * head (G * NC <= 12 accumulators); per (head, value) one FMA chain over
+ * the positions in order, as att_values'. */
+AVX2 static inline __attribute__((always_inline)) void
+values_g(const float *a, int64_t a_stride, int G, const uint16_t *v, int64_t stride, int n_pos, int hd, float *o,
+	 int64_t o_stride)
+{
+	enum { CAP = 12 };
+	const int NC = G < CAP ? CAP / G : 1;
+
+	for (int c0 = 0; c0 < hd / 8; c0 += NC) {
+		__m256 acc[CAP];
+
+		UNROLL
+		for (int g = 0; g < G; g++)
+			UNROLL
+			for (int j = 0; j < NC; j++)
+				acc[g * NC + j] = c0 + j < hd / 8 ? _mm256_loadu_ps(o + g * o_stride + 8 * (c0 + j))
+								  : _mm256_setzero_ps();
+		for (int p = 0; p < n_pos; p++) {
+			const uint16_t *vp = v + p * stride + 8 * c0;
+
+			UNROLL
+			for (int j = 0; j < NC; j++)
+				if (c0 + j < hd / 8) {
+					__m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vp + 8 * j)));
+
+					UNROLL
+					for (int g = 0; g < G; g++)
+						acc[g * NC + j] = _mm256_fmadd_ps(_mm256_set1_ps(a[g * a_stride + p]), x,
+										  acc[g * NC + j]);
+				}
+		}
+		UNROLL
+		for (int g = 0; g < G; g++)
+			UNROLL
+			for (int j = 0; j < NC; j++)
+				if (c0 + j < hd / 8)
+					_mm256_storeu_ps(o + g * o_stride + 8 * (c0 + j), acc[g * NC + j]);
+	}
+}
+
+AVX2 static void att_values_g(const float *a, int64_t a_stride, int G, const uint16_t *v, int64_t stride, int n_pos,
+			      int hd, float *o, int64_t o_stride)
+{
+	if (hd % 8 || hd > 256 || G < 2 || G > 8) {
+		for (int g = 0; g < G; g++)
+			att_values(a + g * a_stride, v, stride, n_pos, hd, o + g * o_stride);
+		return;
+	}
+	switch (G) {
+	case 2: values_g(a, a_stride, 2, v, stride, n_pos, hd, o, o_stride); break;
+	case 3: values_g(a, a_stride, 3, v, stride, n_pos, hd, o, o_stride); break;
+	case 4: values_g(a, a_stride, 4, v, stride, n_pos, hd, o, o_stride); break;
+	case 5: values_g(a, a_stride, 5, v, stride, n_pos, hd, o, o_stride); break;
+	case 6: values_g(a, a_stride, 6, v, stride, n_pos, hd, o, o_stride); break;
+	case 7: values_g(a, a_stride, 7, v, stride, n_pos, hd, o, o_stride); break;
+	default: values_g(a, a_stride, 8, v, stride, n_pos, hd, o, o_stride); break;
+	}
 }
 
 /* e^x for x in [-87, 0] (softmax after subtracting the max), 8 lanes:
@@ -563,6 +712,7 @@ static const struct dec_simd avx2 = {
 	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
 	.gemm8_q6_k = dec_gemm8_q6_k_avx2, .gemm_f16 = dec_gemm_f16_avx2,
 	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16, .f16_f32 = f16_f32,
+	.att_scores_g = att_scores_g, .att_values_g = att_values_g,
 };
 
 static struct dec_simd avx512;

@@ -84,6 +84,16 @@ struct dec_simd {
 	void (*quant_q8_1)(const float *x, void *blocks, int64_t n);
 	/* y[i] = x[i] as f16 (round to nearest even) */
 	void (*quant_f16)(const float *x, uint16_t *y, int64_t n);
+	/* att_scores / att_values for the G query heads of one kv head at
+	 * once (NULL: call those per head): q [G][hd] with head g's scores at
+	 * sc + g * sc_stride; head g's weights at a + g * a_stride and sums at
+	 * o + g * o_stride. Each head's operations and their order are the
+	 * one-head kernel's (the same bits); a key or value row is loaded and
+	 * converted once for the G heads. */
+	void (*att_scores_g)(const uint16_t *q, int G, const uint16_t *k, int64_t stride, int n_pos, int hd,
+			     float scale, float *sc, int64_t sc_stride);
+	void (*att_values_g)(const float *a, int64_t a_stride, int G, const uint16_t *v, int64_t stride, int n_pos,
+			     int hd, float *o, int64_t o_stride);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the

@@ -20,9 +20,6 @@
 
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* The token and row loops unrolled, so each token's sums stay in registers. */
-#define UNROLL _Pragma("GCC unroll 16")
-
 /* Token t's encoded activation row. */
 #define YT(t) ((const void *)((const uint8_t *)act + (size_t)(t) * stride))
 

@@ -59,6 +59,10 @@ void dec_dot4_q4_k_avx2(const void *x, const void *act, size_t stride, int64_t n
 void dec_dot4_q6_k_avx2(const void *x, const void *act, size_t stride, int64_t n, float *out);
 void dec_dot4_f16_avx2(const void *x, const void *act, size_t stride, int64_t n, float *out);
 
+/* Token, row and position loops unrolled, so each one's sums stay in
+ * registers. */
+#define UNROLL _Pragma("GCC unroll 16")
+
 AVX2 static inline float hsum8(__m256 v)
 {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

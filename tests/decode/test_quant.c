@@ -407,6 +407,48 @@ static void test_attention_kernels(void **st)
 	}
 }
 
+/* The grouped kernels (a kv head's G query heads at once) give each head
+ * the one-head kernels' bits, for G = 2..8 and head sizes 64, 72 (an odd
+ * count of 8-value chunks: the tail chain) and 128, over 37 positions (not
+ * a multiple of anything) in two calls. */
+static void test_attention_groups(void **st)
+{
+	enum { MAXG = 8, MAXHD = 128, NP = 37, STRIDE = 2 * MAXHD };
+	static const int hds[] = { 64, 72, 128 };
+	float x[NP * STRIDE], q[MAXG * MAXHD], a[MAXG * NP], s1[MAXG * NP], s2[MAXG * NP];
+	float o1[MAXG * MAXHD], o2[MAXG * MAXHD];
+	uint16_t k[NP * STRIDE], q16[MAXG * MAXHD];
+	const struct dec_simd *v = dec_simd_avx2();
+
+	(void)st;
+	if (!v)
+		skip();
+	assert_non_null(v->att_scores_g);
+	assert_non_null(v->att_values_g);
+	fill(x, NP * STRIDE, 7);
+	fill(q, MAXG * MAXHD, 8);
+	fill(a, MAXG * NP, 9);
+	dec_quantize_row(DEC_T_F16, x, k, NP * STRIDE);
+	dec_quantize_row(DEC_T_F16, q, q16, MAXG * MAXHD);
+	for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+		for (int G = 2; G <= MAXG; G++) {
+			int hd = hds[hi];
+
+			for (int g = 0; g < G; g++)
+				v->att_scores(q16 + g * hd, k + 3, STRIDE, NP, hd, 0.125f, s1 + g * NP);
+			v->att_scores_g(q16, G, k + 3, STRIDE, 20, hd, 0.125f, s2, NP);
+			v->att_scores_g(q16, G, k + 3 + 20 * STRIDE, STRIDE, NP - 20, hd, 0.125f, s2 + 20, NP);
+			assert_memory_equal(s1, s2, (size_t)G * NP * sizeof *s1);
+			memset(o1, 0, sizeof o1);
+			memset(o2, 0, sizeof o2);
+			for (int g = 0; g < G; g++)
+				v->att_values(a + g * NP, k + 3, STRIDE, NP, hd, o1 + g * hd);
+			v->att_values_g(a, NP, G, k + 3, STRIDE, 20, hd, o2, hd);
+			v->att_values_g(a + 20, NP, G, k + 3 + 20 * STRIDE, STRIDE, NP - 20, hd, o2, hd);
+			assert_memory_equal(o1, o2, (size_t)G * hd * sizeof *o1);
+		}
+}
+
 static void test_exp_sum(void **st)
 {
 	enum { N = 203 };
@@ -1070,6 +1112,7 @@ int main(void)
 		cmocka_unit_test(test_act_kernels),
 		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),
+		cmocka_unit_test(test_attention_groups),
 	};
 
 	return cmocka_run_group_tests_name("decode_quant", tests, NULL, NULL);
