@@ -360,6 +360,10 @@ static void att_worker(void *arg, int ith, int nth)
 		for (int g = 0; g < G; g++) {
 			float *s = sc + (size_t)g * mc, mx = -INFINITY, sum;
 
+			if (simd->softmax) {
+				simd->softmax(s, n_pos - first);
+				continue;
+			}
 			for (int p = 0; p < n_pos - first; p++)
 				mx = s[p] > mx ? s[p] : mx;
 			sum = simd->exp_sum(s, n_pos - first, mx);

@@ -514,6 +514,37 @@ AVX2 static float exp_sum(float *x, int n, float mx)
 	return s;
 }
 
+/* The attention weights of one head: the max 8 lanes at a time (exact in
+ * any order for finite scores: ±0 give the same e^(x - m)), exp_sum, then
+ * the IEEE quotients, as the scalar steps give them. */
+AVX2 static void softmax(float *x, int n)
+{
+	__m256 m8 = _mm256_set1_ps(-INFINITY);
+	float mx = -INFINITY, sum;
+	int i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		m8 = _mm256_max_ps(_mm256_loadu_ps(x + i), m8);
+	{
+		float t[8];
+
+		_mm256_storeu_ps(t, m8);
+		for (int k = 0; k < 8; k++)
+			mx = t[k] > mx ? t[k] : mx;
+	}
+	for (; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	sum = exp_sum(x, n, mx);
+	{
+		__m256 s8 = _mm256_set1_ps(sum);
+
+		for (i = 0; i + 8 <= n; i += 8)
+			_mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_loadu_ps(x + i), s8));
+		for (; i < n; i++)
+			x[i] /= sum;
+	}
+}
+
 /* Σ e^(x - mx), summed in double lanes (a vocabulary's worth of terms: f32
  * lanes lost ~1e-5 of it at 20k tokens) */
 AVX2 static float sum_exp(const float *x, int n, float mx)
@@ -712,7 +743,7 @@ static const struct dec_simd avx2 = {
 	.gemm8_q5_0 = dec_gemm8_q5_0_avx2, .gemm8_q4_1 = dec_gemm8_q4_1_avx2, .gemm8_q4_k = dec_gemm8_q4_k_avx2,
 	.gemm8_q6_k = dec_gemm8_q6_k_avx2, .gemm_f16 = dec_gemm_f16_avx2,
 	.quant_q8_1 = quant_q8_1, .quant_f16 = quant_f16, .f16_f32 = f16_f32,
-	.att_scores_g = att_scores_g, .att_values_g = att_values_g,
+	.att_scores_g = att_scores_g, .att_values_g = att_values_g, .softmax = softmax,
 };
 
 static struct dec_simd avx512;

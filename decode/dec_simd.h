@@ -94,6 +94,9 @@ struct dec_simd {
 			     float scale, float *sc, int64_t sc_stride);
 	void (*att_values_g)(const float *a, int64_t a_stride, int G, const uint16_t *v, int64_t stride, int n_pos,
 			     int hd, float *o, int64_t o_stride);
+	/* x[0..n) (finite) := softmax: the max m, then exp_sum(x, n, m), then
+	 * each x[i] divided by the sum (NULL: those three steps one by one) */
+	void (*softmax)(float *x, int n);
 };
 
 /* The best table for this CPU (CRUCIBLE_DEC_SIMD=generic forces the

@@ -449,6 +449,36 @@ static void test_attention_groups(void **st)
 		}
 }
 
+/* The AVX2 table's softmax equals its steps one by one (max, exp_sum,
+ * quotients), bit for bit, at widths around the 8-lane blocks. */
+static void test_softmax(void **st)
+{
+	enum { N = 2051 };
+	static const int ns[] = { 1, 7, 8, 37, N };
+	float x[N], a[N], b[N];
+	const struct dec_simd *v = dec_simd_avx2();
+
+	(void)st;
+	if (!v)
+		skip();
+	assert_non_null(v->softmax);
+	fill(x, N, 12);
+	for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+		int n = ns[k];
+		float mx = -INFINITY, sum;
+
+		memcpy(a, x, sizeof x);
+		memcpy(b, x, sizeof x);
+		for (int i = 0; i < n; i++)
+			mx = a[i] > mx ? a[i] : mx;
+		sum = v->exp_sum(a, n, mx);
+		for (int i = 0; i < n; i++)
+			a[i] /= sum;
+		v->softmax(b, n);
+		assert_memory_equal(a, b, (size_t)n * sizeof *a);
+	}
+}
+
 static void test_exp_sum(void **st)
 {
 	enum { N = 203 };
@@ -1113,6 +1143,7 @@ int main(void)
 		cmocka_unit_test(test_exp_sum),
 		cmocka_unit_test(test_attention_kernels),
 		cmocka_unit_test(test_attention_groups),
+		cmocka_unit_test(test_softmax),
 	};
 
 	return cmocka_run_group_tests_name("decode_quant", tests, NULL, NULL);
