@@ -182,18 +182,26 @@ static void quantize(struct be_cuda *b, enum dec_cu_act a, const float *in, int 
 	}
 }
 
-/* mmv_<type>_<NT>: NT (1, 4, 16, 64) the tokens a pass serves, the
- * smallest that covers nb; *nt gets it */
-static enum kid mmv_kernel(uint32_t t, int nb, int *nt)
+int dec_cu_mmv_index(uint32_t t)
 {
+	/* DEC_CU_MMV_TYPES's order */
 	static const uint32_t types[DEC_CU_N_MMV_TYPES] = {
 		DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_1, DEC_T_Q5_1,
 		DEC_T_Q4_K, DEC_T_Q6_K, DEC_T_Q2_K, DEC_T_Q3_K, DEC_T_Q5_K, DEC_T_IQ4_NL, DEC_T_IQ4_XS,
 	};
-	int ti = 0, ni = 0;
 
-	while (ti < DEC_CU_N_MMV_TYPES - 1 && types[ti] != t)
-		ti++;
+	for (int i = 0; i < DEC_CU_N_MMV_TYPES; i++)
+		if (types[i] == t)
+			return i;
+	return -1;
+}
+
+/* mmv_<type>_<NT>: NT (1, 4, 16, 64) the tokens a pass serves, the
+ * smallest that covers nb; *nt gets it. The type is one check_mat let in. */
+static enum kid mmv_kernel(uint32_t t, int nb, int *nt)
+{
+	int ti = dec_cu_mmv_index(t), ni = 0;
+
 	while (ni < 3 && (1 << (2 * ni)) < nb)
 		ni++;
 	*nt = 1 << (2 * ni);

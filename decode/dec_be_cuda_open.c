@@ -41,15 +41,9 @@ static enum cr_status check_mat(const struct dec_mat *w, int layer, enum dec_wki
 {
 	char nm[64];
 
-	switch (w->type) {
-	case DEC_T_F32: case DEC_T_F16: case DEC_T_BF16: case DEC_T_Q8_0: case DEC_T_Q4_0:
-	case DEC_T_Q5_0: case DEC_T_Q4_1: case DEC_T_Q5_1: case DEC_T_Q4_K: case DEC_T_Q6_K:
-	case DEC_T_Q2_K: case DEC_T_Q3_K: case DEC_T_Q5_K: case DEC_T_IQ4_NL: case DEC_T_IQ4_XS:
-		break;
-	default:
+	if (dec_cu_mmv_index(w->type) < 0)
 		return cr_errf(err, CR_EENV, "cuda backend: %s has type %s, which has no CUDA kernel",
 			       wname(layer, k, nm, sizeof nm), dec_type_name(w->type));
-	}
 	if (w->rows > INT32_MAX || w->cols > INT32_MAX || w->rows * w->cols > ((int64_t)1 << 40))
 		return cr_errf(err, CR_EENV, "cuda backend: %s is %lld x %lld: too large for the CUDA kernels",
 			       wname(layer, k, nm, sizeof nm), (long long)w->rows, (long long)w->cols);

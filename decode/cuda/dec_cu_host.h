@@ -82,6 +82,9 @@ struct be_cuda {
 
 /* dec_be_cuda.c */
 extern const struct dec_be_ops dec_cu_ops;
+/* the matrix kernels' index of weight type t (DEC_CU_MMV_TYPES's order), or
+ * -1: no kernel reads it */
+int dec_cu_mmv_index(uint32_t t);
 /* the device copy of (layer, k) */
 const struct dmat *dec_cu_dmat(const struct be_cuda *b, int layer, enum dec_wkind k);
 
