@@ -979,6 +979,17 @@ float dec_exp_sum_generic(float *x, int n, float mx)
 	return (float)sum;
 }
 
+void dec_softmax_generic(float *x, int n)
+{
+	float mx = -INFINITY, sum;
+
+	for (int i = 0; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	sum = dec_exp_sum_generic(x, n, mx);
+	for (int i = 0; i < n; i++)
+		x[i] /= sum;
+}
+
 dec_gemm8_fn dec_vec_gemm8_fn(uint32_t t, int *nt)
 {
 	*nt = dec_simd_get()->gemm_nt;

@@ -30,7 +30,7 @@ static const struct dec_simd generic = {
 	.gemv8_q5_k = dec_gemv8_q5_k_generic, .gemv8_iq4_xs = dec_gemv8_iq4_xs_generic,
 	.gemv8_iq4_nl = dec_gemv8_iq4_nl_generic,
 	.quant_q8_1 = dec_quant_q8_1, .quant_f16 = dec_quant_f16_generic,
-	.f16_f32 = dec_f16_f32_generic,
+	.f16_f32 = dec_f16_f32_generic, .softmax = dec_softmax_generic,
 };
 
 void dec_q8_0_sums(void *row, int64_t n)

@@ -95,7 +95,7 @@ struct dec_simd {
 	void (*att_values_g)(const float *a, int64_t a_stride, int G, const uint16_t *v, int64_t stride, int n_pos,
 			     int hd, float *o, int64_t o_stride);
 	/* x[0..n) (finite) := softmax: the max m, then exp_sum(x, n, m), then
-	 * each x[i] divided by the sum (NULL: those three steps one by one) */
+	 * each x[i] divided by the sum */
 	void (*softmax)(float *x, int n);
 };
 
@@ -138,6 +138,7 @@ void dec_axpy_f16_generic(float a, const uint16_t *v, float *o, int64_t n);
 void dec_att_scores_generic(const uint16_t *q, const uint16_t *k, int64_t stride, int n_pos, int hd,
 			    float scale, float *sc);
 float dec_exp_sum_generic(float *x, int n, float mx);
+void dec_softmax_generic(float *x, int n);
 float dec_sum_exp_generic(const float *x, int n, float mx);
 void dec_quant_q8_0_generic(const float *x, void *blocks, int64_t n);
 void dec_quant_f16r_generic(const float *x, float *y, int64_t n);
