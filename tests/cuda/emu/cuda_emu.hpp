@@ -61,27 +61,21 @@ constexpr int warpSize = 32;
 // block in the fiber build, so a read before the block's own write shows. A
 // kernel reaches it through emu_dyn_smem where nvcc has `extern __shared__`.
 inline unsigned char *emu_dyn_smem;
-inline unsigned emu_dyn_smem_bytes;
 
-// The launch's dynamic shared memory: allocated and poisoned (nullptr when
-// the launch asks for none).
+// The launch's dynamic shared memory (nullptr when the launch asks for
+// none); the launch poisons it.
 inline void emu_dyn_smem_open(unsigned smem)
 {
 	emu_dyn_smem = nullptr;
-	emu_dyn_smem_bytes = smem;
-	if (!smem)
-		return;
-	if (!(emu_dyn_smem = (unsigned char *)std::aligned_alloc(128, (smem + 127u) & ~127u))) {
+	if (smem && !(emu_dyn_smem = (unsigned char *)std::aligned_alloc(128, (smem + 127u) & ~127u))) {
 		std::fprintf(stderr, "cuda_emu: no memory for %u bytes of dynamic shared memory\n", smem);
 		std::abort();
 	}
-	std::memset(emu_dyn_smem, 0xff, smem);
 }
 inline void emu_dyn_smem_close()
 {
 	std::free(emu_dyn_smem);
 	emu_dyn_smem = nullptr;
-	emu_dyn_smem_bytes = 0;
 }
 
 inline int emu_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
@@ -518,6 +512,8 @@ extern "C" void emu_launch(void *fn, const unsigned *g, const unsigned *b, unsig
 	blockDim = { b[0], b[1], b[2] };
 	emu_block_bar = &bar;
 	emu_dyn_smem_open(smem);
+	if (smem)
+		std::memset(emu_dyn_smem, 0xff, smem);
 	for (unsigned w = 0; w < nw; w++)
 		emu_warp_bar[w] = new std::barrier<>(nt - w * 32 < 32 ? nt - w * 32 : 32);
 	for (unsigned t = 0; t < nt; t++)
