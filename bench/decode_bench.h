@@ -3,7 +3,7 @@
 #ifndef DECODE_BENCH_H
 #define DECODE_BENCH_H
 
-#include "decode/dec_model.h"
+#include "decode/model/dec_model.h"
 
 /* Prefill, batch-1 decode with the memory roofline, batch 16 and 64 on the
  * CUDA backend; prints; 0, or 3 when the backend does not open or fails. */

@@ -20,8 +20,10 @@
 #include <time.h>
 
 #include "cuda/cuda_drv.h"
-#include "decode/dec_be.h"
-#include "decode/dec_quant.h"
+#include "decode/cpu/dec_cpu.h"
+#include "decode/cuda/dec_be_cuda.h"
+#include "decode/engine/dec_forward.h"
+#include "decode/quant/dec_quant.h"
 #include "bench/decode_bench.h"
 
 static double now_s(void)

@@ -1,4 +1,4 @@
-/* engine_bench.c — continuous batching (decode/dec_engine.c) against the
+/* engine_bench.c — continuous batching (decode/engine/dec_engine.c) against the
  * static batching `generate` did before it (per task: the prompt prefilled
  * once, then its samples in batches of B that each run until their longest
  * sample ends), on the same requests, side by side.
@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decode/dec_engine.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
+#include "decode/engine/dec_engine.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
 #include "decode/dec_run.h"
 #include "dec_testutil.h"
 

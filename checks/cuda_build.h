@@ -14,7 +14,7 @@
 #include "checks/result.h"
 #include "common/cr_status.h"
 #include "cuda/cuda_compile.h"
-#include "harness/cand/plan.h"
+#include "cand/plan.h"
 #include "tasks/task.h"
 
 /* The architecture compile-only targets ("sm_90" without a device). */

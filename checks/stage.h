@@ -5,9 +5,9 @@
 #define CR_VERIFY_IMPL_H
 
 #include <stdarg.h>
-#include "harness/cand/plan.h"
-#include "harness/worker/proc.h"
-#include "harness/worker/shm.h"
+#include "cand/plan.h"
+#include "sandbox/proc.h"
+#include "sandbox/shm.h"
 #include "checks/check.h"
 #include "checks/result.h"
 #include "tasks/task_exec.h"

@@ -23,7 +23,7 @@ extern "C" {
 
 #define CR_CUBIN_NAME 64        /* kernel names kept (incl. NUL); longer ones are skipped */
 #define CR_CUBIN_MAX_KERNELS 128
-#define CR_CUBIN_MAX_PARAMS 1152 /* a launch's arguments at most (harness/cand/cand.h) */
+#define CR_CUBIN_MAX_PARAMS 1152 /* a launch's arguments at most (cand/cand.h) */
 
 struct cr_cubin_kernel {
 	char name[CR_CUBIN_NAME];  /* the symbol name (mangled unless extern "C") */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "common/cr_status.h"
-#include "harness/cand/plan.h"
+#include "cand/plan.h"
 
 /* A usable GPU (driver loaded, a device present); why not into why. */
 bool cr_cuda_dev_available(char *why, size_t cap);

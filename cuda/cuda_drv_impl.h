@@ -1,7 +1,7 @@
 /* cuda_drv_impl.h — the driver API function table loaded at run time and
  * the one checking macro, for the C files that talk to the driver: cuda/'s
  * (cuda_drv.c, cuda_worker.c) and the decoder's CUDA backend
- * (decode/dec_be_cuda.c). This header includes cuda.h for the driver's types
+ * (decode/cuda/dec_be_cuda.c). This header includes cuda.h for the driver's types
  * only; nothing links against libcuda. Never include it from a file that is
  * built without HAVE_CUDA. */
 #ifndef CR_CUDA_DRV_IMPL_H

@@ -25,8 +25,8 @@
 
 #include "common/cr_verdict.h"
 #include "common/cr_status.h"
-#include "harness/cand/plan.h"
-#include "harness/worker/shm.h"
+#include "cand/plan.h"
+#include "sandbox/shm.h"
 #include "cuda/cuda_cubin.h"
 
 #define CR_CUDA_LTAB_OFF 196608         /* inside the CR_SHM_HDR bytes, after struct cr_shm_hdr */

@@ -3,7 +3,7 @@
  * prompt token ids, the generated ids, the text and per step the top-K
  * (id, logprob) under log-softmax of the raw logits; --json for machines. */
 #include "decode/dec.h"
-#include "decode/dec_engine.h"
+#include "decode/engine/dec_engine.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * prefilled once and its samples share its blocks; samples of all tasks are
  * batched continuously. Progress and tokens/s go to stderr. */
 #include "decode/dec.h"
-#include "decode/dec_engine.h"
+#include "decode/engine/dec_engine.h"
 #include "decode/dec_run.h"
 
 #include <errno.h>

@@ -1,7 +1,8 @@
-/* dec_run.h — what the two commands share: the tokenizer built from a GGUF
- * file, the generation loop (prefill, sample, stop), command-line options
- * for sampling, and small text helpers (UTF-8 repair for JSON, reasoning and
- * code-block extraction). */
+/* dec_run.h — what the two commands and gen/ share: command-line options
+ * for sampling and the engine, a completion's reasoning tokens, and small
+ * text helpers (UTF-8 repair for JSON, reasoning and code-block
+ * extraction). It includes the generation loop (engine/dec_gen.h) and the
+ * tokenizer of a GGUF file (model/dec_vocab.h) for its users. */
 #ifndef DEC_RUN_H
 #define DEC_RUN_H
 
@@ -9,61 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/cr_status.h"
-#include "decode/dec_model.h"
-#include "decode/dec_sample.h"
-#include "decode/gguf.h"
+#include "decode/engine/dec_gen.h"
+#include "decode/model/dec_model.h"
+#include "decode/model/dec_vocab.h"
+#include "decode/sample/dec_sample.h"
 #include "decode/tok/dec_tok.h"
 
-/* The tokenizer described by g's tokenizer.* metadata. */
-enum cr_status dec_vocab_tokenizer(const struct dec_gguf *g, struct dec_tok **out,
-				   struct cr_err *err);
-
-struct dec_gen_params {
-	int max_tokens;
-	struct dec_sampling samp;
-	uint64_t seed;
-	const char *task;           /* RNG stream key (may be NULL) */
-	uint64_t sample;            /* RNG stream index */
-	const char *const *stops;   /* stop strings: generation ends when the text contains one */
-	int n_stops;
-	int top_logprobs;           /* K per step, 0 for none */
-	/* called after each generated token (may be NULL) */
-	void (*on_token)(void *ctx, int n_generated);
-	void *ctx;
-};
-
-struct dec_gen_out {
-	int32_t *tokens;     /* [n_tokens] generated ids, the final end-of-generation token included */
-	int n_tokens;
-	int32_t *top_ids;    /* [n_tokens * top_logprobs] */
-	float *top_lp;       /* [n_tokens * top_logprobs] */
-	char *text;          /* generated text (specials rendered), cut before a stop string */
-	size_t text_len;
-	const char *finish;  /* "eog", "stop", "length" or "context" */
-	double prefill_s, decode_s;
-};
-
-/* Generates after prompt[0..n_prompt). When prompt_logits is NULL the cache
- * is reset and the prompt prefilled; otherwise the cache must already hold
- * this prompt and prompt_logits are its last logits (samples share a
- * prefill). */
-enum cr_status dec_generate(struct dec_state *s, const struct dec_tok *tok,
-			    const int32_t *prompt, int n_prompt, const float *prompt_logits,
-			    const struct dec_gen_params *p, struct dec_gen_out *out,
-			    struct cr_err *err);
-/* n samples at once (RNG streams p->sample .. p->sample + n - 1), stepped as
- * one batch over sequences 0..n-1 of s (s->n_seq and s->max_block >= n): the
- * prompt is in sequence 0 (prefilled here unless prompt_logits is given) and
- * copied to the others. Each sample's tokens are exactly those dec_generate
- * would produce for it alone. outs[n]; decode_s is the batch's time. */
-enum cr_status dec_generate_n(struct dec_state *s, const struct dec_tok *tok,
-			      const int32_t *prompt, int n_prompt, const float *prompt_logits,
-			      const struct dec_gen_params *p, int n, struct dec_gen_out *outs,
-			      struct cr_err *err);
-void dec_gen_out_release(struct dec_gen_out *o);
-/* Decode speed: forward passes (every generated token but the last is fed
- * back) per second of decode time. */
-double dec_gen_rate(const struct dec_gen_out *o);
 /* dec_reasoning_tokens of a generated completion, the token ends taken from
  * tok's pieces (an end-of-generation token adds no text); -1 when out of
  * memory. What `generate` writes as reasoning_tokens. */

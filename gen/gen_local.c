@@ -27,8 +27,8 @@
 #include <string.h>
 
 #include "common/sha256.h"
-#include "decode/dec_engine.h"
-#include "decode/dec_model.h"
+#include "decode/engine/dec_engine.h"
+#include "decode/model/dec_model.h"
 #include "decode/dec_run.h"
 
 #define CTX_CAP 16384   /* the context when the configuration names none */

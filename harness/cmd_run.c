@@ -23,7 +23,7 @@
 #include "cr_version.h"
 #include "common/cr_text.h"
 #include "cuda/cuda_dev.h"
-#include "decode/dec_be.h"
+#include "decode/be/dec_be.h"
 #include "decode/dec_run.h"
 #include "gen/gen.h"
 #include "gen/gen_run.h"

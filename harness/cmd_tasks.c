@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/cand/expr.h"
-#include "harness/cand/plan.h"
+#include "cand/expr.h"
+#include "cand/plan.h"
 #include "tasks/task_exec.h"
 #include "tasks/task_gen.h"
 #include "tasks/task_registry.h"

@@ -229,7 +229,7 @@ static void job_main(struct eval_jobs *p, int slot, int cmd_fd, int res_fd)
 	if (!m)
 		_exit(4);
 	/* a run killed outright takes its jobs with it (and they their
-	 * workers, harness/worker/proc.c); the parent may already be gone */
+	 * workers, sandbox/proc.c); the parent may already be gone */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != p->parent)
 		_exit(5);
 	if (p->pinned && sched_setaffinity(0, sizeof p->sets[slot], &p->sets[slot]))

@@ -11,7 +11,7 @@
 #include "cuda/cuda_dev.h"
 #include "harness/cli.h"
 #include "harness/seed.h"
-#include "harness/worker/worker.h"
+#include "sandbox/worker.h"
 #include "reports/report.h"
 
 static void usage(FILE *f)

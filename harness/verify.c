@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "checks/cuda_build.h"
-#include "harness/worker/compile.h"
+#include "sandbox/compile.h"
 
 /* ---- the whole candidate ---- */
 
@@ -26,7 +26,7 @@
  * in it): nothing a candidate runs can create anything here, so the logs
  * root opens in it cannot be planted links, FIFOs or directories. The
  * compiler gets a subdirectory of its own for the compile only
- * (harness/worker/compile.c). */
+ * (sandbox/compile.c). */
 static enum cr_status make_workdir(struct vr *v, const char *root, struct cr_err *err)
 {
 	snprintf(v->workdir, sizeof v->workdir, "%s/cXXXXXX", root);

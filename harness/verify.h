@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "checks/result.h"
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 #include "tasks/task.h"
 
 /* Never fails for a bad candidate (that is a verdict in r); fails only when

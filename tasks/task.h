@@ -16,7 +16,7 @@
 /* A whole network (L3) is one task: DenseNet201 has ~310 tensors and ~500
  * ops, a 256-step RNN unrolled ~1300 ops. The arrays are allocated to a
  * file's own counts; these bound them (and the candidate's slots,
- * harness/cand/plan.h). */
+ * cand/plan.h). */
 #define TASK_MAX_TENSORS 512
 #define TASK_MAX_RANK 6
 #define TASK_MAX_CHECKS 12

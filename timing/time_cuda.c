@@ -36,7 +36,7 @@
 
 #include "checks/cuda_build.h"
 #include "cuda/cuda_dev.h"
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 #include "tasks/task_rng.h"
 #include "timing/timing.h"
 

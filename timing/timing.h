@@ -41,7 +41,7 @@ void timing_flush_cpu_cache(void);
 /* SIGPIPE blocked for the calling thread while a timing stage talks to
  * workers that may have exited (a candidate's thread can exit right after
  * its reply): a write to a dead worker's pipe then fails with EPIPE, which
- * harness/worker/proc.c handles, instead of killing the orchestrator and the
+ * sandbox/proc.c handles, instead of killing the orchestrator and the
  * batch. _end drains a SIGPIPE raised meanwhile and restores the mask. */
 void timing_pipe_guard_begin(sigset_t *old);
 void timing_pipe_guard_end(const sigset_t *old);

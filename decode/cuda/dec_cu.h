@@ -1,4 +1,4 @@
-/* dec_cu.h — what the CUDA backend's host side (decode/dec_be_cuda.c) and its
+/* dec_cu.h — what the CUDA backend's host side (decode/cuda/dec_be_cuda.c) and its
  * kernels (decode/cuda/dec_kernels.cu) share: the device-resident
  * description of the model and the step, and the list of kernels. Plain C,
  * no CUDA header: the host sees device pointers as 64-bit integers.

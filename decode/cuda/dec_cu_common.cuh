@@ -15,7 +15,7 @@
 
 #define DEC_CU_DEVICE_CODE 1
 #include "decode/cuda/dec_cu.h"
-#include "decode/dec_exp.h"
+#include "decode/quant/dec_exp.h"
 
 #define FULL 0xffffffffu
 
@@ -51,7 +51,7 @@ static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b;
 
 // e^x as the CPU's AVX2 table computes it (dec_simd.c's exp8, lane by lane),
 // for x <= 0 after a max is subtracted (softmax, SiLU): the same bits as the
-// CPU, from the definition the CPU's scalar code uses (decode/dec_exp.h)
+// CPU, from the definition the CPU's scalar code uses (decode/quant/dec_exp.h)
 #define exp_cephes dec_exp_cephes
 
 static __device__ __forceinline__ float warp_sum(float v)

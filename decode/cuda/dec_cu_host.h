@@ -1,6 +1,6 @@
 /* dec_cu_host.h — private to the CUDA backend's two host files
- * (decode/dec_be_cuda.c: the ops, steps, graphs and errors;
- * decode/dec_be_cuda_open.c: opening, the uploads, freeing): the backend's
+ * (decode/cuda/dec_be_cuda.c: the ops, steps, graphs and errors;
+ * decode/cuda/dec_be_cuda_open.c: opening, the uploads, freeing): the backend's
  * state and the kernels' ids. Includes the driver's header through
  * cuda/cuda_drv_impl.h, so only files built with the CUDA backend include
  * it. */
@@ -9,7 +9,7 @@
 
 #include "cuda/cuda_cubin.h"
 #include "cuda/cuda_drv_impl.h"
-#include "decode/dec_be.h"
+#include "decode/cuda/dec_be_cuda.h"
 #include "decode/cuda/dec_cu.h"
 
 #define MAX_GRAPHS 64

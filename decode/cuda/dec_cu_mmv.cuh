@@ -1,6 +1,6 @@
 // dec_cu_mmv.cuh — matrix × vector(s) for every weight type, reading the
 // file's block layout and dequantizing in registers, with the CPU path's
-// arithmetic (decode/dec_quant.c, dec_simd.c's AVX2 table): the same
+// arithmetic (decode/quant/dec_quant.c, dec_simd.c's AVX2 table): the same
 // products, in the same order, so a product's bits are the CPU's.
 //
 // Block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL: 32 values; Q2_K, Q3_K,

@@ -2,7 +2,7 @@
 // embedding lookup, RMS norm, the q/k/v step before attention (biases,
 // per-head norms, RoPE, the f16 cache store), residual add, SwiGLU, gather,
 // and the copy of a KV block. Each computes what the CPU path computes
-// (decode/dec_forward.c, dec_ref.c, dec_quant.c) with the same rounding
+// (decode/engine/dec_forward.c, dec_ref.c, dec_quant.c) with the same rounding
 // steps; where a sum's order differs it says so.
 #ifndef DEC_CU_OPS_CUH
 #define DEC_CU_OPS_CUH

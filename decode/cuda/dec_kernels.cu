@@ -1,4 +1,4 @@
-// dec_kernels.cu — the CUDA backend's kernels (decode/dec_be_cuda.c loads
+// dec_kernels.cu — the CUDA backend's kernels (decode/cuda/dec_be_cuda.c loads
 // them): one translation unit, compiled by nvcc into sm_80 and sm_90 cubins
 // and compute_80 PTX that the build embeds in the binary, and by a C++
 // compiler against tests/cuda/emu/cuda_emu.hpp into the test suite's

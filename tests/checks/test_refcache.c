@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "checks/stage.h"
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 #include "tasks/task_registry.h"
 
 struct fix {

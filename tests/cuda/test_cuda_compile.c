@@ -21,7 +21,7 @@
 #include "checks/cuda_build.h"
 #include "common/sha256.h"
 #include "cuda/cuda_compile.h"
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 #include "cuda/cuda_worker.h"
 
 #ifndef SRC_ROOT

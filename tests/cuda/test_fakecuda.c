@@ -25,12 +25,12 @@
 
 #include "checks/check.h"
 #include "fakecuda/fakecuda_kernels.h"
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 #include "cuda/cuda_compile.h"
 #include "cuda/cuda_drv.h"
 #include "cuda/cuda_drv_impl.h"
 #include "cuda/cuda_worker.h"
-#include "harness/cand/plan.h"
+#include "cand/plan.h"
 
 #ifndef SRC_ROOT
 #error SRC_ROOT must name the source tree

@@ -1,9 +1,9 @@
 /* dec_testutil.c — GGUF writer and tiny random models for the decode tests
  * (see dec_testutil.h). Allocation failures abort: this is test code. */
 #include "dec_testutil.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
-#include "decode/gguf.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
+#include "decode/model/gguf.h"
 
 #include <math.h>
 #include <stdio.h>

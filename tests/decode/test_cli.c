@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "decode/dec.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
+#include "decode/be/dec_ref.h"
+#include "decode/engine/dec_forward.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
 #include "dec_testutil.h"
 
 static char model_path[256];

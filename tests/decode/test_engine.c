@@ -1,4 +1,4 @@
-/* test_engine.c — the serving engine (decode/dec_engine.c) and the paged
+/* test_engine.c — the serving engine (decode/engine/dec_engine.c) and the paged
  * KV bookkeeping (dec_kv.c) on tiny generated models:
  *   - the block pool: references, the free list, the prefix cache's
  *     lookups and LRU eviction;
@@ -23,11 +23,11 @@
 
 #include <cmocka.h>
 
-#include "decode/dec_be.h"
-#include "decode/dec_engine.h"
-#include "decode/dec_kv.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
+#include "decode/be/dec_be.h"
+#include "decode/engine/dec_engine.h"
+#include "decode/engine/dec_kv.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
 #include "decode/dec_run.h"
 #include "dec_testutil.h"
 

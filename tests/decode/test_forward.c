@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/dec_impl.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
-#include "decode/dec_simd.h"
+#include "decode/be/dec_ref.h"
+#include "decode/cpu/dec_cpu.h"
+#include "decode/engine/dec_forward.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
+#include "decode/quant/dec_simd.h"
 #include "dec_testutil.h"
 
 static const uint32_t types[] = {

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "decode/dec_quant.h"
+#include "decode/quant/dec_quant.h"
 #include "decode/dec_run.h"
-#include "decode/gguf.h"
+#include "decode/model/gguf.h"
 #include "dec_testutil.h"
 
 static uint8_t *small_file(size_t *size, size_t *data_end)

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/dec_engine.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
+#include "decode/engine/dec_engine.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
 #include "decode/dec_run.h"
 #include "dec_testutil.h"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/dec_quant.h"
-#include "decode/dec_simd.h"
+#include "decode/quant/dec_quant.h"
+#include "decode/quant/dec_simd.h"
 
 static const uint32_t weight_types[] = {
 	DEC_T_F32, DEC_T_F16, DEC_T_BF16, DEC_T_Q8_0, DEC_T_Q4_0, DEC_T_Q5_0, DEC_T_Q4_K, DEC_T_Q6_K,

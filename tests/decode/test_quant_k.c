@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/dec_quant.h"
-#include "decode/dec_simd.h"
+#include "decode/quant/dec_quant.h"
+#include "decode/quant/dec_simd.h"
 #include "golden_k.h"
 
 static const uint32_t ktypes[] = { DEC_T_Q2_K, DEC_T_Q3_K, DEC_T_Q5_K, DEC_T_IQ4_NL, DEC_T_IQ4_XS };

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/dec_sample.h"
+#include "decode/sample/dec_sample.h"
 
 #define NV 8
 /* probabilities 0.4 0.2 0.15 0.1 0.07 0.05 0.02 0.01 as logits */

@@ -1,4 +1,4 @@
-/* test_be_cuda.c — the decoder's CUDA backend (decode/dec_be_cuda.c) against
+/* test_be_cuda.c — the decoder's CUDA backend (decode/cuda/dec_be_cuda.c) against
  * the CPU backend, ggml-style: every op of the table on both backends on the
  * same inputs, for every weight type; then whole forwards (dec_graph.c) on
  * tiny generated models: greedy tokens and top-5 logprobs; the graph path
@@ -21,13 +21,16 @@
 #include <unistd.h>
 
 #include "cuda/cuda_drv_impl.h"
-#include "decode/dec_be.h"
-#include "decode/dec_engine.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
-#include "decode/dec_simd.h"
+#include "decode/be/dec_ref.h"
+#include "decode/cpu/dec_cpu.h"
+#include "decode/cuda/dec_be_cuda.h"
+#include "decode/engine/dec_forward.h"
+#include "decode/engine/dec_engine.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
+#include "decode/quant/dec_simd.h"
 #include "decode/cuda/dec_cu_host.h"
-#include "decode/gguf.h"
+#include "decode/model/gguf.h"
 #include "../decode/dec_testutil.h"
 
 static const uint32_t types[] = {

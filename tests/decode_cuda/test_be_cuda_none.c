@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/dec_be.h"
-#include "decode/gguf.h"
+#include "decode/cuda/dec_be_cuda.h"
+#include "decode/engine/dec_forward.h"
+#include "decode/model/gguf.h"
 #include "../decode/dec_testutil.h"
 
 static void test_none(void **state)

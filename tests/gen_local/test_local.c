@@ -31,9 +31,9 @@
 
 #include "common/sha256.h"
 #include "decode/dec.h"
-#include "decode/dec_be.h"
-#include "decode/dec_model.h"
-#include "decode/dec_quant.h"
+#include "decode/be/dec_be.h"
+#include "decode/model/dec_model.h"
+#include "decode/quant/dec_quant.h"
 #include "decode/dec_run.h"
 #include "dec_testutil.h"
 #include "gen/gen_gen.h"

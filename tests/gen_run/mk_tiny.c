@@ -3,7 +3,7 @@
  * `crucible run --model`. */
 #include <stdio.h>
 
-#include "decode/dec_quant.h"
+#include "decode/quant/dec_quant.h"
 #include "dec_testutil.h"
 
 int main(int argc, char **argv)

@@ -1,4 +1,4 @@
-/* test_cand.c — harness/cand/cand.c: the SPEC §3 example, both launch forms,
+/* test_cand.c — cand/cand.c: the SPEC §3 example, both launch forms,
  * arguments, scratch, every error message with its line, limits, and a
  * fuzz pass (random bytes, truncations, mutations) that must never crash. */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 
 static const char spec_example[] =
 	"// @task L1/softmax\n"

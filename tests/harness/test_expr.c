@@ -1,4 +1,4 @@
-/* test_expr.c — harness/cand/expr.c: values, precedence, functions, names and
+/* test_expr.c — cand/expr.c: values, precedence, functions, names and
  * every error (compile and evaluation) with its message. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "harness/cand/expr.h"
+#include "cand/expr.h"
 
 /* Dims visible to test expressions: B=4 D=1000 N=7 BIG=INT64_MAX SMALL=INT64_MIN */
 static const char *const names[] = { "B", "D", "N", "BIG", "SMALL" };

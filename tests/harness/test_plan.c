@@ -1,4 +1,4 @@
-/* test_plan.c — harness/cand/plan.c at the limits: a candidate for a task
+/* test_plan.c — cand/plan.c at the limits: a candidate for a task
  * of TASK_MAX_TENSORS tensors binds with one call naming every buffer of
  * its backward (CR_MAX_SLOTS with all the scratch) and a dim; a stage of
  * CR_MAX_LAUNCH launches binds; one launch or argument too many is a
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "harness/cand/plan.h"
+#include "cand/plan.h"
 
 #define NP (TASK_MAX_TENSORS - 2)   /* params: x, p0..p(NP-1), y */
 

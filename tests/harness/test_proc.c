@@ -1,4 +1,4 @@
-/* test_proc.c — the orchestrator's own defences (harness/worker/proc.c),
+/* test_proc.c — the orchestrator's own defences (sandbox/proc.c),
  * proven directly, without the worker's sandbox in front of them: the
  * shared memory is sealed; a log path planted as a FIFO, a symbolic link
  * or a directory is refused at once (no hang, the link's target intact);
@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "harness/worker/proc.h"
+#include "sandbox/proc.h"
 
 static void test_shm_sealed(void **state)
 {

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 #include <seccomp.h>
 
-#include "harness/worker/jail.h"
-#include "harness/worker/sandbox.h"
+#include "sandbox/jail.h"
+#include "sandbox/sandbox.h"
 
 static struct cr_sandbox_layers layers;
 

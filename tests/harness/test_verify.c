@@ -18,8 +18,8 @@
 
 #include "cuda/cuda_dev.h"
 #include "harness/verify.h"
-#include "harness/worker/worker.h"
-#include "harness/worker/compile.h"
+#include "sandbox/worker.h"
+#include "sandbox/compile.h"
 #include "tasks/task_gen.h"
 #include "tasks/task_registry.h"
 

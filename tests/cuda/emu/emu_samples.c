@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "checks/check.h"
-#include "harness/cand/cand.h"
+#include "cand/cand.h"
 #include "cuda/cuda_worker.h"
-#include "harness/cand/plan.h"
+#include "cand/plan.h"
 #include "tasks/task_exec.h"
 #include "tasks/task_gen.h"
 #include "tasks/task_rng.h"
