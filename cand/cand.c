@@ -619,9 +619,11 @@ void cr_cand_load(struct cr_cand_file *f, const char *path)
 
 	memset(f, 0, sizeof *f);
 	f->path = path;
-	f->src = cr_read_file(path, CR_CAND_MAX_FILE, &f->len);
+	/* a candidate is data: never through a link, never a FIFO (SPEC §3) */
+	cr_err_init(&e);
+	f->src = cr_read_data(NULL, path, CR_CAND_MAX_FILE, 0, &f->len, &e);
 	if (!f->src) {
-		snprintf(f->error, sizeof f->error, "%s: cannot read (or larger than 8 MiB)", path);
+		snprintf(f->error, sizeof f->error, "%s", e.msg);
 		return;
 	}
 	cr_sha256_hex(f->src, f->len, f->sha256);

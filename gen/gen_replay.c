@@ -4,6 +4,7 @@
  * its token counts and finish reason. */
 #include "gen/gen_gen.h"
 #include "gen/gen_impl.h"
+#include "common/cr_text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,31 +23,37 @@ static int jint(json_t *o, const char *k, int dflt)
 enum cr_status gen_completion_load(const char *dir, const char *task, const char *id,
 				   struct gen_completion *out, bool *found, struct cr_err *err)
 {
-	char path[1400];
+	char rel[1400];
 	size_t len = 0;
 	json_t *j;
 	json_error_t je;
-	struct stat sb;
+	char *buf;
 
 	memset(out, 0, sizeof *out);
 	*found = false;
-	snprintf(path, sizeof path, "%s/cand/%s/%s.txt", dir, task, id);
-	if (stat(path, &sb))
-		return CR_OK;
-	out->text = cr_read_file(path, REPLAY_MAX_BYTES, &len);
+	/* A run directory is untrusted (a published one, a replayed one): every
+	 * file is opened beneath dir with no link followed on the way, a FIFO
+	 * never waited on, nothing but a regular file read (cr_open_data). */
+	snprintf(rel, sizeof rel, "cand/%s/%s.txt", task, id);
+	out->text = cr_read_data(dir, rel, REPLAY_MAX_BYTES, CR_DATA_OPTIONAL, &len, err);
 	if (!out->text)
-		return cr_errf(err, CR_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+		return errno == ENOENT ? CR_OK : err->status ? err->status : CR_EINPUT;
 	out->len = len;
 	out->prompt_tokens = out->reasoning_tokens = out->prefill_tokens = -1;
 	out->completion_tokens = -1;
 	snprintf(out->finish, sizeof out->finish, "replay");
-	snprintf(path, sizeof path, "%s/cand/%s/%s.json", dir, task, id);
-	if (!stat(path, &sb)) {
-		j = json_load_file(path, 0, &je);
+	snprintf(rel, sizeof rel, "cand/%s/%s.json", task, id);
+	if ((buf = cr_read_data(dir, rel, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, err))) {
+		j = json_loadb(buf, len, 0, &je);
+		free(buf);
 		if (!j || !json_is_object(j)) {
+			char esc[1500];
 			json_decref(j);
 			gen_completion_release(out);
-			return cr_errf(err, CR_EINPUT, "%s:%d: %s", path, j ? 1 : je.line,
+			cr_text_escape_inplace(je.text, sizeof je.text);
+			snprintf(esc, sizeof esc, "%s/%s", dir, rel);
+			cr_text_escape_inplace(esc, sizeof esc);
+			return cr_errf(err, CR_EINPUT, "%s:%d: %s", esc, j ? 1 : je.line,
 				       j ? "expected a JSON object" : je.text);
 		}
 		out->prompt_tokens = jint(j, "prompt_tokens", -1);
@@ -60,6 +67,9 @@ enum cr_status gen_completion_load(const char *dir, const char *task, const char
 		if (json_is_number(g))
 			out->gen_s = json_number_value(g);
 		json_decref(j);
+	} else if (errno != ENOENT) {
+		gen_completion_release(out);
+		return err->status ? err->status : CR_EINPUT;
 	}
 	*found = true;
 	return CR_OK;
@@ -112,6 +122,8 @@ enum cr_status gen_replay_open(const char *dir, struct gen_generator *g, struct 
 	struct stat sb;
 
 	snprintf(path, sizeof path, "%s/cand", dir);
+	if (!lstat(path, &sb) && S_ISLNK(sb.st_mode))   /* DIR is the user's; cand/ in it is not */
+		return cr_errf(err, CR_EINPUT, "--replay %s: cand is a symbolic link (not followed)", dir);
 	if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
 		return cr_errf(err, CR_EUSAGE, "--replay %s: no cand/ folder there (a run directory "
 			       "or DIR/cand/<task>/<id>.txt files)", dir);

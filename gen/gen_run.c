@@ -144,7 +144,10 @@ static enum cr_status write_atomic(const char *path, const char *data, size_t n,
 	int fd;
 
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* whatever is planted at tmp is removed, not written through */
+	if (unlink(tmp) && errno != ENOENT)
+		return cr_errf(err, CR_EIO, "%s: cannot replace: %s", tmp, strerror(errno));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return cr_errf(err, CR_EIO, "%s: cannot write: %s", tmp, strerror(errno));
 	for (size_t off = 0; off < n;) {
@@ -967,9 +970,9 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 	pthread_cond_init(&R.cv_main, NULL);
 	snprintf(path, sizeof path, "%s/curve.csv", cfg->out);
 	/* resume rewrites the curve: it is recomputed from verdicts on disk */
-	R.curve = fopen(path, "w");
+	R.curve = cr_fopen_out(path, CR_OUT_NEW, err);
 	if (!R.curve) {
-		st = cr_errf(err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+		st = err->status;
 		goto out;
 	}
 	fprintf(R.curve, "strategy,model,task,step,cumulative_tokens,turn,selected,status,speedup,correct,fast1\n");

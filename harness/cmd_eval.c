@@ -71,30 +71,78 @@ static bool has_ext(const char *p, const char *ext)
 	return l > e && !strcmp(p + l - e, ext);
 }
 
-/* Collects .c and .cu files under path (recursively, sorted). */
+/* What an entry of a walked tree is when it is not a file or a folder to
+ * take (lstat's mode), for the line that says it was skipped. */
+static const char *walk_kind(mode_t m)
+{
+	return S_ISDIR(m) || S_ISREG(m) ? "not a regular file or folder" : cr_file_kind(m);
+}
+
+/* An entry of a walked tree left out: one line naming it, and the batch
+ * goes on (a submitted folder is the candidates', SPEC §3). */
+static void walk_skip(const char *path, const char *why)
+{
+	char sb[1100];
+	fprintf(stderr, "crucible eval: skipped %s: %s\n", safe(path, sb, sizeof sb), why);
+}
+
+/* Collects .c and .cu files under path (recursively, sorted). A path named
+ * on the command line (depth 0) is the user's: a folder there may be a link
+ * they chose; a file must be the file itself (a candidate is never read
+ * through a link), and anything else is bad input. Beneath it nothing is
+ * followed: a link (to a file or a folder, inside the tree or out of it), a
+ * FIFO, a socket, a device, an unreadable folder or one more than 16 deep
+ * is skipped with a line on stderr, never read. */
 static enum cr_status collect(struct cands *c, const char *path, int depth, struct cr_err *err)
 {
 	struct stat sb;
 	struct dirent **ents = NULL;
 	int n;
 
-	if (stat(path, &sb))
+	if (lstat(path, &sb)) {
+		if (depth) {
+			walk_skip(path, strerror(errno));
+			return CR_OK;
+		}
 		return cr_errf(err, CR_EINPUT, "%s: %s", path, strerror(errno));
+	}
+	if (!depth && S_ISLNK(sb.st_mode)) {
+		if (stat(path, &sb))
+			return cr_errf(err, CR_EINPUT, "%s: a symbolic link to nothing: %s", path,
+				       strerror(errno));
+		if (!S_ISDIR(sb.st_mode))
+			return cr_errf(err, CR_EINPUT, "%s: is a symbolic link: name the candidate "
+				       "itself (crucible reads no file through a link)", path);
+	}
 	if (S_ISREG(sb.st_mode)) {
 		if (!has_ext(path, ".c") && !has_ext(path, ".cu"))
 			return depth ? CR_OK : cr_errf(err, CR_EINPUT, "%s: not a candidate (.c or .cu)", path);
 		return add_path(c, path) ? cr_errf(err, CR_ENOMEM, "out of memory") : CR_OK;
 	}
-	if (!S_ISDIR(sb.st_mode) || depth > 16)
+	if (!S_ISDIR(sb.st_mode)) {
+		if (!depth)
+			return cr_errf(err, CR_EINPUT, "%s: is %s", path, walk_kind(sb.st_mode));
+		walk_skip(path, walk_kind(sb.st_mode));
 		return CR_OK;
+	}
+	if (depth > 16) {
+		walk_skip(path, "more than 16 folders deep");
+		return CR_OK;
+	}
 	n = scandir(path, &ents, NULL, alphasort);
-	if (n < 0)
-		return cr_errf(err, CR_EINPUT, "%s: %s", path, strerror(errno));
+	if (n < 0) {
+		if (!depth)
+			return cr_errf(err, CR_EINPUT, "%s: %s", path, strerror(errno));
+		walk_skip(path, strerror(errno));
+		return CR_OK;
+	}
 	for (int i = 0; i < n; i++) {
 		char sub[1024];
 		if (ents[i]->d_name[0] != '.' && !err->status) {
-			snprintf(sub, sizeof sub, "%s/%s", path, ents[i]->d_name);
-			collect(c, sub, depth + 1, err);
+			if (snprintf(sub, sizeof sub, "%s/%s", path, ents[i]->d_name) >= (int)sizeof sub)
+				walk_skip(path, "a name in it is too long");
+			else
+				collect(c, sub, depth + 1, err);
 		}
 		free(ents[i]);
 	}
@@ -317,9 +365,12 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	json_object_set_new(j, "complete", json_boolean(final));
 	snprintf(path, sizeof path, "%s/run.json", dir);
 	snprintf(tmp, sizeof tmp, "%s/.run.json.%d", dir, (int)getpid());
-	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) || rename(tmp, path)) {
-		fprintf(stderr, "crucible eval: cannot write %s: %s\n", path, strerror(errno));
-		unlink(tmp);
+	{
+		struct cr_err e;
+
+		cr_err_init(&e);
+		if (cr_json_write(j, path, tmp, JSON_INDENT(2) | JSON_SORT_KEYS, &e))
+			fprintf(stderr, "crucible eval: %s\n", e.msg);
 	}
 	json_decref(j);
 }
@@ -335,11 +386,26 @@ static int resume_check(struct eval_opts *o)
 	json_t *j, *v;
 
 	snprintf(path, sizeof path, "%s/run.json", o->out);
-	if (access(path, F_OK))
+	if (access(path, F_OK) && errno == ENOENT)
 		return 0;                 /* nothing to compare (a run killed before it) */
-	if (!(j = json_load_file(path, 0, &je))) {
-		fprintf(stderr, "crucible eval: --resume: %s:%d: %s\n", path, je.line, je.text);
-		return 2;
+	/* an output folder may be someone else's: read as data (no link, no
+	 * FIFO, bounded), and a parse error quotes nothing of it */
+	{
+		struct cr_err e;
+		size_t len = 0;
+		char *txt;
+
+		cr_err_init(&e);
+		if (!(txt = cr_read_data(NULL, path, CR_DATA_MAX_JSON, 0, &len, &e))) {
+			fprintf(stderr, "crucible eval: --resume: %s\n", e.msg);
+			return 2;
+		}
+		j = json_loadb(txt, len, 0, &je);
+		free(txt);
+		if (!j) {
+			fprintf(stderr, "crucible eval: --resume: %s:%d: not valid JSON\n", path, je.line);
+			return 2;
+		}
 	}
 #define DIFF(...) (n += (size_t)snprintf(diff + n, n < sizeof diff ? sizeof diff - n : 0, __VA_ARGS__))
 	v = json_object_get(j, "version");
@@ -934,7 +1000,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		tidx[n] = -1;
 		if (!fs[n].src) {
 			rs[n].status = CHECK_FORMAT_ERROR;
-			snprintf(rs[n].detail, sizeof rs[n].detail, "%s: cannot read", cs->paths[i]);
+			snprintf(rs[n].detail, sizeof rs[n].detail, "%s", fs[n].error);
 		} else {
 			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
 			if ((st = task_for(&fs[n], NULL, NULL, tasks, n_tasks, &rs[n], tnames[n],
@@ -1023,7 +1089,7 @@ static int check_compile_only(const char *path, const char *task_override,
 
 	cr_cand_load(&f, path);
 	if (!f.src) {
-		fprintf(stderr, "crucible check: %s: cannot read\n", path);
+		fprintf(stderr, "crucible check: %s\n", f.error);
 		return 2;
 	}
 	cr_result_init(&r);
@@ -1602,8 +1668,12 @@ int cr_cmd_check(int argc, char **argv)
 				"(--compile-only gives its compile verdict)\n", argv[optind]);
 		return 3;
 	}
-	if (access(argv[optind], R_OK)) {
-		fprintf(stderr, "crucible check: %s: %s\n", argv[optind], strerror(errno));
+	/* read once, here: a file that is not one (a link, a FIFO, too big) is
+	 * bad input naming it, not a verdict */
+	struct cr_cand_file cf;
+	cr_cand_load(&cf, argv[optind]);
+	if (!cf.src) {
+		fprintf(stderr, "crucible check: %s\n", cf.error);
 		return 2;
 	}
 	settle_seed(&o);
@@ -1611,15 +1681,15 @@ int cr_cmd_check(int argc, char **argv)
 	workroot = make_workroot();
 	if (!workroot) {
 		fprintf(stderr, "crucible check: cannot create a temporary directory\n");
+		cr_cand_file_release(&cf);
 		return 3;
 	}
 	if ((rc = cuda_lock(&o, "crucible check"))) {
 		rmdir(workroot);
 		free(workroot);
+		cr_cand_file_release(&cf);
 		return rc;
 	}
-	struct cr_cand_file cf;
-	cr_cand_load(&cf, argv[optind]);
 	enum cr_status st_one = verify_one(&cf, task, NULL, &tasks, &n_tasks, &o, workroot, &r, tname,
 					   sizeof tname, &err);
 	cr_cand_file_release(&cf);

@@ -142,11 +142,12 @@ static enum cr_status read_csv(const char *path, const char *const *cols, int nc
 	struct csv_parser p;
 	char buf[65536];
 	size_t got;
-	FILE *f = fopen(path, "rb");
+	/* another run's output is untrusted: no link, no FIFO (cr_open_data) */
+	FILE *f = cr_fopen_data(NULL, path, CR_DATA_MAX_CSV, 0, err);
 	enum cr_status st = CR_OK;
 
 	if (!f)
-		return cr_errf(err, CR_EINPUT, "%s: %s", path, strerror(errno));
+		return err->status ? err->status : CR_EINPUT;
 	r->path = path;
 	r->cols = cols;
 	r->ncols = ncols;
@@ -261,17 +262,29 @@ static int compare_runs(struct shard *s, int ns, json_t *tasks)
 /* Reads DIR/run.json and its shard. Exit 2 (printed) when it is unusable. */
 static int load_run(struct shard *s)
 {
-	char path[PATH_MAX + 16];
+	char path[PATH_MAX + 16], *buf;
 	json_error_t je;
 	json_t *v;
+	struct cr_err e;
+	size_t len = 0;
 
 	snprintf(path, sizeof path, "%s/run.json", s->dir);
 	if (!realpath(s->dir, s->real)) {
 		fprintf(stderr, "crucible merge: %s: %s\n", s->dir, strerror(errno));
 		return 2;
 	}
-	if (!(s->run = json_load_file(path, 0, &je)) || !json_is_object(s->run)) {
-		fprintf(stderr, "crucible merge: %s:%d: %s\n", path, je.line,
+	/* DIR is the user's (it may be a link they chose); run.json in it is
+	 * the shard's: never through a link, never a FIFO */
+	cr_err_init(&e);
+	if (!(buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, 0, &len, &e))) {
+		fprintf(stderr, "crucible merge: %s\n", e.msg);
+		return 2;
+	}
+	s->run = json_loadb(buf, len, 0, &je);
+	free(buf);
+	if (!s->run || !json_is_object(s->run)) {
+		cr_text_escape_inplace(je.text, sizeof je.text);
+		fprintf(stderr, "crucible merge: %s:%d: %s\n", path, s->run ? 1 : je.line,
 			s->run ? "not a json object" : je.text);
 		return 2;
 	}
@@ -411,9 +424,12 @@ static int dedup(struct row *rows, size_t n, const struct shard *s, int ncols, s
 static FILE *open_tmp(const char *path, char *tmp, size_t cap)
 {
 	const char *slash = strrchr(path, '/');
+	struct cr_err e;
+
 	snprintf(tmp, cap, "%.*s.%s.%d.tmp", slash ? (int)(slash - path + 1) : 0, path,
 		 slash ? slash + 1 : path, (int)getpid());
-	return fopen(tmp, "w");
+	cr_err_init(&e);
+	return cr_fopen_out(tmp, CR_OUT_NEW, &e);
 }
 
 static enum cr_status commit(FILE *f, const char *tmp, const char *path, struct cr_err *err)
@@ -477,9 +493,10 @@ static enum cr_status write_samples(const char *out, const struct shard *s, int 
 	fputs("candidate,source_sha256,side,us\n", f);
 	for (int d = 0; d < ns && !st; d++) {
 		struct reader r = { .shard = d };
+		struct stat sb;
 		snprintf(in, sizeof in, "%s/samples.csv", s[d].dir);
-		if (access(in, F_OK))
-			continue;   /* a shard with no timed row may have none */
+		if (lstat(in, &sb) && errno == ENOENT)
+			continue;   /* a shard with no timed row may have none (a link to nothing is refused) */
 		if ((st = read_csv(in, sample_cols, 4, &r, err)))
 			break;
 		for (size_t i = 0; i < r.n; i++) {

@@ -215,9 +215,9 @@ static enum cr_status save_verdict(const struct gen_cand *c, double verify_s, st
 	}
 	verdict_path(c, path, sizeof path);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) || rename(tmp, path)) {
+	if (cr_json_write(j, path, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(9), err)) {
 		json_decref(j);
-		return cr_errf(err, CR_EIO, "%s: cannot write: %s", path, strerror(errno));
+		return err->status;
 	}
 	json_decref(j);
 	return CR_OK;
@@ -227,18 +227,23 @@ static enum cr_status save_verdict(const struct gen_cand *c, double verify_s, st
 static bool load_verdict(const struct gen_cand *c, struct cr_result *r, double *verify_s,
 			 struct cr_err *err)
 {
-	char path[1100], st[32];
+	char path[1100], st[32], *buf;
 	json_error_t je;
 	json_t *j, *w;
-	struct stat sb;
+	size_t len = 0;
 	int v;
 
 	verdict_path(c, path, sizeof path);
-	if (stat(path, &sb))
-		return false;
-	j = json_load_file(path, 0, &je);
+	/* a run directory is untrusted: no link followed, no FIFO waited on */
+	if (!(buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, err)))
+		return false;   /* none, or err says why it cannot be read */
+	j = json_loadb(buf, len, 0, &je);
+	free(buf);
 	gstr(j, "status", st, sizeof st);
 	if (!j || (v = check_verdict_parse(st)) < 0) {
+		cr_text_escape_inplace(path, sizeof path);
+		cr_text_escape_inplace(st, sizeof st);
+		cr_text_escape_inplace(je.text, sizeof je.text);
 		cr_errf(err, CR_EINPUT, "%s:%d: not a verdict (%s)", path, j ? 1 : je.line, j ? st : je.text);
 		json_decref(j);
 		return false;
@@ -680,10 +685,21 @@ static void seed_hash(uint64_t seed, char hex[65])
 static int resume_check(struct run_opts *o, json_t *opts, const char *path)
 {
 	json_error_t je;
-	json_t *j = json_load_file(path, 0, &je), *old, *s;
+	struct cr_err e;
+	size_t len = 0;
+	char *buf;
+	json_t *j, *old, *s;
 	int rc = 0;
 
+	cr_err_init(&e);
+	if (!(buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, 0, &len, &e))) {
+		fprintf(stderr, "crucible run: --resume: %s\n", e.msg);
+		return 2;
+	}
+	j = json_loadb(buf, len, 0, &je);
+	free(buf);
 	if (!j) {
+		cr_text_escape_inplace(je.text, sizeof je.text);
 		fprintf(stderr, "crucible run: --resume: %s: %s\n", path, je.text);
 		return 2;
 	}
@@ -731,10 +747,15 @@ static int write_run_json(const char *path, const struct run_opts *o, json_t *op
 	seed_hash(seed, hex);
 	json_object_set_new(j, "seed_sha256", json_string(hex));
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) || rename(tmp, path)) {
-		fprintf(stderr, "crucible run: cannot write %s: %s\n", path, strerror(errno));
-		json_decref(j);
-		return 3;
+	{
+		struct cr_err e;
+
+		cr_err_init(&e);
+		if (cr_json_write(j, path, tmp, JSON_INDENT(2) | JSON_SORT_KEYS, &e)) {
+			fprintf(stderr, "crucible run: %s\n", e.msg);
+			json_decref(j);
+			return 3;
+		}
 	}
 	json_decref(j);
 	return 0;
@@ -866,11 +887,8 @@ int cr_cmd_run(int argc, char **argv)
 	if (cr_samples_open(path, &x.samples, &err))
 		goto fail;
 	snprintf(path, sizeof path, "%s/selected.csv", o.out);
-	x.sel = fopen(path, "w");
-	if (!x.sel) {
-		cr_errf(&err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+	if (!(x.sel = cr_fopen_out(path, CR_OUT_NEW, &err)))
 		goto fail;
-	}
 	{
 		const char *extra[4] = { "reason", "tokens_spent", "candidates", "stopped" };
 		if (cr_results_header(x.sel, extra, 4, &err))

@@ -38,23 +38,47 @@ static void num(char *buf, size_t cap, double v, const char *fmt)
 		snprintf(buf, cap, fmt, v);
 }
 
-enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
+/* A results.csv or samples.csv already there (--resume, or a run directory
+ * handed over) is appended to only when it is a regular file: a link, FIFO
+ * or device in its place is bad input, never followed or waited on. */
+static enum cr_status existing_regular(const char *path, bool *fresh, struct cr_err *err)
 {
 	struct stat sb;
-	bool fresh = stat(path, &sb) || sb.st_size == 0;
+	int fd;
 
+	*fresh = true;
+	if (lstat(path, &sb))
+		return CR_OK;
+	if (S_ISREG(sb.st_mode)) {
+		*fresh = sb.st_size == 0;
+		return CR_OK;
+	}
+	/* refused: cr_open_data says what it is, in its words */
+	if ((fd = cr_open_data(NULL, path, CR_DATA_MAX_CSV, 0, err)) >= 0)
+		close(fd);
+	return cr_errf(err, CR_EINPUT, "%s: not a regular file", path);
+}
+
+enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
+{
+	bool fresh;
+	enum cr_status st = existing_regular(path, &fresh, err);
+
+	if (st)
+		return st;
 	if (!fresh) {
 		/* appending (--resume): the header must be this version's */
-		FILE *old = fopen(path, "r");
+		FILE *old = cr_fopen_data(NULL, path, CR_DATA_MAX_CSV, 0, err);
 		char line[4096], want[4096];
 		size_t n = 0;
 		want[0] = '\0';
 		for (int i = 0; cr_results_columns[i]; i++)
 			n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? "," : "",
 					      cr_results_columns[i]);
-		if (!old || !fgets(line, sizeof line, old)) {
-			if (old)
-				fclose(old);
+		if (!old)
+			return err->status;
+		if (!fgets(line, sizeof line, old)) {
+			fclose(old);
 			return cr_errf(err, CR_EIO, "cannot read %s: %s", path, strerror(errno));
 		}
 		fclose(old);
@@ -69,9 +93,9 @@ enum cr_status cr_results_open(const char *path, FILE **f, struct cr_err *err)
 				       "%s:1: the header is not this crucible's (%d columns ending in gpu_uuid): "
 				       "write to a new --out", path, (int)(sizeof cr_results_columns / sizeof *cr_results_columns) - 1);
 	}
-	*f = fopen(path, "a");
-	if (!*f)
-		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
+	/* appended through no link (a folder being resumed may be anyone's) */
+	if (!(*f = cr_fopen_out(path, CR_OUT_APPEND, err)))
+		return err->status;
 	if (fresh) {
 		for (int i = 0; cr_results_columns[i]; i++)
 			put(*f, cr_results_columns[i], i == 0);
@@ -221,12 +245,13 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 
 enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err)
 {
-	struct stat sb;
-	bool fresh = stat(path, &sb) || sb.st_size == 0;
+	bool fresh;
+	enum cr_status st = existing_regular(path, &fresh, err);
 
-	*f = fopen(path, "a");
-	if (!*f)
-		return cr_errf(err, CR_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (st)
+		return st;
+	if (!(*f = cr_fopen_out(path, CR_OUT_APPEND, err)))
+		return err->status;
 	if (fresh && (fputs("candidate,source_sha256,side,us\n", *f) < 0 || fflush(*f)))
 		return cr_errf(err, CR_EIO, "cannot write %s: %s", path, strerror(errno));
 	return CR_OK;
@@ -304,12 +329,12 @@ enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, stru
 	struct rd d;
 	char buf[65536];
 	size_t got;
-	FILE *f = fopen(path, "rb");
+	FILE *f = cr_fopen_data(NULL, path, CR_DATA_MAX_CSV, CR_DATA_OPTIONAL, err);
 
 	*keys = NULL;
 	*n = 0;
 	if (!f)
-		return CR_OK;
+		return errno == ENOENT ? CR_OK : err->status;
 	memset(&d, 0, sizeof d);
 	csv_init(&p, CSV_APPEND_NULL);
 	while ((got = fread(buf, 1, sizeof buf, f)) > 0)
@@ -341,23 +366,29 @@ static void get_str(json_t *o, const char *key, char *dst, size_t cap)
 
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err)
 {
-	char path[1024];
+	char path[1024], esc[1100], *buf;
 	const char *dot = strrchr(cand_path, '.');
 	json_error_t je;
 	json_t *o;
-	struct stat sb;
+	size_t len = 0;
 
 	memset(m, 0, sizeof m[0]);
 	snprintf(path, sizeof path, "%.*s.json",
 		 (int)(dot ? (size_t)(dot - cand_path) : strlen(cand_path)), cand_path);
-	if (stat(path, &sb))
-		return CR_OK;
-	o = json_load_file(path, 0, &je);
-	if (!o)
-		return cr_errf(err, CR_EINPUT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+	/* the sidecar is the candidate's too: a link is not followed, a FIFO
+	 * not waited on, and only a regular file's own bytes reach a message */
+	if (!(buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, err)))
+		return errno == ENOENT ? CR_OK : err->status ? err->status : CR_EINPUT;
+	o = json_loadb(buf, len, 0, &je);
+	free(buf);
+	cr_text_escape(path, strlen(path), esc, sizeof esc);
+	if (!o) {
+		cr_text_escape_inplace(je.text, sizeof je.text);
+		return cr_errf(err, CR_EINPUT, "%s:%d:%d: %s", esc, je.line, je.column, je.text);
+	}
 	if (!json_is_object(o)) {
 		json_decref(o);
-		return cr_errf(err, CR_EINPUT, "%s: expected a JSON object", path);
+		return cr_errf(err, CR_EINPUT, "%s: expected a JSON object", esc);
 	}
 	get_str(o, "model", m->model, sizeof m->model);
 	get_str(o, "task", m->task, sizeof m->task);
@@ -384,12 +415,20 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 
 void cr_csv_drop_partial_row(const char *path)
 {
-	int fd = open(path, O_RDWR);
+	/* never through a link, never a FIFO: what is not a regular file is
+	 * left alone here and refused by the reader that comes next */
+	struct stat sb;
+	int fd = lstat(path, &sb) || !S_ISREG(sb.st_mode) ? -1 :
+		 open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	off_t sz, keep = 0;
 	char ch;
 
 	if (fd < 0)
 		return;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return;
+	}
 	sz = lseek(fd, 0, SEEK_END);
 	for (off_t p = sz - 1; p >= 0; p--)
 		if (pread(fd, &ch, 1, p) == 1 && ch == '\n') {
@@ -398,4 +437,19 @@ void cr_csv_drop_partial_row(const char *path)
 		}
 	if (keep < sz && ftruncate(fd, keep)) { /* best effort */ }
 	close(fd);
+}
+
+enum cr_status cr_json_write(const void *j, const char *path, const char *tmp, size_t flags,
+			     struct cr_err *err)
+{
+	FILE *f = cr_fopen_out(tmp, CR_OUT_NEW, err);
+
+	if (!f)
+		return err->status;
+	if (json_dumpf((const json_t *)j, f, flags) | fclose(f) || rename(tmp, path)) {
+		int e = errno;
+		unlink(tmp);
+		return cr_errf(err, CR_EIO, "%s: cannot write: %s", path, strerror(e));
+	}
+	return CR_OK;
 }

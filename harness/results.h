@@ -61,5 +61,11 @@ void cr_csv_drop_partial_row(const char *path);
 
 /* Reads a sidecar (missing file: empty meta, CR_OK; malformed: CR_EINPUT). */
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err);
+/* j (a json_t) written to path whole or not at all: dumped with jansson's
+ * flags into tmp (a fresh file of crucible's own, cr_fopen_out: never
+ * through a link planted there), then renamed onto path. CR_EIO naming
+ * path otherwise (tmp removed). */
+enum cr_status cr_json_write(const void *j, const char *path, const char *tmp, size_t flags,
+			     struct cr_err *err);
 
 #endif

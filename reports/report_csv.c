@@ -340,9 +340,10 @@ enum cr_status report_run_load(const char *path, struct report_run *run, struct 
 		st = cr_errf(e, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	f = fopen(path, "rb");
+	/* a results.csv is handed over: no link, no FIFO, a bounded regular file */
+	f = cr_fopen_data(NULL, path, CR_DATA_MAX_CSV, 0, e);
 	if (!f) {
-		st = cr_errf(e, CR_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+		st = e && e->status ? e->status : CR_EINPUT;
 		goto out;
 	}
 	if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL)) {
@@ -404,7 +405,7 @@ void report_run_release(struct report_run *run)
 enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
 				     struct cr_err *e)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = cr_fopen_data(NULL, path, CR_DATA_MAX_JSON, 0, e);
 	char *buf = NULL, **v = NULL;
 	size_t cap = 0, nv = 0, capv = 0;
 	enum cr_status st = CR_OK;
@@ -412,7 +413,7 @@ enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
 	*names = NULL;
 	*n = 0;
 	if (!f)
-		return cr_errf(e, CR_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+		return e && e->status ? e->status : CR_EINPUT;
 	while (getline(&buf, &cap, f) > 0) {
 		char *s = buf, *t;
 		while (isspace((unsigned char)*s))

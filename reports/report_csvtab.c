@@ -122,8 +122,9 @@ enum cr_status report_table_load(const char *path, struct report_table *t, struc
 		st = cr_errf(e, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!(f = fopen(path, "rb"))) {
-		st = cr_errf(e, CR_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+	/* a run directory's table: no link, no FIFO (cr_open_data) */
+	if (!(f = cr_fopen_data(NULL, path, CR_DATA_MAX_CSV, 0, e))) {
+		st = e && e->status ? e->status : CR_EINPUT;
 		goto out;
 	}
 	if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL)) {

@@ -4,6 +4,7 @@
  * turns from the rows; seed, quick, timing, backend, version, revision from
  * run.json beside results.csv), else the file's directory. Never "run k":
  * names that still collide get the differing options, then the path. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "reports/report_impl.h"
+#include "common/cr_text.h"
 
 enum { K_LABEL, K_MODEL, K_TEMP, K_N, K_STRATEGY, K_TURNS, K_SEED, K_QUICK, K_TIMING,
        K_BACKEND, K_VERSION, K_REVISION, K_COUNT };
@@ -42,23 +44,25 @@ static void json_str(json_t *root, const char *key, char *out, size_t len)
  * not valid json is an error: its options name the run. */
 static enum cr_status read_run_json(const char *csv, struct meta *m, struct cr_err *e)
 {
-	char *p = malloc(strlen(csv) + sizeof "run.json"), *slash;
+	char *p = malloc(strlen(csv) + sizeof "run.json"), *slash, *buf;
 	json_error_t je;
 	json_t *root;
-	FILE *f;
+	size_t len = 0;
 
 	if (!p)
 		return cr_errf(e, CR_ENOMEM, "out of memory");
 	strcpy(p, csv);
 	slash = strrchr(p, '/');
 	strcpy(slash ? slash + 1 : p, "run.json");
-	if (!(f = fopen(p, "r"))) {
+	/* untrusted like the run it names: no link, no FIFO; absent is fine */
+	if (!(buf = cr_read_data(NULL, p, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, e))) {
 		free(p);
-		return CR_OK;
+		return errno == ENOENT ? CR_OK : e && e->status ? e->status : CR_EINPUT;
 	}
-	fclose(f);
-	root = json_load_file(p, 0, &je);
+	root = json_loadb(buf, len, 0, &je);
+	free(buf);
 	if (!root || !json_is_object(root)) {
+		cr_text_escape_inplace(je.text, sizeof je.text);
 		enum cr_status st = cr_errf(e, CR_EINPUT, "%s:%d: not a json object: %s", p,
 					    je.line, root ? "" : je.text);
 		json_decref(root);

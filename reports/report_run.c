@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "reports/report_impl.h"
+#include "common/cr_text.h"
 
 const char *const report_strat_names[RST_COUNT] = {
 	"best-of-n", "refine", "evolve", "self-consistency",
@@ -60,23 +61,28 @@ static char *join(const char *dir, const char *name)
 /* run.json of dir as a json object; *root NULL when there is none. */
 static enum cr_status run_json(const char *dir, json_t **root, struct cr_err *e)
 {
-	char *p = join(dir, "run.json");
+	char *p = join(dir, "run.json"), *buf = NULL;
 	json_error_t je;
-	struct stat sb;
+	size_t len = 0;
 	enum cr_status st = CR_OK;
 
 	*root = NULL;
 	if (!p)
 		return cr_errf(e, CR_ENOMEM, "out of memory");
-	if (stat(p, &sb) == 0) {
-		*root = json_load_file(p, 0, &je);
+	/* a run directory is untrusted: run.json not through a link, not a FIFO */
+	if ((buf = cr_read_data(NULL, p, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, e))) {
+		*root = json_loadb(buf, len, 0, &je);
 		if (!*root || !json_is_object(*root)) {
+			cr_text_escape_inplace(je.text, sizeof je.text);
 			st = cr_errf(e, CR_EINPUT, "%s:%d: not a json object%s%s", p,
 				     *root ? 1 : je.line, *root ? "" : ": ", *root ? "" : je.text);
 			json_decref(*root);
 			*root = NULL;
 		}
+	} else if (errno != ENOENT) {
+		st = e && e->status ? e->status : CR_EINPUT;
 	}
+	free(buf);
 	free(p);
 	return st;
 }
@@ -107,9 +113,11 @@ enum cr_status report_input_resolve(const char *arg, char **csv, int *isrun, str
 			st = cr_errf(e, CR_ENOMEM, "out of memory");
 			goto out;
 		}
-		if (stat(*csv, &sb) || !S_ISREG(sb.st_mode)) {
+		/* DIR may be a link the user chose; results.csv in it is not followed */
+		if (lstat(*csv, &sb) || !S_ISREG(sb.st_mode)) {
 			st = cr_errf(e, CR_EINPUT, "%s: cannot open: %s (a run or eval directory "
 				     "holds results.csv)", *csv, errno ? strerror(errno) :
+				     S_ISLNK(sb.st_mode) ? "a symbolic link (not followed)" :
 				     "not a regular file");
 			goto out;
 		}

@@ -153,9 +153,10 @@ enum cr_status report_run_load_samples(struct report_run *run, struct cr_err *e)
 	strcpy(path, run->path);
 	slash = strrchr(path, '/');
 	strcpy(slash ? slash + 1 : path, "samples.csv");
-	if (!(f = fopen(path, "rb"))) {
+	/* beside results.csv, as untrusted: no link, no FIFO; absent is fine */
+	if (!(f = cr_fopen_data(NULL, path, CR_DATA_MAX_CSV, CR_DATA_OPTIONAL, e))) {
 		if (errno != ENOENT)
-			st = cr_errf(e, CR_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+			st = e && e->status ? e->status : CR_EINPUT;
 		goto out;
 	}
 	L.run = run;

@@ -71,7 +71,10 @@ echo "== 3b. timed CUDA exploits (each must be caught)"
 	{ echo "gpu-check: a timed exploit was NOT caught"; fail=1; }
 
 echo "== 4. GPU baselines against the double reference (check shapes)"
-"$CR" eval --backend cuda --no-timing --out "$OUT/baselines" data/baselines/cuda ||
+# (copied with the links resolved: a walk never follows links, and six smoke
+# baselines are links to the bundled candidates)
+rm -rf "$OUT/baselines-src"; cp -rL data/baselines/cuda "$OUT/baselines-src"
+"$CR" eval --backend cuda --no-timing --out "$OUT/baselines" "$OUT/baselines-src" ||
 	{ echo "gpu-check: a baseline FAILED"; fail=1; }
 
 echo "== 5. one candidate timed five times (spread of the medians)"
