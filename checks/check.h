@@ -33,6 +33,9 @@ struct check_tol {
 	bool dist;             /* aggregate and bias bounds (needs a baseline) */
 	double agg_factor, agg_floor;   /* rms(e)/scale <= f × baseline's + floor × (atol+rtol) */
 	double bias_factor, bias_floor; /* |mean(e)|/scale <= f × (baseline's + its rms/sqrt(n)) + floor × (atol+rtol) */
+	/* neither floor below few_floor × (atol+rtol)/sqrt(n) over n elements:
+	 * a few elements are no distribution (check_compare_tol) */
+	double few_floor;
 	/* conditioning at float precision (checks/cond.h): spread[i], how far
 	 * the reference's element i moves under float-level noise; NULL
 	 * until measured (only for a comparison that failed without it) */
@@ -46,6 +49,13 @@ struct check_tol {
 #define CHECK_AGG_FLOOR 0.1
 #define CHECK_BIAS_FACTOR 32.0
 #define CHECK_BIAS_FLOOR 0.05
+/* The distribution floors are at least this × (atol+rtol)/sqrt(n): one
+ * element at its element tolerance, the others exact, has an rms of about
+ * (atol+rtol)/sqrt(n) of the scale, and n independent errors within it a
+ * mean of that order; with 1, at n = 1 the aggregate and bias bounds allow
+ * all the element bound does, and from n = 100 (aggregate) and 400 (bias)
+ * on the fixed floors decide as before (docs/VERIFIER.md). */
+#define CHECK_FEW_FLOOR 1.0
 /* An element is allowed this many times the spread of the reference under
  * float-level noise (checks/cond.h); it widens an element's bound
  * only where the spread exceeds 1/this of its tolerance. */
@@ -76,6 +86,7 @@ struct check_cmp {
 	double agg, base_agg;   /* rms error / scale: candidate, baseline */
 	double bias, base_bias; /* |mean signed error| / scale: candidate, baseline */
 	double agg_bound, bias_bound; /* what agg and bias were held to (0: not applied) */
+	double agg_floor, bias_floor; /* their floors' fractions of (atol+rtol) at this n */
 	int64_t n_cond;         /* elements within bounds only by the conditioning allowance */
 	double spread;          /* tol->spread at worst (NaN: not measured) */
 	int64_t n_ill;          /* ill-conditioned elements: cond_factor × spread above their tolerance */
@@ -91,7 +102,10 @@ struct check_cmp {
  * tol->spread, when |got-exp| <= cond_factor × spread[i] (an element float
  * arithmetic cannot pin down for this input). NaN matches nothing else.
  * Then, with tol->dist and a baseline, the aggregate and bias bounds over
- * the elements whose reference is finite; with tol->spread each error
+ * the n elements whose reference is finite, each floor at least
+ * few_floor × (atol+rtol)/sqrt(n) (at n = 1 they then never reject what the
+ * element bound accepts: |e| <= (atol+rtol)·scale there, since scale >=
+ * |exp|, or 16 × the baseline's one error); with tol->spread each error
  * (and the baseline's) counts only beyond cond_factor × spread[i], the
  * part float-level noise of the inputs does not explain. base may be NULL. */
 void check_compare_tol(const double *got, const double *exp, const double *base, int64_t n,

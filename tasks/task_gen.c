@@ -238,28 +238,26 @@ static bool is_prime(int64_t v)
 	return true;
 }
 
-/* One value in [lo, hi], log-uniform, then made prime, odd, or 32q±(1..7),
- * none of them a multiple of 8 where the range holds such a value. */
-static int64_t draw_dim(int64_t lo, int64_t hi, uint64_t (*r64)(void *), void *ctx)
+/* The multiple of m in [lo, hi] nearest v (an odd multiple with odd_only);
+ * -1 when the range holds none. */
+static int64_t near_multiple(int64_t v, int64_t m, int64_t lo, int64_t hi, bool odd_only)
 {
-	double u = (double)(r64(ctx) >> 11) * 0x1.0p-53;
-	int64_t v = (int64_t)exp(log((double)lo) + u * (log((double)hi + 1) - log((double)lo)));
-	int style = (int)(r64(ctx) % 3);
+	int64_t kl = (lo + m - 1) / m, kh = hi / m, k = (v + m / 2) / m;
 
-	if (v < lo)
-		v = lo;
-	if (v > hi)
-		v = hi;
-	if (style == 0) {
-		int64_t p = v;
-		while (p <= hi && !is_prime(p))
-			p++;
-		if (p > hi)
-			for (p = v; p >= lo && !is_prime(p); p--)
-				;
-		if (p >= lo && p <= hi)
-			v = p;
-	} else if (style == 2 && hi - lo >= 40) {
+	if (k < kl)
+		k = kl;
+	if (k > kh)
+		k = kh;
+	if (odd_only && !(k & 1))
+		k = k + 1 <= kh && (k - 1 < kl || v >= k * m) ? k + 1 : k - 1;
+	return k >= kl && k <= kh && k >= 1 && (!odd_only || (k & 1)) ? k * m : -1;
+}
+
+/* v made no multiple of 8 where [lo, hi] holds such a value: odd, or
+ * 32q±(1..7) (the ragged tails of a 32-wide loop, evens included). */
+static int64_t ragged(int64_t v, int64_t lo, int64_t hi, uint64_t (*r64)(void *), void *ctx)
+{
+	if ((r64(ctx) & 1) && hi - lo >= 40) {
 		int64_t off = 1 + (int64_t)(r64(ctx) % 7), q = (v + 16) / 32 * 32;
 		v = (r64(ctx) & 1) ? q + off : q - off;
 	} else {
@@ -269,7 +267,72 @@ static int64_t draw_dim(int64_t lo, int64_t hi, uint64_t (*r64)(void *), void *c
 		v = hi % 8 ? hi : hi - 1;
 	if (v < lo)
 		v = lo % 8 ? lo : lo + 1;
-	return v < lo || v > hi ? lo : v;
+	return v;
+}
+
+/* One value in [lo, hi], log-uniform, then made a member of cls where the
+ * range holds one: a multiple of 32 (else of 16, else 8), 8 or 16 times an
+ * odd number, a prime (else odd), or ragged. A range that holds no member
+ * (no multiple of 8 in [3, 7]) gets a ragged value instead: forcing the
+ * nearest power of two there could give a value the task never accepts
+ * (an even kernel size). g > 1: a multiple of g (channels divisible by the
+ * groups); an aligned one where the range holds a multiple of both, else
+ * g times a member of cls. */
+static int64_t draw_dim(int64_t lo, int64_t hi, int64_t g, enum task_shape_class cls,
+			uint64_t (*r64)(void *), void *ctx)
+{
+	double u = (double)(r64(ctx) >> 11) * 0x1.0p-53;
+	int64_t v = (int64_t)exp(log((double)lo) + u * (log((double)hi + 1) - log((double)lo))), p = -1;
+
+	if (v < lo)
+		v = lo;
+	if (v > hi)
+		v = hi;
+	if (g > 1) {
+		for (int64_t m = 32; cls == TASK_SHAPE_ALIGNED && m >= 8 && p < 0; m /= 2)
+			p = near_multiple(v, m / gcd64(m, g) * g, lo, hi, false);
+		return p > 0 ? p : g * draw_dim((lo + g - 1) / g, hi / g, 1, cls, r64, ctx);
+	}
+	switch (cls) {
+	case TASK_SHAPE_ALIGNED:
+		for (int64_t m = 32; m >= 8 && p < 0; m /= 2)
+			p = near_multiple(v, m, lo, hi, false);
+		break;
+	case TASK_SHAPE_MID8: {
+		int64_t m = (r64(ctx) & 1) ? 16 : 8;
+		p = near_multiple(v, m, lo, hi, true);
+		if (p < 0)
+			p = near_multiple(v, 24 - m, lo, hi, true);
+		if (p < 0)
+			p = near_multiple(v, 8, lo, hi, false);
+		break;
+	}
+	case TASK_SHAPE_PRIME:
+		for (p = v; p <= hi && !is_prime(p); p++)
+			;
+		if (p > hi)
+			for (p = v; p >= lo && !is_prime(p); p--)
+				;
+		if (p < lo)
+			p = -1;
+		break;
+	default:
+		break;
+	}
+	if (p < 0)
+		p = ragged(v, lo, hi, r64, ctx);
+	return p < lo || p > hi ? lo : p;
+}
+
+enum task_shape_class task_shape_class_pick(int i, int want, uint64_t word)
+{
+	static const enum task_shape_class order[] = { TASK_SHAPE_ALIGNED, TASK_SHAPE_PRIME,
+						       TASK_SHAPE_MID8, TASK_SHAPE_RAGGED };
+	if (want == 1)
+		return order[word & 1];
+	if (i < 4)
+		return order[i];
+	return order[word % 4];
 }
 
 /* Shape inference over a dim set, solving derived dims from what the ops
@@ -333,7 +396,8 @@ out:
 }
 
 bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int attempt,
-		    uint64_t (*r64)(void *), void *ctx, struct task_dimset *out)
+		    enum task_shape_class cls, uint64_t (*r64)(void *), void *ctx,
+		    struct task_dimset *out)
 {
 	int64_t total = 0;
 	double shrink = attempt < 8 ? 1 : pow(0.8, (attempt - 4) / 4);
@@ -346,10 +410,7 @@ bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int 
 			continue;
 		}
 		hi = lo + (int64_t)((double)(hi - lo) * shrink);
-		if (g > 1 && hi / g >= (lo + g - 1) / g)
-			out->v[k] = g * draw_dim((lo + g - 1) / g, hi / g, r64, ctx);
-		else
-			out->v[k] = draw_dim(lo, hi, r64, ctx);
+		out->v[k] = draw_dim(lo, hi, g > 1 && hi / g >= (lo + g - 1) / g ? g : 1, cls, r64, ctx);
 	}
 	if (!solve_shapes(t, r, out))
 		return false;

@@ -60,18 +60,39 @@ struct task_shape_range {
 	int64_t budget;              /* elements over all tensors */
 };
 void task_shape_range(const struct task *t, struct task_shape_range *r);
+/* The number classes a drawn shape's free dims are made (each dim where
+ * its range holds a member; a kernel is as often wrong on one class as on
+ * another: a SIMD body without its remainder on ragged lengths, an aligned
+ * fast path on multiples of 8, 16 or 32, a tiling that needs a divisor on
+ * primes). ALIGNED is a multiple of 32 (else of 16, else of 8), so it is a
+ * member of "multiple of 8", "of 16" and "of 32" at once; PRIME is odd too. */
+enum task_shape_class {
+	TASK_SHAPE_ALIGNED, /* multiple of 32 (else 16, else 8) */
+	TASK_SHAPE_PRIME,   /* prime (else odd) */
+	TASK_SHAPE_MID8,    /* 8 or 16 times an odd number: a tail of 8 or 16 after a 32-wide body */
+	TASK_SHAPE_RAGGED,  /* odd or 32q±(1..7): never a multiple of 8 */
+	TASK_SHAPE_CLASSES
+};
+/* The class of the i-th of want shapes a stage draws: ALIGNED, PRIME,
+ * MID8, RAGGED in turn (so two shapes cover multiples of 8, 16 and 32,
+ * primes and odd sizes with certainty), then word % 4; a stage that draws
+ * one shape gets ALIGNED or PRIME by word's low bit. word: a fresh random
+ * draw (the stages: the CSPRNG). */
+enum task_shape_class task_shape_class_pick(int i, int want, uint64_t word);
 /* Draws one shape from r64 (64-bit words from the caller's generator, so
- * the stages can use the CSPRNG): every free dim odd, prime or a
- * non-multiple of 8 (and so of 16 and 32) where its range allows, derived
- * dims solved. false when the task rejects it (an op's shape rule, a
- * derived dim below 1, over the budget) or it is one of the listed shapes:
- * draw again with attempt + 1. Odd
+ * the stages can use the CSPRNG): every free dim log-uniform within its
+ * range, then made a member of cls where the range holds one (else
+ * ragged: odd or 32q±(1..7)), derived dims solved. false when the task
+ * rejects it (an op's shape rule, a derived dim below 1, over the budget)
+ * or it is one of the listed shapes: draw again with attempt + 1. Odd
  * attempts draw a dim whose listed values share a factor as a multiple of
- * it (channels divisible by groups); from attempt 8 on the ranges shrink
- * towards their low ends (0.8x every 4 attempts), so that a task with
- * many dims finds shapes within its element budget. */
+ * it (channels divisible by groups: the class then applies to the
+ * quotient); from attempt 8 on the ranges shrink towards their low ends
+ * (0.8x every 4 attempts), so that a task with many dims finds shapes
+ * within its element budget. */
 bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int attempt,
-		    uint64_t (*r64)(void *), void *ctx, struct task_dimset *out);
+		    enum task_shape_class cls, uint64_t (*r64)(void *), void *ctx,
+		    struct task_dimset *out);
 
 /* Rounds in place to what dtype can hold (f32: float rounding). */
 void task_gen_round(enum task_dtype dt, double *v, int64_t n);

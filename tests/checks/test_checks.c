@@ -304,12 +304,96 @@ static void test_cmp_str(void **s)
 	check_compare_tol(got, exp, exp, 4, &tol, &c);
 	check_cmp_str(&c, &tol, buf, sizeof buf);
 	assert_non_null(strstr(buf, "element 3: got 5, expected 4"));
+	/* 1.5e-4 relative: each within atol·2.74 + rtol·|exp|, the rms over
+	 * the floor, which at n = 4 is (atol+rtol)/sqrt(4) */
 	for (int i = 0; i < 4; i++)
-		got[i] = exp[i] * (1 + 1e-4);
+		got[i] = exp[i] * (1 + 1.5e-4);
 	check_compare_tol(got, exp, exp, 4, &tol, &c);
 	assert_int_equal(c.failed, CHECK_BOUND_AGGREGATE);
 	check_cmp_str(&c, &tol, buf, sizeof buf);
 	assert_non_null(strstr(buf, "rms error"));
+	assert_non_null(strstr(buf, "+ 0.5 × (atol+rtol)"));
+}
+
+/* One element is no distribution (issue 28, item 6). smoke/gelu at {N=1}
+ * under the small profile, a table GELU that is x/2 below 2^-13: x just
+ * under it, error 0.399 x^2 = 4.8e-5 of the scale |x| (the input's rms),
+ * a third of its element tolerance; the f32 baseline exact. The fixed
+ * aggregate floor (2e-5) rejected it; with the floors at least
+ * (atol+rtol)/sqrt(n) it passes. Catches: the few-element floor dropped or
+ * weakened (few_floor 0: the old rule, kept here to show it fails). */
+static void test_few_one_element(void **s)
+{
+	double x = 1.213e-4, exp = x * 0.5 * erfc(-x / sqrt(2.0)), got = 0.5 * x, base = (float)exp;
+	struct check_tol tol;
+	struct check_cmp c;
+	(void)s;
+	check_tol_default(&tol, 1e-4, 1e-4, x);
+	check_compare_tol(&got, &exp, &base, 1, &tol, &c);
+	assert_true(c.pass);
+	assert_true(c.agg > 4.8e-5 && c.agg < 4.9e-5);
+	assert_true(c.agg_floor == 1 && c.bias_floor == 1);
+	tol.few_floor = 0;
+	check_compare_tol(&got, &exp, &base, 1, &tol, &c);
+	assert_int_equal(c.failed, CHECK_BOUND_AGGREGATE);
+	/* beyond the element tolerance it is still a mismatch */
+	tol.few_floor = CHECK_FEW_FLOOR;
+	got = exp + 1.01 * (1e-4 * x + 1e-4 * fabs(exp));
+	check_compare_tol(&got, &exp, &base, 1, &tol, &c);
+	assert_int_equal(c.failed, CHECK_BOUND_ELEMENT);
+}
+
+/* At n = 1 the distribution bounds never reject what the element bound
+ * accepts (the scale is at least |exp| there): 2000 random values, scales
+ * and errors within 0.999 of the element tolerance, either sign, the
+ * baseline exact or off by a little. Catches a few-element floor below
+ * (atol+rtol)/sqrt(n) (0.9 × it fails here) or a bias floor left fixed. */
+static void test_few_element_implies(void **s)
+{
+	struct task_rng r;
+	(void)s;
+	task_rng_seed(&r, 28);
+	for (int q = 0; q < 2000; q++) {
+		double exp = (2 * task_rng_uniform(&r) - 1) * pow(10, 6 * task_rng_uniform(&r) - 3);
+		double sc = fabs(exp) * (1 + (q & 1 ? 3 * task_rng_uniform(&r) : 0));
+		double lim = 1e-4 * sc + 1e-4 * fabs(exp), got = exp + (q & 2 ? 0.999 : -0.999) * lim;
+		double base = q & 4 ? exp : (float)exp;
+		struct check_tol tol;
+		struct check_cmp c;
+		check_tol_default(&tol, 1e-4, 1e-4, sc);
+		check_compare_tol(&got, &exp, &base, 1, &tol, &c);
+		if (!c.pass)
+			fail_msg("exp %g scale %g got %g: bound %d failed", exp, sc, got, (int)c.failed);
+	}
+}
+
+/* The floors against n: (atol+rtol)/sqrt(n) up to n = 100 (aggregate) and
+ * 400 (bias), the fixed fractions above, so large outputs are judged as
+ * before; and a push of 0.9x the tolerance on every element is still
+ * caught from n = 2 on (its rms is 0.9 × (atol+rtol) of the scale where
+ * |exp| is constant). Catches floors that grow with n or a few-element
+ * floor applied to every n. */
+static void test_few_floor_by_n(void **s)
+{
+	static double exp[10000], got[10000], base[10000];
+	const int64_t ns[] = { 2, 4, 16, 64, 100, 400, 10000 };
+	(void)s;
+	for (int q = 0; q < 7; q++) {
+		int64_t n = ns[q];
+		struct check_tol tol;
+		struct check_cmp c;
+		for (int64_t i = 0; i < n; i++) {
+			exp[i] = i & 1 ? 1.5 : -1.5;
+			base[i] = exp[i];
+			got[i] = exp[i] + 0.9 * (1e-4 * 1.5 + 1e-4 * 1.5) * (i & 2 ? 1 : -1);
+		}
+		check_tol_default(&tol, 1e-4, 1e-4, check_rms(exp, n));
+		check_compare_tol(got, exp, base, n, &tol, &c);
+		assert_true(fabs(c.agg_floor - fmax(0.1, 1 / sqrt((double)n))) < 1e-12);
+		assert_true(fabs(c.bias_floor - fmax(0.05, 1 / sqrt((double)n))) < 1e-12);
+		assert_false(c.pass);
+		assert_int_equal(c.failed, CHECK_BOUND_AGGREGATE);
+	}
 }
 
 static void test_degenerate(void **s)
@@ -375,6 +459,9 @@ int main(void)
 		cmocka_unit_test(test_near_zero_scale),
 		cmocka_unit_test(test_worst_and_largest),
 		cmocka_unit_test(test_cmp_str),
+		cmocka_unit_test(test_few_one_element),
+		cmocka_unit_test(test_few_element_implies),
+		cmocka_unit_test(test_few_floor_by_n),
 		cmocka_unit_test(test_degenerate),
 		cmocka_unit_test(test_patterns),
 		cmocka_unit_test(test_verdict_names),

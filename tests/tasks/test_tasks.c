@@ -556,12 +556,69 @@ static uint64_t test_r64(void *ctx)
 	return task_rng_next(ctx);
 }
 
-/* Every registry task admits drawn shapes (issue 17, item 14): 100 runs of
- * the stages' schedule (up to 64 attempts each) all find one, each within
- * range, free dims odd/prime/non-multiples of 8 where the range allows
- * (dims whose listed values share a factor: channels by groups), every declared shape
- * consistent (task_gen_shape runs the graph's shape inference), at most
- * the budget of elements. */
+static bool test_is_prime(int64_t v)
+{
+	if (v < 2)
+		return false;
+	for (int64_t q = 2; q * q <= v; q++)
+		if (v % q == 0)
+			return false;
+	return true;
+}
+
+/* Whether [lo, hi] holds a member of class cls, and whether v is one. */
+static bool class_possible(enum task_shape_class cls, int64_t lo, int64_t hi)
+{
+	for (int64_t v = lo; v <= hi && v <= lo + 64; v++)
+		if ((cls == TASK_SHAPE_ALIGNED && v % 8 == 0) || (cls == TASK_SHAPE_PRIME && test_is_prime(v)) ||
+		    (cls == TASK_SHAPE_MID8 && v % 8 == 0 && v % 32) || (cls == TASK_SHAPE_RAGGED && v % 8))
+			return true;
+	return false;
+}
+
+static bool class_member(enum task_shape_class cls, int64_t v, int64_t lo, int64_t hi)
+{
+	switch (cls) {
+	case TASK_SHAPE_ALIGNED: /* a multiple of 32 wherever the range holds one */
+		return v % 8 == 0 && (v % 32 == 0 || (hi / 32) * 32 < lo);
+	case TASK_SHAPE_PRIME: return test_is_prime(v);
+	case TASK_SHAPE_MID8: return v % 8 == 0 && v % 32;
+	default: return v % 8 != 0;
+	}
+}
+
+/* The stages' schedule: two shapes cover multiples of 8, 16 and 32
+ * (ALIGNED is a multiple of 32), primes and odd sizes every time; one
+ * shape (--quick) is one of the first two. */
+static void test_shape_class_pick(void **s)
+{
+	int seen[TASK_SHAPE_CLASSES] = { 0 };
+	(void)s;
+	assert_int_equal(task_shape_class_pick(0, 2, 12345), TASK_SHAPE_ALIGNED);
+	assert_int_equal(task_shape_class_pick(1, 2, 12345), TASK_SHAPE_PRIME);
+	assert_int_equal(task_shape_class_pick(2, 4, 7), TASK_SHAPE_MID8);
+	assert_int_equal(task_shape_class_pick(3, 4, 7), TASK_SHAPE_RAGGED);
+	for (uint64_t w = 0; w < 64; w++) {
+		enum task_shape_class c = task_shape_class_pick(0, 1, w * 0x9e3779b97f4a7c15ull);
+		assert_true(c == TASK_SHAPE_ALIGNED || c == TASK_SHAPE_PRIME);
+		seen[c]++;
+		seen[task_shape_class_pick(5, 8, w * 0x9e3779b97f4a7c15ull)]++;
+	}
+	for (int c = 0; c < TASK_SHAPE_CLASSES; c++)
+		assert_true(seen[c] > 0);
+}
+
+/* Every registry task admits drawn shapes (issue 17, item 14) of every
+ * class (issue 28, item 6): 100 runs of the stages' schedule per class (up
+ * to 64 attempts each) all find one, each within range, every free dim a
+ * member of its class where its range holds one and the draw had neither
+ * shrunk its range nor divided it by the listed values' common factor
+ * (channels by groups): a multiple of 32 (ALIGNED; a multiple of 8 where
+ * no 32 fits), a prime, 8 or 16 times an odd number, a non-multiple of 8.
+ * Every declared shape consistent (task_gen_shape runs the graph's shape
+ * inference), at most the budget of elements. Catches a draw that stops
+ * making a class (the old one never drew a multiple of 8), one that leaves
+ * the range, and a class the tasks' shape rules refuse (no shape found). */
 static void test_drawn_shapes(void **s)
 {
 	struct task *ts = NULL;
@@ -576,49 +633,59 @@ static void test_drawn_shapes(void **s)
 	for (int i = 0; i < n; i++) {
 		const struct task *t = &ts[i];
 		struct task_shape_range sr;
-		int ok = 0, mult8 = 0, free_dims = 0, tries = 0;
+		int free_dims = 0;
 		task_shape_range(t, &sr);
 		for (int k = 0; k < t->n_dims; k++)
 			free_dims += sr.kind[k] == 1;
-		for (int q = 0; q < 100; q++) {
-			struct task_dimset d;
-			int64_t total = 0;
-			int a = 0;
-			while (a < 64 && !task_gen_shape(t, &sr, a, test_r64, &r, &d))
-				a++;
-			tries += a + 1;
-			if (a == 64)
-				continue;
-			ok++;
-			for (int k = 0; k < t->n_dims; k++) {
-				if (sr.kind[k] == 1 && (d.v[k] < sr.lo[k] || d.v[k] > sr.hi[k]))
-					fail_msg("%s: dim %s = %lld outside [%lld, %lld]", t->name, t->dim_names[k],
-						 (long long)d.v[k], (long long)sr.lo[k], (long long)sr.hi[k]);
-				if (sr.kind[k] == 1 && d.v[k] % 8 == 0 && sr.hi[k] - sr.lo[k] >= 8 &&
-				    sr.gcd[k] == 1)
-					mult8++;
-				if (sr.kind[k] == 0 && d.v[k] != t->cpu.v[k])
-					fail_msg("%s: fixed dim %s moved", t->name, t->dim_names[k]);
+		for (int cls = 0; cls < TASK_SHAPE_CLASSES; cls++) {
+			int ok = 0, outside = 0, member = 0, tries = 0;
+			for (int q = 0; q < 100; q++) {
+				struct task_dimset d;
+				int64_t total = 0;
+				int a = 0;
+				while (a < 64 && !task_gen_shape(t, &sr, a, (enum task_shape_class)cls, test_r64, &r, &d))
+					a++;
+				tries += a + 1;
+				if (a == 64)
+					continue;
+				ok++;
+				for (int k = 0; k < t->n_dims; k++) {
+					if (sr.kind[k] == 1 && (d.v[k] < sr.lo[k] || d.v[k] > sr.hi[k]))
+						fail_msg("%s: dim %s = %lld outside [%lld, %lld]", t->name, t->dim_names[k],
+							 (long long)d.v[k], (long long)sr.lo[k], (long long)sr.hi[k]);
+					if (sr.kind[k] == 0 && d.v[k] != t->cpu.v[k])
+						fail_msg("%s: fixed dim %s moved", t->name, t->dim_names[k]);
+					if (sr.kind[k] != 1 || a >= 8 || ((a & 1) && sr.gcd[k] > 1) ||
+					    !class_possible((enum task_shape_class)cls, sr.lo[k], sr.hi[k]))
+						continue;
+					if (class_member((enum task_shape_class)cls, d.v[k], sr.lo[k], sr.hi[k]))
+						member++;
+					else
+						outside++;
+				}
+				for (int k = 0; k < t->n_tensors; k++)
+					total += task_tensor_numel(t, k, &d);
+				assert_true(total <= sr.budget);
+				struct task_exec x;
+				struct cr_err e2;
+				cr_err_init(&e2);
+				if (q < 2 && task_exec_init(&x, t, &d, true, false, &e2) == CR_OK)
+					task_exec_release(&x);
+				else if (q < 2)
+					fail_msg("%s: drawn shape rejected by the executor: %s", t->name, e2.msg);
 			}
-			for (int k = 0; k < t->n_tensors; k++)
-				total += task_tensor_numel(t, k, &d);
-			assert_true(total <= sr.budget);
-			struct task_exec x;
-			struct cr_err e2;
-			cr_err_init(&e2);
-			if (q < 4 && task_exec_init(&x, t, &d, true, false, &e2) == CR_OK)
-				task_exec_release(&x);
-			else if (q < 4)
-				fail_msg("%s: drawn shape rejected by the executor: %s", t->name, e2.msg);
+			if (outside)
+				fail_msg("%s: class %d: %d drawn dims outside their class (%d in it)", t->name, cls,
+					 outside, member);
+			if (ok < 100 || free_dims == 0) {
+				print_message("%s: class %d: %d of 100 draws found a shape, %d free dims\n", t->name,
+					      cls, ok, free_dims);
+				bad++;
+			}
+			if (tries > 400)
+				print_message("%s: class %d: %.1f attempts per drawn shape\n", t->name, cls,
+					      tries / 100.0);
 		}
-		if (mult8)
-			fail_msg("%s: %d drawn dims are multiples of 8", t->name, mult8);
-		if (ok < 100 || free_dims == 0) {
-			print_message("%s: %d of 100 draws found a shape, %d free dims\n", t->name, ok, free_dims);
-			bad++;
-		}
-		if (tries > 400)
-			print_message("%s: %.1f attempts per drawn shape\n", t->name, tries / 100.0);
 	}
 	task_list_free(ts, n);
 	assert_int_equal(bad, 0);
@@ -633,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_loader_limits),
 		cmocka_unit_test(test_closed_forms),
 		cmocka_unit_test(test_backward_fd),
+		cmocka_unit_test(test_shape_class_pick),
 		cmocka_unit_test(test_drawn_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
