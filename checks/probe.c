@@ -44,8 +44,12 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 	snprintf(what, sizeof what, "probe {%s} %s", ds, task_profile_name(TASK_PROF_OWN));
 	if ((s = cr_proc_init(&w, vr_layout(c, 1), err)))
 		return s;
-	if (!vr_start_worker(v, &w, c))
-		goto out; /* verdict recorded */
+	if (!vr_start_worker(v, &w, c)) {
+		if (v->env_error[0])
+			s = cr_errf(err, CR_EENV, "%s: the candidate's worker could not be started: %s", v->path,
+				    v->env_error);
+		goto out; /* verdict recorded, or the host's failure */
+	}
 	for (n = 0; n < calls; n++) {
 		/* quiet NaNs over the outputs before every call (the stages'
 		 * first kind of poison): what a candidate leaves unwritten
@@ -53,20 +57,23 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 		 * with nothing (cr_probe_agree) */
 		enum cr_run res;
 		vr_fill_buffers(v, c, w.shm, 0, 0, cr_secure_u64());
-		res = cr_proc_call(&w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns[n], detail,
-				   sizeof detail);
+		/* bracketed by freezes: what it had written when the call
+		 * returned, nothing later, and nothing done around the call
+		 * outside the clock */
+		if (cr_proc_freeze(&w, detail, sizeof detail))
+			res = CR_RUN_TIMEOUT;
+		else
+			res = cr_proc_call_frozen(&w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns[n], detail,
+						  sizeof detail);
 		if (res != CR_RUN_OK) {
 			vr_call_failed(v, &w, res, what, detail);
 			goto out;
 		}
-		/* what it had written when the call returned, nothing later */
-		cr_proc_freeze(&w);
 		vr_read_outputs(v, c, w.shm, 0, c->got);
-		cr_proc_thaw(&w);
 	}
 	qsort(ns, (size_t)n, sizeof ns[0], cmp_i64);
 	*call_us = n % 2 ? (double)ns[n / 2] / 1e3 : (double)(ns[n / 2 - 1] + ns[n / 2]) / 2e3;
 out:
 	cr_proc_release(&w);
-	return CR_OK;
+	return s;
 }

@@ -72,7 +72,8 @@ struct cr_result {
 	char gpu_reasons[96];    /* every clocks-event reason seen ("none") */
 	int gpu_retaken;         /* samples retaken because the GPU throttled */
 	int gpu;                 /* cuda: the driver's ordinal of the device that ran it; -1: none */
-	char sandbox[232];       /* the layers the candidate's worker reported ("" if none ran) */
+	char sandbox[320];       /* what the orchestrator verified of the candidate's worker's
+				  * confinement ("" if none ran) */
 	/* where the verification's wall time went (check --json "cost", bench/jobs_bench.sh):
 	 * bind and compile; the correctness stages, of which generating the cases
 	 * (inputs, the double reference, the f32 baseline's outputs) and starting

@@ -152,46 +152,43 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 		return false; /* format_error recorded */
 	vr_guard_fill(c, w->shm, 1, total, key);
 	vr_fill_buffers(v, c, w->shm, 0, poison, key);
-	res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
+	/* the call bracketed by freezes of the worker's whole group: the
+	 * output is read as it stood when the call returned, before a thread
+	 * left behind could finish the work */
+	if (cr_proc_freeze(w, detail, sizeof detail))
+		res = CR_RUN_TIMEOUT;
+	else
+		res = cr_proc_call_frozen(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 	if (res != CR_RUN_OK) {
 		vr_call_failed(v, w, res, what, detail);
 		return false;
 	}
-	/* the output as it stood when the call returned: the worker is frozen
-	 * first, so a thread it left behind cannot finish the work meanwhile */
-	cr_proc_freeze(w);
-	int64_t frozen = cr_now_ns();
 	vr_read_outputs(v, c, w->shm, 0, c->got);
 	/* guards and inputs while it is frozen, here and after the settle
 	 * window: a thread left behind could otherwise restore an input the
 	 * call used as scratch (or a guard it overwrote) before they are read */
 	bool guards_ok = vr_guard_check(c, st, w->shm, 1, total, key, why_g, sizeof why_g);
 	bool inputs_ok = vr_inputs_intact(v, c, w->shm, 0, why, sizeof why);
+	/* the CPU of the worker's whole group (threads that exited, children
+	 * too), counted by the kernel, never by the worker */
 	cpu0 = cr_proc_cpu_ns(w);
 	win = cr_now_ns();
-	/* the CPU and wall clock count from the return as the worker saw it, so
-	 * a thread that ran between the reply and the freeze is counted. The
-	 * worker's claims are clamped to what this side saw (CPU no later than
-	 * the freeze, return between sending the call and its reply): a forged
-	 * claim can only make the check stricter */
-	int64_t ret_cpu = w->last.ret_cpu_ns, ret_mono = w->last.ret_mono_ns, gap = 0;
-	if (ret_cpu > 0 && cpu0 >= 0 && ret_cpu < cpu0)
-		cpu0 = ret_cpu;
-	if (ret_mono > 0) {
-		ret_mono = ret_mono < w->sent_ns ? w->sent_ns : ret_mono > w->recv_ns ? w->recv_ns : ret_mono;
-		gap = frozen - ret_mono;
-	}
 	cr_proc_thaw(w);
 	settle = ns * 2 < 1000000 ? 1000000 : ns * 2 > 20000000 ? 20000000 : ns * 2;
 	sleep_ns(settle);
-	cr_proc_freeze(w);
+	if (cr_proc_freeze(w, detail, sizeof detail)) {
+		vr_call_failed(v, w, CR_RUN_TIMEOUT, what, detail);
+		return false;
+	}
 	cpu1 = cr_proc_cpu_ns(w);
 	/* the window as it really was: on a loaded machine the sleep overshoots */
-	win = cr_now_ns() - win + gap;
+	win = cr_now_ns() - win;
 	vr_read_outputs(v, c, w->shm, 0, c->got2);
 	guards_ok = guards_ok && vr_guard_check(c, st, w->shm, 1, total, key, why_g, sizeof why_g);
 	inputs_ok = inputs_ok && vr_inputs_intact(v, c, w->shm, 0, why, sizeof why);
-	cr_proc_thaw(w);
+	/* it stays frozen: outside its calls and their settle windows a worker
+	 * gets no CPU in any stage (a thread spinning between calls would take
+	 * it from every other process on the machine) */
 	for (int k = 0; k < c->n_slots; k++) {
 		if (st->slots[k].role != CR_SLOT_OUT)
 			continue;
@@ -202,6 +199,11 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	/* margins absorb thread pools going back to sleep on a loaded machine;
 	 * a thread doing real work after return uses most of the window */
 	/* (a cuda worker runs no candidate code on the CPU: nothing to catch) */
+	/* the freezer's invariant: a frozen group uses no CPU (the slack covers
+	 * the accounting around the reads); more means it was not frozen */
+	if (!v->cuda && w->ran_frozen_ns > 5000000 + (int64_t)w->n_thaws * 20000)
+		vr_fail(v, CHECK_STALE_RESULT, "%s: the worker used %.2f ms of CPU while frozen", what,
+			(double)w->ran_frozen_ns / 1e6);
 	if (!v->cuda && cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + win / 2)
 		vr_fail(v, CHECK_STALE_RESULT, "%s: worker used %.1f ms of CPU in %.1f ms after returning",
 			what, (double)(cpu1 - cpu0) / 1e6, (double)win / 1e6);
@@ -264,7 +266,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 		key = cr_secure_u64();
 		vr_guard_fill(c, w->shm, 1, total, key);
 		vr_fill_buffers(v, c, w->shm, 0, !poison, cr_secure_u64());
-		res = cr_proc_call(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
+		res = cr_proc_call_frozen(w, CR_CMD_RUN, 0, v->o->call_timeout_s, &ns, detail, sizeof detail);
 		if (res != CR_RUN_OK) {
 			vr_call_failed(v, w, res, what, detail);
 			return false;
@@ -391,10 +393,13 @@ bool vr_start_worker(struct vr *v, struct cr_proc *w, struct vr_case *c)
 	v->ns_start += cr_now_ns() - t0;
 	if (res == CR_RUN_OK && !v->sandbox[0])
 		snprintf(v->sandbox, sizeof v->sandbox, "%s", w->sandbox);
+	/* frozen from READY on: it runs only inside its calls */
+	if (res == CR_RUN_OK && cr_proc_freeze(w, detail, sizeof detail))
+		res = CR_RUN_TIMEOUT;
 	if (res == CR_RUN_OK)
 		return true;
-	if (res == CR_RUN_SETUP && strstr(detail, "missing launch symbol"))
-		vr_fail(v, CHECK_FORMAT_ERROR, "%s", detail);
+	if (res == CR_RUN_ENV)
+		snprintf(v->env_error, sizeof v->env_error, "%s", detail);
 	else if (res == CR_RUN_SETUP && w->fault >= 0 && w->fault < CHECK_OK)
 		vr_fail(v, (enum check_verdict)w->fault, "%s: %s", v->path, detail);
 	else
@@ -483,6 +488,9 @@ enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err)
 				started = true;
 				if (!vr_start_worker(v, &w, &c)) {
 					vr_case_release(&c);
+					if (v->env_error[0])
+						st = cr_errf(err, CR_EENV, "%s: the candidate's worker could not be "
+							     "started: %s", v->path, v->env_error);
 					goto out;
 				}
 			}

@@ -27,7 +27,8 @@ struct vr {
 	char cubin[32];              /* cuda: the cubin's name in workdir */
 	bool own_plan;               /* plan was bound (and must be released) */
 	bool trusted;                /* our GPU baseline: library calls allowed */
-	char sandbox[232];           /* the layers the candidate's first worker reported */
+	char sandbox[320];           /* what was verified of the candidate's first worker's confinement */
+	char env_error[320];         /* a worker the host could not start: the stage returns CR_EENV */
 	struct cr_worst worst;       /* the element the row reports (checks/stage.c) */
 	bool worst_failed;           /* worst is the first failing comparison's: final */
 	bool cache_case;             /* the next case may come from the reference cache

@@ -262,6 +262,8 @@ static json_t *sandbox_json(const char *worker_line)
 		json_object_set_new(j, rc ? "worker_probe_failed" : "worker_probed", jstr(probe));
 	}
 	json_object_set_new(j, "spawn", jstr(cr_proc_ns_level()));
+	/* the workers' container: a cgroup per worker, or what replaced it */
+	json_object_set_new(j, "containment", jstr(cr_cg_mode()));
 	if (cr_proc_ns_why()[0])
 		json_object_set_new(j, "spawn_missing", jstr(cr_proc_ns_why()));
 	json_object_set_new(j, "compiler", jstr(cr_compile_sandbox()));
@@ -1373,6 +1375,13 @@ int cr_cmd_eval(int argc, char **argv)
 		o.jobs = o.gpus.n;          /* by default every device gets a job */
 	if (o.cuda && o.job_timing == EJ_PINNED)
 		o.job_timing = EJ_SERIAL;   /* a device times one candidate at a time */
+	/* every job may hold two workers (candidate and baseline): their task
+	 * quotas together must fit what the host allows, or one worker's full
+	 * quota would fail a neighbour's start (docs/VERIFIER.md) */
+	if (cr_cg_available() && cr_cg_plan(2 * o.jobs) < 0) {
+		cr_errf(&err, CR_EENV, "%s", cr_cg_mode());
+		goto fail;
+	}
 	if (o.jobs > 1 && (backend == CR_BACKEND_CPU || o.cuda)) {
 		/* the jobs are forked now: the options they read are final */
 		vr_ref_cache_share(o.jobs);
@@ -1678,6 +1687,11 @@ int cr_cmd_check(int argc, char **argv)
 	}
 	settle_seed(&o);
 	cr_err_init(&err);
+	if (cr_cg_available() && cr_cg_plan(2) < 0) {
+		fprintf(stderr, "crucible check: %s\n", cr_cg_mode());
+		cr_cand_file_release(&cf);
+		return 3;
+	}
 	workroot = make_workroot();
 	if (!workroot) {
 		fprintf(stderr, "crucible check: cannot create a temporary directory\n");

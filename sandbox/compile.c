@@ -6,6 +6,7 @@
  * directory but the produced cand.so, without following links, and copies
  * it into the root-owned run directory. */
 #include "sandbox/compile.h"
+#include "sandbox/elfcheck.h"
 #include "sandbox/proc.h"
 
 #include <dirent.h>
@@ -105,14 +106,20 @@ static void ll_allow(int rs, const char *path, uint64_t access, bool optional)
 	close(pb.parent_fd);
 }
 
-/* In the child: read-only toolchain and headers, read-write cwd. */
+/* In the child: read-only toolchain and headers, read-write cwd. Not the
+ * rest of the system: a candidate's `.incbin "/etc/passwd"` or `#include`
+ * of a private file would carry its bytes into the build log and a row's
+ * detail. /etc only for the loader's cache (the toolchain's own programs
+ * find their libraries through it). */
 static void confine_fs(const char *cwd, int abi)
 {
 	uint64_t all = ll_handled(abi);
 	uint64_t ro = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
 		      LANDLOCK_ACCESS_FS_READ_DIR;
 	struct landlock_ruleset_attr ra = { .handled_access_fs = all };
-	static const char *ro_dirs[] = { "/usr", "/lib", "/lib64", "/bin", "/etc", NULL };
+	static const char *ro_dirs[] = { "/usr/bin", "/usr/lib", "/usr/libexec", "/usr/include",
+					 "/usr/lib64", "/usr/local/include", "/lib", "/lib64", "/bin",
+					 "/etc/ld.so.cache", NULL };
 	int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof ra, 0);
 	if (rs < 0)
 		child_fail("landlock_create_ruleset", "");
@@ -365,6 +372,26 @@ out:
 	return rc;
 }
 
+/* The candidate may run code only in its launches (elfcheck.h). */
+static enum cr_compile_result check_so(const char *path, char *log, size_t cap)
+{
+	char why[200];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(log, cap, "cannot open %s: %s", path, strerror(errno));
+		return CR_COMPILE_ENV;
+	}
+	if (cr_elf_check_so(fd, why, sizeof why)) {
+		close(fd);
+		snprintf(log, cap, "error: the built candidate is refused: %s; a candidate's code may run "
+			 "only in its launches (SPEC §3)", why);
+		return CR_COMPILE_FAILED;
+	}
+	close(fd);
+	return CR_COMPILED;
+}
+
 static void read_tail(int fd, char *log, size_t cap)
 {
 	struct stat sb;
@@ -385,8 +412,13 @@ enum cr_compile_result cr_compile_cpu(const struct cr_plan *p, const char *src, 
 	int ccfd = -1, rc;
 	struct run_opts o = { .log_fd = -1, .cwd = ccdir, .timeout_s = timeout_s,
 			      .unprivileged = true, .confine = true };
+	/* -nostartfiles: no crti/crtbeginS, so a clean build has no
+	 * constructor at all and any the candidate adds is refused
+	 * (elfcheck.c); -z defs: an undefined symbol is the compiler's error
+	 * here, not a failed load in the worker */
 	char *argv[] = { "cc", "-std=gnu11", "-O3", "-march=native", "-fopenmp", "-fPIC",
-			 "-shared", "-fno-gnu-unique", "-Werror=implicit-function-declaration",
+			 "-shared", "-nostartfiles", "-Wl,-z,defs", "-fno-gnu-unique",
+			 "-Werror=implicit-function-declaration",
 			 "-Werror=incompatible-pointer-types", "-Werror=int-conversion",
 			 "-Werror=return-type", "-Werror=discarded-qualifiers",
 			 "-o", "cand.so", "tramp.c", "-lm", NULL };
@@ -433,6 +465,8 @@ enum cr_compile_result cr_compile_cpu(const struct cr_plan *p, const char *src, 
 		res = CR_COMPILE_FAILED;
 	} else {
 		res = take_so(ccfd, sopath, uid, log, cap) ? CR_COMPILE_FAILED : CR_COMPILED;
+		if (res == CR_COMPILED)
+			res = check_so(sopath, log, cap);
 	}
 out:
 	if (o.log_fd >= 0)

@@ -1,9 +1,15 @@
 /* proc.c — spawning and talking to worker processes: each worker is PID 1
- * of fresh PID, network and IPC namespaces (cr_proc_spawn), so killing it
- * kills everything it started; its log is created by root in the root-owned
- * run directory; the shared memory is sealed against resizing. */
+ * of fresh PID, network, IPC and UTS namespaces (cr_proc_spawn) and alone in
+ * a control group of its own (cgroup.c), so freezing, killing and counting
+ * CPU reach everything it started; every signal and wait goes through its
+ * pidfd, and every wait is bounded; its log is created by root in the
+ * root-owned run directory; the shared memory is sealed against resizing.
+ * Nothing the worker says decides anything but that a call is over: the
+ * confinement is read from /proc, the CPU from the group, the time from
+ * this side's clock. */
 #include "sandbox/proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,13 +25,14 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "common/cr_verdict.h"
 #include "sandbox/sandbox.h"
 
 #define LOG_CAP (1 << 20)   /* worker stdout+stderr bytes before SIGXFSZ */
 
 /* ---- spawning in fresh namespaces ---- */
 
-#define NS_FLAGS (CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)
+#define NS_FLAGS (CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 enum ns_level { NS_UNKNOWN, NS_FULL, NS_USER, NS_NONE };
 static enum ns_level ns_level = NS_UNKNOWN;
 static char ns_why[160];
@@ -93,8 +100,8 @@ static pid_t clone_level(enum ns_level l)
  * namespace's maps written); the refusals on the way are kept in ns_why. */
 static void probe(void)
 {
-	static const char *names[] = { "", "PID, network and IPC namespaces",
-				       "a user namespace with PID, network and IPC namespaces" };
+	static const char *names[] = { "", "PID, network, IPC and UTS namespaces",
+				       "a user namespace with PID, network, IPC and UTS namespaces" };
 	char why[2][64] = { "", "" };
 	enum ns_level l;
 	for (l = NS_FULL; l < NS_NONE; l++) {
@@ -131,8 +138,8 @@ const char *cr_proc_ns_level(void)
 	if (ns_level == NS_UNKNOWN)
 		probe();
 	switch (ns_level) {
-	case NS_FULL: return "pid+net+ipc";
-	case NS_USER: return "user+pid+net+ipc";
+	case NS_FULL: return "pid+net+ipc+uts";
+	case NS_USER: return "user+pid+net+ipc+uts";
 	case NS_NONE: return "none";
 	default: return "unknown";
 	}
@@ -150,15 +157,77 @@ const char *cr_proc_ns_why(void)
  * process group is killed, while the unreaped leader still reserves the
  * group's id, and again until none is left (a process that left the group
  * with setsid survives: the fallback is weaker, and recorded as such). */
-static void reap(pid_t pid, int *status)
+#define REAP_TIMEOUT_MS 5000
+
+int cr_proc_pidfd(pid_t pid)
 {
-	int st = 0;
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Waits, at most REAP_TIMEOUT_MS, for the child behind pidfd to die, and
+ * reaps it; 0, or -1 when it is still there (reported; never a hang). */
+static int reap_fd(int pidfd, pid_t pid, int *status)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+	int64_t end = cr_now_ns() + (int64_t)REAP_TIMEOUT_MS * 1000000;
+	siginfo_t si;
+
+	for (;;) {
+		int64_t left = end - cr_now_ns();
+		int rc = poll(&pfd, 1, left > 0 ? (int)(left / 1000000) + 1 : 0);
+
+		if (rc > 0)
+			break;
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (left <= 0) {
+			fprintf(stderr, "crucible: worker %d did not die within %d ms of SIGKILL; "
+					"left behind\n", (int)pid, REAP_TIMEOUT_MS);
+			return -1;
+		}
+	}
+	memset(&si, 0, sizeof si);
+	while (waitid((idtype_t)3 /* P_PIDFD */, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
 		;
-	if (status)
-		*status = st;
+	if (status) {
+		if (si.si_code == CLD_EXITED)
+			*status = (si.si_status & 0xff) << 8;
+		else
+			*status = si.si_status & 0x7f;
+	}
+	return 0;
+}
+
+/* SIGKILL through the pidfd (never to a pid that may have been reused),
+ * to the process group too where no PID namespace holds the tree. */
+static void kill_fd(int pidfd, pid_t pid)
+{
+	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	if (ns_level == NS_NONE)
+		kill(-pid, SIGKILL);
+}
+
+static void reap(pid_t pid, int pidfd, int *status)
+{
+	int own = -1;
+
+	if (pidfd < 0)
+		pidfd = own = cr_proc_pidfd(pid);
+	if (pidfd < 0) {
+		/* no pidfd (pre-5.3 kernel): the pid is still ours, unreaped */
+		int st = 0;
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (status)
+			*status = st;
+		return;
+	}
+	kill_fd(pidfd, pid);
+	reap_fd(pidfd, pid, status);
+	if (own >= 0)
+		close(own);
 	if (ns_level != NS_NONE)
 		return;
 	for (int i = 0; i < 1000 && kill(-pid, 0) == 0; i++) {
@@ -170,10 +239,30 @@ static void reap(pid_t pid, int *status)
 void cr_proc_kill(pid_t pid)
 {
 	if (pid > 0)
-		reap(pid, NULL);
+		reap(pid, -1, NULL);
+}
+
+/* The worker and everything in its group killed and reaped. */
+static void kill_worker(struct cr_proc *w, int *status)
+{
+	if (w->cg.on)
+		cr_cg_kill(&w->cg);
+	if (w->pid > 0)
+		reap(w->pid, w->pidfd, status);
+	w->pid = -1;
 }
 
 /* ---- the shared memory ---- */
+
+void cr_proc_blank(struct cr_proc *w)
+{
+	memset(w, 0, sizeof *w);
+	w->pid = -1;
+	w->pidfd = -1;
+	w->fault = -1;
+	w->frozen_cpu_ns = -1;
+	w->cmd_fd = w->rep_fd = w->log_fd = w->shm_fd = -1;
+}
 
 enum cr_status cr_proc_init(struct cr_proc *w, size_t shm_size, struct cr_err *err)
 {
@@ -182,10 +271,7 @@ enum cr_status cr_proc_init(struct cr_proc *w, size_t shm_size, struct cr_err *e
 	 * (handled as a crash in cr_proc_call) instead of raising SIGPIPE.
 	 * Children set it back to the default before they exec. */
 	signal(SIGPIPE, SIG_IGN);
-	memset(w, 0, sizeof *w);
-	w->pid = -1;
-	w->fault = -1;
-	w->cmd_fd = w->rep_fd = w->log_fd = -1;
+	cr_proc_blank(w);
 	w->shm_size = shm_size;
 	w->shm_fd = memfd_create("crucible-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (w->shm_fd < 0)
@@ -237,8 +323,7 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 		int64_t left = deadline - cr_now_ns();
 		int rc;
 		if (left <= 0) {
-			reap(w->pid, NULL);
-			w->pid = -1;
+			kill_worker(w, NULL);
 			snprintf(detail, cap, "no answer within %.1f s (killed)", timeout_s);
 			return CR_RUN_TIMEOUT;
 		}
@@ -252,8 +337,7 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 			continue;
 		if (n <= 0) {
 			int status = 0;
-			reap(w->pid, &status);
-			w->pid = -1;
+			kill_worker(w, &status);
 			describe_exit(status, detail, cap);
 			return CR_RUN_CRASH;
 		}
@@ -262,8 +346,7 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 	if (r->kind == CR_REP_SYSCALL) {
 		snprintf(detail, cap, "forbidden system call %s (%d)",
 			 cr_sandbox_syscall_name(r->code), r->code);
-		reap(w->pid, NULL);
-		w->pid = -1;
+		kill_worker(w, NULL);
 		return CR_RUN_SYSCALL;
 	}
 	return CR_RUN_OK;
@@ -305,10 +388,18 @@ static void child(struct cr_proc *w, int cmd_r, int cmd_w, int rep_w, const char
 	snprintf(nthreads, sizeof nthreads, "OMP_NUM_THREADS=%ld", ncpu > 0 ? ncpu : 1);
 	snprintf(blas, sizeof blas, "OPENBLAS_NUM_THREADS=%ld",
 		 1L);
+	/* first of all, into its control group: everything it will start
+	 * is born there */
+	if (cr_cg_enter(&w->cg))
+		_exit(80);
 	signal(SIGPIPE, SIG_DFL);
 	/* its own group: the kill at release reaches what it started even
 	 * where no PID namespace could be made */
 	setpgid(0, 0);
+	/* its own host name (a UTS namespace, when it has one): nothing of the
+	 * machine's */
+	if (ns_level != NS_NONE)
+		sethostname("crucible", 8);
 	/* only the orchestrator holds the command pipe's write end: its end
 	 * hanging up means the orchestrator is gone */
 	close(cmd_w);
@@ -360,20 +451,137 @@ static void child(struct cr_proc *w, int cmd_r, int cmd_w, int rep_w, const char
 	/* the driver opens its device nodes, CUPTI and cuBLAS their own files */
 	rl.rlim_cur = rl.rlim_max = cuda ? 1024 : 64;
 	setrlimit(RLIMIT_NOFILE, &rl);
-	/* the driver (and the test suite's emulated one) starts threads */
-	rl.rlim_cur = rl.rlim_max = cuda ? 4096 : 512;
+	/* tasks: the group's pids.max is this worker's own quota; RLIMIT_NPROC
+	 * counts every process of the uid on the machine (all workers run as
+	 * nobody), so a neighbour holding threads would fail this one: only
+	 * without a pids group is it the bound (the driver, and the test
+	 * suite's emulated one, start threads) */
+	if (w->cg.pids_dir[0]) {
+		getrlimit(RLIMIT_NPROC, &rl);
+		rl.rlim_cur = rl.rlim_max;
+	} else {
+		rl.rlim_cur = rl.rlim_max = cuda ? 4096 : 512;
+	}
 	setrlimit(RLIMIT_NPROC, &rl);
 	fexecve(exe, argv, envp);
 	_exit(75);
 }
 
-enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workdir,
-			  double timeout_s, char *detail, size_t cap)
+/* One line of /proc/PID/status ("Seccomp:\t2" → "2"), "" if absent. */
+static void status_field(const char *status, const char *key, char *out, size_t cap)
+{
+	const char *p = status;
+	size_t kl = strlen(key);
+
+	out[0] = 0;
+	while (p && *p) {
+		if (!strncmp(p, key, kl) && p[kl] == ':') {
+			p += kl + 1;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			snprintf(out, cap, "%.*s", (int)strcspn(p, "\n"), p);
+			return;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+}
+
+/* Whether /proc/PID/ns/NAME is another namespace than ours. */
+static bool own_ns(pid_t pid, const char *name)
+{
+	char a[64], b[64], la[64] = "", lb[64] = "";
+	ssize_t n;
+
+	snprintf(a, sizeof a, "/proc/%d/ns/%s", (int)pid, name);
+	snprintf(b, sizeof b, "/proc/self/ns/%s", name);
+	if ((n = readlink(a, la, sizeof la - 1)) <= 0)
+		return false;
+	la[n] = 0;
+	if ((n = readlink(b, lb, sizeof lb - 1)) <= 0)
+		return false;
+	lb[n] = 0;
+	return strcmp(la, lb) != 0;
+}
+
+/* What the orchestrator itself sees of a READY worker's confinement: the
+ * kernel's record of its seccomp filters and no_new_privs, its uids, which
+ * namespaces are its own, what its root holds, and its control group. The
+ * worker's READY line is never read. For a cpu candidate worker the
+ * layers every machine has are required (seccomp filters, no_new_privs, a
+ * uid other than root's when crucible is root); missing one is a failed
+ * setup of the host's. Returns 0, or -1 with why in detail. */
+static int verify_sandbox(struct cr_proc *w, const char *mode, char *detail, size_t cap)
+{
+	char path[64], status[4096] = "", sc[16], nf[16], nnp[16], uid[64], ns[64] = "";
+	static const char *const nss[] = { "user", "mnt", "pid", "net", "ipc", "uts" };
+	int fd, entries = -1;
+	ssize_t n;
+	bool cand = !strcmp(mode, "cand");
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)w->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, status, sizeof status - 1)) <= 0) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(detail, cap, "cannot read %s to verify the worker's sandbox: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	close(fd);
+	status[n] = 0;
+	status_field(status, "Seccomp", sc, sizeof sc);
+	status_field(status, "Seccomp_filters", nf, sizeof nf);
+	status_field(status, "NoNewPrivs", nnp, sizeof nnp);
+	status_field(status, "Uid", uid, sizeof uid);
+	uid[strcspn(uid, "\t ")] = 0;
+	for (size_t i = 0; i < sizeof nss / sizeof nss[0]; i++)
+		if (own_ns(w->pid, nss[i]))
+			snprintf(ns + strlen(ns), sizeof ns - strlen(ns), "%s%s", ns[0] ? "+" : "", nss[i]);
+	/* the jail's root: an empty tmpfs holding cand.so (cpu candidate) */
+	if (cand) {
+		char rp[64];
+		DIR *d;
+
+		snprintf(rp, sizeof rp, "/proc/%d/root", (int)w->pid);
+		if ((d = opendir(rp))) {
+			struct dirent *e;
+
+			entries = 0;
+			while ((e = readdir(d)))
+				if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+					entries++;
+			closedir(d);
+		}
+	}
+	snprintf(w->sandbox, sizeof w->sandbox,
+		 "verified: seccomp mode %s with %s filter(s), no_new_privs %s, uid %s, own ns %s%s%s; %s",
+		 sc[0] ? sc : "?", nf[0] ? nf : "?", nnp[0] ? nnp : "?", uid[0] ? uid : "?",
+		 ns[0] ? ns : "none",
+		 entries < 0 ? "" : entries <= 1 ? ", root holds only the candidate" : ", root not empty",
+		 "", w->cg.on ? cr_cg_mode() : "no cgroup");
+	if (!cand)
+		return 0;
+	if (strcmp(sc, "2") || atoi(nf) < 2 || strcmp(nnp, "1") ||
+	    (geteuid() == 0 && !strcmp(uid, "0"))) {
+		snprintf(detail, cap, "the candidate's worker is not confined as required (%s)", w->sandbox);
+		return -1;
+	}
+	return 0;
+}
+
+/* One attempt. CR_RUN_ENV: the host's failure, before the candidate could
+ * matter (retried by cr_proc_start). */
+static enum cr_run start_once(struct cr_proc *w, const char *mode, const char *workdir,
+			      double timeout_s, char *detail, size_t cap)
 {
 	int cp[2], rp[2];
 	struct cr_reply r;
 	struct stat sb;
 	enum cr_run res;
+	bool cuda = !strcmp(mode, "cuda");
+	char name[16];
 
 	/* workdir is root's (harness/verify.c): nothing the candidate runs can
 	 * plant a link, FIFO or directory here; the flags are the second line */
@@ -385,39 +593,132 @@ enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workd
 	if (w->log_fd < 0 || fstat(w->log_fd, &sb) || !S_ISREG(sb.st_mode)) {
 		snprintf(detail, cap, "cannot create %s as a regular file: %s", w->log_path,
 			 w->log_fd < 0 ? strerror(errno) : "not a regular file");
-		return CR_RUN_SETUP;
+		return CR_RUN_ENV;
+	}
+	w->cuda = cuda;
+	w->loading = false;
+	w->fault = -1;
+	w->sandbox[0] = 0;
+	/* its own control group: tasks bounded per worker, memory capped (not
+	 * a cuda worker's: the driver maps and pins what it needs) */
+	snprintf(name, sizeof name, "w%s", mode);
+	if (cr_cg_available() &&
+	    cr_cg_create(&w->cg, name, cr_cg_quota(cuda), cuda ? 0 : (uint64_t)w->shm_size + (4ull << 30))) {
+		snprintf(detail, cap, "cannot create the worker's control group: %s", strerror(errno));
+		return CR_RUN_ENV;
 	}
 	if (pipe2(cp, O_CLOEXEC) || pipe2(rp, O_CLOEXEC)) {
 		snprintf(detail, cap, "pipe: %s", strerror(errno));
-		return CR_RUN_SETUP;
+		cr_cg_destroy(&w->cg);
+		return CR_RUN_ENV;
 	}
 	w->pid = cr_proc_spawn();
 	if (w->pid < 0) {
 		snprintf(detail, cap, "clone: %s", strerror(errno));
 		close(cp[0]); close(cp[1]); close(rp[0]); close(rp[1]);
-		return CR_RUN_SETUP;
+		cr_cg_destroy(&w->cg);
+		return CR_RUN_ENV;
 	}
 	if (w->pid == 0)
 		child(w, cp[0], cp[1], rp[1], mode, workdir);
+	/* before anything can reap it: the pid is still ours */
+	w->pidfd = cr_proc_pidfd(w->pid);
 	close(cp[0]);
 	close(rp[1]);
 	w->cmd_fd = cp[1];
 	w->rep_fd = rp[0];
+	/* the sequence numbers start somewhere the candidate cannot guess
+	 * before its first call */
+	w->seq = (uint32_t)cr_secure_u64();
 	w->have_cpu_clock = clock_getcpuclockid(w->pid, &w->cpu_clock) == 0;
-	res = wait_reply(w, timeout_s, &r, detail, cap);
-	w->fault = -1;
-	if (res == CR_RUN_OK && r.kind == CR_REP_READY)
-		snprintf(w->sandbox, sizeof w->sandbox, "%.*s", (int)sizeof r.msg, r.msg);
-	if (res == CR_RUN_OK && r.kind != CR_REP_READY) {
-		w->fault = r.kind == CR_REP_FAIL ? r.code : -1;
+	for (;;) {
+		res = wait_reply(w, timeout_s, &r, detail, cap);
+		if (res != CR_RUN_OK || r.kind != CR_REP_LOADING || w->loading)
+			break;
+		w->loading = true;
+	}
+	/* Once LOADING was said, the candidate's bytes are in the process and
+	 * everything after is the candidate's: a failure then is its verdict,
+	 * never the host's (a candidate that ran code at load time and forged
+	 * a setup failure of ours would otherwise stop the batch with exit 3).
+	 * Before LOADING only crucible's code has run in a candidate's worker:
+	 * a failure there is the host's. A baseline's worker failing in its own
+	 * setup (its task file gone, say) is that row's failure, as SPEC §5
+	 * says, not the host's: only the spawn's own failures above are. */
+	bool cand = !strcmp(mode, "cand");
+	if (res == CR_RUN_OK && r.kind == CR_REP_READY) {
+		if (verify_sandbox(w, mode, detail, cap)) {
+			kill_worker(w, NULL);
+			return w->loading || !cand ? CR_RUN_SETUP : CR_RUN_ENV;
+		}
+		return CR_RUN_OK;
+	}
+	if (res == CR_RUN_OK) {
+		/* a FAIL: the verdict it names where the candidate may have
+		 * written it (after LOADING, or any from a cuda worker, which runs
+		 * no candidate host code), runtime_error after LOADING otherwise;
+		 * the host's before */
+		bool named = r.kind == CR_REP_FAIL && r.code >= 0 && r.code < CHECK_OK;
 		snprintf(detail, cap, "worker setup failed: %.*s", (int)sizeof r.msg, r.msg);
-		return CR_RUN_SETUP;
+		kill_worker(w, NULL);
+		if ((w->loading || w->cuda) && named) {
+			w->fault = r.code;
+			return CR_RUN_SETUP;
+		}
+		if (w->loading) {
+			snprintf(detail, cap, "the worker failed after loading the candidate (reply kind %u)", r.kind);
+			w->fault = CHECK_RUNTIME_ERROR;
+			return CR_RUN_SETUP;
+		}
+		return cand ? CR_RUN_ENV : CR_RUN_SETUP;
+	}
+	if (!w->loading && cand && (res == CR_RUN_CRASH || res == CR_RUN_TIMEOUT)) {
+		char tmp[256];
+		snprintf(tmp, sizeof tmp, "%s", detail);
+		snprintf(detail, cap, "worker died before loading the candidate: %s", tmp);
+		return CR_RUN_ENV;
 	}
 	if (res == CR_RUN_CRASH) {
 		char tmp[256];
 		snprintf(tmp, sizeof tmp, "%s", detail);
 		snprintf(detail, cap, "worker died while loading the candidate: %s", tmp);
 	}
+	return res;
+}
+
+static void release_process(struct cr_proc *w)
+{
+	if (w->pid > 0) {
+		struct cr_cmd c = { .op = CR_CMD_QUIT };
+		if (write(w->cmd_fd, &c, sizeof c) < 0) { /* ignore: EPIPE from a dead worker */ }
+		kill_worker(w, NULL);
+	}
+	w->pid = -1;
+	if (w->pidfd >= 0) close(w->pidfd);
+	if (w->cmd_fd >= 0) close(w->cmd_fd);
+	if (w->rep_fd >= 0) close(w->rep_fd);
+	w->pidfd = w->cmd_fd = w->rep_fd = -1;
+	cr_cg_destroy(&w->cg);
+}
+
+enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workdir,
+			  double timeout_s, char *detail, size_t cap)
+{
+	/* a host out of processes, memory or file descriptors for a moment
+	 * (another run on the machine) is waited out, then reported as the
+	 * host's: never as the candidate's verdict */
+	static const int backoff_ms[] = { 50, 250, 1000, 3000 };
+	enum cr_run res;
+
+	for (int a = 0;; a++) {
+		res = start_once(w, mode, workdir, timeout_s, detail, cap);
+		if (res != CR_RUN_ENV || a == (int)(sizeof backoff_ms / sizeof backoff_ms[0]))
+			break;
+		release_process(w);
+		usleep((useconds_t)backoff_ms[a] * 1000);
+	}
+	if (res == CR_RUN_ENV)
+		release_process(w);
 	return res;
 }
 
@@ -430,11 +731,50 @@ static bool log_full(struct cr_proc *w, char *detail, size_t cap)
 	struct stat sb;
 	if (w->log_fd < 0 || fstat(w->log_fd, &sb) || sb.st_size < LOG_CAP)
 		return false;
-	cr_proc_kill(w->pid);
-	w->pid = -1;
+	kill_worker(w, NULL);
 	snprintf(detail, cap, "killed by signal XFSZ (stdout/stderr reached the %d-byte cap)",
 		 LOG_CAP);
 	return true;
+}
+
+/* Sends the command; a dead worker is EPIPE here (SIGPIPE is ignored, see
+ * cr_proc_init). */
+static enum cr_run send_cmd(struct cr_proc *w, const struct cr_cmd *c, char *detail, size_t cap)
+{
+	if (write(w->cmd_fd, c, sizeof *c) != (ssize_t)sizeof *c) {
+		int status = 0;
+		kill_worker(w, &status);
+		describe_exit(status, detail, cap);
+		return CR_RUN_CRASH;
+	}
+	return CR_RUN_OK;
+}
+
+/* The reply of call c: DONE with its number, or (cuda worker) FAULT. A cpu
+ * worker's pipe can be written by the candidate's own code, so anything
+ * else from it is a protocol violation, worded here, never by the worker. */
+static enum cr_run take_reply(struct cr_proc *w, const struct cr_cmd *c, enum cr_run res,
+			      const struct cr_reply *r, char *detail, size_t cap)
+{
+	if (res == CR_RUN_OK && log_full(w, detail, cap))
+		return CR_RUN_CRASH;
+	if (res != CR_RUN_OK)
+		return res;
+	if (r->kind == CR_REP_FAULT && w->cuda && r->seq == c->seq) {
+		w->fault = r->code;
+		w->last = *r;
+		snprintf(detail, cap, "%.*s", (int)sizeof r->msg, r->msg);
+		kill_worker(w, NULL);
+		return CR_RUN_FAULT;
+	}
+	if (r->kind != CR_REP_DONE || r->seq != c->seq) {
+		snprintf(detail, cap, "worker protocol violation (a reply of kind %u for call %u, in call %u): "
+			 "only the candidate's code could have written it", r->kind, r->seq, c->seq);
+		kill_worker(w, NULL);
+		return CR_RUN_CRASH;
+	}
+	w->last = *r;
+	return CR_RUN_OK;
 }
 
 enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
@@ -450,59 +790,129 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 		return CR_RUN_CRASH;
 	}
 	t0 = cr_now_ns();
-	/* a dead worker: EPIPE here (SIGPIPE is ignored, see cr_proc_init) */
-	if (write(w->cmd_fd, &c, sizeof c) != (ssize_t)sizeof c) {
-		int status = 0;
-		reap(w->pid, &status);
-		w->pid = -1;
-		describe_exit(status, detail, cap);
-		return CR_RUN_CRASH;
-	}
+	if ((res = send_cmd(w, &c, detail, cap)))
+		return res;
 	res = wait_reply(w, timeout_s, &r, detail, cap);
 	w->sent_ns = t0;
 	w->recv_ns = cr_now_ns();
 	if (ns)
 		*ns = w->recv_ns - t0;
-	if (res == CR_RUN_OK && log_full(w, detail, cap))
-		return CR_RUN_CRASH;
-	if (res == CR_RUN_OK && r.kind == CR_REP_FAULT && r.seq == c.seq) {
-		w->fault = r.code;
-		w->last = r;
-		snprintf(detail, cap, "%.*s", (int)sizeof r.msg, r.msg);
-		reap(w->pid, NULL);
-		w->pid = -1;
-		return CR_RUN_FAULT;
-	}
-	if (res == CR_RUN_OK)
-		w->last = r;
-	if (res == CR_RUN_OK && (r.kind != CR_REP_DONE || r.seq != c.seq)) {
-		snprintf(detail, cap, "worker protocol error (reply kind %u, seq %u)", r.kind, r.seq);
-		reap(w->pid, NULL);
-		w->pid = -1;
-		return CR_RUN_CRASH;
-	}
-	return res;
+	return take_reply(w, &c, res, &r, detail, cap);
 }
 
-void cr_proc_freeze(struct cr_proc *w)
+static void account_thaw(struct cr_proc *w, int64_t cpu_now);
+static void raw_thaw(struct cr_proc *w);
+
+enum cr_run cr_proc_call_frozen(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
+				double timeout_s, int64_t *ns, char *detail, size_t cap)
 {
-	int status;
-	if (w->pid <= 0 || kill(w->pid, SIGSTOP))
+	struct cr_cmd c = { .op = (uint32_t)op, .set = set, .seq = ++w->seq };
+	struct cr_reply r;
+	enum cr_run res;
+	int64_t t0, cpu0;
+
+	w->call_cpu_ns = -1;
+	if (w->pid < 0) {
+		snprintf(detail, cap, "worker is not running");
+		return CR_RUN_CRASH;
+	}
+	/* the command waits in the pipe while the worker is frozen; the clock
+	 * starts before the thaw lets anything in the group run */
+	if ((res = send_cmd(w, &c, detail, cap)))
+		return res;
+	cpu0 = cr_proc_cpu_ns(w);
+	account_thaw(w, cpu0);
+	t0 = cr_now_ns();
+	raw_thaw(w);
+	res = wait_reply(w, timeout_s, &r, detail, cap);
+	if (res == CR_RUN_OK && cr_proc_freeze(w, detail, cap))
+		res = CR_RUN_TIMEOUT;
+	w->sent_ns = t0;
+	w->recv_ns = cr_now_ns();
+	if (ns)
+		*ns = w->recv_ns - t0;
+	if (res == CR_RUN_OK && cpu0 >= 0) {
+		int64_t cpu1 = cr_proc_cpu_ns(w);
+		w->call_cpu_ns = cpu1 >= cpu0 ? cpu1 - cpu0 : -1;
+	}
+	return take_reply(w, &c, res, &r, detail, cap);
+}
+
+int cr_proc_freeze(struct cr_proc *w, char *detail, size_t cap)
+{
+	int64_t end = cr_now_ns() + CR_FREEZE_TIMEOUT_NS;
+
+	if (w->pid <= 0)
+		return 0;
+	if (w->cg.on) {
+		if (cr_cg_freeze(&w->cg, CR_FREEZE_TIMEOUT_NS) == 0)
+			goto frozen;
+	} else if (!syscall(SYS_pidfd_send_signal, w->pidfd, SIGSTOP, NULL, 0) || !kill(w->pid, SIGSTOP)) {
+		/* no group: a stop a thread of the worker's can cancel with
+		 * SIGCONT (recorded in the sandbox line); bounded all the same */
+		for (;;) {
+			siginfo_t si;
+
+			memset(&si, 0, sizeof si);
+			if (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+			    si.si_pid == w->pid && si.si_code == CLD_STOPPED) {
+				/* consume the stop report */
+				waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG);
+				goto frozen;
+			}
+			if (cr_now_ns() > end)
+				break;
+			usleep(200);
+		}
+	}
+	kill_worker(w, NULL);
+	if (detail)
+		snprintf(detail, cap, "the worker could not be frozen within %.1f s (killed)",
+			 CR_FREEZE_TIMEOUT_NS / 1e9);
+	return -1;
+frozen:
+	if (w->frozen_cpu_ns < 0)
+		w->frozen_cpu_ns = cr_proc_cpu_ns(w);
+	return 0;
+}
+
+/* Notes the CPU the group used since it was frozen (cpu_now: its CPU now),
+ * for the freezer's invariant; then it counts as thawed. */
+static void account_thaw(struct cr_proc *w, int64_t cpu_now)
+{
+	if (w->frozen_cpu_ns < 0)
 		return;
-	while (waitpid(w->pid, &status, WUNTRACED) < 0 && errno == EINTR)
-		;
+	if (cpu_now > w->frozen_cpu_ns)
+		w->ran_frozen_ns += cpu_now - w->frozen_cpu_ns;
+	w->n_thaws++;
+	w->frozen_cpu_ns = -1;
+}
+
+static void raw_thaw(struct cr_proc *w)
+{
+	if (w->cg.on)
+		cr_cg_thaw(&w->cg);
+	else if (syscall(SYS_pidfd_send_signal, w->pidfd, SIGCONT, NULL, 0))
+		kill(w->pid, SIGCONT);
 }
 
 void cr_proc_thaw(struct cr_proc *w)
 {
-	if (w->pid > 0)
-		kill(w->pid, SIGCONT);
+	if (w->pid <= 0)
+		return;
+	if (w->frozen_cpu_ns >= 0)
+		account_thaw(w, cr_proc_cpu_ns(w));
+	raw_thaw(w);
 }
 
 int64_t cr_proc_cpu_ns(struct cr_proc *w)
 {
 	struct timespec ts;
-	if (w->pid < 0 || !w->have_cpu_clock || clock_gettime(w->cpu_clock, &ts))
+	if (w->pid < 0)
+		return -1;
+	if (w->cg.on)
+		return cr_cg_cpu_ns(&w->cg);
+	if (!w->have_cpu_clock || clock_gettime(w->cpu_clock, &ts))
 		return -1;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
@@ -524,17 +934,10 @@ void cr_proc_log_tail(struct cr_proc *w, char *buf, size_t cap)
 
 void cr_proc_release(struct cr_proc *w)
 {
-	if (w->pid > 0) {
-		struct cr_cmd c = { .op = CR_CMD_QUIT };
-		if (write(w->cmd_fd, &c, sizeof c) < 0) { /* ignore: EPIPE from a dead worker */ }
-		cr_proc_kill(w->pid);
-	}
-	w->pid = -1;
-	if (w->cmd_fd >= 0) close(w->cmd_fd);
-	if (w->rep_fd >= 0) close(w->rep_fd);
+	release_process(w);
 	if (w->log_fd >= 0) close(w->log_fd);
 	if (w->shm) munmap(w->shm, w->shm_size);
 	if (w->shm_fd >= 0) close(w->shm_fd);
-	w->cmd_fd = w->rep_fd = w->log_fd = w->shm_fd = -1;
+	w->log_fd = w->shm_fd = -1;
 	w->shm = NULL;
 }

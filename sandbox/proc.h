@@ -11,20 +11,32 @@
 #include <sys/types.h>
 #include <time.h>
 #include "common/cr_status.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/shm.h"
 
 struct cr_proc {
 	pid_t pid;
+	int pidfd;               /* the worker's pidfd: every signal and wait goes through it */
 	int cmd_fd, rep_fd, shm_fd, log_fd;
+	struct cr_cg cg;         /* its control group (cgroup.h); cg.on false: signals only */
+	bool cuda;               /* a cuda worker: no candidate host code runs in it */
 	char *shm;               /* mapping of the whole region */
 	size_t shm_size;
 	uint32_t seq;
 	clockid_t cpu_clock;     /* the worker's process CPU clock */
 	bool have_cpu_clock;
-	int fault;               /* the check_verdict of the last FAULT reply or failed setup, -1 if none */
+	int fault;               /* the check_verdict of the last FAULT reply (cuda workers only)
+				  * or of a setup failure of the candidate's, -1 if none */
+	bool loading;            /* the worker said it started loading the candidate */
 	struct cr_reply last;    /* the last reply (TIME: its device times) */
 	int64_t sent_ns, recv_ns; /* the last call: CLOCK_MONOTONIC at sending it and at its reply */
-	char sandbox[232];       /* the worker's READY line: the sandbox layers it got */
+	int64_t call_cpu_ns;     /* cr_proc_call_frozen: CPU the group used from thaw to freeze */
+	int64_t frozen_cpu_ns;   /* the group's CPU when last frozen (-1: not frozen) */
+	int64_t ran_frozen_ns;   /* CPU the group used while frozen, summed over thaws: must stay
+				  * ~0 (the freezer's invariant; checked by the stages) */
+	int n_thaws;
+	char sandbox[320];       /* what the orchestrator verified of the worker's confinement
+				  * (/proc and its own records; never the worker's words) */
 	char log_path[600];
 };
 
@@ -34,26 +46,48 @@ enum cr_run {
 	CR_RUN_TIMEOUT,  /* killed after the wall-clock budget */
 	CR_RUN_SYSCALL,  /* a forbidden system call */
 	CR_RUN_SETUP,    /* failed before the first call (dlopen, limits) */
-	CR_RUN_FAULT     /* the call failed for the candidate's fault (FAULT reply: w->fault is
-			  * the verdict, detail the message); the worker is gone */
+	CR_RUN_FAULT,    /* the call failed for the candidate's fault (FAULT reply of a cuda
+			  * worker: w->fault is the verdict, detail the message); the worker is gone */
+	CR_RUN_ENV       /* the host could not start or set up the worker (clone, pipe, cgroup,
+			  * a setup step of ours), retried with backoff: not the candidate's */
 };
+
+/* How long a freeze may take before the worker counts as unstoppable and
+ * is killed (a frozen group normally settles in microseconds). */
+#define CR_FREEZE_TIMEOUT_NS 2000000000LL
+
+/* A cr_proc that owns nothing (release is then a no-op). */
+void cr_proc_blank(struct cr_proc *w);
 
 /* Creates the shared memory region (zeroed) and maps it; the caller fills
  * the header and buffers, then calls cr_proc_start. */
 enum cr_status cr_proc_init(struct cr_proc *w, size_t shm_size, struct cr_err *err);
-/* Forks and execs `crucible __worker MODE` with limits; waits for READY. */
+/* Forks and execs `crucible __worker MODE` with limits, in a control group
+ * of its own; waits for READY, then verifies the confinement itself
+ * (w->sandbox). A failure of the host's (CR_RUN_ENV) is retried with
+ * backoff before it is returned. */
 enum cr_run cr_proc_start(struct cr_proc *w, const char *mode, const char *workdir,
 			  double timeout_s, char *detail, size_t cap);
 /* One call: RUN on a set (or NOP). *ns gets the wall-clock time from sending
  * the command to reading the reply. */
 enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 			 double timeout_s, int64_t *ns, char *detail, size_t cap);
-/* Stops the worker (SIGSTOP) and waits until it is stopped, so nothing it
- * left running can write or compute while the orchestrator looks; its CPU
- * clock is exact once stopped. Thaw resumes it. */
-void cr_proc_freeze(struct cr_proc *w);
+/* The same call on a frozen worker, bracketed: the clock starts before the
+ * thaw and stops after the worker is frozen again, so nothing it does in
+ * between is outside *ns; w->call_cpu_ns gets the CPU its whole group used
+ * in the bracket (-1 unknown). Leaves it frozen (or gone). */
+enum cr_run cr_proc_call_frozen(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
+				double timeout_s, int64_t *ns, char *detail, size_t cap);
+/* Freezes the worker's group (the cgroup freezer, which nothing inside can
+ * undo; SIGSTOP without a group) and waits, at most CR_FREEZE_TIMEOUT_NS,
+ * until every task in it is frozen, so nothing it left running can write
+ * or compute while the orchestrator looks. 0 when frozen; -1 when it could
+ * not be stopped in time: it is then killed (w->pid -1) and detail says so.
+ * Thaw resumes it. */
+int cr_proc_freeze(struct cr_proc *w, char *detail, size_t cap);
 void cr_proc_thaw(struct cr_proc *w);
-/* Worker CPU time in ns (all threads), -1 if unavailable. */
+/* CPU time in ns of every task that ever ran in the worker's group (its
+ * process CPU clock without a group), -1 if unavailable. */
 int64_t cr_proc_cpu_ns(struct cr_proc *w);
 /* Kills (if alive) and frees everything; safe to call twice. */
 void cr_proc_release(struct cr_proc *w);
@@ -74,8 +108,12 @@ const char *cr_proc_ns_level(void);
 const char *cr_proc_ns_why(void);
 /* In a spawned child (one thread): uid, gid nobody, no groups; 0 or -1. */
 int cr_proc_drop_to_nobody(void);
-/* SIGKILL to a spawned child and all it started, reaped; none left after. */
+/* SIGKILL to a spawned child and all it started, reaped; none left after
+ * (the wait is bounded: a child that outlives it is reported on stderr). */
 void cr_proc_kill(pid_t pid);
+/* The pidfd of a child just spawned (before anything can reap it), -1 on
+ * error. */
+int cr_proc_pidfd(pid_t pid);
 
 
 #endif

@@ -84,7 +84,7 @@ static int add_common(scmp_filter_ctx ctx, int reply_fd)
 		SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
 		SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(clock_nanosleep),
 		SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(time), SCMP_SYS(getrusage),
-		SCMP_SYS(times), SCMP_SYS(sysinfo), SCMP_SYS(getcpu), SCMP_SYS(membarrier),
+		SCMP_SYS(times), SCMP_SYS(getcpu), SCMP_SYS(membarrier),
 		SCMP_SYS(get_mempolicy), SCMP_SYS(restart_syscall), SCMP_SYS(getrandom),
 		SCMP_SYS(uname), SCMP_SYS(getrlimit),
 	};
@@ -92,6 +92,9 @@ static int add_common(scmp_filter_ctx ctx, int reply_fd)
 	static const struct { int nr, err; } soft[] = {
 		{ SCMP_SYS(clone3), ENOSYS },   /* its flags are behind a pointer; glibc falls back to clone */
 		{ SCMP_SYS(openat2), ENOSYS },  /* likewise: callers fall back to openat */
+		/* machine-wide counts (processes, load, memory): nothing a kernel
+		 * needs, and a window on the neighbours */
+		{ SCMP_SYS(sysinfo), ENOSYS },
 		{ SCMP_SYS(sched_setaffinity), EPERM }, { SCMP_SYS(sched_setscheduler), EPERM },
 		{ SCMP_SYS(sched_setparam), EPERM }, { SCMP_SYS(sched_setattr), EPERM },
 		{ SCMP_SYS(set_mempolicy), EPERM }, { SCMP_SYS(mbind), EPERM },

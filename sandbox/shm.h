@@ -40,9 +40,16 @@ struct cr_cmd {
 /* FAULT: the call failed in a way that is the candidate's (a CUDA launch
  * error, a parameter mismatch): code is the check_verdict, msg the detail;
  * the worker exits after sending it (a CUDA context is unusable after a
- * sticky error). */
+ * sticky error). Only a cuda worker may send it: no candidate host code
+ * runs there. A cpu worker runs the candidate's code in its own process,
+ * which can write this pipe, so from it the orchestrator takes a DONE with
+ * the call's number and nothing else (proc.c).
+ * LOADING: the cpu worker is about to dlopen the candidate. Everything
+ * before it is crucible's own code (the candidate has no constructors:
+ * sandbox/elfcheck.c), so a failure before it is the host's, one after it
+ * (and before READY) the candidate's. */
 enum cr_reply_kind { CR_REP_DONE = 1, CR_REP_READY = 2, CR_REP_SYSCALL = 3, CR_REP_FAIL = 4,
-		     CR_REP_FAULT = 5 };
+		     CR_REP_FAULT = 5, CR_REP_LOADING = 6 };
 struct cr_reply {
 	uint32_t kind, seq;
 	int32_t code;            /* SYSCALL: the syscall number; FAIL: -1, or the check_verdict
@@ -50,9 +57,6 @@ struct cr_reply {
 	int32_t n_kernels;       /* TIME: CUPTI kernel records in the window, -1 without CUPTI */
 	int64_t event_ns;        /* TIME: CUDA events around the launches */
 	int64_t cupti_ns;        /* TIME: sum of the CUPTI kernel durations, -1 without CUPTI */
-	int64_t ret_cpu_ns;      /* DONE (cpu worker): its process CPU time when the call returned, */
-	int64_t ret_mono_ns;     /* and CLOCK_MONOTONIC then; 0 unknown. Claims of the candidate's
-				  * process: the orchestrator only lets them make it stricter */
 	char msg[232];           /* FAIL, FAULT: what went wrong */
 };
 

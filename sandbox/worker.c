@@ -26,13 +26,10 @@
 
 typedef void (*launch_fn)(void **p, const int64_t *a);
 
-static void reply_at(uint32_t kind, uint32_t seq, int code, const char *msg, int64_t cpu_ns,
-		     int64_t mono_ns)
+static void reply(uint32_t kind, uint32_t seq, int code, const char *msg)
 {
 	struct cr_reply r;
 	memset(&r, 0, sizeof r);
-	r.ret_cpu_ns = cpu_ns;
-	r.ret_mono_ns = mono_ns;
 	r.kind = kind;
 	r.seq = seq;
 	r.code = code;
@@ -40,11 +37,6 @@ static void reply_at(uint32_t kind, uint32_t seq, int code, const char *msg, int
 		snprintf(r.msg, sizeof r.msg, "%s", msg);
 	if (write(REP_FD, &r, sizeof r) != (ssize_t)sizeof r)
 		_exit(70);
-}
-
-static void reply(uint32_t kind, uint32_t seq, int code, const char *msg)
-{
-	reply_at(kind, seq, code, msg, 0, 0);
 }
 
 static int read_cmd(struct cr_cmd *c)
@@ -70,20 +62,24 @@ static void fail(const char *fmt, const char *arg)
 	_exit(71);
 }
 
-/* A setup step failed after the candidate's code ran (constructors): the
- * failure is the candidate's (runtime_error), not the environment's. */
-static void fail_cand(const char *what, const char *msg)
+/* Loading the candidate failed for a reason of the candidate's (its .so
+ * cannot be mapped, a launch symbol is missing): the verdict it names. */
+static void fail_as(int verdict, const char *fmt, const char *arg)
 {
 	char m[sizeof ((struct cr_reply *)0)->msg];
-	snprintf(m, sizeof m, "%s: %s", what, msg);
-	reply(CR_REP_FAIL, 0, CHECK_RUNTIME_ERROR, m);
+	snprintf(m, sizeof m, fmt, arg ? arg : "");
+	reply(CR_REP_FAIL, 0, verdict, m);
 	_exit(71);
 }
 
-/* Libraries a compiled candidate needs (DT_NEEDED of cc -fopenmp ... -lm),
- * loaded from the real filesystem before the jail hides it; the loader
- * then finds them by soname. */
-static const char *const preload[] = { "libm.so.6", "libgomp.so.1" };
+/* Libraries a compiled candidate may need (the DT_NEEDED entries
+ * sandbox/elfcheck.c allows: cc -fopenmp ... -lm, and glibc's vector math,
+ * which -lm pulls in when the compiler vectorises expf and friends), loaded
+ * from the real filesystem before the jail hides it; the loader then finds
+ * them by soname. libmvec is optional: a libc without it makes no
+ * candidate that needs it. */
+static const char *const preload[] = { "libm.so.6", "libgomp.so.1", "libmvec.so.1" };
+static const bool preload_optional[] = { false, false, true };
 
 /* Every layer the probe found, in order: jail (namespaces, empty root),
  * Landlock layer 1 (only the library readable), seccomp stage 1 (tsync),
@@ -104,7 +100,7 @@ static void *load_candidate(struct cr_shm_hdr *h, launch_fn *fns, char *level, s
 		fail("sandbox: %s", l.why);
 	cr_sandbox_level(&l, level, cap);
 	for (size_t i = 0; i < sizeof preload / sizeof preload[0]; i++)
-		if (!dlopen(preload[i], RTLD_NOW | RTLD_GLOBAL))
+		if (!dlopen(preload[i], RTLD_NOW | RTLD_GLOBAL) && !preload_optional[i])
 			fail("preload: %s", dlerror());
 	if (cr_sandbox_prepare(REP_FD, &err))
 		fail("%s", err.msg);
@@ -119,20 +115,26 @@ static void *load_candidate(struct cr_shm_hdr *h, launch_fn *fns, char *level, s
 		fail("%s", err.msg);
 	if (cr_sandbox_stage1(REP_FD, &err))
 		fail("%s", err.msg);
+	/* from here a failure may be the candidate's (a .so too large to map);
+	 * nothing of its runs until the first call (no constructors, no ifunc
+	 * resolvers: sandbox/elfcheck.c refused the build otherwise) */
+	reply(CR_REP_LOADING, 0, 0, NULL);
 	so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
 	if (!so)
-		fail_cand("dlopen", dlerror());
+		fail_as(CHECK_RUNTIME_ERROR, "dlopen: %s", dlerror());
 	for (uint32_t i = 0; i < h->n_launch; i++) {
 		char sym[64];
 		snprintf(sym, sizeof sym, "__crucible_s%u_%u", h->stage, i);
 		fns[i] = (launch_fn)(uintptr_t)dlsym(so, sym);
 		if (!fns[i])
-			fail("missing launch symbol %s", sym);
+			fail_as(CHECK_FORMAT_ERROR, "missing launch symbol %s", sym);
 	}
+	/* nothing of the candidate's has run (no constructors): a failure
+	 * here is the host's */
 	if (l.landlock_abi > 0 && cr_landlock_restrict(l.landlock_abi, NULL, &err))
-		fail_cand("after loading", err.msg);
+		fail("after loading: %s", err.msg);
 	if (cr_sandbox_stage2(REP_FD, &err))
-		fail_cand("after loading", err.msg);
+		fail("after loading: %s", err.msg);
 	return so;
 }
 
@@ -231,12 +233,8 @@ int cr_worker_main(int argc, char **argv, cr_worker_cuda_fn cuda_main)
 				task_exec_bind(&ex, i, p[i]);
 			task_exec_forward(&ex);
 		}
-		/* the clocks at return: a thread the candidate left behind may run
-		 * between this reply and the orchestrator's freeze, and that CPU
-		 * must count as used after the return */
-		struct timespec cpu;
-		int64_t mono = cr_now_ns();
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
-		reply_at(CR_REP_DONE, c.seq, 0, NULL, (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec, mono);
+		/* the reply says only that the call is over: the candidate can write
+		 * this pipe too, and the orchestrator reads nothing else from it */
+		reply(CR_REP_DONE, c.seq, 0, NULL);
 	}
 }

@@ -62,46 +62,42 @@ struct wk {
 static void wk_init(struct wk *k, const char *who, double timeout_s)
 {
 	memset(k, 0, sizeof *k);
-	k->w.pid = -1;
-	k->w.shm_fd = k->w.cmd_fd = k->w.rep_fd = k->w.log_fd = -1;
+	cr_proc_blank(&k->w);
 	k->who = who;
 	k->timeout_s = timeout_s;
 	k->frozen_cpu = -1;
 }
 
-static void wk_freeze(struct wk *k)
+/* Freezes an idle worker (its whole group); -1 when it could not be
+ * stopped in time (it is then killed, detail says so). */
+static int wk_freeze(struct wk *k, char *detail, size_t cap)
 {
 	if (k->frozen || k->w.pid <= 0)
-		return;
-	cr_proc_freeze(&k->w);
+		return 0;
+	if (cr_proc_freeze(&k->w, detail, cap))
+		return -1;
 	k->frozen = true;
 	k->frozen_cpu = cr_proc_cpu_ns(&k->w);
+	return 0;
 }
 
-/* Thaws; notes CPU the worker used while frozen (it must be none). */
-static void wk_thaw(struct wk *k)
+/* One call of a frozen worker, bracketed (cr_proc_call_frozen): the clock
+ * starts before the thaw and stops once the group is frozen again, so a
+ * thread that works in the gap before or after the call is inside the
+ * sample. Notes CPU the group used while it was frozen between calls (it
+ * must be none: the freezer holds every task). */
+static enum cr_run wk_call(struct wk *k, int set, int64_t *ns, char *detail, size_t cap)
 {
-	int64_t now;
-	if (!k->frozen)
-		return;
-	now = cr_proc_cpu_ns(&k->w);
+	enum cr_run res;
+	int64_t now = cr_proc_cpu_ns(&k->w);
+
 	if (now >= 0 && k->frozen_cpu >= 0) {
 		if (now > k->frozen_cpu)
 			k->ran_frozen_ns += now - k->frozen_cpu;
 		k->n_freezes++;
 	}
-	cr_proc_thaw(&k->w);
-	k->frozen = false;
-}
-
-/* One call with the worker awake for exactly its duration. */
-static enum cr_run wk_call(struct wk *k, int set, int64_t *ns, char *detail, size_t cap)
-{
-	enum cr_run res;
-	wk_thaw(k);
-	res = cr_proc_call(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, ns, detail, cap);
-	if (res == CR_RUN_OK)
-		wk_freeze(k);
+	res = cr_proc_call_frozen(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, ns, detail, cap);
+	k->frozen_cpu = res == CR_RUN_OK ? cr_proc_cpu_ns(&k->w) : -1;
 	return res;
 }
 
@@ -112,6 +108,7 @@ static const char *run_what(enum cr_run res)
 	case CR_RUN_SYSCALL: return "made a forbidden system call";
 	case CR_RUN_SETUP: return "failed its setup";
 	case CR_RUN_FAULT: return "reported a fault";
+	case CR_RUN_ENV: return "could not be started by the host";
 	default: return "crashed";
 	}
 }
@@ -309,20 +306,25 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	vr_write_header(v, &c, wb.w.shm, N_SETS);
 	vr_guard_fill(&c, wc.w.shm, N_SETS, total, gkey);
 	vr_guard_fill(&c, wb.w.shm, N_SETS, total, cr_secure_u64());
-	/* the candidate first (its constructors run before the baseline
-	 * exists), then frozen while the baseline starts */
+	/* the candidate first, then frozen while the baseline starts */
 	res = cr_proc_start(&wc.w, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
-	if (res != CR_RUN_OK) {
-		vr_fail(v, vr_run_verdict(&wc.w, res), "timing: %s", detail);
+	if (res == CR_RUN_ENV) {
+		s = cr_errf(err, CR_EENV, "timing: the candidate's worker: %s", detail);
 		goto out;
 	}
-	wk_freeze(&wc);
+	if (res != CR_RUN_OK || wk_freeze(&wc, detail, sizeof detail)) {
+		vr_fail(v, vr_run_verdict(&wc.w, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT), "timing: %s", detail);
+		goto out;
+	}
 	res = cr_proc_start(&wb.w, "base", v->workdir, BASE_TIMEOUT_S, detail, sizeof detail);
-	if (res != CR_RUN_OK) {
-		base_failed(v, res, "at start", detail);
+	if (res == CR_RUN_ENV) {
+		s = cr_errf(err, CR_EENV, "timing: the baseline's worker: %s", detail);
 		goto out;
 	}
-	wk_freeze(&wb);
+	if (res != CR_RUN_OK || wk_freeze(&wb, detail, sizeof detail)) {
+		base_failed(v, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT, "at start", detail);
+		goto out;
+	}
 	/* warm-up: one untimed call per side and buffer set (page faults,
 	 * thread pools, lazy binding), outputs checked like any other */
 	for (int set = 0; set < N_SETS; set++) {

@@ -124,8 +124,7 @@ static void side_init(struct side *s, struct vr *v, uint64_t gkey)
 	memset(s, 0, sizeof *s);
 	s->v = v;
 	s->gkey = gkey;
-	s->w.pid = -1;
-	s->w.shm_fd = s->w.cmd_fd = s->w.rep_fd = s->w.log_fd = -1;
+	cr_proc_blank(&s->w);
 }
 
 static void side_release(struct side *s)
@@ -410,6 +409,10 @@ enum cr_status vr_time_cuda(struct vr *v, struct cr_result *r, struct cr_err *er
 	if ((s = fill_pools(&sc, have_base ? &sb : NULL, cr_secure_u64(), err)))
 		goto out;
 	res = cr_proc_start(&sc.w, "cuda", v->workdir, v->o->call_timeout_s + 30, detail, sizeof detail);
+	if (res == CR_RUN_ENV) {
+		s = cr_errf(err, CR_EENV, "timing: the candidate's worker: %s", detail);
+		goto out;
+	}
 	if (res != CR_RUN_OK) {
 		vr_fail(v, vr_run_verdict(&sc.w, res), "timing: %s", detail);
 		goto out;

@@ -1,0 +1,562 @@
+/* cgroup.c — a control group per worker (cgroup.h). Every wait is bounded;
+ * every file is written with open/write/close so the child can join its
+ * groups between clone and exec. */
+#include "sandbox/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/cr_status.h"
+
+static int cg_probed;          /* 0 not yet, 1 done */
+static bool cg_ok;             /* a freezer group can be made */
+static char cg_line[320];      /* cr_cg_mode's answer */
+static char v2_base[256];      /* the v2 group we live in, "" without v2 */
+static char v1_base[4][256];   /* freezer, cpuacct, pids, memory groups we live in */
+static const char *const v1_names[4] = { "freezer", "cpuacct", "pids", "memory" };
+enum { V1_FREEZER, V1_CPUACCT, V1_PIDS, V1_MEMORY };
+static unsigned long cg_seq;
+static long cg_quota = 512;    /* tasks a worker may hold (cr_cg_plan) */
+static long cg_headroom = -1;  /* tasks the host still allowed when planned */
+
+static int write_str(const char *dir, const char *file, const char *s)
+{
+	char p[512];
+	int fd, rc = 0;
+	size_t n = strlen(s);
+
+	if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
+		return -1;
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, s, n) != (ssize_t)n)
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
+static ssize_t read_str(const char *dir, const char *file, char *buf, size_t cap)
+{
+	char p[512];
+	ssize_t n;
+	int fd;
+
+	buf[0] = 0;
+	if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
+		return -1;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
+static int open_in(const char *dir, const char *file, int flags)
+{
+	char p[512];
+
+	if (!dir[0] || (size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
+		return -1;
+	return open(p, flags | O_CLOEXEC);
+}
+
+/* The whole of a small cgroup file read through a kept descriptor. */
+static ssize_t pread_str(int fd, char *buf, size_t cap)
+{
+	ssize_t n = fd >= 0 ? pread(fd, buf, cap - 1, 0) : -1;
+
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
+static int pwrite_str(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	return fd >= 0 && pwrite(fd, s, n, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static bool is_file(const char *dir, const char *file)
+{
+	char p[512];
+	struct stat sb;
+
+	snprintf(p, sizeof p, "%s/%s", dir, file);
+	return stat(p, &sb) == 0;
+}
+
+/* Our own groups, from /proc/self/cgroup and the usual mount points. */
+static void find_bases(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[512], v2mnt[64] = "";
+
+	if (is_file("/sys/fs/cgroup", "cgroup.freeze") || is_file("/sys/fs/cgroup", "cgroup.controllers"))
+		snprintf(v2mnt, sizeof v2mnt, "/sys/fs/cgroup");
+	else if (is_file("/sys/fs/cgroup/unified", "cgroup.controllers"))
+		snprintf(v2mnt, sizeof v2mnt, "/sys/fs/cgroup/unified");
+	while (f && fgets(line, sizeof line, f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *path;
+
+		if (!c2)
+			continue;
+		*c2 = 0;
+		path = c2 + 1;
+		path[strcspn(path, "\n")] = 0;
+		if (!strcmp(path, "/"))
+			path[0] = 0;
+		if (c1[1] == 0 && v2mnt[0]) {   /* "0::path": the v2 hierarchy */
+			snprintf(v2_base, sizeof v2_base, "%s%s", v2mnt, path);
+			continue;
+		}
+		for (int i = 0; i < 4; i++) {
+			/* the controller list, e.g. "cpu,cpuacct" */
+			char list[128], *tok, *save = NULL;
+
+			snprintf(list, sizeof list, "%s", c1 + 1);
+			for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				char mnt[256];
+
+				if (strcmp(tok, v1_names[i]))
+					continue;
+				snprintf(mnt, sizeof mnt, "/sys/fs/cgroup/%s", v1_names[i]);
+				if (!is_file(mnt, "cgroup.procs"))
+					snprintf(mnt, sizeof mnt, "/sys/fs/cgroup/%s", c1 + 1);
+				if (is_file(mnt, "cgroup.procs"))
+					snprintf(v1_base[i], sizeof v1_base[i], "%s%s", mnt, path);
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* A fresh group under base (mkdir), its path in out; 0 or -1 (errno). */
+static int make_group(const char *base, const char *name, char *out, size_t cap)
+{
+	if (!base[0]) {
+		errno = ENOENT;
+		return -1;
+	}
+	if ((size_t)snprintf(out, cap, "%s/%s", base, name) >= cap) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* never adopt a group already there (a stale one of a process whose
+	 * pid came round again): removed if empty, else refused */
+	if (mkdir(out, 0700) && (errno != EEXIST || rmdir(out) || mkdir(out, 0700))) {
+		out[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static void sleep_ns(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* rmdir, retried while tasks leave (bounded: 2 s). */
+static void remove_group(char *dir)
+{
+	if (!dir[0])
+		return;
+	for (int i = 0; i < 400 && rmdir(dir) && errno == EBUSY; i++)
+		sleep_ns(5000000);
+	dir[0] = 0;
+}
+
+static void probe(void);
+
+/* The empty groups named crucible-PID-... of a PID that is gone. */
+static void sweep_dir(const char *base)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (!base[0] || !(d = opendir(base)))
+		return;
+	while ((e = readdir(d))) {
+		char p[640];
+		long pid;
+
+		if (strncmp(e->d_name, "crucible-", 9) || (pid = strtol(e->d_name + 9, NULL, 10)) <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof p, "%s/%s", base, e->d_name);
+		rmdir(p); /* fails, harmlessly, while a task is still inside */
+	}
+	closedir(d);
+}
+
+void cr_cg_sweep(void)
+{
+	if (!cg_probed)
+		find_bases();
+	sweep_dir(v2_base);
+	for (int i = 0; i < 4; i++)
+		sweep_dir(v1_base[i]);
+}
+
+static long read_long(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return !strncmp(buf, "max", 3) ? -1 : strtol(buf, NULL, 10);
+}
+
+/* Tasks the host still allows us: the kernel's limits less what runs,
+ * and every pids group from ours up to its hierarchy's root. */
+static long host_headroom(void)
+{
+	long best = -1, pid_max = read_long("/proc/sys/kernel/pid_max"),
+	     threads_max = read_long("/proc/sys/kernel/threads-max"), total = -1;
+	FILE *f = fopen("/proc/loadavg", "re");
+	const char *bases[2] = { v1_base[V1_PIDS], v2_base };
+
+	if (f) {
+		double a, b, c;
+		long run;
+
+		if (fscanf(f, "%lf %lf %lf %ld/%ld", &a, &b, &c, &run, &total) != 5)
+			total = -1;
+		fclose(f);
+	}
+#define CAP(v) do { long v_ = (v); if (v_ >= 0 && (best < 0 || v_ < best)) best = v_; } while (0)
+	if (total >= 0) {
+		if (pid_max > 0)
+			CAP(pid_max - total);
+		if (threads_max > 0)
+			CAP(threads_max - total);
+	}
+	for (int k = 0; k < 2; k++) {
+		char dir[256];
+
+		/* from our group up to the hierarchy's root (which has no limit) */
+		snprintf(dir, sizeof dir, "%s", bases[k]);
+		while (strlen(dir) > strlen("/sys/fs/cgroup/")) {
+			char pm[300], pc[300];
+			long mx, cur;
+
+			snprintf(pm, sizeof pm, "%s/pids.max", dir);
+			snprintf(pc, sizeof pc, "%s/pids.current", dir);
+			if ((mx = read_long(pm)) >= 0 && (cur = read_long(pc)) >= 0)
+				CAP(mx - cur);
+			*strrchr(dir, '/') = 0;
+		}
+	}
+#undef CAP
+	return best;
+}
+
+long cr_cg_plan(int workers)
+{
+	if (!cg_probed)
+		probe();
+	find_bases(); /* where we are now */
+	cg_headroom = host_headroom();
+	if (workers < 1)
+		workers = 1;
+	cg_quota = 512;
+	if (cg_headroom >= 0 && cg_headroom / (workers + 1) < cg_quota)
+		cg_quota = cg_headroom / (workers + 1);
+	if (cg_quota < 64) {
+		snprintf(cg_line, sizeof cg_line, "the host allows %ld more tasks: %d workers at once would get "
+			 "%ld each, fewer than the 64 a worker needs (fewer --jobs, or a higher pids limit)",
+			 cg_headroom, workers, cg_quota);
+		return -1;
+	}
+	return cg_quota;
+}
+
+long cr_cg_quota(bool cuda)
+{
+	/* a cuda worker's driver starts its own threads: up to 8 shares */
+	if (cuda)
+		return cg_quota * 8 < 4096 ? cg_quota * 8 : 4096;
+	return cg_quota;
+}
+
+static void probe(void)
+{
+	struct cr_cg g;
+	char why[160] = "";
+
+	cg_probed = 1;
+	find_bases();
+	if (geteuid() == 0)
+		cr_cg_sweep();
+	if (geteuid() != 0)
+		snprintf(why, sizeof why, "not root: no cgroup can be created");
+	else if (!v2_base[0] && !v1_base[V1_FREEZER][0])
+		snprintf(why, sizeof why, "neither a cgroup v2 hierarchy nor a v1 freezer is mounted");
+	if (!why[0]) {
+		if (cr_cg_create(&g, "probe", 64, 1ull << 40) == 0) {
+			cg_ok = true;
+			snprintf(cg_line, sizeof cg_line, "cgroup %s (freeze, kill, cpu), %s pids, %s memory",
+				 g.v2 ? "v2" : "v1", g.pids_dir[0] ? (g.pids_v2 ? "v2" : "v1") : "no",
+				 g.mem_dir[0] ? (g.mem_v2 ? "v2" : "v1") : "no");
+			if (!g.pids_dir[0])
+				snprintf(cg_line + strlen(cg_line), sizeof cg_line - strlen(cg_line),
+					 " (tasks bounded by the per-uid RLIMIT_NPROC)");
+			cr_cg_destroy(&g);
+		} else {
+			snprintf(why, sizeof why, "cannot create a group under %s: %s",
+				 v2_base[0] ? v2_base : v1_base[V1_FREEZER], strerror(errno));
+		}
+	}
+	if (!cg_ok)
+		snprintf(cg_line, sizeof cg_line, "none (%s): SIGSTOP freeze that a worker's SIGCONT can "
+			 "cancel, process CPU clock, per-uid RLIMIT_NPROC", why);
+}
+
+const char *cr_cg_mode(void)
+{
+	if (!cg_probed)
+		probe();
+	return cg_line;
+}
+
+bool cr_cg_available(void)
+{
+	if (!cg_probed)
+		probe();
+	return cg_ok;
+}
+
+int cr_cg_create(struct cr_cg *g, const char *name, long pids_max, uint64_t mem_max)
+{
+	char leaf[128], num[32];
+
+	memset(g, 0, sizeof *g);
+	g->freeze_fd = g->state_fd = g->cpu_fd = -1;
+	if (!cg_probed && strcmp(name, "probe"))
+		probe();
+	if (cg_probed && !cg_ok && strcmp(name, "probe")) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	snprintf(leaf, sizeof leaf, "crucible-%ld-%lu-%s", (long)getpid(), ++cg_seq, name);
+	/* freeze, kill and cpu: v2 where it is mounted (its freezer is core),
+	 * else the v1 freezer and cpuacct */
+	if (v2_base[0] && make_group(v2_base, leaf, g->dir, sizeof g->dir) == 0 &&
+	    is_file(g->dir, "cgroup.freeze")) {
+		g->v2 = true;
+	} else {
+		remove_group(g->dir);
+		if (make_group(v1_base[V1_FREEZER], leaf, g->dir, sizeof g->dir))
+			return -1;
+		if (make_group(v1_base[V1_CPUACCT], leaf, g->cpu_dir, sizeof g->cpu_dir))
+			g->cpu_dir[0] = 0;
+	}
+	/* the files every call touches, opened once: a freeze and a thaw are
+	 * then one write each, the frozen test and the CPU one read */
+	g->freeze_fd = open_in(g->dir, g->v2 ? "cgroup.freeze" : "freezer.state", O_RDWR);
+	g->state_fd = g->v2 ? open_in(g->dir, "cgroup.events", O_RDONLY) : g->freeze_fd;
+	g->cpu_fd = g->v2 ? open_in(g->dir, "cpu.stat", O_RDONLY) : open_in(g->cpu_dir, "cpuacct.usage", O_RDONLY);
+	if (g->freeze_fd < 0 || g->state_fd < 0) {
+		int e = errno;
+		g->on = true;
+		cr_cg_destroy(g);
+		errno = e;
+		return -1;
+	}
+	g->on = true;
+	/* pids: v2 when the controller is enabled for our children, else v1 */
+	snprintf(num, sizeof num, "%ld", pids_max);
+	if (g->v2 && is_file(g->dir, "pids.max") && write_str(g->dir, "pids.max", num) == 0) {
+		snprintf(g->pids_dir, sizeof g->pids_dir, "%s", g->dir);
+		g->pids_v2 = true;
+	} else if (make_group(v1_base[V1_PIDS], leaf, g->pids_dir, sizeof g->pids_dir) == 0 &&
+		   write_str(g->pids_dir, "pids.max", num)) {
+		remove_group(g->pids_dir);
+	}
+	if (mem_max) {
+		snprintf(num, sizeof num, "%llu", (unsigned long long)mem_max);
+		if (g->v2 && is_file(g->dir, "memory.max") && write_str(g->dir, "memory.max", num) == 0) {
+			snprintf(g->mem_dir, sizeof g->mem_dir, "%s", g->dir);
+			g->mem_v2 = true;
+		} else if (make_group(v1_base[V1_MEMORY], leaf, g->mem_dir, sizeof g->mem_dir) == 0 &&
+			   write_str(g->mem_dir, "memory.limit_in_bytes", num)) {
+			remove_group(g->mem_dir);
+		}
+	}
+	return 0;
+}
+
+int cr_cg_enter(const struct cr_cg *g)
+{
+	if (!g->on)
+		return 0;
+	if (write_str(g->dir, "cgroup.procs", "0") ||
+	    (g->cpu_dir[0] && write_str(g->cpu_dir, "cgroup.procs", "0")) ||
+	    (g->pids_dir[0] && !g->pids_v2 && write_str(g->pids_dir, "cgroup.procs", "0")) ||
+	    (g->mem_dir[0] && !g->mem_v2 && write_str(g->mem_dir, "cgroup.procs", "0")))
+		return -1;
+	return 0;
+}
+
+static bool frozen_now(const struct cr_cg *g)
+{
+	char buf[256];
+
+	if (g->v2) {
+		const char *p;
+
+		if (pread_str(g->state_fd, buf, sizeof buf) <= 0)
+			return false;
+		p = strstr(buf, "frozen ");
+		return p && p[7] == '1';
+	}
+	return pread_str(g->state_fd, buf, sizeof buf) > 0 && !strncmp(buf, "FROZEN", 6);
+}
+
+int cr_cg_freeze(const struct cr_cg *g, int64_t timeout_ns)
+{
+	int64_t t0 = cr_now_ns(), pause = 20000;
+
+	if (!g->on)
+		return -1;
+	if (pwrite_str(g->freeze_fd, g->v2 ? "1" : "FROZEN"))
+		return -1;
+	/* an idle group (its threads blocked in read) is frozen at once;
+	 * a running one within microseconds: look a few times before sleeping
+	 * (a sleep costs the timer slack, 50 us, inside every timed sample) */
+	for (int spin = 0;; spin++) {
+		if (frozen_now(g))
+			return 0;
+		if (cr_now_ns() - t0 > timeout_ns)
+			return -1;
+		if (spin < 64) {
+			sched_yield();
+			continue;
+		}
+		sleep_ns(pause);
+		pause = pause < 1000000 ? pause * 2 : pause;
+		/* a v1 freezer left FREEZING retries only when asked again */
+		if (!g->v2)
+			pwrite_str(g->freeze_fd, "FROZEN");
+	}
+}
+
+void cr_cg_thaw(const struct cr_cg *g)
+{
+	if (g->on)
+		pwrite_str(g->freeze_fd, g->v2 ? "0" : "THAWED");
+}
+
+int64_t cr_cg_cpu_ns(const struct cr_cg *g)
+{
+	char buf[512];
+
+	if (!g->on)
+		return -1;
+	if (g->v2) {
+		const char *p;
+
+		if (pread_str(g->cpu_fd, buf, sizeof buf) <= 0 || !(p = strstr(buf, "usage_usec ")))
+			return -1;
+		return strtoll(p + 11, NULL, 10) * 1000;
+	}
+	if (pread_str(g->cpu_fd, buf, sizeof buf) <= 0)
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
+long cr_cg_tasks(const struct cr_cg *g)
+{
+	char buf[64];
+
+	if (g->pids_dir[0] && read_str(g->pids_dir, "pids.current", buf, sizeof buf) > 0)
+		return strtol(buf, NULL, 10);
+	return -1;
+}
+
+/* v1 (no cgroup.kill): with the group frozen no task can exit and free
+ * its pid for reuse between the listing and the signal; then thawed, so
+ * the frozen tasks take the signal and die. */
+static void kill_listed(const struct cr_cg *g)
+{
+	char p[512], buf[4096];
+
+	snprintf(p, sizeof p, "%s/cgroup.procs", g->dir);
+	for (int round = 0; round < 20; round++) {
+		int fd = open(p, O_RDONLY | O_CLOEXEC), any = 0;
+		ssize_t n;
+
+		if (fd < 0)
+			return;
+		cr_cg_freeze(g, 100000000);
+		while ((n = read(fd, buf, sizeof buf - 1)) > 0) {
+			buf[n] = 0;
+			for (char *s = buf, *e; *s; s = e) {
+				long pid = strtol(s, &e, 10);
+
+				if (e == s)
+					break;
+				if (pid > 0) {
+					kill((pid_t)pid, SIGKILL);
+					any = 1;
+				}
+			}
+		}
+		close(fd);
+		cr_cg_thaw(g);
+		if (!any)
+			return;
+		sleep_ns(2000000);
+	}
+}
+
+void cr_cg_kill(const struct cr_cg *g)
+{
+	if (!g->on)
+		return;
+	if (g->v2 && write_str(g->dir, "cgroup.kill", "1") == 0)
+		return;
+	kill_listed(g);
+}
+
+void cr_cg_destroy(struct cr_cg *g)
+{
+	if (!g->on)
+		return;
+	cr_cg_kill(g);
+	cr_cg_thaw(g);
+	remove_group(g->dir);
+	remove_group(g->cpu_dir);
+	if (!g->pids_v2)
+		remove_group(g->pids_dir);
+	if (!g->mem_v2)
+		remove_group(g->mem_dir);
+	if (g->state_fd >= 0 && g->state_fd != g->freeze_fd)
+		close(g->state_fd);
+	if (g->freeze_fd >= 0)
+		close(g->freeze_fd);
+	if (g->cpu_fd >= 0)
+		close(g->cpu_fd);
+	g->freeze_fd = g->state_fd = g->cpu_fd = -1;
+	g->on = false;
+}
