@@ -1579,6 +1579,9 @@ fail:
 	rc = cr_status_exit_code(err.status);
 out:
 	eval_jobs_close(pool);
+	/* the run's task reservation, once its jobs (and their workers) are gone */
+	cr_cg_unplan();
+	cr_cg_sweep();
 	free(emit.metas);
 	cuda_unlock(&o, "crucible eval");
 	if (res)
@@ -1712,11 +1715,13 @@ int cr_cmd_check(int argc, char **argv)
 		fprintf(stderr, "crucible check: %s\n", err.msg);
 		rmdir(workroot);
 		free(workroot);
+		cr_cg_unplan();
 		task_list_free(tasks, n_tasks);
 		return cr_status_exit_code(err.status);
 	}
 	rmdir(workroot);
 	free(workroot);
+	cr_cg_unplan();
 	if (o.json) {
 		json_t *j = json_object();
 		json_object_set_new(j, "candidate", jstr(argv[optind]));

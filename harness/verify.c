@@ -139,8 +139,24 @@ static enum cr_status prepare(struct vr *v, const struct task *t, struct cr_cand
 			vr_fail(v, cr.status, "%s", cr.detail);
 		return CR_OK;
 	}
-	switch (cr_compile_cpu(&v->plan, f->src, f->len, v->workdir, o->compile_timeout_s, log,
-			       sizeof log)) {
+	/* a host that cannot run the compiler for a moment is waited out
+	 * (as a worker's start is, sandbox/proc.c), then reported as the
+	 * host's: never the candidate's compile_error */
+	static const int backoff_ms[] = { 50, 250, 1000, 3000 };
+	enum cr_compile_result cres;
+	for (int a = 0;; a++) {
+		cres = cr_compile_cpu(&v->plan, f->src, f->len, v->workdir, o->compile_timeout_s, log, sizeof log);
+		if (cres != CR_COMPILE_ENV || a == (int)(sizeof backoff_ms / sizeof backoff_ms[0]))
+			break;
+		usleep((useconds_t)backoff_ms[a] * 1000);
+		/* the failed attempt's cand.so, if any, goes before the next */
+		{
+			char so[700];
+			snprintf(so, sizeof so, "%s/cand.so", v->workdir);
+			unlink(so);
+		}
+	}
+	switch (cres) {
 	case CR_COMPILED:
 		break;
 	case CR_COMPILE_ENV:

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ enum { V1_FREEZER, V1_CPUACCT, V1_PIDS, V1_MEMORY };
 static unsigned long cg_seq;
 static long cg_quota = 512;    /* tasks a worker may hold (cr_cg_plan) */
 static long cg_headroom = -1;  /* tasks the host still allowed when planned */
+static char run_pids[384];     /* the run's pids group, holding its reservation ("" none) */
 
 static int write_str(const char *dir, const char *file, const char *s)
 {
@@ -185,11 +187,13 @@ static void probe(void);
 /* The empty groups named crucible-PID-... of a PID that is gone. */
 static void sweep_dir(const char *base)
 {
+	static int depth;
 	DIR *d;
 	struct dirent *e;
 
-	if (!base[0] || !(d = opendir(base)))
+	if (!base[0] || depth > 1 || !(d = opendir(base)))
 		return;
+	depth++;
 	while ((e = readdir(d))) {
 		char p[640];
 		long pid;
@@ -199,9 +203,11 @@ static void sweep_dir(const char *base)
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		snprintf(p, sizeof p, "%s/%s", base, e->d_name);
+		sweep_dir(p); /* a run's group holds its workers' */
 		rmdir(p); /* fails, harmlessly, while a task is still inside */
 	}
 	closedir(d);
+	depth--;
 }
 
 void cr_cg_sweep(void)
@@ -271,24 +277,118 @@ static long host_headroom(void)
 	return best;
 }
 
+/* What the other crucible runs beside ours have reserved and not yet
+ * used: their run groups' pids.max less pids.current. */
+static long reserved_by_others(const char *base)
+{
+	DIR *d;
+	struct dirent *e;
+	long sum = 0;
+
+	if (!base[0] || !(d = opendir(base)))
+		return 0;
+	while ((e = readdir(d))) {
+		char pm[640], pc[640];
+		long pid, mx, cur;
+		size_t n = strlen(e->d_name);
+
+		if (strncmp(e->d_name, "crucible-", 9) || n < 4 || strcmp(e->d_name + n - 4, "-run") ||
+		    (pid = strtol(e->d_name + 9, NULL, 10)) <= 0 || pid == (long)getpid() ||
+		    (kill((pid_t)pid, 0) && errno == ESRCH))
+			continue;
+		snprintf(pm, sizeof pm, "%s/%s/pids.max", base, e->d_name);
+		snprintf(pc, sizeof pc, "%s/%s/pids.current", base, e->d_name);
+		if ((mx = read_long(pm)) >= 0 && (cur = read_long(pc)) >= 0 && mx > cur)
+			sum += mx - cur;
+	}
+	closedir(d);
+	return sum;
+}
+
 long cr_cg_plan(int workers)
 {
+	char lock_path[] = "/run/crucible-cgroup.lock", num[32], dir[384];
+	int lk;
+
 	if (!cg_probed)
 		probe();
 	find_bases(); /* where we are now */
-	cg_headroom = host_headroom();
 	if (workers < 1)
 		workers = 1;
+	/* one planner at a time on the machine: each sees what the others
+	 * reserved (a file of root's in /run, never through a link) */
+	lk = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lk >= 0)
+		while (flock(lk, LOCK_EX) && errno == EINTR)
+			;
+	cg_headroom = host_headroom();
+	if (cg_headroom >= 0)
+		cg_headroom -= reserved_by_others(v1_base[V1_PIDS]);
+	/* at most half of what is free: a run beside ours gets its share too */
 	cg_quota = 512;
-	if (cg_headroom >= 0 && cg_headroom / (workers + 1) < cg_quota)
-		cg_quota = cg_headroom / (workers + 1);
+	if (cg_headroom >= 0 && cg_headroom / (2 * (workers + 1)) < cg_quota)
+		cg_quota = cg_headroom / (2 * (workers + 1));
 	if (cg_quota < 64) {
-		snprintf(cg_line, sizeof cg_line, "the host allows %ld more tasks: %d workers at once would get "
-			 "%ld each, fewer than the 64 a worker needs (fewer --jobs, or a higher pids limit)",
-			 cg_headroom, workers, cg_quota);
+		snprintf(cg_line, sizeof cg_line, "the host allows %ld more tasks (less what other crucible runs "
+			 "reserved): %d workers at once would get %ld each, fewer than the 64 a worker needs "
+			 "(fewer --jobs, or a higher pids limit)", cg_headroom, workers, cg_quota);
+		if (lk >= 0)
+			close(lk);
 		return -1;
 	}
+	/* the reservation, held by the kernel: the run's workers' groups (and
+	 * its compilers') live in it, one share kept for the compilers */
+	snprintf(dir, sizeof dir, "crucible-%ld-run", (long)getpid());
+	snprintf(num, sizeof num, "%ld", cg_quota * (workers + 1));
+	if (v1_base[V1_PIDS][0] && !run_pids[0] &&
+	    make_group(v1_base[V1_PIDS], dir, run_pids, sizeof run_pids) == 0 &&
+	    write_str(run_pids, "pids.max", num))
+		remove_group(run_pids);
+	else if (run_pids[0])
+		write_str(run_pids, "pids.max", num);
+	if (lk >= 0)
+		close(lk);
 	return cg_quota;
+}
+
+void cr_cg_unplan(void)
+{
+	if (run_pids[0] && getpid() == (pid_t)strtol(strrchr(run_pids, '/') + 10, NULL, 10))
+		remove_group(run_pids);
+}
+
+int cr_cg_create_tasks(struct cr_cg *g, const char *name)
+{
+	char leaf[128], num[32];
+
+	memset(g, 0, sizeof *g);
+	g->freeze_fd = g->state_fd = g->cpu_fd = -1;
+	if (!cg_probed)
+		probe();
+	if (!cg_ok) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	snprintf(leaf, sizeof leaf, "crucible-%ld-%lu-%s", (long)getpid(), ++cg_seq, name);
+	snprintf(num, sizeof num, "%ld", cg_quota);
+	if (make_group(run_pids[0] ? run_pids : v1_base[V1_PIDS], leaf, g->pids_dir, sizeof g->pids_dir))
+		return -1;
+	if (write_str(g->pids_dir, "pids.max", num)) {
+		remove_group(g->pids_dir);
+		return -1;
+	}
+	return 0;
+}
+
+bool cr_cg_hit_max(const struct cr_cg *g)
+{
+	char buf[128];
+	const char *p;
+
+	if (!g->pids_dir[0] || read_str(g->pids_dir, "pids.events", buf, sizeof buf) <= 0 ||
+	    !(p = strstr(buf, "max ")))
+		return false;
+	return strtol(p + 4, NULL, 10) > 0;
 }
 
 long cr_cg_quota(bool cuda)
@@ -389,7 +489,7 @@ int cr_cg_create(struct cr_cg *g, const char *name, long pids_max, uint64_t mem_
 	if (g->v2 && is_file(g->dir, "pids.max") && write_str(g->dir, "pids.max", num) == 0) {
 		snprintf(g->pids_dir, sizeof g->pids_dir, "%s", g->dir);
 		g->pids_v2 = true;
-	} else if (make_group(v1_base[V1_PIDS], leaf, g->pids_dir, sizeof g->pids_dir) == 0 &&
+	} else if (make_group(run_pids[0] ? run_pids : v1_base[V1_PIDS], leaf, g->pids_dir, sizeof g->pids_dir) == 0 &&
 		   write_str(g->pids_dir, "pids.max", num)) {
 		remove_group(g->pids_dir);
 	}
@@ -409,7 +509,7 @@ int cr_cg_create(struct cr_cg *g, const char *name, long pids_max, uint64_t mem_
 int cr_cg_enter(const struct cr_cg *g)
 {
 	if (!g->on)
-		return 0;
+		return g->pids_dir[0] ? write_str(g->pids_dir, "cgroup.procs", "0") : 0;
 	if (write_str(g->dir, "cgroup.procs", "0") ||
 	    (g->cpu_dir[0] && write_str(g->cpu_dir, "cgroup.procs", "0")) ||
 	    (g->pids_dir[0] && !g->pids_v2 && write_str(g->pids_dir, "cgroup.procs", "0")) ||
@@ -541,8 +641,11 @@ void cr_cg_kill(const struct cr_cg *g)
 
 void cr_cg_destroy(struct cr_cg *g)
 {
-	if (!g->on)
+	if (!g->on) {
+		/* a tasks-only group (cr_cg_create_tasks) */
+		remove_group(g->pids_dir);
 		return;
+	}
 	cr_cg_kill(g);
 	cr_cg_thaw(g);
 	remove_group(g->dir);

@@ -61,6 +61,17 @@ void cr_cg_destroy(struct cr_cg *g);
  * a batch with exit 3). Returns the quota, or -1 when the share is below
  * 64 tasks (why in cr_cg_mode): the host cannot run that many workers. */
 long cr_cg_plan(int workers);
+/* Removes the run's reservation group (at the end of the run, in the
+ * process that planned it). */
+void cr_cg_unplan(void);
+/* A group with a task quota only (pids.max = a worker's), in the run's
+ * reservation: for the compiler, so its processes are reserved too and a
+ * failure to start one can be told from the candidate's (cr_cg_hit_max).
+ * 0, or -1 (no group: the caller goes on without). Join with cr_cg_enter;
+ * remove with cr_cg_destroy. */
+int cr_cg_create_tasks(struct cr_cg *g, const char *name);
+/* Whether a task of g was refused for its quota (pids.events "max"). */
+bool cr_cg_hit_max(const struct cr_cg *g);
 /* The task quota of a worker (cuda: the driver starts more threads). */
 long cr_cg_quota(bool cuda);
 /* Removes the empty groups of crucible processes that are gone (killed

@@ -6,6 +6,7 @@
  * directory but the produced cand.so, without following links, and copies
  * it into the root-owned run directory. */
 #include "sandbox/compile.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/elfcheck.h"
 #include "sandbox/proc.h"
 
@@ -136,6 +137,7 @@ static void confine_fs(const char *cwd, int abi)
 
 struct run_opts {
 	int log_fd;          /* stdout and stderr */
+	const struct cr_cg *cg; /* a task quota to join first (NULL: none) */
 	const char *cwd;     /* NULL: stay */
 	double timeout_s;
 	bool unprivileged;   /* as nobody when root */
@@ -149,6 +151,8 @@ static void run_child(char *const argv[], const struct run_opts *o, int abi)
 	struct rlimit rl;
 
 	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", o->cwd ? o->cwd : "/tmp");
+	if (o->cg && cr_cg_enter(o->cg))
+		_exit(CHILD_SETUP_FAILED);
 	signal(SIGPIPE, SIG_DFL);
 	setpgid(0, 0);
 	if (dup2(o->log_fd, 1) < 0 || dup2(o->log_fd, 2) < 0)
@@ -448,9 +452,23 @@ enum cr_compile_result cr_compile_cpu(const struct cr_plan *p, const char *src, 
 		snprintf(log, cap, "cannot create %s: %s", lpath, strerror(errno));
 		goto out;
 	}
+	/* the compiler's processes in the run's reservation, under a quota of
+	 * their own: a process it could not start for that quota is the
+	 * host's failure (the kernel's count, never the log's words, which the
+	 * candidate's source can write), not a compile_error */
+	struct cr_cg cg;
+	bool have_cg = cr_cg_available() && cr_cg_create_tasks(&cg, "cc") == 0;
+	o.cg = have_cg ? &cg : NULL;
 	rc = run(argv, &o);
+	bool starved = have_cg && cr_cg_hit_max(&cg);
+	if (have_cg)
+		cr_cg_destroy(&cg);
 	read_tail(o.log_fd, log, cap);
-	if (rc == -1) {
+	if (rc != 0 && starved) {
+		snprintf(log, cap, "the compiler could not start a process within its task quota (the host's "
+			 "limit, or other runs' reservations)");
+		res = CR_COMPILE_ENV;
+	} else if (rc == -1) {
 		snprintf(log, cap, "compiler did not finish within %.0f s", timeout_s);
 		res = CR_COMPILE_TIMEOUT;
 	} else if (rc == -2 || rc == 127) {

@@ -294,9 +294,10 @@ static void test_cg_pids_quota(void **state)
 	munmap((void *)counter, 4096);
 }
 
-/* The quota fits the host: crucible in a pids group of 700 tasks, six
- * workers at once get at most 699 / 7 each; twelve would get fewer than 64,
- * and the plan refuses. */
+/* The quota fits the host: crucible in a pids group of 1400 tasks, six
+ * workers at once get at most half of 1399 / 7 each (the other half left
+ * to runs beside it); twelve would get fewer than 64, and the plan
+ * refuses. */
 static void test_cg_plan_fits_host(void **state)
 {
 	char base[512] = "", grp[600], line[600];
@@ -323,7 +324,7 @@ static void test_cg_plan_fits_host(void **state)
 	snprintf(line, sizeof line, "%s/pids.max", grp);
 	f = fopen(line, "w");
 	assert_non_null(f);
-	fputs("700", f);
+	fputs("1400", f);
 	fclose(f);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -336,9 +337,9 @@ static void test_cg_plan_fits_host(void **state)
 		q6 = cr_cg_plan(6);
 		quota6 = cr_cg_quota(false);
 		q12 = cr_cg_plan(12);
-		if (!(q6 >= 64 && q6 <= 699 / 7 && quota6 == q6 && q12 == -1))
+		if (!(q6 >= 64 && q6 <= 1399 / 14 && quota6 == q6 && q12 == -1))
 			fprintf(stderr, "plan(6) %ld, quota %ld, plan(12) %ld\n", q6, quota6, q12);
-		_exit(q6 >= 64 && q6 <= 699 / 7 && quota6 == q6 && q12 == -1 ? 0 : 4);
+		_exit(q6 >= 64 && q6 <= 1399 / 14 && quota6 == q6 && q12 == -1 ? 0 : 4);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	rmdir(grp);
