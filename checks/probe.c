@@ -1,7 +1,10 @@
 /* probe.c — self-consistency's probe run (harness/verify.c, cr_probe): the
  * forward plan of a built candidate in one sandboxed worker on inputs drawn
  * from a probe seed at the task's cpu shape and its own init profile, a few
- * calls, outputs poisoned (NaN) before each. No reference, no baseline and no
+ * calls, each on inputs of its own (call i's from the probe seed and i: a
+ * candidate that replays its last output when the inputs repeat gains no
+ * speed, as round 3's sixth attacker's did to be picked the fastest), outputs
+ * poisoned (NaN) before each. No reference, no baseline and no
  * checks: what the candidate wrote is all that comes back, so a selector
  * that groups candidates by agreement never sees the right answer. */
 #include "checks/stage.h"
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include "tasks/task_gen.h"
+#include "tasks/task_rng.h"
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -35,11 +39,6 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 		return s; /* a size that failed is a format_error, recorded */
 	c->prof = TASK_PROF_OWN;
 	c->seed = seed;
-	/* the stream of each tensor is a function of (seed, tensor) only:
-	 * probes of one seed see the same inputs, whatever the run seed */
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_IN)
-			task_gen_tensor(t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN, seed, c->in[k]);
 	task_dims_str(t, &c->dims, ds, sizeof ds);
 	snprintf(what, sizeof what, "probe {%s} %s", ds, task_profile_name(TASK_PROF_OWN));
 	if ((s = cr_proc_init(&w, vr_layout(c, 1), err)))
@@ -56,6 +55,13 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 		 * reads NaN, never an earlier call's answer, and NaN agrees
 		 * with nothing (cr_probe_agree) */
 		enum cr_run res;
+		/* the stream of each tensor is a function of (seed, call, tensor)
+		 * only: probes of one seed see the same inputs call by call,
+		 * whatever the run seed; the last call's outputs are compared */
+		for (int k = 0; k < c->n_slots; k++)
+			if (st->slots[k].role == CR_SLOT_IN)
+				task_gen_tensor(t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN,
+						n ? task_mix(seed, (uint64_t)n) : seed, c->in[k]);
 		vr_fill_buffers(v, c, w.shm, 0, 0, cr_secure_u64());
 		/* bracketed by freezes: what it had written when the call
 		 * returned, nothing later, and nothing done around the call

@@ -344,7 +344,10 @@ static enum cr_run wait_reply(struct cr_proc *w, double timeout_s, struct cr_rep
 		got += (size_t)n;
 	}
 	if (r->kind == CR_REP_SYSCALL) {
-		snprintf(detail, cap, "forbidden system call %s (%d)",
+		/* the name is the word of the worker's SIGSYS handler, which the
+		 * candidate can forge: its own runtime_error either way, worded as
+		 * the worker's report (docs/VERIFIER.md, Known gaps) */
+		snprintf(detail, cap, "forbidden system call %s (%d, as the worker reported it)",
 			 cr_sandbox_syscall_name(r->code), r->code);
 		kill_worker(w, NULL);
 		return CR_RUN_SYSCALL;

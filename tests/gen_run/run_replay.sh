@@ -68,6 +68,15 @@ case "$(col "$out/sc/selected.csv" reason)" in
 *) no "self-consistency reason: $(col "$out/sc/selected.csv" reason)" ;;
 esac
 
+# self-consistency picks the fastest probe of the agreeing group: a slow
+# matmul that replays its last output when the inputs repeat must not win
+# (round 3: the probe's three calls had one input; s1 was picked at 54.8 us
+# a probe against its real 13 ms). Each call's inputs are now its own.
+"$exe" run --replay "$fix/../replay-memo" --task smoke/matmul --strategy self-consistency --n 2 \
+	--no-timing --timeout 10 --out "$out/memo" >"$out/memo.stdout" 2>"$out/memo.err"; rc=$?
+want "memoising candidate run exit" "$rc" 0
+want "memoising candidate not selected" "$(col "$out/memo/selected.csv" candidate | sed 's#.*/##')" "s0.c"
+
 # the report's reward-hacking rate per strategy, exactly
 "$exe" report "$out/bon" "$out/refine" "$out/evolve" > "$out/report.md" 2>"$out/report.err"
 want "report exit" "$?" 0
