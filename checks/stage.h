@@ -125,10 +125,11 @@ bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set,
 /* Correctness of one stage (verify_stage.c). */
 enum cr_status vr_run_stage(struct vr *v, enum cr_stage s, struct cr_err *err);
 /* Self-consistency's probe (checks/probe.c): the forward plan at the
- * task's cpu shape on its own init drawn from seed, calls times in one
- * worker, outputs NaN-poisoned before each; c (allocated here without
- * references, released by the caller) holds the inputs and what the last
- * call wrote, *call_us the median call. A failed start or call is a
+ * task's cpu shape on its own init, call i's inputs drawn from (seed, i),
+ * calls times in one worker, outputs NaN-poisoned before each and every
+ * call's checked written; c (allocated here without references, released
+ * by the caller) holds the last call's inputs and what it wrote, *call_us
+ * that call's time. A failed start or call, or an unwritten output, is a
  * verdict in v (c->got then means nothing). */
 #define VR_PROBE_MAX_CALLS 16
 enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_case *c,

@@ -86,6 +86,8 @@ struct task_state {
 	int outstanding;             /* requests not yet done */
 	bool budget_stop, finished;
 	int evolve_gen;              /* evolve: the generation being verified */
+	uint64_t probe_seed;         /* self-consistency: the probes' inputs, a CSPRNG draw per task
+				      * and process (0: not drawn yet), never from the run seed */
 	FILE *curve;
 };
 
@@ -891,7 +893,14 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 			return st;
 		if (sc) {
 			/* the probe first (no verdict), the verification after the selection */
-			uint64_t ps = seed_of(R->cfg->verify_seed, t->name, 0x5c, 0);
+			/* one draw for the task's probes, from the CSPRNG: a candidate
+			 * that knows the run seed (a default, or published) must not
+			 * know the probe's inputs and answer them from a table, as the
+			 * timing stage's inputs are drawn (docs/VERIFIER.md); every
+			 * probe of the task is run by this process, --resume included */
+			if (!t->probe_seed)
+				t->probe_seed = cr_secure_u64() | 1;
+			uint64_t ps = t->probe_seed;
 			int64_t t0 = cr_now_ns();
 			st = R->v->probe(R->v->ctx, t->name, c, ps, err);
 			R->verify_ns += cr_now_ns() - t0;

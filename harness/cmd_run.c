@@ -168,6 +168,21 @@ static void gstr(json_t *o, const char *k, char *dst, size_t cap)
 	snprintf(dst, cap, "%s", json_is_string(v) ? json_string_value(v) : "");
 }
 
+/* What a verdict is the verdict of: this candidate's source (its sha256 as
+ * it is on disk now) under this verification seed (hashed: a secret seed's
+ * derivative is never written). --resume takes a verdict only when its
+ * binding is the one computed afresh (round 3's seventh attacker swapped
+ * the code behind a saved `ok`). */
+static void verdict_binding(const struct gen_cand *c, const char *sha, char out[65])
+{
+	char buf[8 + 65];
+
+	for (int i = 0; i < 8; i++)
+		buf[i] = (char)(c->verify_seed >> (8 * i));
+	snprintf(buf + 8, sizeof buf - 8, "%s", sha);
+	cr_sha256_hex(buf, 8 + strlen(sha), out);
+}
+
 /* The verdict beside the candidate: what --resume reads instead of
  * verifying again (the raw timing samples stay in samples.csv). */
 static enum cr_status save_verdict(const struct gen_cand *c, double verify_s, struct cr_err *err)
@@ -193,6 +208,11 @@ static enum cr_status save_verdict(const struct gen_cand *c, double verify_s, st
 	json_object_set_new(j, "noisy", json_boolean(r->noisy));
 	json_object_set_new(j, "timed", json_boolean(r->timed));
 	json_object_set_new(j, "sha256", json_string(r->sha256));
+	{
+		char b[65];
+		verdict_binding(c, r->sha256, b);
+		json_object_set_new(j, "binding", json_string(b));
+	}
 	json_object_set_new(j, "dims", json_string(r->dims));
 	json_object_set_new(j, "tflops", jnum(r->tflops));
 	json_object_set_new(j, "tbps", jnum(r->tbps));
@@ -247,6 +267,24 @@ static bool load_verdict(const struct gen_cand *c, struct cr_result *r, double *
 		cr_errf(err, CR_EINPUT, "%s:%d: not a verdict (%s)", path, j ? 1 : je.line, j ? st : je.text);
 		json_decref(j);
 		return false;
+	}
+	{
+		/* the verdict of this source under this seed, or verified again */
+		struct cr_cand_file f;
+		char want[65] = "", have[65];
+
+		cr_cand_load(&f, c->path);
+		if (f.src)
+			verdict_binding(c, f.sha256, want);
+		cr_cand_file_release(&f);
+		gstr(j, "binding", have, sizeof have);
+		if (!want[0] || strcmp(want, have)) {
+			cr_text_escape_inplace(path, sizeof path);
+			fprintf(stderr, "run: %s: not the verdict of %s as it is now under this seed: verified again\n",
+				path, c->id);
+			json_decref(j);
+			return false;
+		}
 	}
 	cr_result_init(r);
 	r->status = (enum check_verdict)v;

@@ -35,7 +35,8 @@ struct cr_probe {
 	char names[8][32];           /* output tensor names */
 	int64_t numel[8];
 	double *out[8];              /* malloc'd */
-	double call_us;              /* median wall time of the probe's calls (NaN: none ran) */
+	double call_us;              /* wall time of the probe's last call, whose outputs these are
+				      * (NaN: none ran) */
 };
 enum cr_status cr_probe(const struct task *t, struct cr_cand_file *f,
 			const struct cr_verify_opts *o, uint64_t probe_seed, struct cr_probe *p,

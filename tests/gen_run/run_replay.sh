@@ -76,6 +76,13 @@ esac
 	--no-timing --timeout 10 --out "$out/memo" >"$out/memo.stdout" 2>"$out/memo.err"; rc=$?
 want "memoising candidate run exit" "$rc" 0
 want "memoising candidate not selected" "$(col "$out/memo/selected.csv" candidate | sed 's#.*/##')" "s0.c"
+# ... nor one that skips its first two probe calls (the old probe took the
+# median of three calls and compared only the last call's outputs): a call
+# that leaves its outputs unwritten fails the probe
+"$exe" run --replay "$fix/../replay-skip" --task smoke/relu --strategy self-consistency --n 2 \
+	--no-timing --timeout 10 --out "$out/skip" >"$out/skip.stdout" 2>"$out/skip.err"; rc=$?
+want "skipping candidate run exit" "$rc" 0
+want "skipping candidate not selected" "$(col "$out/skip/selected.csv" candidate | sed 's#.*/##')" "s0.c"
 
 # the report's reward-hacking rate per strategy, exactly
 "$exe" report "$out/bon" "$out/refine" "$out/evolve" > "$out/report.md" 2>"$out/report.err"

@@ -142,6 +142,20 @@ run re-resume eval "$smoke/relu_plain.c" --no-timing --resume --out "$out/re-out
 want_rc "eval --resume over planted temporary names" $? 0
 [ "$(cat "$out/victim-runjson")" = "victim of run.json" ] && ok || no "eval --resume wrote run.json through a link"
 
+# ---- a resumed run whose completion was swapped after its verdict was saved ----
+# (round 3's seventh attacker: the saved `ok` stood for the new code)
+mkdir -p "$out/sw-src/cand/smoke/relu"; cp "$honest" "$out/sw-src/cand/smoke/relu/s0.txt"
+run sw-first run --replay "$out/sw-src" --task smoke/relu --strategy best-of-n --n 1 --no-timing --timeout 2 \
+	--out "$out/sw-out"
+want_rc "run (to swap)" $? 0
+cp "$src/tests/gen_run/replay/cand/smoke/relu/s3.txt" "$out/sw-out/cand/smoke/relu/s0.txt"
+head -1 "$out/sw-out/results.csv" >"$out/sw-head"; cp "$out/sw-head" "$out/sw-out/results.csv"
+run sw-resume run --replay "$out/sw-src" --task smoke/relu --strategy best-of-n --n 1 --no-timing --timeout 2 \
+	--out "$out/sw-out" --resume
+want_rc "run --resume after a swap" $? 0
+has "a saved verdict is not taken for other code" "$log.err" "not the verdict of s0 as it is now"
+grep -q '"mismatch"' "$out/sw-out/results.csv" && ok || no "the swapped code was not verified again"
+
 # ---- the secret: nowhere, and untouched ----
 leak=$(grep -rlF -D skip --exclude-dir=secret -- "$token" "$out" 2>/dev/null)
 [ -z "$leak" ] && ok || no "the secret reached: $leak"
