@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/sha256.h"
+#include "sandbox/cgroup.h"
 #include "cr_config.h"
 #include "cr_version.h"
 #include "common/cr_text.h"
@@ -932,6 +933,13 @@ int cr_cmd_run(int argc, char **argv)
 		if (cr_results_header(x.sel, extra, 4, &err))
 			goto fail;
 	}
+	/* a candidate's and a baseline's worker at a time: their task quotas
+	 * reserved beside other crucible runs' (sandbox/cgroup.h), or refused
+	 * now rather than charged to a candidate later */
+	if (cr_cg_available() && cr_cg_plan(2) < 0) {
+		cr_errf(&err, CR_EENV, "%s", cr_cg_mode());
+		goto fail;
+	}
 	char tmpl[] = "/tmp/crucible-XXXXXX";
 	if (!mkdtemp(tmpl)) {
 		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
@@ -970,6 +978,7 @@ fail:
 	fprintf(stderr, "crucible run: %s\n", err.msg[0] ? err.msg : cr_status_name(err.status));
 	rc = cr_status_exit_code(err.status);
 out:
+	cr_cg_unplan();
 	if (x.workroot)
 		rmdir(x.workroot);
 	if (x.res)

@@ -28,6 +28,7 @@ static unsigned long cg_seq;
 static long cg_quota = 512;    /* tasks a worker may hold (cr_cg_plan) */
 static long cg_headroom = -1;  /* tasks the host still allowed when planned */
 static char run_pids[384];     /* the run's pids group, holding its reservation ("" none) */
+static bool cg_planned;        /* cr_cg_plan ran (and succeeded) in this run */
 
 static int write_str(const char *dir, const char *file, const char *s)
 {
@@ -348,7 +349,23 @@ long cr_cg_plan(int workers)
 		write_str(run_pids, "pids.max", num);
 	if (lk >= 0)
 		close(lk);
+	cg_planned = true;
 	return cg_quota;
+}
+
+/* A worker or compiler group is never made outside a reservation: a
+ * command that did not plan (crucible run, a test) plans for two workers
+ * now (round 3's eighth attacker: `run` reserved nothing, and its hoarding
+ * candidate starved a planned eval's compiler). */
+static int ensure_plan(void)
+{
+	if (cg_planned)
+		return 0;
+	if (cr_cg_plan(2) < 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return 0;
 }
 
 void cr_cg_unplan(void)
@@ -369,6 +386,8 @@ int cr_cg_create_tasks(struct cr_cg *g, const char *name)
 		errno = ENOTSUP;
 		return -1;
 	}
+	if (ensure_plan())
+		return -1;
 	snprintf(leaf, sizeof leaf, "crucible-%ld-%lu-%s", (long)getpid(), ++cg_seq, name);
 	snprintf(num, sizeof num, "%ld", cg_quota);
 	if (make_group(run_pids[0] ? run_pids : v1_base[V1_PIDS], leaf, g->pids_dir, sizeof g->pids_dir))
@@ -458,6 +477,8 @@ int cr_cg_create(struct cr_cg *g, const char *name, long pids_max, uint64_t mem_
 		errno = ENOTSUP;
 		return -1;
 	}
+	if (strcmp(name, "probe") && ensure_plan())
+		return -1;
 	snprintf(leaf, sizeof leaf, "crucible-%ld-%lu-%s", (long)getpid(), ++cg_seq, name);
 	/* freeze, kill and cpu: v2 where it is mounted (its freezer is core),
 	 * else the v1 freezer and cpuacct */

@@ -607,7 +607,8 @@ static enum cr_run start_once(struct cr_proc *w, const char *mode, const char *w
 	snprintf(name, sizeof name, "w%s", mode);
 	if (cr_cg_available() &&
 	    cr_cg_create(&w->cg, name, cr_cg_quota(cuda), cuda ? 0 : (uint64_t)w->shm_size + (4ull << 30))) {
-		snprintf(detail, cap, "cannot create the worker's control group: %s", strerror(errno));
+		snprintf(detail, cap, "cannot create the worker's control group: %s (%s)", strerror(errno),
+			 cr_cg_mode());
 		return CR_RUN_ENV;
 	}
 	if (pipe2(cp, O_CLOEXEC) || pipe2(rp, O_CLOEXEC)) {

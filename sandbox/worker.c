@@ -25,6 +25,9 @@
 #define SHM_FD 5
 
 typedef void (*launch_fn)(void **p, const int64_t *a);
+/* libgcc's, in this process (initialised by __builtin_cpu_init) */
+extern unsigned int __cpu_model[4];
+extern unsigned int __cpu_features2[];
 
 static void reply(uint32_t kind, uint32_t seq, int code, const char *msg)
 {
@@ -122,6 +125,17 @@ static void *load_candidate(struct cr_shm_hdr *h, launch_fn *fns, char *level, s
 	so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
 	if (!so)
 		fail_as(CHECK_RUNTIME_ERROR, "dlopen: %s", dlerror());
+	/* the CPU model __builtin_cpu_supports reads, from ours (compile.c's
+	 * shim defines the candidate's copy, without libgcc's constructor) */
+	{
+		unsigned int *m = dlsym(so, "__cpu_model"), *f2 = dlsym(so, "__cpu_features2");
+
+		__builtin_cpu_init();
+		if (m)
+			memcpy(m, &__cpu_model, 4 * sizeof(unsigned int));
+		if (f2)
+			memcpy(f2, __cpu_features2, 4 * sizeof(unsigned int));
+	}
 	for (uint32_t i = 0; i < h->n_launch; i++) {
 		char sym[64];
 		snprintf(sym, sizeof sym, "__crucible_s%u_%u", h->stage, i);
