@@ -131,13 +131,30 @@ static int check_symbols(const struct img *m, const Elf64_Ehdr *eh, char *why, s
 	return 0;
 }
 
+/* 0 when symtab and strtab are the addresses of the SHT_DYNSYM section and
+ * the string section it links to. */
+static int dynsym_at(const struct img *m, const Elf64_Ehdr *eh, uint64_t symtab, uint64_t strtab)
+{
+	const Elf64_Shdr *sh;
+
+	if (!eh->e_shoff || eh->e_shentsize != sizeof *sh ||
+	    !(sh = at(m, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh)))
+		return -1;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type == SHT_DYNSYM)
+			return sh[i].sh_addr == symtab && sh[i].sh_link < eh->e_shnum &&
+			       sh[sh[i].sh_link].sh_addr == strtab ? 0 : -1;
+	return -1;
+}
+
 static int check_image(const struct img *m0, char *why, size_t cap)
 {
 	struct img m = *m0;
 	const Elf64_Ehdr *eh = at(&m, 0, sizeof *eh);
 	const Elf64_Dyn *dyn = NULL;
 	uint64_t ndyn = 0, strtab = 0, strsz = 0, rela = 0, relasz = 0, jmprel = 0, pltrelsz = 0, stroff = 0;
-	uint64_t dyn_va = 0, dyn_sz = 0, dyn_off;
+	uint64_t dyn_va = 0, dyn_sz = 0, dyn_off, symtab = 0;
+	int n_symtab = 0, n_strtab = 0;
 	uint32_t irel;
 	const char *str = NULL;
 
@@ -200,7 +217,8 @@ static int check_image(const struct img *m0, char *why, size_t cap)
 			snprintf(why, cap, "it has relocation tables crucible does not inspect (dynamic tag %lld)",
 				 (long long)d->d_tag);
 			return -1;
-		case DT_STRTAB: strtab = d->d_un.d_ptr; break;
+		case DT_STRTAB: strtab = d->d_un.d_ptr; n_strtab++; break;
+		case DT_SYMTAB: symtab = d->d_un.d_ptr; n_symtab++; break;
 		case DT_STRSZ: strsz = d->d_un.d_val; break;
 		case DT_RELA: rela = d->d_un.d_ptr; break;
 		case DT_RELASZ: relasz = d->d_un.d_val; break;
@@ -208,6 +226,19 @@ static int check_image(const struct img *m0, char *why, size_t cap)
 		case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
 		default: break;
 		}
+	}
+	/* the tables the loader reads are the ones this check reads: one of
+	 * each, at the dynamic symbol and string sections (a hand-made
+	 * `.dynamic` input section could name others, ending early with its
+	 * own DT_NULL, and hide an ifunc from the section headers' view) */
+	if (n_symtab != 1 || n_strtab != 1) {
+		snprintf(why, cap, "its dynamic section names %d symbol and %d string tables", n_symtab, n_strtab);
+		return -1;
+	}
+	if (dynsym_at(&m, eh, symtab, strtab)) {
+		snprintf(why, cap, "its dynamic section names symbol or string tables other than its "
+			 ".dynsym and .dynstr");
+		return -1;
 	}
 	if (strsz && (vaddr_off(&m, strtab, &stroff) || !(str = at(&m, stroff, strsz)))) {
 		snprintf(why, cap, "its dynamic string table lies outside the file");

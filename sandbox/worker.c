@@ -133,8 +133,11 @@ static void *load_candidate(struct cr_shm_hdr *h, launch_fn *fns, char *level, s
 		__builtin_cpu_init();
 		if (m)
 			memcpy(m, &__cpu_model, 4 * sizeof(unsigned int));
+		/* libgcc 12's array is 3 words (nm -S: 12 bytes); a later one's
+		 * extra words stay 0 in the shim: its newest features read as
+		 * absent, never another variable's bytes */
 		if (f2)
-			memcpy(f2, __cpu_features2, 4 * sizeof(unsigned int));
+			memcpy(f2, __cpu_features2, 3 * sizeof(unsigned int));
 	}
 	for (uint32_t i = 0; i < h->n_launch; i++) {
 		char sym[64];
