@@ -201,7 +201,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 	/* (a cuda worker runs no candidate code on the CPU: nothing to catch) */
 	/* the freezer's invariant: a frozen group uses no CPU (the slack covers
 	 * the accounting around the reads); more means it was not frozen */
-	if (!v->cuda && w->ran_frozen_ns > 5000000 + (int64_t)w->n_thaws * 20000)
+	if (!v->cuda && cr_proc_ran_frozen(w))
 		vr_fail(v, CHECK_STALE_RESULT, "%s: the worker used %.2f ms of CPU while frozen", what,
 			(double)w->ran_frozen_ns / 1e6);
 	if (!v->cuda && cpu0 >= 0 && cpu1 >= 0 && cpu1 - cpu0 > 2000000 + win / 2)

@@ -30,41 +30,6 @@ static long cg_headroom = -1;  /* tasks the host still allowed when planned */
 static char run_pids[384];     /* the run's pids group, holding its reservation ("" none) */
 static bool cg_planned;        /* cr_cg_plan ran (and succeeded) in this run */
 
-static int write_str(const char *dir, const char *file, const char *s)
-{
-	char p[512];
-	int fd, rc = 0;
-	size_t n = strlen(s);
-
-	if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
-		return -1;
-	fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (write(fd, s, n) != (ssize_t)n)
-		rc = -1;
-	close(fd);
-	return rc;
-}
-
-static ssize_t read_str(const char *dir, const char *file, char *buf, size_t cap)
-{
-	char p[512];
-	ssize_t n;
-	int fd;
-
-	buf[0] = 0;
-	if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
-		return -1;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	return n;
-}
-
 static int open_in(const char *dir, const char *file, int flags)
 {
 	char p[512];
@@ -88,6 +53,27 @@ static int pwrite_str(int fd, const char *s)
 	size_t n = strlen(s);
 
 	return fd >= 0 && pwrite(fd, s, n, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* One write or read of dir/file, opened for it (open, write, close only:
+ * the child joins its groups with it between clone and exec). */
+static int write_str(const char *dir, const char *file, const char *s)
+{
+	int fd = open_in(dir, file, O_WRONLY), rc = pwrite_str(fd, s);
+
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static ssize_t read_str(const char *dir, const char *file, char *buf, size_t cap)
+{
+	int fd = open_in(dir, file, O_RDONLY);
+	ssize_t n = pread_str(fd, buf, cap);
+
+	if (fd >= 0)
+		close(fd);
+	return n;
 }
 
 static bool is_file(const char *dir, const char *file)
@@ -220,26 +206,31 @@ void cr_cg_sweep(void)
 		sweep_dir(v1_base[i]);
 }
 
-static long read_long(const char *path)
+/* A number in dir/file; -1 when absent or "max" (no limit). */
+static long read_long(const char *dir, const char *file)
 {
 	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_str(dir, file, buf, sizeof buf) <= 0)
 		return -1;
-	buf[n] = 0;
 	return !strncmp(buf, "max", 3) ? -1 : strtol(buf, NULL, 10);
+}
+
+/* Tasks a pids group still admits (pids.max less pids.current), -1 when
+ * it has no limit or no pids files. */
+static long pids_free(const char *dir)
+{
+	long mx = read_long(dir, "pids.max"), cur = read_long(dir, "pids.current");
+
+	return mx >= 0 && cur >= 0 ? mx - cur : -1;
 }
 
 /* Tasks the host still allows us: the kernel's limits less what runs,
  * and every pids group from ours up to its hierarchy's root. */
 static long host_headroom(void)
 {
-	long best = -1, pid_max = read_long("/proc/sys/kernel/pid_max"),
-	     threads_max = read_long("/proc/sys/kernel/threads-max"), total = -1;
+	long best = -1, pid_max = read_long("/proc/sys/kernel", "pid_max"),
+	     threads_max = read_long("/proc/sys/kernel", "threads-max"), total = -1;
 	FILE *f = fopen("/proc/loadavg", "re");
 	const char *bases[2] = { v1_base[V1_PIDS], v2_base };
 
@@ -264,13 +255,7 @@ static long host_headroom(void)
 		/* from our group up to the hierarchy's root (which has no limit) */
 		snprintf(dir, sizeof dir, "%s", bases[k]);
 		while (strlen(dir) > strlen("/sys/fs/cgroup/")) {
-			char pm[300], pc[300];
-			long mx, cur;
-
-			snprintf(pm, sizeof pm, "%s/pids.max", dir);
-			snprintf(pc, sizeof pc, "%s/pids.current", dir);
-			if ((mx = read_long(pm)) >= 0 && (cur = read_long(pc)) >= 0)
-				CAP(mx - cur);
+			CAP(pids_free(dir));
 			*strrchr(dir, '/') = 0;
 		}
 	}
@@ -289,18 +274,17 @@ static long reserved_by_others(const char *base)
 	if (!base[0] || !(d = opendir(base)))
 		return 0;
 	while ((e = readdir(d))) {
-		char pm[640], pc[640];
-		long pid, mx, cur;
+		char dir[640];
+		long pid, left;
 		size_t n = strlen(e->d_name);
 
 		if (strncmp(e->d_name, "crucible-", 9) || n < 4 || strcmp(e->d_name + n - 4, "-run") ||
 		    (pid = strtol(e->d_name + 9, NULL, 10)) <= 0 || pid == (long)getpid() ||
 		    (kill((pid_t)pid, 0) && errno == ESRCH))
 			continue;
-		snprintf(pm, sizeof pm, "%s/%s/pids.max", base, e->d_name);
-		snprintf(pc, sizeof pc, "%s/%s/pids.current", base, e->d_name);
-		if ((mx = read_long(pm)) >= 0 && (cur = read_long(pc)) >= 0 && mx > cur)
-			sum += mx - cur;
+		snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
+		if ((left = pids_free(dir)) > 0)
+			sum += left;
 	}
 	closedir(d);
 	return sum;
@@ -608,11 +592,7 @@ int64_t cr_cg_cpu_ns(const struct cr_cg *g)
 
 long cr_cg_tasks(const struct cr_cg *g)
 {
-	char buf[64];
-
-	if (g->pids_dir[0] && read_str(g->pids_dir, "pids.current", buf, sizeof buf) > 0)
-		return strtol(buf, NULL, 10);
-	return -1;
+	return read_long(g->pids_dir, "pids.current");
 }
 
 /* v1 (no cgroup.kill): with the group frozen no task can exit and free

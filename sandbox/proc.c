@@ -514,7 +514,8 @@ static bool own_ns(pid_t pid, const char *name)
  * worker's READY line is never read. For a cpu candidate worker the
  * layers every machine has are required (seccomp filters, no_new_privs, a
  * uid other than root's when crucible is root); missing one is a failed
- * setup of the host's. Returns 0, or -1 with why in detail. */
+ * setup (the host's before LOADING, the candidate's after: start_once).
+ * Returns 0, or -1 with why in detail. */
 static int verify_sandbox(struct cr_proc *w, const char *mode, char *detail, size_t cap)
 {
 	char path[64], status[4096] = "", sc[16], nf[16], nnp[16], uid[64], ns[64] = "";
@@ -559,11 +560,11 @@ static int verify_sandbox(struct cr_proc *w, const char *mode, char *detail, siz
 		}
 	}
 	snprintf(w->sandbox, sizeof w->sandbox,
-		 "verified: seccomp mode %s with %s filter(s), no_new_privs %s, uid %s, own ns %s%s%s; %s",
+		 "verified: seccomp mode %s with %s filter(s), no_new_privs %s, uid %s, own ns %s%s; %s",
 		 sc[0] ? sc : "?", nf[0] ? nf : "?", nnp[0] ? nnp : "?", uid[0] ? uid : "?",
 		 ns[0] ? ns : "none",
 		 entries < 0 ? "" : entries <= 1 ? ", root holds only the candidate" : ", root not empty",
-		 "", w->cg.on ? cr_cg_mode() : "no cgroup");
+		 w->cg.on ? cr_cg_mode() : "no cgroup");
 	if (!cand)
 		return 0;
 	if (strcmp(sc, "2") || atoi(nf) < 2 || strcmp(nnp, "1") ||
@@ -797,10 +798,8 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 	if ((res = send_cmd(w, &c, detail, cap)))
 		return res;
 	res = wait_reply(w, timeout_s, &r, detail, cap);
-	w->sent_ns = t0;
-	w->recv_ns = cr_now_ns();
 	if (ns)
-		*ns = w->recv_ns - t0;
+		*ns = cr_now_ns() - t0;
 	return take_reply(w, &c, res, &r, detail, cap);
 }
 
@@ -813,9 +812,8 @@ enum cr_run cr_proc_call_frozen(struct cr_proc *w, enum cr_cmd_op op, uint32_t s
 	struct cr_cmd c = { .op = (uint32_t)op, .set = set, .seq = ++w->seq };
 	struct cr_reply r;
 	enum cr_run res;
-	int64_t t0, cpu0;
+	int64_t t0;
 
-	w->call_cpu_ns = -1;
 	if (w->pid < 0) {
 		snprintf(detail, cap, "worker is not running");
 		return CR_RUN_CRASH;
@@ -824,21 +822,14 @@ enum cr_run cr_proc_call_frozen(struct cr_proc *w, enum cr_cmd_op op, uint32_t s
 	 * starts before the thaw lets anything in the group run */
 	if ((res = send_cmd(w, &c, detail, cap)))
 		return res;
-	cpu0 = cr_proc_cpu_ns(w);
-	account_thaw(w, cpu0);
+	account_thaw(w, cr_proc_cpu_ns(w));
 	t0 = cr_now_ns();
 	raw_thaw(w);
 	res = wait_reply(w, timeout_s, &r, detail, cap);
 	if (res == CR_RUN_OK && cr_proc_freeze(w, detail, cap))
 		res = CR_RUN_TIMEOUT;
-	w->sent_ns = t0;
-	w->recv_ns = cr_now_ns();
 	if (ns)
-		*ns = w->recv_ns - t0;
-	if (res == CR_RUN_OK && cpu0 >= 0) {
-		int64_t cpu1 = cr_proc_cpu_ns(w);
-		w->call_cpu_ns = cpu1 >= cpu0 ? cpu1 - cpu0 : -1;
-	}
+		*ns = cr_now_ns() - t0;
 	return take_reply(w, &c, res, &r, detail, cap);
 }
 
@@ -858,12 +849,9 @@ int cr_proc_freeze(struct cr_proc *w, char *detail, size_t cap)
 			siginfo_t si;
 
 			memset(&si, 0, sizeof si);
-			if (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
-			    si.si_pid == w->pid && si.si_code == CLD_STOPPED) {
-				/* consume the stop report */
-				waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG);
+			if (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid == w->pid &&
+			    si.si_code == CLD_STOPPED)
 				goto frozen;
-			}
 			if (cr_now_ns() > end)
 				break;
 			usleep(200);
@@ -898,6 +886,11 @@ static void raw_thaw(struct cr_proc *w)
 		cr_cg_thaw(&w->cg);
 	else if (syscall(SYS_pidfd_send_signal, w->pidfd, SIGCONT, NULL, 0))
 		kill(w->pid, SIGCONT);
+}
+
+bool cr_proc_ran_frozen(const struct cr_proc *w)
+{
+	return w->ran_frozen_ns > 5000000 + (int64_t)w->n_thaws * 20000;
 }
 
 void cr_proc_thaw(struct cr_proc *w)

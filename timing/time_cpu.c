@@ -41,22 +41,11 @@
 #define MIN_SAMPLES 10          /* whatever the time cap */
 #define BASE_TIMEOUT_S 60.0     /* a baseline call; our code, at the cpu bench shape */
 #define RECHECK_CHEAP_NS 50000000
-/* CPU a frozen worker may show: the stop's own accounting around the clock
- * reads (1.27 and 1.49 ms were seen for a spinning thread, once on a loaded
- * machine), while a freezer that stopped working shows the whole frozen
- * time, seconds over a timing run */
-#define FROZEN_SLACK_NS 5000000
-#define FROZEN_SLACK_PER_FREEZE_NS 20000
-
-/* One worker and its freezing state. */
+/* One worker and its call timeout. */
 struct wk {
 	struct cr_proc w;
 	const char *who;        /* "candidate" or "baseline", for messages */
 	double timeout_s;       /* per call */
-	bool frozen;
-	int64_t frozen_cpu;     /* its CPU clock when frozen (ns), -1 unknown */
-	int64_t ran_frozen_ns;  /* CPU it used while it should have been stopped */
-	int n_freezes;          /* freezes measured */
 };
 
 static void wk_init(struct wk *k, const char *who, double timeout_s)
@@ -65,40 +54,16 @@ static void wk_init(struct wk *k, const char *who, double timeout_s)
 	cr_proc_blank(&k->w);
 	k->who = who;
 	k->timeout_s = timeout_s;
-	k->frozen_cpu = -1;
-}
-
-/* Freezes an idle worker (its whole group); -1 when it could not be
- * stopped in time (it is then killed, detail says so). */
-static int wk_freeze(struct wk *k, char *detail, size_t cap)
-{
-	if (k->frozen || k->w.pid <= 0)
-		return 0;
-	if (cr_proc_freeze(&k->w, detail, cap))
-		return -1;
-	k->frozen = true;
-	k->frozen_cpu = cr_proc_cpu_ns(&k->w);
-	return 0;
 }
 
 /* One call of a frozen worker, bracketed (cr_proc_call_frozen): the clock
  * starts before the thaw and stops once the group is frozen again, so a
  * thread that works in the gap before or after the call is inside the
- * sample. Notes CPU the group used while it was frozen between calls (it
- * must be none: the freezer holds every task). */
+ * sample; CPU the group used while frozen between calls is counted by
+ * proc.c (cr_proc_ran_frozen: it must be none). */
 static enum cr_run wk_call(struct wk *k, int set, int64_t *ns, char *detail, size_t cap)
 {
-	enum cr_run res;
-	int64_t now = cr_proc_cpu_ns(&k->w);
-
-	if (now >= 0 && k->frozen_cpu >= 0) {
-		if (now > k->frozen_cpu)
-			k->ran_frozen_ns += now - k->frozen_cpu;
-		k->n_freezes++;
-	}
-	res = cr_proc_call_frozen(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, ns, detail, cap);
-	k->frozen_cpu = res == CR_RUN_OK ? cr_proc_cpu_ns(&k->w) : -1;
-	return res;
+	return cr_proc_call_frozen(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, ns, detail, cap);
 }
 
 static const char *run_what(enum cr_run res)
@@ -251,9 +216,9 @@ static void check_call(struct vr *v, struct vr_case *c, struct wk *wc, int set, 
 				vr_fail(v, CHECK_INPUT_MUTATED, "timed call %d: input '%s' changed (bytes differ)",
 					n, st->slots[k].name);
 		}
-	if (wc->ran_frozen_ns > FROZEN_SLACK_NS + (int64_t)wc->n_freezes * FROZEN_SLACK_PER_FREEZE_NS)
+	if (cr_proc_ran_frozen(&wc->w))
 		vr_fail(v, CHECK_STALE_RESULT, "timing: the candidate worker used %.2f ms of CPU while frozen",
-			(double)wc->ran_frozen_ns / 1e6);
+			(double)wc->w.ran_frozen_ns / 1e6);
 }
 
 enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
@@ -312,7 +277,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 		s = cr_errf(err, CR_EENV, "timing: the candidate's worker: %s", detail);
 		goto out;
 	}
-	if (res != CR_RUN_OK || wk_freeze(&wc, detail, sizeof detail)) {
+	if (res != CR_RUN_OK || cr_proc_freeze(&wc.w, detail, sizeof detail)) {
 		vr_fail(v, vr_run_verdict(&wc.w, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT), "timing: %s", detail);
 		goto out;
 	}
@@ -321,7 +286,7 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 		s = cr_errf(err, CR_EENV, "timing: the baseline's worker: %s", detail);
 		goto out;
 	}
-	if (res != CR_RUN_OK || wk_freeze(&wb, detail, sizeof detail)) {
+	if (res != CR_RUN_OK || cr_proc_freeze(&wb.w, detail, sizeof detail)) {
 		base_failed(v, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT, "at start", detail);
 		goto out;
 	}
