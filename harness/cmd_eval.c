@@ -157,7 +157,7 @@ struct eval_opts {
 	char **argv;
 	const char *label;       /* --label NAME (run.json and every row) */
 	bool json;               /* check --json */
-	char sandbox_seen[232];  /* the first candidate worker's sandbox line */
+	char sandbox_seen[sizeof ((struct cr_result *)0)->sandbox]; /* the first candidate worker's sandbox line */
 	double load_start;       /* 1-minute load average when the run began */
 	bool seed_given;         /* --seed N on the command line */
 	char seed_str[32];       /* the row's verify_seed: the number, or "secret" */

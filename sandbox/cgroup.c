@@ -26,7 +26,6 @@ static const char *const v1_names[4] = { "freezer", "cpuacct", "pids", "memory" 
 enum { V1_FREEZER, V1_CPUACCT, V1_PIDS, V1_MEMORY };
 static unsigned long cg_seq;
 static long cg_quota = 512;    /* tasks a worker may hold (cr_cg_plan) */
-static long cg_headroom = -1;  /* tasks the host still allowed when planned */
 static char run_pids[384];     /* the run's pids group, holding its reservation ("" none) */
 static bool cg_planned;        /* cr_cg_plan ran (and succeeded) in this run */
 
@@ -306,17 +305,17 @@ long cr_cg_plan(int workers)
 	if (lk >= 0)
 		while (flock(lk, LOCK_EX) && errno == EINTR)
 			;
-	cg_headroom = host_headroom();
-	if (cg_headroom >= 0)
-		cg_headroom -= reserved_by_others(v1_base[V1_PIDS]);
+	long headroom = host_headroom();   /* tasks the host still allows */
+	if (headroom >= 0)
+		headroom -= reserved_by_others(v1_base[V1_PIDS]);
 	/* at most half of what is free: a run beside ours gets its share too */
 	cg_quota = 512;
-	if (cg_headroom >= 0 && cg_headroom / (2 * (workers + 1)) < cg_quota)
-		cg_quota = cg_headroom / (2 * (workers + 1));
+	if (headroom >= 0 && headroom / (2 * (workers + 1)) < cg_quota)
+		cg_quota = headroom / (2 * (workers + 1));
 	if (cg_quota < 64) {
 		snprintf(cg_line, sizeof cg_line, "the host allows %ld more tasks (less what other crucible runs "
 			 "reserved): %d workers at once would get %ld each, fewer than the 64 a worker needs "
-			 "(fewer --jobs, or a higher pids limit)", cg_headroom, workers, cg_quota);
+			 "(fewer --jobs, or a higher pids limit)", headroom, workers, cg_quota);
 		if (lk >= 0)
 			close(lk);
 		return -1;

@@ -100,14 +100,22 @@ static int check_relocs(const struct img *m, uint64_t va, uint64_t size, uint32_
 	return 0;
 }
 
+/* The section headers, bounds-checked; NULL when there are none or they
+ * lie outside the file. */
+static const Elf64_Shdr *shdrs(const struct img *m, const Elf64_Ehdr *eh)
+{
+	if (!eh->e_shoff || !eh->e_shnum || eh->e_shentsize != sizeof(Elf64_Shdr))
+		return NULL;
+	return at(m, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr));
+}
+
 static int check_symbols(const struct img *m, const Elf64_Ehdr *eh, char *why, size_t cap)
 {
-	const Elf64_Shdr *sh;
+	const Elf64_Shdr *sh = shdrs(m, eh);
 
-	if (!eh->e_shoff || !eh->e_shnum)
-		return 0;
-	if (eh->e_shentsize != sizeof *sh || !(sh = at(m, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh))) {
-		snprintf(why, cap, "its section headers lie outside the file");
+	if (!sh) {
+		/* dynsym_at has required them already */
+		snprintf(why, cap, "its section headers are missing or lie outside the file");
 		return -1;
 	}
 	for (int i = 0; i < eh->e_shnum; i++) {
@@ -135,10 +143,9 @@ static int check_symbols(const struct img *m, const Elf64_Ehdr *eh, char *why, s
  * the string section it links to. */
 static int dynsym_at(const struct img *m, const Elf64_Ehdr *eh, uint64_t symtab, uint64_t strtab)
 {
-	const Elf64_Shdr *sh;
+	const Elf64_Shdr *sh = shdrs(m, eh);
 
-	if (!eh->e_shoff || eh->e_shentsize != sizeof *sh ||
-	    !(sh = at(m, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh)))
+	if (!sh)
 		return -1;
 	for (int i = 0; i < eh->e_shnum; i++)
 		if (sh[i].sh_type == SHT_DYNSYM)
