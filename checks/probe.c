@@ -9,13 +9,33 @@
  * that groups candidates by agreement never sees the right answer. */
 #include "checks/stage.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tasks/task_gen.h"
 #include "tasks/task_rng.h"
+
+/* The first element of an output (bytes at b, numel elements) whose bytes
+ * are still the poison vr_fill_buffers wrote there (kind 0), -1 if none,
+ * -2 out of memory. */
+static int64_t unwritten(const char *b, size_t bytes, int64_t numel)
+{
+	size_t es = numel > 0 ? bytes / (size_t)numel : 0;
+	unsigned char *img;
+	int64_t at = -1;
+
+	if (!es)
+		return -1;
+	if (!(img = malloc(bytes)))
+		return -2;
+	check_poison(img, bytes, 0, 0);
+	for (int64_t i = 0; i < numel && at < 0; i++)
+		if (!memcmp(b + (size_t)i * es, img + (size_t)i * es, es))
+			at = i;
+	free(img);
+	return at;
+}
 
 enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_case *c,
 			    double *call_us, struct cr_err *err)
@@ -71,17 +91,23 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 			goto out;
 		}
 		vr_read_outputs(v, c, w.shm, 0, c->got);
-		/* every call must write its outputs: one that left its poison
-		 * (NaN) did not run the plan */
+		/* every call must write its outputs: an element whose bytes still
+		 * are the poison's did not run the plan. Bytes, not values: an
+		 * integer output's poison is a number, not a NaN (round 3's last
+		 * attacker had an empty argmax join the group of empty kernels
+		 * and be selected) */
 		for (int k = 0; k < c->n_slots; k++) {
-			if (st->slots[k].role != CR_SLOT_OUT)
-				continue;
-			for (int64_t i = 0; i < c->numel[k]; i++)
-				if (isnan(c->got[k][i])) {
-					vr_fail(v, CHECK_STALE_RESULT, "%s call %d: '%s' element %lld was not written "
-						"(still holds its poison)", what, n, st->slots[k].name, (long long)i);
-					goto out;
-				}
+			int64_t i = st->slots[k].role == CR_SLOT_OUT ? unwritten(w.shm + c->off[0][k], c->bytes[k],
+										 c->numel[k]) : -1;
+			if (i == -2) {
+				s = cr_errf(err, CR_ENOMEM, "out of memory for the probe");
+				goto out;
+			}
+			if (i >= 0) {
+				vr_fail(v, CHECK_STALE_RESULT, "%s call %d: '%s' element %lld was not written "
+					"(still holds its poison)", what, n, st->slots[k].name, (long long)i);
+				goto out;
+			}
 		}
 	}
 	/* the time of the last call, whose outputs are the ones compared: an

@@ -365,6 +365,27 @@ static void test_probe_poison(void **state)
 		cr_probe_release(&p);
 	}
 	task_release(&t);
+	/* an integer output's poison is a number, not a NaN: an empty argmax
+	 * once ran the probe, agreed with every other empty one and was
+	 * selected (round 3's last attacker) */
+	{
+		struct cr_probe p;
+		char path[600];
+
+		load_task("L1/51_Argmax_over_a_dimension", &t);
+		write_cand("argmax_nothing.c",
+			   "// @task L1/51_Argmax_over_a_dimension\n// @forward argmax_fwd(x, y, B, D1, D2)\n"
+			   "#include <stdint.h>\n"
+			   "void argmax_fwd(const float *x, int64_t *y, int64_t b, int64_t d1, int64_t d2)\n"
+			   "{ (void)x; (void)y; (void)b; (void)d1; (void)d2; }\n",
+			   path, sizeof path);
+		probe(&t, path, 5, &p);
+		assert_int_equal(p.status, CHECK_STALE_RESULT);
+		assert_non_null(strstr(p.detail, "was not written"));
+		assert_false(cr_probe_agree(&t, &p, &p));
+		cr_probe_release(&p);
+		task_release(&t);
+	}
 }
 
 static int setup(void **state)
