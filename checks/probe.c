@@ -9,6 +9,7 @@
  * that groups candidates by agreement never sees the right answer. */
 #include "checks/stage.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,25 +17,64 @@
 #include "tasks/task_gen.h"
 #include "tasks/task_rng.h"
 
-/* The first element of an output (bytes at b, numel elements) whose bytes
- * are still the poison vr_fill_buffers wrote there (kind 0), -1 if none,
- * -2 out of memory. */
-static int64_t unwritten(const char *b, size_t bytes, int64_t numel)
+/* The probe's poison of output k, per dtype, so that an unwritten element
+ * can be told from any value a kernel writes: a float output (f32, f16,
+ * bf16) holds that dtype's NaN in every element (the stages' 0x7fc0dead
+ * words are a NaN only as f32: an f16 element at an even index would read
+ * -427.25); an integer output keeps the 0x7fc0dead words vr_fill_buffers
+ * wrote (an index or count never reaches them). 0, or -1 out of memory. */
+static int poison_outputs(const struct vr_case *c, const struct cr_pstage *st, char *shm)
 {
-	size_t es = numel > 0 ? bytes / (size_t)numel : 0;
+	for (int k = 0; k < c->n_slots; k++) {
+		enum task_dtype dt = st->slots[k].dtype;
+		double *nan;
+
+		if (st->slots[k].role != CR_SLOT_OUT || !task_dtype_is_float(dt) || !c->numel[k])
+			continue;
+		if (!(nan = malloc(sizeof *nan * (size_t)c->numel[k])))
+			return -1;
+		for (int64_t i = 0; i < c->numel[k]; i++)
+			nan[i] = NAN;
+		task_gen_store(dt, nan, shm + c->off[0][k], c->numel[k]);
+		free(nan);
+	}
+	return 0;
+}
+
+/* The first element of output k that still holds the probe's poison (a
+ * NaN of a float output, the poison bytes of an integer one), -1 if none,
+ * -2 out of memory. */
+static int64_t unwritten(const struct vr_case *c, const struct cr_pstage *st, int k, const char *shm)
+{
+	const char *b = shm + c->off[0][k];
+	size_t es = task_dtype_size(st->slots[k].dtype);
 	unsigned char *img;
 	int64_t at = -1;
 
-	if (!es)
+	if (task_dtype_is_float(st->slots[k].dtype)) {
+		for (int64_t i = 0; i < c->numel[k]; i++)
+			if (isnan(c->got[k][i]))
+				return i;
 		return -1;
-	if (!(img = malloc(bytes)))
+	}
+	if (!(img = malloc(c->bytes[k] ? c->bytes[k] : 1)))
 		return -2;
-	check_poison(img, bytes, 0, 0);
-	for (int64_t i = 0; i < numel && at < 0; i++)
+	check_poison(img, c->bytes[k], 0, 0);
+	for (int64_t i = 0; i < c->numel[k] && at < 0; i++)
 		if (!memcmp(b + (size_t)i * es, img + (size_t)i * es, es))
 			at = i;
 	free(img);
 	return at;
+}
+
+/* Whether every output of the last call is byte for byte what the first
+ * call wrote, on other inputs: the kernel does not read them. */
+static bool same_outputs(const struct vr_case *c, const struct cr_pstage *st, const char *shm, char *const *first)
+{
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT && memcmp(first[k], shm + c->off[0][k], c->bytes[k]))
+			return false;
+	return true;
 }
 
 enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_case *c,
@@ -43,6 +83,7 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[CR_FWD];
 	int64_t ns[VR_PROBE_MAX_CALLS];
+	char *first[CR_MAX_SLOTS] = { 0 };  /* the first call's outputs, raw */
 	char detail[300], ds[128], what[200];
 	struct cr_proc w;
 	enum cr_status s;
@@ -78,6 +119,10 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 				task_gen_tensor(t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN,
 						n ? task_mix(seed, (uint64_t)n) : seed, c->in[k]);
 		vr_fill_buffers(v, c, w.shm, 0, 0, cr_secure_u64());
+		if (poison_outputs(c, st, w.shm)) {
+			s = cr_errf(err, CR_ENOMEM, "out of memory for the probe");
+			goto out;
+		}
 		/* bracketed by freezes: what it had written when the call
 		 * returned, nothing later, and nothing done around the call
 		 * outside the clock */
@@ -97,8 +142,7 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 		 * attacker had an empty argmax join the group of empty kernels
 		 * and be selected) */
 		for (int k = 0; k < c->n_slots; k++) {
-			int64_t i = st->slots[k].role == CR_SLOT_OUT ? unwritten(w.shm + c->off[0][k], c->bytes[k],
-										 c->numel[k]) : -1;
+			int64_t i = st->slots[k].role == CR_SLOT_OUT ? unwritten(c, st, k, w.shm) : -1;
 			if (i == -2) {
 				s = cr_errf(err, CR_ENOMEM, "out of memory for the probe");
 				goto out;
@@ -109,6 +153,24 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 				goto out;
 			}
 		}
+		/* the first call's outputs, kept to hold the last call's against:
+		 * the same bytes on other inputs is a kernel that ignores them (a
+		 * group of constant writers agreed and was selected, round 3's
+		 * last attacker; the stages call it degenerate too) */
+		if (n == 0 && calls > 1) {
+			for (int k = 0; k < c->n_slots; k++)
+				if (st->slots[k].role == CR_SLOT_OUT &&
+				    !(first[k] = malloc(c->bytes[k] ? c->bytes[k] : 1))) {
+					s = cr_errf(err, CR_ENOMEM, "out of memory for the probe");
+					goto out;
+				} else if (st->slots[k].role == CR_SLOT_OUT) {
+					memcpy(first[k], w.shm + c->off[0][k], c->bytes[k]);
+				}
+		} else if (n == calls - 1 && same_outputs(c, st, w.shm, first)) {
+			vr_fail(v, CHECK_DEGENERATE, "%s: the outputs of calls 1 and %d are identical on "
+				"different inputs (they do not depend on the input)", what, calls);
+			goto out;
+		}
 	}
 	/* the time of the last call, whose outputs are the ones compared: an
 	 * earlier call that skipped or faked its work (its outputs are never
@@ -117,6 +179,8 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 	 * and its inputs were unknown before it */
 	*call_us = (double)ns[n - 1] / 1e3;
 out:
+	for (int k = 0; k < CR_MAX_SLOTS; k++)
+		free(first[k]);
 	cr_proc_release(&w);
 	return s;
 }

@@ -384,6 +384,19 @@ static void test_probe_poison(void **state)
 		assert_non_null(strstr(p.detail, "was not written"));
 		assert_false(cr_probe_agree(&t, &p, &p));
 		cr_probe_release(&p);
+		/* ... nor one that writes a constant: the same bytes on every
+		 * call's fresh inputs (a group of them was selected) */
+		write_cand("argmax_zero.c",
+			   "// @task L1/51_Argmax_over_a_dimension\n// @forward argmax_fwd(x, y, B, D1, D2)\n"
+			   "#include <stdint.h>\n#include <string.h>\n"
+			   "void argmax_fwd(const float *x, int64_t *y, int64_t b, int64_t d1, int64_t d2)\n"
+			   "{ (void)x; (void)d1; memset(y, 0, sizeof *y * (size_t)(b * d2)); }\n",
+			   path, sizeof path);
+		probe(&t, path, 5, &p);
+		assert_int_equal(p.status, CHECK_DEGENERATE);
+		assert_non_null(strstr(p.detail, "do not depend on the input"));
+		assert_false(cr_probe_agree(&t, &p, &p));
+		cr_probe_release(&p);
 		task_release(&t);
 	}
 }
