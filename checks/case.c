@@ -692,3 +692,24 @@ enum check_verdict vr_run_verdict(const struct cr_proc *w, enum cr_run res)
 		return (enum check_verdict)w->fault;
 	return CHECK_RUNTIME_ERROR;
 }
+
+enum cr_status vr_reference(struct vr *v, const struct vr_case *c, double *const *out, struct cr_err *err)
+{
+	const struct cr_pstage *st = &v->plan.st[c->stage];
+	struct task_exec x;
+	enum cr_status s = task_exec_init(&x, v->t, &c->dims, true, false, err);
+
+	if (s)
+		return s;
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_IN)
+			memcpy(x.v[st->slots[k].tensor].d, c->in[k], sizeof(double) * (size_t)c->numel[k]);
+	task_exec_forward(&x);
+	for (int k = 0; k < c->n_slots; k++)
+		if (st->slots[k].role == CR_SLOT_OUT) {
+			memcpy(out[k], x.v[st->slots[k].tensor].d, sizeof(double) * (size_t)c->numel[k]);
+			task_gen_round(st->slots[k].dtype, out[k], c->numel[k]);
+		}
+	task_exec_release(&x);
+	return CR_OK;
+}

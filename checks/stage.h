@@ -120,6 +120,9 @@ const char *vr_worker_mode(const struct vr *v);
 void vr_fill_buffers(struct vr *v, struct vr_case *c, char *shm, int set, int poison,
 		     uint64_t key);
 void vr_read_outputs(struct vr *v, struct vr_case *c, const char *shm, int set, double **dst);
+/* The forward's reference outputs (double, rounded to their dtypes) for the
+ * inputs c->in, into out[k] for each output slot k. */
+enum cr_status vr_reference(struct vr *v, const struct vr_case *c, double *const *out, struct cr_err *err);
 bool vr_inputs_intact(struct vr *v, struct vr_case *c, const char *shm, int set, char *why,
 		      size_t cap);
 /* Correctness of one stage (verify_stage.c). */

@@ -102,27 +102,6 @@ static void fresh_inputs(struct vr *v, struct vr_case *c, uint64_t key)
 			task_gen_tensor(v->t, st->slots[k].tensor, &c->dims, TASK_PROF_OWN, key, c->in[k]);
 }
 
-/* Reference outputs for c->in into c->ref. */
-static enum cr_status reference(struct vr *v, struct vr_case *c, struct cr_err *err)
-{
-	const struct cr_pstage *st = &v->plan.st[CR_FWD];
-	struct task_exec x;
-	enum cr_status s = task_exec_init(&x, v->t, &c->dims, true, false, err);
-	if (s)
-		return s;
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_IN)
-			memcpy(x.v[st->slots[k].tensor].d, c->in[k], sizeof(double) * (size_t)c->numel[k]);
-	task_exec_forward(&x);
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_OUT) {
-			memcpy(c->ref[k], x.v[st->slots[k].tensor].d, sizeof(double) * (size_t)c->numel[k]);
-			task_gen_round(st->slots[k].dtype, c->ref[k], c->numel[k]);
-		}
-	task_exec_release(&x);
-	return CR_OK;
-}
-
 /* Re-checks the candidate's outputs of a set against a fresh reference
  * (the baseline's outputs for the same inputs give the f32 allowance). */
 static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_proc *wc,
@@ -134,7 +113,7 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 
 	vr_read_outputs(v, c, wc->shm, set, c->got);
 	vr_read_outputs(v, c, wb->shm, set, c->base);
-	if ((s = reference(v, c, err)))
+	if ((s = vr_reference(v, c, c->ref, err)))
 		return s;
 	/* a conditioning measured for an earlier call's inputs says nothing of
 	 * these */
