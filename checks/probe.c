@@ -67,13 +67,19 @@ static int64_t unwritten(const struct vr_case *c, const struct cr_pstage *st, in
 	return at;
 }
 
-/* Whether every output of the last call is byte for byte what the first
- * call wrote, on other inputs: the kernel does not read them. */
-static bool same_outputs(const struct vr_case *c, const struct cr_pstage *st, const char *shm, char *const *first)
+/* Whether every output value of the last call equals what the first call
+ * wrote, on other inputs: the kernel does not read them. By value, not by
+ * bytes: 0 * x writes +0 or -0 as x goes, the same zero to agreement
+ * (round 3's thirteenth attacker). NaN is refused before this. */
+static bool same_outputs(const struct vr_case *c, const struct cr_pstage *st, double *const *first)
 {
-	for (int k = 0; k < c->n_slots; k++)
-		if (st->slots[k].role == CR_SLOT_OUT && memcmp(first[k], shm + c->off[0][k], c->bytes[k]))
-			return false;
+	for (int k = 0; k < c->n_slots; k++) {
+		if (st->slots[k].role != CR_SLOT_OUT)
+			continue;
+		for (int64_t i = 0; i < c->numel[k]; i++)
+			if (first[k][i] != c->got[k][i])
+				return false;
+	}
 	return true;
 }
 
@@ -127,7 +133,7 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[CR_FWD];
 	int64_t ns[VR_PROBE_MAX_CALLS];
-	char *first[CR_MAX_SLOTS] = { 0 };  /* the first call's outputs, raw */
+	double *first[CR_MAX_SLOTS] = { 0 };  /* the first call's output values */
 	char detail[300], ds[128], what[200];
 	struct cr_proc w;
 	enum cr_status s;
@@ -195,19 +201,19 @@ enum cr_status vr_probe_run(struct vr *v, uint64_t seed, int calls, struct vr_ca
 			}
 		}
 		/* the first call's outputs, kept to hold the last call's against:
-		 * the same bytes on other inputs is a kernel that ignores them (a
+		 * the same values on other inputs is a kernel that ignores them (a
 		 * group of constant writers agreed and was selected, round 3's
 		 * last attacker; the stages call it degenerate too) */
 		if (n == 0 && calls > 1) {
 			for (int k = 0; k < c->n_slots; k++)
 				if (st->slots[k].role == CR_SLOT_OUT &&
-				    !(first[k] = malloc(c->bytes[k] ? c->bytes[k] : 1))) {
+				    !(first[k] = malloc(sizeof(double) * (size_t)(c->numel[k] ? c->numel[k] : 1)))) {
 					s = cr_errf(err, CR_ENOMEM, "out of memory for the probe");
 					goto out;
 				} else if (st->slots[k].role == CR_SLOT_OUT) {
-					memcpy(first[k], w.shm + c->off[0][k], c->bytes[k]);
+					memcpy(first[k], c->got[k], sizeof(double) * (size_t)c->numel[k]);
 				}
-		} else if (n == calls - 1 && same_outputs(c, st, w.shm, first)) {
+		} else if (n == calls - 1 && same_outputs(c, st, first)) {
 			/* as the stages do: degenerate only where the reference itself
 			 * moved (an honest output can be input-independent for one
 			 * draw: L2/58's clamp saturates under a large bias, round 3's

@@ -398,6 +398,18 @@ static void test_probe_poison(void **state)
 		assert_false(cr_probe_agree(&t, &p, &p));
 		cr_probe_release(&p);
 		task_release(&t);
+		/* ... judged by value: 0 * x writes +0 or -0 as x goes, bytes that
+		 * change with the input, the same zero to agreement */
+		load_task("smoke/relu", &t);
+		write_cand("relu_signed_zero.c",
+			   "// @task smoke/relu\n// @forward relu_fwd(x, y, N)\n#include <stdint.h>\n"
+			   "void relu_fwd(const float *x, float *y, int64_t n)\n"
+			   "{ for (int64_t i = 0; i < n; i++) y[i] = 0.0f * x[i]; }\n",
+			   path, sizeof path);
+		probe(&t, path, 5, &p);
+		assert_int_equal(p.status, CHECK_DEGENERATE);
+		cr_probe_release(&p);
+		task_release(&t);
 	}
 }
 
