@@ -18,18 +18,20 @@
 #include "tasks/task_rng.h"
 
 /* The probe's poison of output k, per dtype, so that an unwritten element
- * can be told from any value a kernel writes: a float output (f32, f16,
- * bf16) holds that dtype's NaN in every element (the stages' 0x7fc0dead
- * words are a NaN only as f32: an f16 element at an even index would read
- * -427.25); an integer output keeps the 0x7fc0dead words vr_fill_buffers
- * wrote (an index or count never reaches them). 0, or -1 out of memory. */
+ * can be told from any value a kernel writes: an f16 or bf16 output holds
+ * that dtype's NaN in every element (the stages' 0x7fc0dead words are a NaN
+ * only as f32: an f16 element at an even index would read -427.25); an f32
+ * output keeps those words, as the stages write them (a NaN, and no tell
+ * that this call is the probe's: round 3's last attacker read a canonical
+ * NaN to skip a busy loop in the probe only); an integer output keeps them
+ * too (an index or count never reaches them). 0, or -1 out of memory. */
 static int poison_outputs(const struct vr_case *c, const struct cr_pstage *st, char *shm)
 {
 	for (int k = 0; k < c->n_slots; k++) {
 		enum task_dtype dt = st->slots[k].dtype;
 		double *nan;
 
-		if (st->slots[k].role != CR_SLOT_OUT || !task_dtype_is_float(dt) || !c->numel[k])
+		if (st->slots[k].role != CR_SLOT_OUT || !task_dtype_is_float(dt) || dt == TASK_F32 || !c->numel[k])
 			continue;
 		if (!(nan = malloc(sizeof *nan * (size_t)c->numel[k])))
 			return -1;
