@@ -35,7 +35,12 @@ static const char report_usage[] =
 	"  --strict-backward count backward=absent as incorrect\n"
 	"  --help            this text\n"
 	"\n"
-	"A candidate is correct when status is ok and backward is not fail.\n"
+	"A candidate is correct when status is ok and backward is not fail. A timing\n"
+	"figure flagged noisy (results.csv column noisy) is not trusted: the row counts\n"
+	"for fast_0 but not for fast_p at p > 0 (a lower bound then), nor in the\n"
+	"geometric mean or the speedup medians. Every format says how many timed rows\n"
+	"were noisy and, from run.json, how loaded the machine was. Intervals are\n"
+	"within-run: they say nothing about run-to-run variation.\n"
 	"exit: 0 ok, 2 bad usage or bad input file.\n";
 
 static const char gate_usage[] =
@@ -409,8 +414,11 @@ int report_print_summary(const char *csv_path, FILE *out)
 		report_run_release(&run);
 		return cr_status_exit_code(st);
 	}
-	fprintf(out, "## Summary of %s\n\n%zu candidates, %zu tasks, %d correct.\n\n"
-		"| status | candidates |\n|---|---:|\n", csv_path, s.n_rows, s.n_tasks, s.n_correct);
+	report_machine_read(csv_path, &s);
+	fprintf(out, "## Summary of %s\n\n%zu candidates, %zu tasks, %d correct.\n\n",
+		csv_path, s.n_rows, s.n_tasks, s.n_correct);
+	report_print_trust_md(out, &s);
+	fprintf(out, "| status | candidates |\n|---|---:|\n");
 	for (int i = 0; i < RS_COUNT; i++)
 		if (s.status_counts[i])
 			fprintf(out, "| %s | %d |\n", report_status_names[i], s.status_counts[i]);
@@ -423,12 +431,17 @@ int report_print_summary(const char *csv_path, FILE *out)
 	fprintf(out, "\n| best-of-n | ");
 	for (size_t j = 0; j < o.np; j++)
 		fprintf(out, "%s | ", report_fmt_num(nb[0], 32, s.fast_best[j], 4));
+	if (s.n_noisy)
+		fprintf(out, "\n\nFast_p for p > 0 is a lower bound: %d correct candidate(s) "
+			"with noisy figures count for fast_0 but never as faster than p > 0.",
+			s.n_correct_noisy);
 	if (s.gm_n == 0)
-		fprintf(out, "\n\nNo correct candidate with a speedup.\n");
+		fprintf(out, "\n\nNo correct candidate with a trusted speedup.\n");
 	else
-		fprintf(out, "\n\nGeometric-mean speedup over %d correct candidates: %s "
-			"(95%% interval %s – %s).\n", s.gm_n, report_fmt_num(nb[1], 32, s.gm, 3),
-		report_fmt_num(nb[2], 32, s.gm_lo, 3), report_fmt_num(nb[3], 32, s.gm_hi, 3));
+		fprintf(out, "\n\nGeometric-mean speedup over %d trusted of %d correct "
+			"candidates: %s (within-run 95%% interval %s – %s).\n", s.gm_n, s.n_correct,
+			report_fmt_num(nb[1], 32, s.gm, 3), report_fmt_num(nb[2], 32, s.gm_lo, 3),
+			report_fmt_num(nb[3], 32, s.gm_hi, 3));
 	report_summary_release(&s);
 	report_run_release(&run);
 	return 0;

@@ -137,7 +137,9 @@ struct report_task {
 	const char *name;      /* borrowed from the rows or the task list */
 	int n, c;              /* candidates, correct candidates */
 	int *c_fast;           /* [np] correct with speedup > p (into summary storage) */
-	double best_speedup;   /* best speedup of a correct candidate, NAN if none */
+	double best_speedup;   /* best trusted (not noisy) speedup of a correct candidate, NAN if none */
+	double best_time_us, best_base_us; /* that candidate's and its baseline's median times (us) */
+	int c_noisy;           /* correct candidates with a noisy (untrusted) timing figure */
 	double median_speedup; /* over correct candidates with a speedup */
 	double arl;            /* mean reasoning_tokens, NAN when none known */
 	int n_tok;             /* rows with reasoning_tokens */
@@ -181,8 +183,13 @@ struct report_summary {
 	int status_counts[RS_COUNT];
 	int bw_counts[RB_COUNT];
 	int n_correct;
-	/* geometric mean over correct candidates with a speedup */
+	/* geometric mean over correct candidates with a trusted speedup (not noisy) */
 	int gm_n;
+	/* timing trust (issue 29): rows with a timing figure, those flagged noisy,
+	 * correct noisy ones (out of Fast_p for p > 0, the geomean, the medians) */
+	int n_timed, n_noisy, n_correct_noisy;
+	char machine_verdict[24];  /* run.json "machine" "verdict", "" when absent */
+	char machine_why[200];     /* its "why" */
 	double gm, gm_lo, gm_hi;
 	double *speedups;          /* [gm_n] those speedups */
 	/* reasoning length */
@@ -215,6 +222,8 @@ enum cr_status report_name_runs(struct report_summary *s, const struct report_ru
 enum report_fmt { RF_MD, RF_HTML, RF_JSON, RF_CSV };
 void report_print_md(FILE *f, const struct report_summary *s, size_t n);
 void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n);
+/* The run's timing trust: timed and noisy rows, the machine verdict (issue 29). */
+void report_print_trust_md(FILE *f, const struct report_summary *s);
 int report_print_json(FILE *f, const struct report_summary *s, size_t n);
 void report_print_csv(FILE *f, const struct report_summary *s, size_t n);
 void report_print_html(FILE *f, const struct report_summary *s, size_t n);
@@ -497,5 +506,9 @@ void report_print_html_runs(FILE *f, const struct report_summary *s, size_t n,
 
 /* Formatting helper: "%.*f" or "—"-free "n/a" for NAN, into buf. */
 const char *report_fmt_num(char *buf, size_t len, double v, int prec);
+/* A time in us, readable: "850 µs", "12.3 ms", "1.50 s"; "n/a" for NAN. */
+const char *report_fmt_time(char *buf, size_t len, double us);
+/* run.json "machine" beside csv_path into s (left "" when absent or unreadable). */
+void report_machine_read(const char *csv_path, struct report_summary *s);
 
 #endif

@@ -1,7 +1,8 @@
 /* report_md.c — the markdown printer of `crucible report`: the ablation table
- * (a column per run) and, per run, Fast_p, pass@k / fast_p@k, geometric-mean
- * speedup, status counts, the per-task table and the reasoning-length tables.
- * Prints only; every number comes from struct report_summary. */
+ * (a column per run) and, per run, the timing trust (noisy rows, machine
+ * verdict), Fast_p, pass@k / fast_p@k, geometric-mean speedup, status counts,
+ * the per-task table and the reasoning-length tables. Prints only; every
+ * number comes from struct report_summary. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,11 @@ static const char *fmtn(char (*nb)[32], unsigned *i, double v, int prec)
 	return report_fmt_num(nb[(*i)++ % 8], 32, v, prec);
 }
 #define NUM(v, prec) fmtn(nb, &nbi, (v), (prec))
+static const char *fmtt(char (*nb)[32], unsigned *i, double us)
+{
+	return report_fmt_time(nb[(*i)++ % 8], 32, us);
+}
+#define TIME(us) fmtt(nb, &nbi, (us))
 
 static void print_fast(FILE *f, const struct report_summary *s)
 {
@@ -21,8 +27,9 @@ static void print_fast(FILE *f, const struct report_summary *s)
 	unsigned nbi = 0;
 	const struct report_opts *o = &s->opts;
 
-	fprintf(f, "### Fast_p\n\nfast_p = (1/N) Σ_tasks 1[correct ∧ speedup > p], N = %zu; "
-		"a task with no candidate counts as failed.\n\n| | ", s->n_tasks);
+	fprintf(f, "### Fast_p\n\nfast_p = (1/N) Σ_tasks 1[some candidate correct ∧ speedup > p], "
+		"N = %zu; a task with no candidate counts as failed. For p > 0 only trusted "
+		"figures count (timed, not noisy).\n\n| | ", s->n_tasks);
 	for (size_t j = 0; j < o->np; j++)
 		fprintf(f, "fast_%g | ", o->p[j]);
 	fprintf(f, "\n|---|");
@@ -45,6 +52,24 @@ static void print_fast(FILE *f, const struct report_summary *s)
 	if (s->n_correct_nospeed)
 		fprintf(f, "%d correct candidate(s) have no speedup: they count as correct "
 			"but never as faster than p.\n\n", s->n_correct_nospeed);
+	if (s->n_noisy)
+		fprintf(f, "**Fast_p for p > 0 is a lower bound**: %d row(s) have noisy timing "
+			"figures (%d of them correct); a correct noisy row counts for fast_0 but "
+			"never as faster than p > 0.\n\n", s->n_noisy, s->n_correct_noisy);
+}
+
+void report_print_trust_md(FILE *f, const struct report_summary *s)
+{
+	if (!s->n_timed)
+		fprintf(f, "Timing: no timed rows.\n\n");
+	else if (!s->n_noisy)
+		fprintf(f, "Timing: %d timed row(s), none noisy.\n\n", s->n_timed);
+	else
+		fprintf(f, "Timing: %d timed row(s), %d noisy (figures not trusted, kept out of "
+			"Fast_p and the geometric mean).\n\n", s->n_timed, s->n_noisy);
+	if (*s->machine_verdict)
+		fprintf(f, "Machine while timing: **%s**%s%s.\n\n", s->machine_verdict,
+			*s->machine_why ? " — " : "", s->machine_why);
 }
 
 static void print_passk(FILE *f, const struct report_summary *s)
@@ -81,11 +106,13 @@ static void print_counts(FILE *f, const struct report_summary *s)
 
 	fprintf(f, "### Geometric-mean speedup\n\n");
 	if (s->gm_n == 0)
-		fprintf(f, "No correct candidate with a speedup.\n\n");
+		fprintf(f, "No correct candidate with a trusted speedup (%d correct, %d of them "
+			"with a noisy figure).\n\n", s->n_correct, s->n_correct_noisy);
 	else
-		fprintf(f, "%s over %d correct candidates with a speedup; 95%% interval %s – %s "
-			"(Student t-interval on log speedups, exponentiated).\n\n",
-			NUM(s->gm, 3), s->gm_n, NUM(s->gm_lo, 3), NUM(s->gm_hi, 3));
+		fprintf(f, "%s over %d trusted of %d correct candidates (timed, not noisy); "
+			"within-run 95%% interval %s – %s (Student t-interval on this run's log "
+			"speedups, exponentiated; it says nothing about run-to-run variation).\n\n",
+			NUM(s->gm, 3), s->gm_n, s->n_correct, NUM(s->gm_lo, 3), NUM(s->gm_hi, 3));
 	fprintf(f, "### Status counts\n\n| status | candidates | share |\n|---|---:|---:|\n");
 	for (int i = 0; i < RS_COUNT; i++)
 		fprintf(f, "| %s | %d | %s |\n", report_status_names[i], s->status_counts[i],
@@ -105,21 +132,27 @@ static void print_tasks(FILE *f, const struct report_summary *s)
 	const struct report_opts *o = &s->opts;
 
 	fprintf(f, "### Per task\n\npass@k per task is \"n < k\" where the task has fewer "
-		"than k candidates; a task with no candidate counts as 0.\n\n| task | n | correct |");
+		"than k candidates; a task with no candidate counts as 0. Best and median "
+		"speedup are over correct candidates with a trusted figure (timed, not noisy); "
+		"beside the best, the median per-call times of that candidate and of the "
+		"baseline; \"noisy\" counts the correct candidates whose figure is not "
+		"trusted.\n\n| task | n | correct |");
 	for (size_t ki = 0; ki < o->nk; ki++)
 		fprintf(f, " pass@%d |", o->k[ki]);
-	fprintf(f, " best speedup | median speedup | ARL | bucket |\n|---|---:|---:|");
+	fprintf(f, " best speedup | its time | baseline time | median speedup | noisy | ARL | "
+		"bucket |\n|---|---:|---:|");
 	for (size_t ki = 0; ki < o->nk; ki++)
 		fprintf(f, "---:|");
-	fprintf(f, "---:|---:|---:|---|\n");
+	fprintf(f, "---:|---:|---:|---:|---:|---:|---|\n");
 	for (size_t t = 0; t < s->n_tasks; t++) {
 		const struct report_task *T = &s->tasks[t];
 		fprintf(f, "| %s | %d | %d |", T->name, T->n, T->c);
 		for (size_t ki = 0; ki < o->nk; ki++)
 			fprintf(f, " %s |", T->n == 0 ? "0" : T->n < o->k[ki] ? "n < k" :
 				NUM(report_pass_at_k(T->n, T->c, o->k[ki]), 4));
-		fprintf(f, " %s | %s | %s | %s |\n", NUM(T->best_speedup, 3),
-			NUM(T->median_speedup, 3), NUM(T->arl, 0),
+		fprintf(f, " %s | %s | %s | %s | %d | %s | %s |\n", NUM(T->best_speedup, 3),
+			TIME(T->best_time_us), TIME(T->best_base_us),
+			NUM(T->median_speedup, 3), T->c_noisy, NUM(T->arl, 0),
 			T->n_tok ? report_bucket_names[report_bucket(T->arl)] : "n/a");
 	}
 	fprintf(f, "\n");
@@ -151,7 +184,8 @@ static void print_reasoning(FILE *f, const struct report_summary *s)
 		return;
 	fprintf(f, "Difficulty bucket of a task by its average reasoning length (ARL); "
 		"correctness and median speedup over its candidates with reasoning_tokens "
-		"(median over correct ones with a speedup, their count in parentheses).\n\n"
+		"(median over correct ones with a trusted speedup, their count in "
+		"parentheses).\n\n"
 		"| bucket | rule | tasks | candidates | correct | correctness | median speedup (n) |\n"
 		"|---|---|---:|---:|---:|---:|---:|\n");
 	for (int b = 0; b < 3; b++)
@@ -171,7 +205,7 @@ static void print_reasoning(FILE *f, const struct report_summary *s)
 		print_group(f, name, rule, &s->quart[q], 0);
 	}
 	fprintf(f, "\nPearson r, reasoning length vs speedup (correct candidates with a "
-		"speedup): %s (n = %d).  \nPearson r, reasoning length vs correctness (0/1, all "
+		"trusted speedup): %s (n = %d).  \nPearson r, reasoning length vs correctness (0/1, all "
 		"candidates with reasoning_tokens): %s (n = %d).\n\n",
 		NUM(s->r_speed, 4), s->r_speed_n, NUM(s->r_correct, 4), s->r_correct_n);
 }
@@ -203,6 +237,7 @@ void report_print_md(FILE *f, const struct report_summary *s, size_t n)
 		if (s[i].n_ignored_rows)
 			fprintf(f, "%zu row(s) name tasks outside the task list and are left out.\n\n",
 				s[i].n_ignored_rows);
+		report_print_trust_md(f, &s[i]);
 		print_fast(f, &s[i]);
 		print_passk(f, &s[i]);
 		print_counts(f, &s[i]);
@@ -216,6 +251,7 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 	char nb[8][32];
 	unsigned nbi = 0;
 	const struct report_opts *o = &s[0].opts;
+	int machine = 0, noisy = 0;
 
 	fprintf(f, "## Ablation\n\n| metric |");
 	for (size_t i = 0; i < n; i++)
@@ -248,12 +284,27 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, " %s |", NUM(s[i].pass_k[ki], 4));
 	}
-	fprintf(f, "\n| geomean speedup [95%%] |");
+	fprintf(f, "\n| timed rows (noisy) |");
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, " %s [%s, %s] |", NUM(s[i].gm, 3), NUM(s[i].gm_lo, 3),
-			NUM(s[i].gm_hi, 3));
+		fprintf(f, " %d (%d) |", s[i].n_timed, s[i].n_noisy);
+	for (size_t i = 0; i < n; i++)
+		machine |= *s[i].machine_verdict != '\0';
+	if (machine) {
+		fprintf(f, "\n| machine while timing |");
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, " %s |", *s[i].machine_verdict ? s[i].machine_verdict : "n/a");
+	}
+	fprintf(f, "\n| geomean speedup [within-run 95%% interval] (trusted of correct) |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s [%s, %s] (%d of %d) |", NUM(s[i].gm, 3), NUM(s[i].gm_lo, 3),
+			NUM(s[i].gm_hi, 3), s[i].gm_n, s[i].n_correct);
 	fprintf(f, "\n| r(length, speedup) (n) |");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, " %s (%d) |", NUM(s[i].r_speed, 3), s[i].r_speed_n);
 	fprintf(f, "\n\n");
+	for (size_t i = 0; i < n; i++)
+		noisy |= s[i].n_noisy > 0;
+	if (noisy)
+		fprintf(f, "Speedups are over trusted figures only (timed, not noisy): in a run "
+			"with noisy rows fast_p for p > 0 is a lower bound.\n\n");
 }

@@ -3,7 +3,8 @@
  * options that differ between the runs (model, temperature, n, strategy,
  * turns from the rows; seed, quick, timing, backend, version, revision from
  * run.json beside results.csv), else the file's directory. Never "run k":
- * names that still collide get the differing options, then the path. */
+ * names that still collide get the differing options, then the path. Also
+ * run.json's "machine" verdict (how loaded the machine was while timing). */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -40,9 +41,33 @@ static void json_str(json_t *root, const char *key, char *out, size_t len)
 		snprintf(out, len, "%s", json_is_true(v) ? "1" : "0");
 }
 
+/* run.json "machine" (issue 29): how loaded the machine was while timing,
+ * "verdict" (quiet, busy, oversubscribed) and "why"; made safe for a terminal
+ * and a markdown table. Left "" when absent (older run.json). */
+static void machine(json_t *root, struct report_summary *s)
+{
+	json_t *mc = json_object_get(root, "machine");
+	const char *v = json_string_value(json_object_get(mc, "verdict"));
+	const char *w = json_string_value(json_object_get(mc, "why"));
+
+	s->machine_verdict[0] = s->machine_why[0] = '\0';
+	if (!v)
+		return;
+	snprintf(s->machine_verdict, sizeof s->machine_verdict, "%s", v);
+	snprintf(s->machine_why, sizeof s->machine_why, "%s", w ? w : "");
+	cr_text_escape_inplace(s->machine_verdict, sizeof s->machine_verdict);
+	cr_text_escape_inplace(s->machine_why, sizeof s->machine_why);
+	for (char *c = s->machine_verdict; *c; c++)
+		*c = *c == '|' || *c == '`' || *c == '*' ? '/' : *c;
+	for (char *c = s->machine_why; *c; c++)
+		*c = *c == '|' || *c == '`' || *c == '*' ? '/' : *c;
+}
+
 /* run.json beside the results.csv, when there is one. A run.json that is
- * not valid json is an error: its options name the run. */
-static enum cr_status read_run_json(const char *csv, struct meta *m, struct cr_err *e)
+ * not valid json is an error: its options name the run. s (may be NULL)
+ * gets its "machine". */
+static enum cr_status read_run_json(const char *csv, struct meta *m, struct report_summary *s,
+				    struct cr_err *e)
 {
 	char *p = malloc(strlen(csv) + sizeof "run.json"), *slash, *buf;
 	json_error_t je;
@@ -79,6 +104,8 @@ static enum cr_status read_run_json(const char *csv, struct meta *m, struct cr_e
 	json_str(root, "backend", m->v[K_BACKEND], sizeof m->v[K_BACKEND]);
 	json_str(root, "version", m->v[K_VERSION], sizeof m->v[K_VERSION]);
 	json_str(root, "revision", m->v[K_REVISION], sizeof m->v[K_REVISION]);
+	if (s)
+		machine(root, s);
 	json_decref(root);
 	free(p);
 	return CR_OK;
@@ -178,7 +205,7 @@ enum cr_status report_name_runs(struct report_summary *s, const struct report_ru
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if ((st = read_run_json(runs[i].path, &m[i], e)) != CR_OK)
+		if ((st = read_run_json(runs[i].path, &m[i], &s[i], e)) != CR_OK)
 			goto out;
 		from_rows(&runs[i], &s[i], &m[i]);
 	}
@@ -228,4 +255,14 @@ out:
 	free(m);
 	free(name);
 	return st;
+}
+
+void report_machine_read(const char *csv_path, struct report_summary *s)
+{
+	struct meta m = { 0 };
+	struct cr_err e;
+
+	cr_err_init(&e);
+	s->machine_verdict[0] = s->machine_why[0] = '\0';
+	(void)read_run_json(csv_path, &m, s, &e);
 }

@@ -1,7 +1,8 @@
 /* report_out.c — the machine-readable printers of `crucible report`:
  * json (jansson; unknown numbers are null) and csv (a long table, one value a
- * line: run,file,table,row,column,value, quoted through libcsv). Both carry the
- * same numbers as the markdown tables. */
+ * line: run,file,table,row,column,value, quoted through libcsv; the machine
+ * verdict's two values are text). Both carry the same numbers as the
+ * markdown tables. */
 #include <csv.h>
 #include <jansson.h>
 #include <math.h>
@@ -90,9 +91,21 @@ static json_t *run_json(const struct report_summary *s)
 	}
 	json_object_set_new(r, "pass_at_k", pk);
 	json_object_set_new(r, "geomean_speedup",
-			    json_pack("{s:o, s:o, s:o, s:i, s:s}", "value", jnum(s->gm), "lo",
-				      jnum(s->gm_lo), "hi", jnum(s->gm_hi), "n", s->gm_n,
-				      "interval", "95% Student t on log speedups"));
+			    json_pack("{s:o, s:o, s:o, s:i, s:i, s:s, s:s}", "value", jnum(s->gm),
+				      "lo", jnum(s->gm_lo), "hi", jnum(s->gm_hi), "n", s->gm_n,
+				      "correct_n", s->n_correct, "over",
+				      "correct candidates with a trusted speedup (timed, not noisy)",
+				      "interval", "within-run 95% interval: Student t on this run's "
+				      "log speedups"));
+	json_object_set_new(r, "timing", json_pack(
+		"{s:i, s:i, s:i, s:b, s:s}", "timed_rows", s->n_timed, "noisy_rows", s->n_noisy,
+		"noisy_correct", s->n_correct_noisy, "fast_p_lower_bound", s->n_noisy > 0, "rule",
+		"noisy figures are not trusted: kept out of fast_p for p > 0, the geometric "
+		"mean and the speedup medians"));
+	if (*s->machine_verdict)
+		json_object_set_new(r, "machine", json_pack("{s:s, s:s}", "verdict",
+							    s->machine_verdict, "why",
+							    s->machine_why));
 	st = json_object();
 	for (int i = 0; i < RS_COUNT; i++)
 		json_object_set_new(st, report_status_names[i], json_integer(s->status_counts[i]));
@@ -110,10 +123,12 @@ static json_t *run_json(const struct report_summary *s)
 			json_array_append_new(tk, T->n == 0 ? json_real(0) :
 					      jnum(report_pass_at_k(T->n, T->c, o->k[ki])));
 		json_array_append_new(tasks, json_pack(
-			"{s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:o, s:o}", "task", T->name, "n", T->n,
-			"pass_at_k", tk,
+			"{s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o}", "task",
+			T->name, "n", T->n, "pass_at_k", tk,
 			"correct", T->c, "pass_at_1", T->n ? jnum(report_pass_at_k(T->n, T->c, 1)) :
-			json_real(0), "best_speedup", jnum(T->best_speedup), "median_speedup",
+			json_real(0), "best_speedup", jnum(T->best_speedup), "best_time_us",
+			jnum(T->best_time_us), "best_baseline_us", jnum(T->best_base_us),
+			"noisy_correct", T->c_noisy, "median_speedup",
 			jnum(T->median_speedup), "arl", jnum(T->arl), "bucket",
 			T->n_tok ? json_string(report_bucket_names[report_bucket(T->arl)]) :
 			json_null()));
@@ -247,6 +262,25 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 		line(f, S, "geomean_speedup", "all", "lo95", S->gm_lo);
 		line(f, S, "geomean_speedup", "all", "hi95", S->gm_hi);
 		line(f, S, "geomean_speedup", "all", "n", S->gm_n);
+		line(f, S, "geomean_speedup", "all", "correct_n", S->n_correct);
+		line(f, S, "timing", "all", "timed_rows", S->n_timed);
+		line(f, S, "timing", "all", "noisy_rows", S->n_noisy);
+		line(f, S, "timing", "all", "noisy_correct", S->n_correct_noisy);
+		line(f, S, "timing", "all", "fast_p_lower_bound", S->n_noisy > 0);
+		if (*S->machine_verdict) {
+			report_csv_field(f, S->label, 0);
+			report_csv_field(f, S->path, 0);
+			report_csv_field(f, "machine", 0);
+			report_csv_field(f, "all", 0);
+			report_csv_field(f, "verdict", 0);
+			report_csv_field(f, S->machine_verdict, 1);
+			report_csv_field(f, S->label, 0);
+			report_csv_field(f, S->path, 0);
+			report_csv_field(f, "machine", 0);
+			report_csv_field(f, "all", 0);
+			report_csv_field(f, "why", 0);
+			report_csv_field(f, S->machine_why, 1);
+		}
 		for (int k = 0; k < RS_COUNT; k++)
 			line(f, S, "status_counts", report_status_names[k], "candidates",
 			     S->status_counts[k]);
@@ -259,6 +293,9 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 			line(f, S, "tasks", T->name, "pass_at_1",
 			     T->n ? report_pass_at_k(T->n, T->c, 1) : 0);
 			line(f, S, "tasks", T->name, "best_speedup", T->best_speedup);
+			line(f, S, "tasks", T->name, "best_time_us", T->best_time_us);
+			line(f, S, "tasks", T->name, "best_baseline_us", T->best_base_us);
+			line(f, S, "tasks", T->name, "noisy_correct", T->c_noisy);
 			line(f, S, "tasks", T->name, "median_speedup", T->median_speedup);
 			line(f, S, "tasks", T->name, "arl", T->arl);
 		}

@@ -421,14 +421,28 @@ static enum cr_status push_pt(struct report_series *s, const struct report_curve
 	return CR_OK;
 }
 
-/* One curve.csv row into p; the strategy and model of its series. */
+/* The pick's timing figure is flagged noisy in the run's results.csv (its
+ * row with the same task and candidate); not noisy when no row matches. */
+static int pick_noisy(const struct report_rundir *d, const char *task, const char *cand)
+{
+	const struct report_run *res = d->results;
+
+	for (size_t i = 0; res && *cand && i < res->n_rows; i++)
+		if (!strcmp(res->rows[i].task, task) && !strcmp(res->rows[i].candidate, cand))
+			return res->rows[i].noisy == 1;
+	return 0;
+}
+
+/* One curve.csv row into p; the strategy and model of its series. fast1 is
+ * kept only for a trusted figure: a pick whose results.csv row is noisy is
+ * correct but not fast (issue 29), whether or not curve.csv already says so. */
 static int curve_row(const struct report_rundir *d, const struct report_table *t,
 		     const struct report_trow *r, const int *c, struct report_curve_pt *p,
 		     int *strat, const char **model, struct cr_err *e)
 {
 	double correct, fast1;
 	long v;
-	int status;
+	int status, noisy;
 
 	*strat = *r->f[c[0]] ? strat_parse(r->f[c[0]]) : (int)d->strategy;
 	if (*strat < 0)
@@ -455,13 +469,14 @@ static int curve_row(const struct report_rundir *d, const struct report_table *t
 	if (correct && status != RS_OK)
 		return cr_errf(e, CR_EINPUT, "%s:%ld: correct is 1 but status is '%s' (correct "
 			       "needs ok)", t->path, r->line, r->f[c[7]]), -1;
-	if (fast1 != (correct && p->speedup > 1))
+	noisy = correct && p->speedup > 1 && pick_noisy(d, r->f[c[2]], r->f[c[6]]);
+	if (fast1 != (correct && p->speedup > 1) && !(noisy && !fast1))
 		return cr_errf(e, CR_EINPUT, "%s:%ld: fast1 is %.0f but correct is %.0f and speedup "
 			       "'%s' (fast1 = 1 iff correct and speedup > 1)", t->path, r->line,
 			       fast1, correct, r->f[c[8]]), -1;
 	p->line = r->line;
 	p->correct = (int)correct;
-	p->fast1 = (int)fast1;
+	p->fast1 = (int)fast1 && !noisy;
 	return 0;
 }
 

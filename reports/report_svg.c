@@ -287,7 +287,7 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 	p.x1 = pmax; /* never clip the largest speedup */
 	p.y0 = 0;
 	p.y1 = 1.04;
-	plot_begin(&p, f, "Fast_p vs p (best-of-n)", "p (speedup threshold, strict >)",
+	plot_begin(&p, f, "Fast_p vs p (best-of-n, trusted figures)", "p (speedup threshold, strict >)",
 		   "fast_p", (int)n);
 	vline(&p, 1, NULL);
 	for (size_t i = 0; i < n; i++) {
@@ -352,10 +352,10 @@ void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n)
 	p.x1 = hi;
 	p.y0 = 0;
 	p.y1 = ymax < 5 ? ymax + 1 : ymax * 1.1;
-	plot_begin(&p, f, "Speedup distribution (correct candidates)",
+	plot_begin(&p, f, "Speedup distribution (correct candidates, trusted figures)",
 		   "speedup over the baseline (log scale, bins of 2^0.25)", "candidates", (int)n);
 	if (!any)
-		no_data(&p, "no correct candidate with a speedup");
+		no_data(&p, "no correct candidate with a trusted speedup");
 	for (size_t i = 0; i < n; i++) {
 		for (int b = 0; b < nb; b++) {
 			int c = counts[i * (size_t)nb + (size_t)b];
@@ -392,7 +392,7 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 	p.ylog = 1;
 	p.y0 = floor(fmin(ylo, -1));
 	p.y1 = ceil(fmax(yhi, 1) + 1e-9);
-	plot_begin(&p, f, "Reasoning length vs speedup (correct candidates)",
+	plot_begin(&p, f, "Reasoning length vs speedup (correct, trusted figures)",
 		   "reasoning tokens", "speedup (log scale)", (int)n);
 	vline(&p, 4000, NULL);
 	vline(&p, 8500, NULL);
@@ -407,7 +407,7 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 		}
 	}
 	if (!any)
-		no_data(&p, "no correct candidate with reasoning_tokens and a speedup");
+		no_data(&p, "no correct candidate with reasoning_tokens and a trusted speedup");
 	for (size_t i = 0; i < n; i++) {
 		for (int j = 0; j < s[i].r_speed_n; j++) {
 			double y = s[i].scatter[2 * j + 1];

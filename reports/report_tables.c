@@ -39,6 +39,33 @@ const char *report_fmt_num(char *buf, size_t len, double v, int prec)
 	return buf;
 }
 
+const char *report_fmt_time(char *buf, size_t len, double us)
+{
+	if (isnan(us))
+		snprintf(buf, len, "n/a");
+	else if (us < 1000)
+		snprintf(buf, len, "%.3g µs", us);
+	else if (us < 1e6)
+		snprintf(buf, len, "%.3g ms", us / 1e3);
+	else
+		snprintf(buf, len, "%.3g s", us / 1e6);
+	return buf;
+}
+
+/* A row's timing figure is trusted when it has one and timing did not flag it
+ * noisy (noisy -1: no flag, as in files older than the flag's column). */
+static int trusted(const struct report_row *r)
+{
+	return !isnan(r->speedup) && r->noisy != 1;
+}
+
+/* Fast at p: correct, timed and speedup > p; a noisy figure only at p <= 0
+ * (it says the candidate ran and was timed, not how fast it is). */
+static int fast_at(const struct report_row *r, double p)
+{
+	return !isnan(r->speedup) && r->speedup > p && (p <= 0 || r->noisy != 1);
+}
+
 /* natural order (t/2 before t/10); also the bsearch order of find_task */
 static int cmp_str(const void *a, const void *b)
 {
@@ -187,7 +214,7 @@ double report_summary_fast_at(const struct report_summary *s, double p)
 	size_t hit = 0;
 
 	for (size_t t = 0; t < s->n_tasks; t++)
-		hit += s->tasks[t].best_speedup > p;
+		hit += s->tasks[t].best_speedup > p || (p <= 0 && s->tasks[t].c_noisy > 0);
 	return s->n_tasks ? (double)hit / (double)s->n_tasks : NAN;
 }
 
@@ -235,7 +262,7 @@ static enum cr_status reasoning(const struct report_run *run, const long *tid,
 		tok[s->rl_n] = r->reasoning_tokens;
 		cor[s->rl_n] = report_row_correct(r, o);
 		s->rl_n++;
-		if (report_row_correct(r, o) && !isnan(r->speedup)) {
+		if (report_row_correct(r, o) && trusted(r)) {
 			s->scatter[2 * ns] = r->reasoning_tokens;
 			s->scatter[2 * ns + 1] = r->speedup;
 			sp[ns++] = r->speedup;
@@ -285,7 +312,7 @@ static enum cr_status reasoning(const struct report_run *run, const long *tid,
 			G->n++;
 			if (report_row_correct(r, o)) {
 				G->n_correct++;
-				if (!isnan(r->speedup))
+				if (trusted(r))
 					grp[m++] = r->speedup;
 			}
 		}
@@ -352,6 +379,8 @@ static enum cr_status tally(const struct report_run *run, const long *tid,
 		s->status_counts[r->status]++;
 		s->bw_counts[r->backward]++;
 		T->n++;
+		s->n_timed += r->noisy >= 0 || !isnan(r->speedup);
+		s->n_noisy += r->noisy == 1;
 		if (!isnan(r->reasoning_tokens)) {
 			T->n_tok++;
 			tokens[tid[i]] += r->reasoning_tokens;
@@ -364,15 +393,24 @@ static enum cr_status tally(const struct report_run *run, const long *tid,
 			s->n_correct_nospeed++;
 			continue;
 		}
-		s->speedups[nsp++] = r->speedup;
-		if (isnan(T->best_speedup) || r->speedup > T->best_speedup)
-			T->best_speedup = r->speedup;
+		if (r->noisy == 1) {
+			T->c_noisy++;
+			s->n_correct_noisy++;
+		} else {
+			s->speedups[nsp++] = r->speedup;
+			/* best-of-n: never a noisy figure over a trusted one */
+			if (isnan(T->best_speedup) || r->speedup > T->best_speedup) {
+				T->best_speedup = r->speedup;
+				T->best_time_us = r->time_us;
+				T->best_base_us = r->baseline_us;
+			}
+		}
 		{
 			long *hit = bsearch(&r->sample, s->sample_ids, s->n_samples,
 					    sizeof *s->sample_ids, cmp_long);
 			size_t si = (size_t)(hit - s->sample_ids);
 			for (size_t j = 0; j < np; j++)
-				if (r->speedup > o->p[j]) {
+				if (fast_at(r, o->p[j])) {
 					T->c_fast[j]++;
 					flag[((size_t)tid[i] * s->n_samples + si) * np + j] = 1;
 				}
@@ -384,7 +422,7 @@ static enum cr_status tally(const struct report_run *run, const long *tid,
 		T->arl = T->n_tok ? tokens[t] / T->n_tok : NAN;
 		for (size_t i = 0; i < nr; i++)
 			if (tid[i] == (long)t && report_row_correct(&run->rows[i], o) &&
-			    !isnan(run->rows[i].speedup))
+			    trusted(&run->rows[i]))
 				v[m++] = run->rows[i].speedup;
 		T->median_speedup = report_median(v, m);
 		for (size_t j = 0; j < np; j++) {
@@ -447,6 +485,7 @@ enum cr_status report_summary_compute(const struct report_run *run,
 		s->tasks[t].name = names[t];
 		s->tasks[t].c_fast = s->c_fast_store + t * o->np;
 		s->tasks[t].best_speedup = NAN;
+		s->tasks[t].best_time_us = s->tasks[t].best_base_us = NAN;
 	}
 	for (size_t i = 0; i < run->n_rows; i++)
 		tid[i] = find_task(names, nt, run->rows[i].task);

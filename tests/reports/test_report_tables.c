@@ -536,6 +536,226 @@ static void test_report_options(void **state)
 	free(t);
 }
 
+/* Issue 29: noisy timing figures. A temp dir with results.csv (hdr, rows) and,
+ * when machine is not NULL, a run.json with that "machine" object. */
+static void write_run(char *dir, const char *hdr, const char *rows, const char *machine)
+{
+	char f[4200];
+	FILE *o;
+	assert_non_null(mkdtemp(dir));
+	snprintf(f, sizeof f, "%s/results.csv", dir);
+	assert_non_null(o = fopen(f, "w"));
+	fprintf(o, "%s\n%s", hdr, rows);
+	fclose(o);
+	if (machine) {
+		snprintf(f, sizeof f, "%s/run.json", dir);
+		assert_non_null(o = fopen(f, "w"));
+		fprintf(o, "{\"label\": \"\", \"machine\": %s}\n", machine);
+		fclose(o);
+	}
+}
+
+static void rm_run(const char *dir)
+{
+	char f[4200];
+	snprintf(f, sizeof f, "%s/results.csv", dir);
+	remove(f);
+	snprintf(f, sizeof f, "%s/run.json", dir);
+	remove(f);
+	rmdir(dir);
+}
+
+#define NOISY_HDR "run_id,task,candidate,sample,backend,device,status,backward,detail," \
+	"max_abs_err,max_rel_err,time_us,time_lo_us,time_hi_us,baseline_us,speedup,speedup_lo," \
+	"speedup_hi,samples,reasoning_tokens,completion_tokens,model,temperature,top_p,top_k," \
+	"seed,turn,source_sha256"
+/* N = 4: t/A a noisy 3.0 and a trusted 1.2 (50 us against 60 us); t/B only a
+ * noisy 2.5; t/C a mismatch; t/D a trusted 0.8. Trusted: fast_0 = 3/4 (a
+ * noisy row still counts there), fast_1 = 1/4 (t/A by a1), fast_2 = 0; the
+ * geomean is over 1.2 and 0.8 only: 2 trusted of 4 correct. */
+static const char noisy_rows[] =
+	"r,t/A,a0,0,cpu,cpu,ok,none,\"timing noisy (9 of 9 samples preempted)\",0,0,10,9,11,30,"
+	"3.0,2.5,3.5,9,,,m,,,,,0,aa,1\n"
+	"r,t/A,a1,1,cpu,cpu,ok,none,,0,0,50,49,51,60,1.2,1.1,1.3,9,,,m,,,,,0,ab,0\n"
+	"r,t/B,b0,0,cpu,cpu,ok,none,\"timing noisy (interval ±9%)\",0,0,10,9,11,25,2.5,2,3,9,,,"
+	"m,,,,,0,ba,1\n"
+	"r,t/C,c0,0,cpu,cpu,mismatch,none,,1,1,,,,,,,,,,,m,,,,,0,ca,\n"
+	"r,t/D,d0,0,cpu,cpu,ok,none,,0,0,1250,1200,1300,1000,0.8,0.7,0.9,9,,,m,,,,,0,da,0\n";
+
+static void check_noisy_summary(const struct report_summary *s)
+{
+	/* p grid 0, 0.5, 0.8, 1, 1.5, 2 */
+	static const double best[] = { 0.75, 0.5, 0.25, 0.25, 0, 0 };
+	for (int j = 0; j < 6; j++)
+		assert_near(s->fast_best[j], best[j], 1e-15);
+	assert_near(report_summary_fast_at(s, 0), 0.75, 1e-15);
+	assert_near(report_summary_fast_at(s, 1), 0.25, 1e-15);
+	assert_near(report_summary_fast_at(s, 2), 0, 1e-15);
+	/* fast_1@1: only a1 of t/A's two candidates is trusted fast: (1/2) / 4 */
+	assert_near(s->fastp_k[0 * 32 + 3], 0.5 / 4, 1e-15);
+	assert_int_equal(s->n_correct, 4);
+	assert_int_equal(s->gm_n, 2);
+	assert_near(s->gm, sqrt(1.2 * 0.8), 1e-12);
+	assert_int_equal(s->n_timed, 4);
+	assert_int_equal(s->n_noisy, 2);
+	assert_int_equal(s->n_correct_noisy, 2);
+	assert_near(s->tasks[0].best_speedup, 1.2, 1e-15);
+	assert_near(s->tasks[0].best_time_us, 50, 1e-15);
+	assert_near(s->tasks[0].best_base_us, 60, 1e-15);
+	assert_int_equal(s->tasks[0].c_noisy, 1);
+	assert_true(isnan(s->tasks[1].best_speedup));
+	assert_true(isnan(s->tasks[1].median_speedup));
+}
+
+static void test_noisy_not_fast(void **state)
+{
+	char dir[] = "/tmp/crucible-report-noisy-XXXXXX", csv[4200], hdr[1024];
+	struct report_run run;
+	struct report_summary s;
+	struct report_opts o;
+	struct cr_err e;
+	(void)state;
+	report_opts_default(&o);
+	cr_err_init(&e);
+	/* with the noisy column */
+	snprintf(hdr, sizeof hdr, "%s,noisy", NOISY_HDR);
+	write_run(dir, hdr, noisy_rows, NULL);
+	snprintf(csv, sizeof csv, "%s/results.csv", dir);
+	assert_int_equal(report_run_load(csv, &run, &e), CR_OK);
+	assert_int_equal(report_summary_compute(&run, &o, &s, &e), CR_OK);
+	check_noisy_summary(&s);
+	report_summary_release(&s);
+	report_run_release(&run);
+	rm_run(dir);
+}
+
+/* An older results.csv without the noisy column: the detail prefix says it. */
+static void test_noisy_old_csv(void **state)
+{
+	char dir[] = "/tmp/crucible-report-noisy-XXXXXX", csv[4200], rows[sizeof noisy_rows];
+	struct report_run run;
+	struct report_summary s;
+	struct report_opts o;
+	struct cr_err e;
+	(void)state;
+	report_opts_default(&o);
+	cr_err_init(&e);
+	/* the same rows without their last field (the flag) */
+	{
+		const char *p = noisy_rows;
+		char *q = rows;
+		while (*p) {
+			const char *nl = strchr(p, '\n'), *comma = nl;
+			while (comma > p && comma[-1] != ',')
+				comma--;
+			memcpy(q, p, (size_t)(comma - 1 - p));
+			q += comma - 1 - p;
+			*q++ = '\n';
+			p = nl + 1;
+		}
+		*q = '\0';
+	}
+	write_run(dir, NOISY_HDR, rows, NULL);
+	snprintf(csv, sizeof csv, "%s/results.csv", dir);
+	assert_int_equal(report_run_load(csv, &run, &e), CR_OK);
+	assert_int_equal(report_summary_compute(&run, &o, &s, &e), CR_OK);
+	check_noisy_summary(&s);
+	report_summary_release(&s);
+	report_run_release(&run);
+	rm_run(dir);
+	/* basic.csv (no noisy column, no prefix): every timed row is trusted */
+	assert_int_equal(report_run_load(path("basic.csv"), &run, &e), CR_OK);
+	assert_int_equal(report_summary_compute(&run, &o, &s, &e), CR_OK);
+	assert_int_equal(s.n_timed, 5);
+	assert_int_equal(s.n_noisy, 0);
+	assert_int_equal(s.gm_n, 4);
+	report_summary_release(&s);
+	report_run_release(&run);
+}
+
+/* The noisy count, the lower-bound note, the machine verdict (once) and the
+ * interval's label in every format and in eval's summary. */
+static void test_noisy_outputs(void **state)
+{
+	char dir[] = "/tmp/crucible-report-noisy-XXXXXX", hdr[1024], csv[4200];
+	char out[] = "/tmp/crucible-report-noisyout-XXXXXX";
+	char *argv[] = { "report", dir, "--format", NULL, "--out", out, NULL };
+	char fmt[8];
+	char *t;
+	json_error_t err;
+	json_t *root, *r;
+	(void)state;
+	close(mkstemp(out));
+	snprintf(hdr, sizeof hdr, "%s,noisy", NOISY_HDR);
+	write_run(dir, hdr, noisy_rows, "{\"verdict\": \"busy\", \"why\": \"load 5.2 on 2 cores; "
+		  "1 other crucible run\"}");
+	argv[3] = fmt;
+	snprintf(fmt, sizeof fmt, "md");
+	assert_int_equal(report_main(6, argv), 0);
+	t = slurp(out);
+	assert_non_null(strstr(t, "Timing: 4 timed row(s), 2 noisy (figures not trusted, kept "
+				  "out of Fast_p and the geometric mean)"));
+	assert_non_null(strstr(t, "Fast_p for p > 0 is a lower bound"));
+	assert_non_null(strstr(t, "over 2 trusted of 4 correct candidates"));
+	assert_non_null(strstr(t, "within-run 95% interval"));
+	assert_int_equal(count(t, "Machine while timing: **busy** — load 5.2 on 2 cores; 1 other "
+			       "crucible run."), 1);
+	/* the times beside the best speedup */
+	assert_non_null(strstr(t, "| t/A | 2 | 2 | 1.0000 | n < k | n < k | 1.200 | 50 µs | 60 µs |"));
+	assert_non_null(strstr(t, "| t/D | 1 | 1 | 1.0000 | n < k | n < k | 0.800 | 1.25 ms | 1 ms |"));
+	assert_non_null(strstr(t, "| best-of-n | 0.7500 | 0.5000 | 0.2500 | 0.2500 | 0.0000 | 0.0000 |"));
+	free(t);
+	snprintf(fmt, sizeof fmt, "json");
+	assert_int_equal(report_main(6, argv), 0);
+	root = json_load_file(out, 0, &err);
+	assert_non_null(root);
+	r = json_array_get(json_object_get(root, "runs"), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "timing"),
+							    "noisy_rows")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "timing"),
+							    "timed_rows")), 4);
+	assert_true(json_is_true(json_object_get(json_object_get(r, "timing"),
+						 "fast_p_lower_bound")));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "geomean_speedup"),
+							    "n")), 2);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "machine"),
+							      "verdict")), "busy");
+	json_decref(root);
+	snprintf(fmt, sizeof fmt, "csv");
+	assert_int_equal(report_main(6, argv), 0);
+	t = slurp(out);
+	assert_non_null(strstr(t, ",timing,all,noisy_rows,2\n"));
+	assert_non_null(strstr(t, ",machine,all,verdict,busy\n"));
+	free(t);
+	snprintf(fmt, sizeof fmt, "html");
+	assert_int_equal(report_main(6, argv), 0);
+	t = slurp(out);
+	assert_non_null(strstr(t, "4 timed row(s), 2 noisy"));
+	free(t);
+	/* eval's summary */
+	{
+		FILE *f = fopen(out, "w");
+		assert_non_null(f);
+		snprintf(csv, sizeof csv, "%s/results.csv", dir);
+		assert_int_equal(report_print_summary(csv, f), 0);
+		fclose(f);
+		t = slurp(out);
+		assert_non_null(strstr(t, "4 timed row(s), 2 noisy"));
+		assert_non_null(strstr(t, "lower bound"));
+		assert_non_null(strstr(t, "over 2 trusted of 4 correct candidates"));
+		assert_non_null(strstr(t, "within-run 95% interval"));
+		assert_non_null(strstr(t, "Machine while timing: **busy**"));
+		free(t);
+	}
+	rm_run(dir);
+	remove(out);
+	/* no machine in run.json (older files): nothing said about it */
+	t = run_report("md", "basic.csv", "gate_abl_seed1/results.csv");
+	assert_null(strstr(t, "achine"));
+	assert_non_null(strstr(t, "| timed rows (noisy) | 5 (0) |"));
+	free(t);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +772,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_html_plots),
 		cmocka_unit_test(test_empty_errors_unknown),
 		cmocka_unit_test(test_report_options),
+		cmocka_unit_test(test_noisy_not_fast),
+		cmocka_unit_test(test_noisy_old_csv),
+		cmocka_unit_test(test_noisy_outputs),
 	};
 	if (argc > 1)
 		data_dir = argv[1];
