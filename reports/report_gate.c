@@ -1,20 +1,26 @@
-/* report_gate.c — `crucible gate`: per task, the best candidate (correct,
- * highest speedup) of a baseline and a current results.csv; a correctness
- * verdict (LOST, MISSING, FIXED, NEW, FAILING) or, for a task correct in
- * both, a speed verdict in nvbench's terms: SAME, FASTER, SLOWER or
- * INCONCLUSIVE. The gate fails only on LOST, MISSING, a confirmed SLOWER,
- * or the fast_1 floor. The decision rule (docs/REPORTS.md "The gate"):
+/* report_gate.c — `crucible gate`: per task, the compared candidates of a
+ * baseline and a current results.csv (the same source when both runs have
+ * it, else each side's best by a robust statistic); a correctness verdict
+ * (LOST, MISSING, FIXED, NEW, FAILING) or, for a task correct in both, a
+ * speed verdict in nvbench's terms: SAME, FASTER, SLOWER or INCONCLUSIVE.
+ * The gate fails only on LOST, MISSING, a SLOWER, or a fast_1 floor that is
+ * surely missed. The decision rule (docs/REPORTS.md "The gate"):
  *
- * - With >= 3 speedup observations a side (per-sample speedups from
- *   samples.csv, or per-run speedups pooled by --confirm): a change needs the
- *   two-sided Mann-Whitney p < alpha AND the ratio of medians beyond the
- *   threshold.
+ * - With samples on both sides (per-sample speedups from samples.csv, or
+ *   per-run speedups pooled by --confirm): two tests, each at alpha / 2
+ *   (Bonferroni): the Mann-Whitney rank test on the whole distributions and
+ *   Yuen's test of 20%-trimmed means of the log speedups (magnitudes, robust
+ *   to a few outliers a side); a change needs either AND the ratio of medians
+ *   beyond the threshold. Fewer than 3 a side: INCONCLUSIVE (too few).
  * - Otherwise the rows' intervals: ratio = cur/base, ratio interval
  *   [cur_lo/base_hi, cur_hi/base_lo]. A change needs the interval clear of 1
  *   and the point beyond the threshold; when either row is noisy, the whole
  *   interval beyond the threshold ("far outside the noise"). A row timed
  *   with fewer than 3 samples counts as noisy (no estimate of its noise).
- * - No change decided: INCONCLUSIVE when either row is noisy, else SAME. */
+ * - No change decided: INCONCLUSIVE when either row is noisy, else SAME.
+ *
+ * The fast_1 floor counts a task fast only when a current candidate's speedup
+ * is surely above 1 by the same tests (its baseline times against its own). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,16 +47,79 @@ int report_name_cmp(const char *a, const char *b)
 	return strverscmp(a, b);
 }
 
+/* One candidate row of a task and its rank among the task's rows: correct
+ * first, then trusted timing (not noisy) before noisy, then the robust score
+ * (the median of its per-sample speedups, else the low end of its speedup
+ * interval, else its speedup), then the candidate path (deterministic). */
 struct best {
 	const char *name;
 	const struct report_row *row;
-	int ok;
-	double sp;
+	int ok, trusted;
+	double score;
 };
 
-static int cmp_best(const void *a, const void *b)
+/* A task's rows in rank order: rows[0] is the side's best. */
+struct group {
+	const char *name;
+	struct best *rows;
+	size_t n;
+};
+
+static double median_copy(const double *v, size_t n)
 {
-	return report_name_cmp(((const struct best *)a)->name, ((const struct best *)b)->name);
+	double *c = malloc((n ? n : 1) * sizeof *c), m;
+
+	if (!c)
+		return NAN;
+	memcpy(c, v, n * sizeof *c);
+	m = report_median(c, n);
+	free(c);
+	return m;
+}
+
+/* The median of a row's per-sample speedups (base_k / cand_k), NAN without. */
+static double row_sample_median(const struct report_row *r)
+{
+	size_t n = r->n_cand < r->n_base ? r->n_cand : r->n_base;
+	double *v, m;
+
+	if (!n || !(v = malloc(n * sizeof *v)))
+		return NAN;
+	for (size_t k = 0; k < n; k++)
+		v[k] = r->s_base[k] / r->s_cand[k];
+	m = report_median(v, n);
+	free(v);
+	return m;
+}
+
+/* A row timed with fewer than 3 samples has no estimate of its noise (its
+ * interval may even have zero width): it counts as noisy, without interval. */
+static int few_samples(const struct report_row *r)
+{
+	return !isnan(r->n_samples) && r->n_samples < 3 && !isnan(r->speedup);
+}
+
+static int row_noisy(const struct report_row *r)
+{
+	return few_samples(r) ? 1 : r->noisy;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct best *x = a, *y = b;
+	int c = report_name_cmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->ok != y->ok)
+		return y->ok - x->ok;
+	if (x->trusted != y->trusted)
+		return y->trusted - x->trusted;
+	if (isnan(x->score) != isnan(y->score))
+		return isnan(x->score) ? 1 : -1;
+	if (!isnan(x->score) && x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return strcmp(x->row->candidate, y->row->candidate);
 }
 
 /* --tasks: a comma-separated list of task names or sets (the part before
@@ -69,45 +138,76 @@ static int task_selected(const char *list, const char *task)
 	return !list;
 }
 
-/* One struct best per task of the run, in natural order; *out owned by caller. */
-static enum cr_status best_per_task(const struct report_run *run, int strict, const char *sel,
-				    struct best **out, size_t *n, struct cr_err *e)
+/* The rows of the run (selected tasks) in rank order, *rows, and one group
+ * per task in natural order, *out; both owned by the caller (*out points
+ * into *rows). */
+static enum cr_status groups_of(const struct report_run *run, int strict, const char *sel,
+				struct best **rows, struct group **out, size_t *n, struct cr_err *e)
 {
 	struct report_opts o;
 	struct best *v = malloc((run->n_rows ? run->n_rows : 1) * sizeof *v);
-	size_t m = 0, kept;
+	struct group *g = malloc((run->n_rows ? run->n_rows : 1) * sizeof *g);
+	size_t m = 0, k = 0;
 
+	*rows = NULL;
 	*out = NULL;
 	*n = 0;
-	if (!v)
+	if (!v || !g) {
+		free(v);
+		free(g);
 		return cr_errf(e, CR_ENOMEM, "out of memory");
+	}
 	memset(&o, 0, sizeof o);
 	o.strict_backward = strict;
 	for (size_t i = 0; i < run->n_rows; i++) {
 		const struct report_row *r = &run->rows[i];
+		double sm;
 		if (!task_selected(sel, r->task))
 			continue;
 		v[m].name = r->task;
 		v[m].row = r;
 		v[m].ok = report_row_correct(r, &o);
-		v[m].sp = v[m].ok ? r->speedup : NAN;
+		v[m].trusted = row_noisy(r) != 1;
+		sm = row_sample_median(r);
+		v[m].score = !v[m].ok ? NAN : !isnan(sm) ? sm :
+			     !isnan(r->speedup_lo) && !few_samples(r) ? r->speedup_lo : r->speedup;
 		m++;
 	}
-	qsort(v, m, sizeof *v, cmp_best);
-	kept = m;
-	m = 0;
-	for (size_t i = 0; i < kept; i++) {
-		struct best *b = m ? &v[m - 1] : NULL;
-		if (!b || strcmp(b->name, v[i].name)) {
-			v[m++] = v[i];
+	qsort(v, m, sizeof *v, cmp_rank);
+	for (size_t i = 0; i < m; i++) {
+		if (k && !strcmp(g[k - 1].name, v[i].name)) {
+			g[k - 1].n++;
 			continue;
 		}
-		if (v[i].ok && (!b->ok || (!isnan(v[i].sp) && (isnan(b->sp) || v[i].sp > b->sp))))
-			*b = v[i];
+		g[k++] = (struct group){ v[i].name, &v[i], 1 };
 	}
-	*out = v;
-	*n = m;
+	*rows = v;
+	*out = g;
+	*n = k;
 	return CR_OK;
+}
+
+/* The compared pair of a task present on both sides: the same source
+ * (source_sha256) when both have it correct, the current's best-ranked such
+ * one; else each side's best. *same: 1 when the sources match. */
+static void pick_pair(const struct group *B, const struct group *C, const struct best **b,
+		      const struct best **c, int *same)
+{
+	*b = &B->rows[0];
+	*c = &C->rows[0];
+	*same = 0;
+	for (size_t j = 0; j < C->n && C->rows[j].ok; j++) {
+		const char *sha = C->rows[j].row->sha256;
+		if (!*sha)
+			continue;
+		for (size_t i = 0; i < B->n && B->rows[i].ok; i++)
+			if (!strcmp(B->rows[i].row->sha256, sha)) {
+				*b = &B->rows[i];
+				*c = &C->rows[j];
+				*same = 1;
+				return;
+			}
+	}
 }
 
 enum cr_status report_gate_obs_push(struct report_gate_task *t, int side, double x,
@@ -137,39 +237,147 @@ static enum cr_status row_obs(struct report_gate_task *t, int side, const struct
 	return st;
 }
 
-static double median_copy(const double *v, size_t n)
+/* Regularized incomplete beta I_x(a, b) by its continued fraction (Lentz). */
+static double beta_cf(double a, double b, double x)
 {
-	double *c = malloc((n ? n : 1) * sizeof *c), m;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
 
-	if (!c)
+	d = 1 / (fabs(d) < 1e-300 ? 1e-300 : d);
+	h = d;
+	for (int m = 1; m <= 300; m++) {
+		double aa = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)), del;
+		d = 1 + aa * d, c = 1 + aa / c;
+		d = 1 / (fabs(d) < 1e-300 ? 1e-300 : d);
+		c = fabs(c) < 1e-300 ? 1e-300 : c;
+		h *= d * c;
+		aa = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+		d = 1 + aa * d, c = 1 + aa / c;
+		d = 1 / (fabs(d) < 1e-300 ? 1e-300 : d);
+		c = fabs(c) < 1e-300 ? 1e-300 : c;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-14)
+			break;
+	}
+	return h;
+}
+
+static double ibeta(double a, double b, double x)
+{
+	double f;
+
+	if (x <= 0 || x >= 1)
+		return x <= 0 ? 0 : 1;
+	f = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(1 - x));
+	if (x < (a + 1) / (a + b + 2))
+		return f * beta_cf(a, b, x) / a;
+	return 1 - f * beta_cf(b, a, 1 - x) / b;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* One side of Yuen's test on log values: the 20%-trimmed mean, the squared
+ * standard error d = (n - 1) s_w^2 / (h (h - 1)) from the winsorized
+ * variance s_w^2, and h, the values left after trimming. 0 on failure. */
+static int yuen_side(const double *v, size_t n, double *tm, double *d, double *h)
+{
+	double *x = malloc(n * sizeof *x), wm = 0, ss = 0;
+	size_t g = (size_t)floor(0.2 * (double)n), k = n - 2 * g;
+
+	if (!x)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		x[i] = log(v[i]);
+	qsort(x, n, sizeof *x, cmp_double);
+	*tm = 0;
+	for (size_t i = g; i < n - g; i++)
+		*tm += x[i] / (double)k;
+	for (size_t i = 0; i < n; i++)
+		wm += x[i < g ? g : i >= n - g ? n - g - 1 : i] / (double)n;
+	for (size_t i = 0; i < n; i++) {
+		double w = x[i < g ? g : i >= n - g ? n - g - 1 : i] - wm;
+		ss += w * w;
+	}
+	*d = ss / ((double)k * (double)(k - 1));
+	*h = (double)k;
+	free(x);
+	return 1;
+}
+
+/* Two-sided p of Yuen's test that the 20%-trimmed means of log a and log b
+ * are equal (Welch's degrees of freedom). It compares magnitudes, like a t
+ * test, but the trimming makes it robust to up to 20% outliers at each end
+ * of a side (Wilcox, "Introduction to Robust Estimation and Hypothesis
+ * Testing", ch. 5). NAN with fewer than 3 a side or non-positive values. */
+static double yuen_log(const double *a, size_t na, const double *b, size_t nb)
+{
+	double ta, da, ha, tb, db, hb, t, df;
+
+	if (na < 3 || nb < 3)
 		return NAN;
-	memcpy(c, v, n * sizeof *c);
-	m = report_median(c, n);
-	free(c);
-	return m;
+	for (size_t i = 0; i < na; i++)
+		if (!(a[i] > 0))
+			return NAN;
+	for (size_t i = 0; i < nb; i++)
+		if (!(b[i] > 0))
+			return NAN;
+	if (!yuen_side(a, na, &ta, &da, &ha) || !yuen_side(b, nb, &tb, &db, &hb))
+		return NAN;
+	if (da + db <= 0)
+		return ta == tb ? 1 : 0;
+	t = fabs(ta - tb) / sqrt(da + db);
+	df = (da + db) * (da + db) / (da * da / (ha - 1) + db * db / (hb - 1));
+	return ibeta(df / 2, 0.5, df / (df + t * t));
+}
+
+/* The verdicts' test of a against b (speedup observations, or times): the
+ * Mann-Whitney p and Yuen's p, each Bonferroni-adjusted for the two
+ * (x2); *p the smaller. A difference needs *p < alpha and the ratio of
+ * medians beyond what the caller asks. */
+static void two_tests(const double *a, size_t na, const double *b, size_t nb, double *p,
+		      double *p_mw, double *p_trim)
+{
+	*p_mw = report_mann_whitney(a, na, b, nb);
+	*p_trim = yuen_log(a, na, b, nb);
+	*p = fmin(1, 2 * (isnan(*p_trim) ? *p_mw : isnan(*p_mw) ? *p_trim :
+			  fmin(*p_mw, *p_trim)));
 }
 
 void report_gate_decide(struct report_gate_task *t, const struct report_gate_opts *o)
 {
 	double thr = o->threshold;
 	int noisy = t->base_noisy == 1 || t->cur_noisy == 1;
-	int slower = 0, faster = 0;
+	int slower = 0, faster = 0, few = 0;
 	const char *how;
-	char extra[96] = "";
+	char extra[160] = "";
 
-	t->p = NAN;
+	t->p = t->p_mw = t->p_trim = NAN;
 	t->ratio_lo = t->ratio_hi = NAN;
-	if (t->n_obs_base >= 3 && t->n_obs_cur >= 3) {
-		double mb = median_copy(t->obs_base, t->n_obs_base);
-		double mc = median_copy(t->obs_cur, t->n_obs_cur);
+	if (t->n_obs_base > 0 && t->n_obs_cur > 0) {
+		/* the figure compared is the median observation: it is the one
+		 * every output shows (the row's own interval is of another
+		 * statistic, so it is not carried) */
+		t->base_sp = median_copy(t->obs_base, t->n_obs_base);
+		t->cur_sp = median_copy(t->obs_cur, t->n_obs_cur);
+		t->base_lo = t->base_hi = t->cur_lo = t->cur_hi = NAN;
 		t->method = t->reruns ? RM_RERUNS : RM_SAMPLES;
-		t->ratio = mc / mb;
-		t->p = report_mann_whitney(t->obs_cur, t->n_obs_cur, t->obs_base, t->n_obs_base);
-		slower = t->p < o->alpha && t->ratio < 1 - thr;
-		faster = t->p < o->alpha && t->ratio > 1 + thr;
-		snprintf(extra, sizeof extra, "; Mann-Whitney p = %.2g, %zu vs %zu %s", t->p,
-			 t->n_obs_base, t->n_obs_cur,
-			 t->n_obs_cur > (size_t)t->reruns + 1 ? "samples" : "runs");
+		t->ratio = t->cur_sp / t->base_sp;
+		few = t->n_obs_base < 3 || t->n_obs_cur < 3;
+		if (!few) {
+			two_tests(t->obs_cur, t->n_obs_cur, t->obs_base, t->n_obs_base, &t->p,
+				  &t->p_mw, &t->p_trim);
+			slower = t->p < o->alpha && t->ratio < 1 - thr;
+			faster = t->p < o->alpha && t->ratio > 1 + thr;
+		}
+		snprintf(extra, sizeof extra, "; p = %.2g (Mann-Whitney %.2g, trimmed means %.2g, "
+			 "each x2), %zu vs %zu %s%s", t->p, t->p_mw, t->p_trim, t->n_obs_base,
+			 t->n_obs_cur, t->n_obs_cur > (size_t)t->reruns + 1 ? "samples" : "runs",
+			 few ? ": too few to test" : "");
+		noisy = noisy || few;
 	} else if (isnan(t->base_sp) || isnan(t->cur_sp)) {
 		t->method = RM_NONE;
 		t->ratio = NAN;
@@ -196,15 +404,11 @@ void report_gate_decide(struct report_gate_task *t, const struct report_gate_opt
 		}
 	}
 	t->verdict = slower ? RV_SLOWER : faster ? RV_FASTER : noisy ? RV_INCONCLUSIVE : RV_SAME;
-	how = slower ? "slower" : faster ? "faster" : noisy ? "inconclusive, timing noisy" :
-	      "same within noise";
-	if (t->method == RM_INTERVALS)
-		snprintf(t->reason, sizeof t->reason, "%s: speedup %.3f -> %.3f (%+.1f%%)%s", how,
-			 t->base_sp, t->cur_sp, (t->ratio - 1) * 100, extra);
-	else
-		snprintf(t->reason, sizeof t->reason, "%s: median speedup %.3f -> %.3f (%+.1f%%)%s",
-			 how, median_copy(t->obs_base, t->n_obs_base),
-			 median_copy(t->obs_cur, t->n_obs_cur), (t->ratio - 1) * 100, extra);
+	how = slower ? "slower" : faster ? "faster" : few ? "inconclusive, too few samples" :
+	      noisy ? "inconclusive, timing noisy" : "same within noise";
+	snprintf(t->reason, sizeof t->reason, "%s: %sspeedup %.3f -> %.3f (%+.1f%%)%s", how,
+		 t->method == RM_INTERVALS ? "" : "median ", t->base_sp, t->cur_sp,
+		 (t->ratio - 1) * 100, extra);
 }
 
 /* 1 when the data rule out a slowdown beyond the threshold: the ratio
@@ -261,18 +465,6 @@ static int classify_correctness(struct report_gate_task *t)
 	return 0;
 }
 
-/* A row timed with fewer than 3 samples has no estimate of its noise (its
- * interval may even have zero width): it counts as noisy, without interval. */
-static int few_samples(const struct report_row *r)
-{
-	return !isnan(r->n_samples) && r->n_samples < 3 && !isnan(r->speedup);
-}
-
-static int row_noisy(const struct report_row *r)
-{
-	return few_samples(r) ? 1 : r->noisy;
-}
-
 static void side_init(struct report_gate_task *t, int side, const struct best *b)
 {
 	const struct report_row *r = b->row;
@@ -296,28 +488,123 @@ static void side_init(struct report_gate_task *t, int side, const struct best *b
 	}
 }
 
+/* Whether a correct row's speedup is above 1, by the verdicts' test: 1
+ * surely, 0 surely not, -1 undecided. With samples (3 or more a side) its
+ * baseline times against its candidate times (Mann-Whitney and trimmed
+ * means, each at alpha / 2); else its interval, which must clear 1 (a
+ * trusted row) or 1 -+ the threshold (a noisy one); a trusted row without
+ * an interval by its speedup alone; a noisy one without is undecided. */
+static int row_fast(const struct report_row *r, const struct report_gate_opts *o)
+{
+	double thr = o->threshold;
+	int noisy = row_noisy(r) == 1;
+
+	if (r->n_cand >= 3 && r->n_base >= 3) {
+		double p, pm, pt, sp = median_copy(r->s_base, r->n_base) /
+				       median_copy(r->s_cand, r->n_cand);
+		two_tests(r->s_base, r->n_base, r->s_cand, r->n_cand, &p, &pm, &pt);
+		return !(p < o->alpha) || sp == 1 ? -1 : sp > 1;
+	}
+	if (r->n_cand || r->n_base)
+		return -1;
+	if (isnan(r->speedup))
+		return 0;
+	if (!isnan(r->speedup_lo) && !isnan(r->speedup_hi) && !few_samples(r)) {
+		if (r->speedup_lo > (noisy ? 1 + thr : 1))
+			return 1;
+		if (r->speedup_hi < (noisy ? 1 - thr : 1))
+			return 0;
+		return -1;
+	}
+	return noisy ? -1 : r->speedup > 1;
+}
+
+/* The current run's best-of-n fast_1 of a task: surely fast when one of its
+ * correct candidates is, surely not when none can be, else undecided. */
+static int task_fast(const struct group *C, const struct report_gate_opts *o)
+{
+	int any_undecided = 0;
+
+	for (size_t k = 0; C && k < C->n && C->rows[k].ok; k++) {
+		int f = row_fast(C->rows[k].row, o);
+		if (f == 1)
+			return 1;
+		any_undecided |= f < 0;
+	}
+	return any_undecided ? -1 : 0;
+}
+
+static int any_point_fast(const struct group *G)
+{
+	for (size_t k = 0; G && k < G->n && G->rows[k].ok; k++)
+		if (G->rows[k].row->speedup > 1)
+			return 1;
+	return 0;
+}
+
 void report_gate_recount(struct report_gate *g)
 {
 	memset(g->counts, 0, sizeof g->counts);
-	for (size_t i = 0; i < g->n; i++)
-		g->counts[g->tasks[i].verdict]++;
+	g->n_compared = g->n_decided = 0;
+	for (size_t i = 0; i < g->n; i++) {
+		enum report_verdict v = g->tasks[i].verdict;
+		g->counts[v]++;
+		if (v == RV_SAME || v == RV_FASTER || v == RV_SLOWER || v == RV_INCONCLUSIVE) {
+			g->n_compared++;
+			g->n_decided += v != RV_INCONCLUSIVE;
+		}
+	}
 	g->failed = g->counts[RV_LOST] + g->counts[RV_MISSING] + g->counts[RV_SLOWER] > 0 ||
 		    g->floor_failed;
+}
+
+/* The floor: met when the surely fast tasks reach it, failed only when the
+ * surely fast and the undecided together cannot, else inconclusive. */
+static void floor_decide(struct report_gate *g, const struct report_gate_opts *o)
+{
+	double n = (double)g->n;
+
+	g->floor_state = 0;
+	if (isnan(o->min_fast1))
+		return;
+	if ((double)g->n_fast_sure / n >= o->min_fast1)
+		g->floor_state = 1;
+	else if ((double)(g->n_fast_sure + g->n_fast_undecided) / n < o->min_fast1)
+		g->floor_state = 3;
+	else
+		g->floor_state = 2;
+	g->floor_failed = g->floor_state == 3;
+}
+
+/* The baseline's drift between the runs: the current run's task baseline
+ * median time over the baseline run's (both rows' baseline_us). */
+static void drift(struct report_gate *g, struct report_gate_task *t, double thr)
+{
+	double a = t->base_row ? t->base_row->baseline_us : NAN;
+	double b = t->cur_row ? t->cur_row->baseline_us : NAN;
+
+	t->base_drift = a > 0 && b > 0 && isfinite(a) && isfinite(b) ? b / a : NAN;
+	if (isnan(t->base_drift))
+		return;
+	g->drift_gm += log(t->base_drift);
+	g->n_drift++;
+	g->n_drift_beyond += t->base_drift > 1 + thr || t->base_drift < 1 / (1 + thr);
 }
 
 enum cr_status report_gate_compute(const struct report_run *base, const struct report_run *cur,
 				   const struct report_gate_opts *o, struct report_gate *g,
 				   struct cr_err *e)
 {
-	struct best *B = NULL, *C = NULL;
+	struct best *RB = NULL, *RC = NULL;
+	struct group *B = NULL, *C = NULL;
 	size_t nb = 0, nc = 0, i = 0, j = 0;
 	int fast_b = 0, fast_c = 0;
 	int samples = base->has_samples && cur->has_samples;
 	enum cr_status st;
 
 	memset(g, 0, sizeof *g);
-	if ((st = best_per_task(base, o->strict_backward, o->tasks, &B, &nb, e)) != CR_OK ||
-	    (st = best_per_task(cur, o->strict_backward, o->tasks, &C, &nc, e)) != CR_OK)
+	if ((st = groups_of(base, o->strict_backward, o->tasks, &RB, &B, &nb, e)) != CR_OK ||
+	    (st = groups_of(cur, o->strict_backward, o->tasks, &RC, &C, &nc, e)) != CR_OK)
 		goto out;
 	if (nb == 0) {
 		st = cr_errf(e, CR_EINPUT, "%s: the baseline has no candidate rows%s%s", base->path,
@@ -332,32 +619,51 @@ enum cr_status report_gate_compute(const struct report_run *base, const struct r
 	while (i < nb || j < nc) {
 		struct report_gate_task *t = &g->tasks[g->n++];
 		int c = i >= nb ? 1 : j >= nc ? -1 : report_name_cmp(B[i].name, C[j].name);
+		const struct best *bb = c <= 0 ? &B[i].rows[0] : NULL;
+		const struct best *cb = c >= 0 ? &C[j].rows[0] : NULL;
 		t->base_sp = t->base_lo = t->base_hi = NAN;
 		t->cur_sp = t->cur_lo = t->cur_hi = NAN;
 		t->ratio = t->ratio_lo = t->ratio_hi = t->p = t->p_ruled_out = NAN;
+		t->p_mw = t->p_trim = t->base_drift = NAN;
 		t->base_noisy = t->cur_noisy = -1;
-		if (c <= 0) {
-			t->name = B[i].name;
-			side_init(t, 0, &B[i++]);
+		if (bb && cb)
+			pick_pair(&B[i], &C[j], &bb, &cb, &t->same_source);
+		if (bb) {
+			t->name = bb->name;
+			side_init(t, 0, bb);
 		}
-		if (c >= 0) {
-			t->name = C[j].name;
-			side_init(t, 1, &C[j++]);
+		if (cb) {
+			t->name = cb->name;
+			side_init(t, 1, cb);
 		}
+		t->fast_state = task_fast(cb ? &C[j] : NULL, o);
+		fast_b += any_point_fast(bb ? &B[i] : NULL);
+		fast_c += any_point_fast(cb ? &C[j] : NULL);
+		g->n_fast_sure += t->fast_state == 1;
+		g->n_fast_not += t->fast_state == 0;
+		g->n_fast_undecided += t->fast_state < 0;
+		i += bb != NULL;
+		j += cb != NULL;
+		drift(g, t, o->threshold);
 		if (classify_correctness(t)) {
-			if (samples && ((st = row_obs(t, 0, t->base_row, e)) != CR_OK ||
-					(st = row_obs(t, 1, t->cur_row, e)) != CR_OK))
+			/* per-sample speedups only when both rows have samples: one
+			 * kind of observation a side */
+			if (samples && t->base_row->n_cand && t->base_row->n_base &&
+			    t->cur_row->n_cand && t->cur_row->n_base &&
+			    ((st = row_obs(t, 0, t->base_row, e)) != CR_OK ||
+			     (st = row_obs(t, 1, t->cur_row, e)) != CR_OK))
 				goto out;
 			report_gate_decide(t, o);
 		}
-		fast_b += t->base_ok && t->base_sp > 1;
-		fast_c += t->cur_ok && t->cur_sp > 1;
 	}
+	g->drift_gm = g->n_drift ? exp(g->drift_gm / g->n_drift) : NAN;
 	g->fast1 = (double)fast_c / (double)g->n;
 	g->base_fast1 = (double)fast_b / (double)g->n;
-	g->floor_failed = !isnan(o->min_fast1) && g->fast1 < o->min_fast1;
+	floor_decide(g, o);
 	report_gate_recount(g);
 out:
+	free(RB);
+	free(RC);
 	free(B);
 	free(C);
 	if (st != CR_OK)

@@ -28,18 +28,88 @@ static void summary_line(FILE *f, const struct report_gate *g)
 			report_verdict_names[order[k]]);
 }
 
+static const char *const floor_names[4] = { "none", "met", "inconclusive", "failed" };
+
+/* A pass that decided little: a compared task left INCONCLUSIVE, or the
+ * floor undecided. */
+static int undecided(const struct report_gate *g)
+{
+	return !g->failed && (g->n_decided < g->n_compared || g->floor_state == 2);
+}
+
+/* "decided N of M tasks; rerun with --confirm 5" (and the floor), into b. */
+static const char *undecided_why(char *b, size_t len, const struct report_gate *g,
+				 const struct report_gate_opts *o)
+{
+	char hint[96];
+
+	if (o->confirm > 0)
+		snprintf(hint, sizeof hint, "raise --confirm (%d now) or --time-cap", o->confirm);
+	else
+		snprintf(hint, sizeof hint, "rerun with --confirm 5");
+	snprintf(b, len, "decided %d of %d tasks%s; %s", g->n_decided, g->n_compared,
+		 g->floor_state == 2 ? ", fast_1 floor undecided" : "", hint);
+	return b;
+}
+
+/* What the reason does not say: which files were compared when they are not
+ * the same source, and the baseline's drift between the runs. */
+static const char *notes(char *b, size_t len, const struct report_gate_task *t,
+			 const struct report_gate_opts *o)
+{
+	size_t l = 0;
+
+	b[0] = '\0';
+	if (t->base_row && t->cur_row && t->base_ok && t->cur_ok) {
+		int known = *t->base_row->sha256 && *t->cur_row->sha256;
+		int same_path = !strcmp(t->base_row->candidate, t->cur_row->candidate);
+		if (!t->same_source && (known || !same_path))
+			l += (size_t)snprintf(b + l, len - l, "; %s: baseline %s, current %s",
+					      known ? "different sources" : "compared",
+					      t->base_row->candidate, t->cur_row->candidate);
+		else if (strcmp(t->base_row->candidate, t->cur_row->candidate))
+			l += (size_t)snprintf(b + l, len - l, "; same source: %s and %s",
+					      t->base_row->candidate, t->cur_row->candidate);
+	}
+	if (l < len && !isnan(t->base_drift) && (t->base_drift > 1 + o->threshold ||
+						 t->base_drift < 1 / (1 + o->threshold)))
+		snprintf(b + l, len - l, "; baseline %.2g× %s than in the baseline run",
+			 t->base_drift > 1 ? t->base_drift : 1 / t->base_drift,
+			 t->base_drift > 1 ? "slower" : "faster");
+	return b;
+}
+
 static void floor_line(FILE *f, const struct report_gate *g, const struct report_gate_opts *o)
 {
-	fprintf(f, "fast_1 (best-of-n, N = %zu tasks of baseline and current): %.4f "
-		"(baseline %.4f)", g->n, g->fast1, g->base_fast1);
+	double n = (double)g->n;
+
+	fprintf(f, "fast_1 (best-of-n, N = %zu tasks of baseline and current): %d surely fast, "
+		"%d undecided, %d surely not: between %.4f and %.4f (point %.4f, baseline point "
+		"%.4f)", g->n, g->n_fast_sure, g->n_fast_undecided, g->n_fast_not,
+		g->n_fast_sure / n, (g->n_fast_sure + g->n_fast_undecided) / n, g->fast1,
+		g->base_fast1);
 	if (!isnan(o->min_fast1))
-		fprintf(f, ", floor %.4f: %s", o->min_fast1, g->floor_failed ? "BELOW" : "met");
+		fprintf(f, ", floor %.4f: %s", o->min_fast1,
+			g->floor_state == 1 ? "met" : g->floor_state == 3 ? "BELOW" :
+			"INCONCLUSIVE (neither surely met nor surely missed)");
 	fprintf(f, "\n");
+}
+
+static void drift_line(FILE *f, const struct report_gate *g, const struct report_gate_opts *o)
+{
+	if (!g->n_drift)
+		return;
+	fprintf(f, "baseline drift: the task baselines ran %.2f× %s in the current run than in "
+		"the baseline run (geometric mean over %d tasks; %d beyond %.1f%%)\n",
+		g->drift_gm >= 1 ? g->drift_gm : 1 / g->drift_gm,
+		g->drift_gm >= 1 ? "slower" : "faster", g->n_drift, g->n_drift_beyond,
+		o->threshold * 100);
 }
 
 void report_gate_print_text(FILE *f, const struct report_gate *g, const struct report_gate_opts *o)
 {
 	int wn = 4, wv = 7;
+	char why[256], note[1200];
 
 	for (size_t i = 0; i < g->n; i++) {
 		int l = (int)strlen(g->tasks[i].name), v;
@@ -47,17 +117,22 @@ void report_gate_print_text(FILE *f, const struct report_gate *g, const struct r
 		v = (int)strlen(report_verdict_names[g->tasks[i].verdict]);
 		wv = v > wv ? v : wv;
 	}
-	fprintf(f, "crucible gate: %s: ", g->failed ? "FAIL" : "PASS");
+	fprintf(f, "crucible gate: %s: ", g->failed ? "FAIL" : undecided(g) ?
+		"PASS (inconclusive)" : "PASS");
 	summary_line(f, g);
 	fprintf(f, " (threshold %.1f%%, alpha %g)\n", o->threshold * 100, o->alpha);
+	if (undecided(g))
+		fprintf(f, "%s\n", undecided_why(why, sizeof why, g, o));
 	floor_line(f, g, o);
+	drift_line(f, g, o);
 	fprintf(f, "\n%-*s  %-*s  %s\n", wn, "task", wv, "verdict", "why");
 	for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
 		for (size_t i = 0; i < g->n; i++) {
 			const struct report_gate_task *t = &g->tasks[i];
 			if (t->verdict == order[k])
-				fprintf(f, "%-*s  %-*s  %s\n", wn, t->name, wv,
-					report_verdict_names[t->verdict], t->reason);
+				fprintf(f, "%-*s  %-*s  %s%s\n", wn, t->name, wv,
+					report_verdict_names[t->verdict], t->reason,
+					notes(note, sizeof note, t, o));
 		}
 }
 
@@ -82,12 +157,16 @@ void report_gate_print_junit(FILE *f, const struct report_gate *g, const struct 
 	int floor = !isnan(o->min_fast1);
 	int nf = g->counts[RV_LOST] + g->counts[RV_MISSING] + g->counts[RV_SLOWER] +
 		 g->floor_failed;
+	int ns = g->counts[RV_INCONCLUSIVE] + (floor && g->floor_state == 2);
+	char note[1200];
 
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"crucible gate\" "
-		"tests=\"%zu\" failures=\"%d\">\n  <testsuite name=\"crucible.gate\" tests=\"%zu\" "
-		"failures=\"%d\" errors=\"0\" skipped=\"0\">\n", g->n + floor, nf, g->n + floor, nf);
+		"tests=\"%zu\" failures=\"%d\" skipped=\"%d\">\n  <testsuite name=\"crucible.gate\" "
+		"tests=\"%zu\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", g->n + floor, nf, ns,
+		g->n + floor, nf, ns);
 	for (size_t i = 0; i < g->n; i++) {
 		const struct report_gate_task *t = &g->tasks[i];
+		notes(note, sizeof note, t, o);
 		fprintf(f, "    <testcase classname=\"crucible.gate\" name=\"");
 		xml_text(f, t->name);
 		fprintf(f, "\" time=\"0\">\n");
@@ -95,23 +174,37 @@ void report_gate_print_junit(FILE *f, const struct report_gate *g, const struct 
 			fprintf(f, "      <failure type=\"%s\" message=\"",
 				report_verdict_names[t->verdict]);
 			xml_text(f, t->reason);
+			xml_text(f, note);
 			fprintf(f, "\">");
 			xml_text(f, t->name);
 			fprintf(f, ": ");
 			xml_text(f, t->reason);
+			xml_text(f, note);
 			fprintf(f, "</failure>\n");
+		} else if (t->verdict == RV_INCONCLUSIVE) {
+			/* not decided: neither a pass nor a failure */
+			fprintf(f, "      <skipped message=\"INCONCLUSIVE: ");
+			xml_text(f, t->reason);
+			xml_text(f, note);
+			fprintf(f, "\"/>\n");
 		} else {
 			fprintf(f, "      <system-out>%s: ", report_verdict_names[t->verdict]);
 			xml_text(f, t->reason);
+			xml_text(f, note);
 			fprintf(f, "</system-out>\n");
 		}
 		fprintf(f, "    </testcase>\n");
 	}
 	if (floor) {
 		fprintf(f, "    <testcase classname=\"crucible.gate\" name=\"fast_1 floor\" time=\"0\">\n");
-		if (g->floor_failed)
-			fprintf(f, "      <failure type=\"floor\" message=\"fast_1 %.4f below the floor "
-				"%.4f\"/>\n", g->fast1, o->min_fast1);
+		if (g->floor_state == 3)
+			fprintf(f, "      <failure type=\"floor\" message=\"fast_1 below the floor %.4f: "
+				"%d surely fast and %d undecided of %zu tasks\"/>\n", o->min_fast1,
+				g->n_fast_sure, g->n_fast_undecided, g->n);
+		else if (g->floor_state == 2)
+			fprintf(f, "      <skipped message=\"INCONCLUSIVE: fast_1 floor %.4f: %d surely "
+				"fast, %d undecided, %d surely not of %zu tasks\"/>\n", o->min_fast1,
+				g->n_fast_sure, g->n_fast_undecided, g->n_fast_not, g->n);
 		fprintf(f, "    </testcase>\n");
 	}
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
@@ -124,9 +217,10 @@ static void md_cell(FILE *f, const char *s)
 		fputs(*s == '|' ? "\\|" : *s == '\n' ? " " : (char[2]){ *s, 0 }, f);
 }
 
-static void md_rows(FILE *f, const struct report_gate *g, enum report_verdict v)
+static void md_rows(FILE *f, const struct report_gate *g, enum report_verdict v,
+		    const struct report_gate_opts *o)
 {
-	char b[32], c[32];
+	char b[32], c[32], note[1200];
 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct report_gate_task *t = &g->tasks[i];
@@ -140,6 +234,7 @@ static void md_rows(FILE *f, const struct report_gate *g, enum report_verdict v)
 			!t->in_cur ? "missing" : !t->cur_ok ? "not correct" :
 			report_fmt_num(c, sizeof c, t->cur_sp, 3));
 		md_cell(f, t->reason);
+		md_cell(f, notes(note, sizeof note, t, o));
 		fprintf(f, " |\n");
 	}
 }
@@ -149,23 +244,40 @@ void report_gate_print_md(FILE *f, const struct report_gate *g, const struct rep
 	static const char hdr[] = "| task | verdict | baseline speedup | current speedup | |\n"
 				  "|---|---|---:|---:|---|\n";
 	int folded = g->counts[RV_SAME] + g->counts[RV_INCONCLUSIVE] + g->counts[RV_FAILING];
+	char why[256];
 
-	fprintf(f, "## crucible gate: %s\n\n", g->failed ? "❌ FAIL" : "✅ PASS");
+	if (g->failed)
+		fprintf(f, "## crucible gate: ❌ FAIL\n\n");
+	else if (undecided(g))
+		fprintf(f, "## crucible gate: ⚠️ PASS (inconclusive: %s)\n\n",
+			undecided_why(why, sizeof why, g, o));
+	else
+		fprintf(f, "## crucible gate: ✅ PASS\n\n");
 	summary_line(f, g);
 	fprintf(f, " (threshold %.1f%%, alpha %g).  \n", o->threshold * 100, o->alpha);
+	if (undecided(g))
+		fprintf(f, "Decided %d of %d tasks: this pass is not evidence of no "
+			"regression.  \n", g->n_decided, g->n_compared);
 	floor_line(f, g, o);
+	if (g->n_drift) {
+		fprintf(f, "  \n");
+		drift_line(f, g, o);
+	}
 	if (g->n - (size_t)folded) {
 		fprintf(f, "\n%s", hdr);
 		for (size_t k = 0; k < 6; k++)
-			md_rows(f, g, order[k]);
+			md_rows(f, g, order[k], o);
 	}
 	if (folded) {
 		fprintf(f, "\n<details><summary>%d same, inconclusive or still failing</summary>\n\n%s",
 			folded, hdr);
 		for (size_t k = 6; k < sizeof order / sizeof order[0]; k++)
-			md_rows(f, g, order[k]);
+			md_rows(f, g, order[k], o);
 		fprintf(f, "\n</details>\n");
 	}
+	fprintf(f, "\nSpeedups are the figures the verdicts compared: the median per-sample "
+		"speedup where both runs have samples.csv, else the row's speedup (the same numbers "
+		"as the text and json outputs).\n");
 }
 
 static json_t *num_or_null(double v)
@@ -201,6 +313,22 @@ int report_gate_print_json(FILE *f, const struct report_gate *g, const struct re
 			"reruns", t->reruns, "confirm_stop", report_stop_names[t->stop],
 			"baseline_observations", (json_int_t)t->n_obs_base,
 			"current_observations", (json_int_t)t->n_obs_cur, "reason", t->reason));
+		json_t *jt = json_array_get(tasks, json_array_size(tasks) - 1);
+		char note[1200];
+		json_object_set_new(jt, "speedup_kind", json_string(
+			t->method == RM_SAMPLES ? "median per-sample speedup" :
+			t->method == RM_RERUNS ? "median of the re-runs" : "row speedup"));
+		json_object_set_new(jt, "p_mann_whitney", num_or_null(t->p_mw));
+		json_object_set_new(jt, "p_trimmed_means", num_or_null(t->p_trim));
+		json_object_set_new(jt, "baseline_candidate", t->base_row ?
+				    json_string(t->base_row->candidate) : json_null());
+		json_object_set_new(jt, "current_candidate", t->cur_row ?
+				    json_string(t->cur_row->candidate) : json_null());
+		json_object_set_new(jt, "same_source", json_boolean(t->same_source));
+		json_object_set_new(jt, "baseline_drift", num_or_null(t->base_drift));
+		json_object_set_new(jt, "fast1", json_string(t->fast_state == 1 ? "fast" :
+				    t->fast_state == 0 ? "not fast" : "undecided"));
+		json_object_set_new(jt, "notes", json_string(notes(note, sizeof note, t, o)));
 	}
 	json_object_set_new(root, "result", json_string(g->failed ? "fail" : "pass"));
 	json_object_set_new(root, "threshold", json_real(o->threshold));
@@ -213,6 +341,17 @@ int report_gate_print_json(FILE *f, const struct report_gate *g, const struct re
 	json_object_set_new(root, "baseline_fast1", json_real(g->base_fast1));
 	json_object_set_new(root, "min_fast1", num_or_null(o->min_fast1));
 	json_object_set_new(root, "floor_failed", json_boolean(g->floor_failed));
+	json_object_set_new(root, "floor", json_string(floor_names[g->floor_state]));
+	json_object_set_new(root, "fast1_surely_fast", json_integer(g->n_fast_sure));
+	json_object_set_new(root, "fast1_undecided", json_integer(g->n_fast_undecided));
+	json_object_set_new(root, "fast1_surely_not", json_integer(g->n_fast_not));
+	json_object_set_new(root, "compared", json_integer(g->n_compared));
+	json_object_set_new(root, "decided", json_integer(g->n_decided));
+	json_object_set_new(root, "inconclusive", json_boolean(undecided(g)));
+	json_object_set_new(root, "baseline_drift_geomean", num_or_null(g->drift_gm));
+	json_object_set_new(root, "baseline_drift_tasks", json_integer(g->n_drift));
+	json_object_set_new(root, "baseline_drift_beyond_threshold",
+			    json_integer(g->n_drift_beyond));
 	json_object_set_new(root, "tasks", tasks);
 	rc = json_dumpf(root, f, JSON_INDENT(2));
 	fputc('\n', f);

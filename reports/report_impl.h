@@ -294,7 +294,16 @@ struct report_gate_task {
 	double p_ruled_out;                  /* one-sided p that cur > base (1 - threshold) */
 	enum report_stop stop;               /* how --confirm ended */
 	enum report_verdict verdict;
-	char reason[240];
+	char reason[512];
+	/* issue 29: the two tests behind a sample verdict (p is the smaller
+	 * Bonferroni-adjusted one), the compared sources, the baseline's drift
+	 * (current run's task baseline_us / the baseline run's, NAN unknown) and
+	 * the current candidate's fast_1 state (1 surely fast, 0 surely not,
+	 * -1 undecided) */
+	double p_mw, p_trim;
+	int same_source;
+	double base_drift;
+	int fast_state;
 };
 struct report_gate {
 	struct report_gate_task *tasks; /* [n], natural order of names, names borrowed */
@@ -302,6 +311,12 @@ struct report_gate {
 	int counts[RV_COUNT];
 	double fast1;       /* current best-of-n fast_1 over base ∪ current tasks */
 	double base_fast1;
+	/* the floor by the verdicts' test (issue 29): tasks surely fast, surely
+	 * not fast, undecided; floor_state 0 none, 1 met, 2 inconclusive, 3 failed */
+	int n_fast_sure, n_fast_not, n_fast_undecided, floor_state;
+	int n_compared, n_decided;  /* tasks correct in both, and not INCONCLUSIVE */
+	double drift_gm;            /* geometric mean of the tasks' base_drift, NAN none */
+	int n_drift, n_drift_beyond; /* tasks with a drift, beyond the threshold */
 	int floor_failed;
 	int failed;         /* any LOST, MISSING, SLOWER, or the floor */
 };

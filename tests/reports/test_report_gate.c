@@ -111,8 +111,21 @@ static void test_gate_clean_and_floor(void **state)
 	assert_false(g.floor_failed);
 	assert_false(g.failed);
 	report_gate_release(&g);
+	/* identical runs: 4 tasks surely fast (interval above 1), 2 undecided
+	 * (t/fast 1.0 [0.95, 1.05], t/missing 1.1 [1.0, 1.2]), 2 not correct: a
+	 * floor between 4/8 and 6/8 is neither met nor missed (issue 29) */
 	o.min_fast1 = 0.7;
 	assert_int_equal(report_gate_compute(&base, &cur, &o, &g, &(struct cr_err){ 0 }), CR_OK);
+	assert_int_equal(g.n_fast_sure, 4);
+	assert_int_equal(g.n_fast_undecided, 2);
+	assert_int_equal(g.n_fast_not, 2);
+	assert_int_equal(g.floor_state, 2);
+	assert_false(g.floor_failed);
+	assert_false(g.failed);
+	report_gate_release(&g);
+	o.min_fast1 = 0.8;  /* above 6/8: surely missed */
+	assert_int_equal(report_gate_compute(&base, &cur, &o, &g, &(struct cr_err){ 0 }), CR_OK);
+	assert_int_equal(g.floor_state, 3);
 	assert_true(g.floor_failed);
 	assert_true(g.failed);
 	report_gate_release(&g);
@@ -176,7 +189,7 @@ static void test_gate_cli(void **state)
 		assert_int_equal(report_gate_main(5, argv), 0);
 	}
 	{
-		char *argv[] = { "gate", "--baseline", pb, "--current", pb, "--min-fast1", "0.9", NULL };
+		char *argv[] = { "gate", "--baseline", pb, "--current", pb, "--min-fast1", "0.8", NULL };
 		assert_int_equal(report_gate_main(7, argv), 1);
 	}
 	{
@@ -816,6 +829,190 @@ static void test_natural_order(void **state)
 	remove(p);
 }
 
+/* issue 29 ---------------------------------------------------------------- */
+
+static const char hdr29[] = "run_id,task,candidate,sample,backend,device,status,backward,"
+	"detail,max_abs_err,max_rel_err,time_us,time_lo_us,time_hi_us,baseline_us,speedup,"
+	"speedup_lo,speedup_hi,samples,reasoning_tokens,completion_tokens,model,temperature,"
+	"top_p,top_k,seed,turn,source_sha256,noisy\n";
+
+/* Two runs of the same code on a loaded machine: every row noisy with a wide
+ * interval; one task's point speedup crosses 1 between the runs (fast_1
+ * 6/7 -> 5/7, the user's 0.857 -> 0.714). The old floor compared the point
+ * fast_1 with 0.8 and FAILED identical code; now the crossing tasks are
+ * undecided and the floor is INCONCLUSIVE, not a failure. */
+static void test_gate_floor_noisy_identical(void **state)
+{
+	char dir[] = "/tmp/crucible-gate-floor-XXXXXX", pa[4200], pb[4200], t[8192];
+	static const double a[7] = { 2.5, 1.8, 3.0, 1.1, 2.2, 1.4, 0.9 };
+	static const double b[7] = { 2.2, 2.0, 2.6, 0.95, 2.9, 1.3, 0.8 };
+	struct report_gate_opts o;
+	struct report_run base, cur;
+	struct report_gate g;
+	size_t l;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(pa, sizeof pa, "%s/a.csv", dir);
+	snprintf(pb, sizeof pb, "%s/b.csv", dir);
+	for (int side = 0; side < 2; side++) {
+		const double *v = side ? b : a;
+		l = (size_t)snprintf(t, sizeof t, "%s", hdr29);
+		for (int k = 0; k < 7; k++)
+			l += (size_t)snprintf(t + l, sizeof t - l, "r,t/%d,c%d.c,0,cpu,x,ok,none,"
+					      "timing noisy (load),,,,,,,%.2f,%.2f,%.2f,10,,,m,,,,,,"
+					      "sha%d,1\n", k, k, v[k], v[k] * 0.4, v[k] * 2.5, k);
+		write_file(side ? pb : pa, t);
+	}
+	report_gate_opts_default(&o);
+	o.min_fast1 = 0.8;
+	assert_int_equal(report_run_load(pa, &base, NULL), CR_OK);
+	assert_int_equal(report_run_load(pb, &cur, NULL), CR_OK);
+	assert_int_equal(report_gate_compute(&base, &cur, &o, &g, NULL), CR_OK);
+	assert_near(g.fast1, 5.0 / 7, 1e-12);  /* the point figure the old floor used */
+	assert_int_equal(g.floor_state, 2);
+	assert_false(g.floor_failed);
+	assert_false(g.failed);
+	assert_int_equal(g.counts[RV_INCONCLUSIVE], 7);
+	report_gate_release(&g);
+	report_run_release(&base);
+	report_run_release(&cur);
+	{
+		char *argv[] = { "gate", "--baseline", pa, "--current", pb, "--min-fast1", "0.8",
+				 NULL };
+		assert_int_equal(report_gate_main(7, argv), 0);
+	}
+	remove(pa), remove(pb);
+	rmdir(dir);
+}
+
+/* A candidate 18x slower at the median with two fast samples of ten (a
+ * preempted baseline partner makes a pair look fast): Mann-Whitney alone
+ * gives p = 0.023 (U = 80 of 100) and the old rule said INCONCLUSIVE; the
+ * trimmed-means test sees the magnitude of the other eight: SLOWER. */
+static void test_gate_heavy_tail_slower(void **state)
+{
+	struct report_gate_opts o;
+	struct report_gate_task t;
+	(void)state;
+	report_gate_opts_default(&o);
+	memset(&t, 0, sizeof t);
+	t.name = "t/tail";
+	t.in_base = t.in_cur = t.base_ok = t.cur_ok = 1;
+	t.base_noisy = t.cur_noisy = 1;
+	for (int j = 0; j < 10; j++) {
+		double cur = j < 8 ? (1 + 0.02 * j) / 18 : 1.5 + 0.1 * j;
+		assert_int_equal(report_gate_obs_push(&t, 0, 1 + 0.02 * j, NULL), CR_OK);
+		assert_int_equal(report_gate_obs_push(&t, 1, cur, NULL), CR_OK);
+	}
+	report_gate_decide(&t, &o);
+	assert_near(t.p_mw, 0.023, 0.001);
+	assert_true(t.p_trim < 1e-6);
+	assert_int_equal(t.verdict, RV_SLOWER);
+	assert_true(t.ratio < 0.1);
+	synth_free(&t);
+}
+
+/* The trimmed-means test does not buy its power with false alarms: 2000
+ * null comparisons of identical heavy-tailed distributions (lognormal sd
+ * 0.3 with 15% of the samples x4 or /4), 10 vs 10, decide a change at most
+ * alpha * 2000 = 20 times. */
+static void test_gate_heavy_tail_null(void **state)
+{
+	struct report_gate_opts o;
+	struct report_gate_task t;
+	unsigned st = 777;
+	int changes = 0;
+	(void)state;
+	report_gate_opts_default(&o);
+	for (int g = 0; g < 2000; g++) {
+		memset(&t, 0, sizeof t);
+		t.in_base = t.in_cur = t.base_ok = t.cur_ok = 1;
+		t.base_noisy = t.cur_noisy = 1;
+		for (int side = 0; side < 2; side++)
+			for (int j = 0; j < 10; j++) {
+				double x = noisy_value(&st, 1, 0.3), u;
+				st = st * 1103515245u + 12345u;
+				u = (st >> 8) / 16777216.0;
+				x *= u < 0.075 ? 4 : u < 0.15 ? 0.25 : 1;
+				assert_int_equal(report_gate_obs_push(&t, side, x, NULL), CR_OK);
+			}
+		report_gate_decide(&t, &o);
+		changes += t.verdict == RV_SLOWER || t.verdict == RV_FASTER;
+		synth_free(&t);
+	}
+	print_message("heavy-tailed null: %d of 2000 decided a change (bound 20)\n", changes);
+	assert_true(changes <= 20);
+}
+
+/* Which candidates are compared: both runs have b.c (same source_sha256),
+ * so b is compared with b although a.c has the baseline's highest point
+ * speedup (noisy) and c.c the current's; the outputs say the baseline ran
+ * 4.4x slower in the current run, and INCONCLUSIVE is a skipped JUnit test. */
+static void test_gate_same_source_drift_junit(void **state)
+{
+	char dir[] = "/tmp/crucible-gate-src-XXXXXX", pa[4200], pb[4200], pj[4200], pm[4200];
+	char pjs[4200], t[8192], *text;
+	struct report_gate_opts o;
+	struct report_run base, cur;
+	struct report_gate g;
+	const struct report_gate_task *x;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(pa, sizeof pa, "%s/a.csv", dir);
+	snprintf(pb, sizeof pb, "%s/b.csv", dir);
+	snprintf(pj, sizeof pj, "%s/j.xml", dir);
+	snprintf(pm, sizeof pm, "%s/m.md", dir);
+	snprintf(pjs, sizeof pjs, "%s/g.json", dir);
+	snprintf(t, sizeof t, "%sr,t/x,a.c,0,cpu,x,ok,none,,,,,,,100,3.0,0.5,9.0,10,,,m,,,,,,"
+		 "shaA,1\nr,t/x,b.c,1,cpu,x,ok,none,,,,,,,100,2.0,1.9,2.1,10,,,m,,,,,,shaB,0\n"
+		 "r,t/y,y.c,0,cpu,x,ok,none,,,,,,,100,2.0,0.5,8.0,10,,,m,,,,,,shaY,1\n", hdr29);
+	write_file(pa, t);
+	snprintf(t, sizeof t, "%sr,t/x,c.c,0,cpu,x,ok,none,,,,,,,440,5.0,0.5,9.0,10,,,m,,,,,,"
+		 "shaC,1\nr,t/x,b.c,1,cpu,x,ok,none,,,,,,,440,1.95,1.9,2.0,10,,,m,,,,,,shaB,0\n"
+		 "r,t/y,y.c,0,cpu,x,ok,none,,,,,,,100,1.5,0.4,6.0,10,,,m,,,,,,shaY,1\n", hdr29);
+	write_file(pb, t);
+	report_gate_opts_default(&o);
+	assert_int_equal(report_run_load(pa, &base, NULL), CR_OK);
+	assert_int_equal(report_run_load(pb, &cur, NULL), CR_OK);
+	assert_int_equal(report_gate_compute(&base, &cur, &o, &g, NULL), CR_OK);
+	x = find(&g, "t/x");
+	assert_string_equal(x->base_row->candidate, "b.c");
+	assert_string_equal(x->cur_row->candidate, "b.c");
+	assert_true(x->same_source);
+	assert_int_equal(x->verdict, RV_SAME);
+	assert_near(x->base_drift, 4.4, 1e-12);
+	assert_int_equal(find(&g, "t/y")->verdict, RV_INCONCLUSIVE);
+	assert_int_equal(g.n_compared, 2);
+	assert_int_equal(g.n_decided, 1);
+	report_gate_release(&g);
+	report_run_release(&base);
+	report_run_release(&cur);
+	{
+		char *argv[] = { "gate", "--baseline", pa, "--current", pb, "--junit", pj,
+				 "--markdown", pm, "--json", pjs, NULL };
+		assert_int_equal(report_gate_main(11, argv), 0);
+	}
+	text = slurp(pj);
+	assert_non_null(strstr(text, "<skipped message=\"INCONCLUSIVE: inconclusive"));
+	assert_non_null(strstr(text, "skipped=\"1\""));
+	free(text);
+	text = slurp(pm);
+	assert_null(strstr(text, "✅ PASS"));
+	assert_non_null(strstr(text, "⚠️ PASS (inconclusive: decided 1 of 2 tasks; rerun with "
+				     "--confirm 5)"));
+	assert_non_null(strstr(text, "baseline 4.4× slower than in the baseline run"));
+	assert_non_null(strstr(text, "| `t/x` | SAME | 2.000 | 1.950 |"));
+	free(text);
+	text = slurp(pjs);
+	assert_non_null(strstr(text, "\"baseline_drift\": 4.4"));
+	assert_non_null(strstr(text, "\"same_source\": true"));
+	assert_non_null(strstr(text, "\"current_speedup\": 1.95"));
+	assert_non_null(strstr(text, "\"inconclusive\": true"));
+	free(text);
+	remove(pa), remove(pb), remove(pj), remove(pm), remove(pjs);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -835,6 +1032,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gate_look_alpha),
 		cmocka_unit_test(test_gate_options),
 		cmocka_unit_test(test_natural_order),
+		cmocka_unit_test(test_gate_floor_noisy_identical),
+		cmocka_unit_test(test_gate_heavy_tail_slower),
+		cmocka_unit_test(test_gate_heavy_tail_null),
+		cmocka_unit_test(test_gate_same_source_drift_junit),
 	};
 	if (argc > 1)
 		data_dir = argv[1];
