@@ -3,6 +3,7 @@
  * labels, a legend below the axes so long run labels never overlap the data)
  * and the four plots: pass@k vs k, Fast_p vs p, the speedup distribution
  * (histogram on log2 bins) and reasoning length vs speedup (scatter). */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,11 +300,14 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 			if (!isnan(s[i].tasks[t].best_speedup))
 				b[m++] = s[i].tasks[t].best_speedup;
 		qsort(b, m, sizeof *b, cmp_dbl);
-		/* Exact step function: fast_p drops right after each best speedup. */
+		/* Exact step function: fast_p drops right after each best speedup,
+		 * and right after 0 for tasks whose only figures are noisy. */
 		y = report_summary_fast_at(&s[i], 0);
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
 			"stroke-dasharray=\"%s\" points=\"%.1f,%.1f ", COLOR(i),
 			fmax(1, 3.0 - (double)i * 0.5), DASH(i), px(&p, 0), py(&p, y));
+		y = report_summary_fast_at(&s[i], DBL_MIN);
+		fprintf(f, "%.1f,%.1f ", px(&p, 0), py(&p, y));
 		for (size_t j = 0; j < m && b[j] <= p.x1; j++) {
 			if (b[j] <= 0 || (j && b[j] == b[j - 1]))
 				continue;

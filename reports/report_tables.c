@@ -2,7 +2,8 @@
  * (struct report_summary): the task set, per-task counts, Fast_p per sample
  * index and best-of-n, pass@k and fast_p@k, status counts, the geometric mean
  * speedup, the reasoning-length buckets, quartiles and correlations, and the
- * run's label from its metadata. Printers read the summary; they compute
+ * run's label from its metadata. Only trusted timing figures (not flagged
+ * noisy) enter a speedup aggregate or Fast_p for p > 0 (issue 29). Printers read the summary; they compute
  * nothing but formatting. */
 #include <math.h>
 #include <stdio.h>
@@ -59,8 +60,8 @@ static int trusted(const struct report_row *r)
 	return !isnan(r->speedup) && r->noisy != 1;
 }
 
-/* Fast at p: correct, timed and speedup > p; a noisy figure only at p <= 0
- * (it says the candidate ran and was timed, not how fast it is). */
+/* A correct row is fast at p when timed with speedup > p; a noisy figure
+ * only at p <= 0 (it says the candidate ran and was timed, not how fast). */
 static int fast_at(const struct report_row *r, double p)
 {
 	return !isnan(r->speedup) && r->speedup > p && (p <= 0 || r->noisy != 1);
