@@ -57,8 +57,15 @@ struct cr_result {
 	double time_us, time_lo_us, time_hi_us, baseline_us;
 	double speedup, speedup_lo, speedup_hi;
 	int samples;
-	bool noisy;
+	bool noisy;              /* the figure is not trusted: noisy_why says why */
+	char noisy_why[160];
 	bool timed;
+	/* cpu timing: what the scheduler did to the samples (timing_uncontended_ns) */
+	int n_corrected;         /* samples (both sides) whose run-queue waits were taken out */
+	int n_preempted;         /* samples preempted whose waits could not be taken out */
+	double block_lo, block_hi; /* the lowest and highest speedup of the timing's blocks
+				  * (fresh workers each) */
+	bool boosted;            /* timed at TIMING_NICE (root), else at the default priority */
 	char sha256[65];
 	char dims[128];          /* the timed shape */
 	double tflops, tbps;     /* achieved, from the task's flops and bytes (NaN: unknown) */

@@ -28,6 +28,7 @@
 #include "cand/cand.h"
 #include "harness/results.h"
 #include "harness/eval_jobs.h"
+#include "harness/machine.h"
 #include "sandbox/compile.h"
 #include "harness/seed.h"
 #include "harness/verify.h"
@@ -179,6 +180,8 @@ struct eval_opts {
 	int job_timing;              /* --job-timing MODE (enum eval_job_timing) */
 	const char *job_cpusets;     /* the jobs' core sets, for run.json ("" with --jobs 1) */
 	struct cr_cost cost;         /* this invocation's rows, summed (run.json "cost") */
+	struct machine_snap snap0, snap1; /* the machine at the start and the end */
+	struct machine_tally tally;  /* this invocation's timed rows (run.json "machine") */
 	int cost_n;
 	double cost_verify_s;
 };
@@ -354,6 +357,10 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 	json_object_set_new(j, "load_start", json_real(o->load_start));
 	if (final)
 		json_object_set_new(j, "load_end", json_real(la[0]));
+	if (final && o->snap1.t > 0) {
+		char line[600];
+		json_object_set_new(j, "machine", machine_json(&o->snap0, &o->snap1, &o->tally, o->jobs, line, sizeof line));
+	}
 	if (final && o->cost_n)
 		json_object_set_new(j, "cost", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:i}",
 			"candidates", o->cost_n, "verify_s", o->cost_verify_s,
@@ -1143,6 +1150,7 @@ struct eval_emit {
 	int done, unexpected;      /* done counts the cuda compile-only rows too */
 	int verified;              /* rows written here: what cost and verify_s sum over */
 	struct cr_cost cost;
+	struct machine_tally tally;
 	double verify_s;
 };
 
@@ -1175,6 +1183,7 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 	x->cost.cases_computed += r->cost.cases_computed;
 	x->cost.cond_s += r->cost.cond_s;
 	x->cost.cases_cond += r->cost.cases_cond;
+	machine_tally_add(&x->tally, r);
 	bad = o->check_expect && m->expect[0] && strcmp(m->expect, check_verdict_name(r->status));
 	progress_done(); /* the row goes where the bar was */
 	x->unexpected += bad;
@@ -1269,6 +1278,7 @@ int cr_cmd_eval(int argc, char **argv)
 	o.argv = argv;
 	getloadavg(la, 1);
 	o.load_start = la[0];
+	machine_snap(&o.snap0);
 	if (dummy) {
 		fprintf(stderr, "crucible eval: --task is for `crucible check`; use --tasks\n");
 		return 2;
@@ -1406,7 +1416,7 @@ int cr_cmd_eval(int argc, char **argv)
 		cpu_model(device, sizeof device);
 	write_run_json(o.out, run_id, &o, device, 0, "", NULL, workroot, false);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
-	       "speedup [95% CI]", "detail");
+	       "speedup [95% in run]", "detail");
 	if (o.cuda) {
 		/* NVRTC in parallel (a pool sized to the cores) before the one-at-a-time
 		 * runs, which then take their cubins from the compile cache */
@@ -1532,6 +1542,7 @@ int cr_cmd_eval(int argc, char **argv)
 			c->cases_reused, c->cases_reused + c->cases_computed, c->worker_start_s / n,
 			c->cases_cond, c->cond_s / n, c->timing_s / n, c->timing_wait_s / n);
 		o.cost = emit.cost;
+		o.tally = emit.tally;
 		o.cost_n = emit.verified;
 		o.cost_verify_s = emit.verify_s;
 	}
@@ -1542,8 +1553,15 @@ int cr_cmd_eval(int argc, char **argv)
 		char h[65];
 		task_set_hash(tasks, n_tasks, h);
 		json_t *th = task_hashes(tasks, n_tasks);
+		char line[600];
+		machine_snap(&o.snap1);
 		write_run_json(o.out, run_id, &o, device, n_tasks, h, th, workroot, true);
 		json_decref(th);
+		/* once per run: what the machine was like, and what it did to
+		 * the figures (the rows it made untrustworthy say so each) */
+		json_decref(machine_json(&o.snap0, &o.snap1, &o.tally, o.jobs, line, sizeof line));
+		if (o.tally.rows)
+			fprintf(stderr, "crucible eval: machine %s\n", line);
 	}
 	if ((done > 0 || n_keys > 0) && (backend == CR_BACKEND_CPU || o.cuda)) {
 		printf("\n");

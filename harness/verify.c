@@ -247,7 +247,7 @@ done:
 	snprintf(r->sandbox, sizeof r->sandbox, "%s", v.sandbox);
 	snprintf(r->detail, sizeof r->detail, "%s", v.detail);
 	if (r->status == CHECK_OK && r->noisy)
-		snprintf(r->detail, sizeof r->detail, "timing noisy (spread above target at the time cap)%s%.600s",
+		snprintf(r->detail, sizeof r->detail, "timing noisy (%s)%s%.600s", r->noisy_why,
 			 v.detail[0] ? "; " : "", v.detail);
 	release(&v);
 	return st;

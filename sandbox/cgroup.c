@@ -362,7 +362,7 @@ int cr_cg_create_tasks(struct cr_cg *g, const char *name)
 	char leaf[128], num[32];
 
 	memset(g, 0, sizeof *g);
-	g->freeze_fd = g->state_fd = g->cpu_fd = -1;
+	g->freeze_fd = g->state_fd = g->cpu_fd = g->psi_fd = -1;
 	if (!cg_probed)
 		probe();
 	if (!cg_ok) {
@@ -453,7 +453,7 @@ int cr_cg_create(struct cr_cg *g, const char *name, long pids_max, uint64_t mem_
 	char leaf[128], num[32];
 
 	memset(g, 0, sizeof *g);
-	g->freeze_fd = g->state_fd = g->cpu_fd = -1;
+	g->freeze_fd = g->state_fd = g->cpu_fd = g->psi_fd = -1;
 	if (!cg_probed && strcmp(name, "probe"))
 		probe();
 	if (cg_probed && !cg_ok && strcmp(name, "probe")) {
@@ -480,6 +480,7 @@ int cr_cg_create(struct cr_cg *g, const char *name, long pids_max, uint64_t mem_
 	g->freeze_fd = open_in(g->dir, g->v2 ? "cgroup.freeze" : "freezer.state", O_RDWR);
 	g->state_fd = g->v2 ? open_in(g->dir, "cgroup.events", O_RDONLY) : g->freeze_fd;
 	g->cpu_fd = g->v2 ? open_in(g->dir, "cpu.stat", O_RDONLY) : open_in(g->cpu_dir, "cpuacct.usage", O_RDONLY);
+	g->psi_fd = g->v2 ? open_in(g->dir, "cpu.pressure", O_RDONLY) : -1;
 	if (g->freeze_fd < 0 || g->state_fd < 0) {
 		int e = errno;
 		g->on = true;
@@ -589,6 +590,22 @@ int64_t cr_cg_cpu_ns(const struct cr_cg *g)
 	return strtoll(buf, NULL, 10);
 }
 
+int cr_cg_stall_ns(const struct cr_cg *g, int64_t *some, int64_t *full)
+{
+	char buf[512];
+	const char *p, *q;
+
+	*some = *full = -1;
+	if (!g->on || g->psi_fd < 0 || pread_str(g->psi_fd, buf, sizeof buf) <= 0)
+		return -1;
+	if (!(p = strstr(buf, "some ")) || !(p = strstr(p, "total=")) || !(q = strstr(buf, "full ")) ||
+	    !(q = strstr(q, "total=")))
+		return -1;
+	*some = strtoll(p + 6, NULL, 10) * 1000;
+	*full = strtoll(q + 6, NULL, 10) * 1000;
+	return 0;
+}
+
 long cr_cg_tasks(const struct cr_cg *g)
 {
 	return read_long(g->pids_dir, "pids.current");
@@ -660,6 +677,8 @@ void cr_cg_destroy(struct cr_cg *g)
 		close(g->freeze_fd);
 	if (g->cpu_fd >= 0)
 		close(g->cpu_fd);
-	g->freeze_fd = g->state_fd = g->cpu_fd = -1;
+	if (g->psi_fd >= 0)
+		close(g->psi_fd);
+	g->freeze_fd = g->state_fd = g->cpu_fd = g->psi_fd = -1;
 	g->on = false;
 }

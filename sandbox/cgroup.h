@@ -27,6 +27,7 @@ struct cr_cg {
 	int freeze_fd;       /* cgroup.freeze or freezer.state, kept open (-1 none) */
 	int state_fd;        /* cgroup.events or freezer.state, for the frozen test */
 	int cpu_fd;          /* cpu.stat or cpuacct.usage */
+	int psi_fd;          /* v2: cpu.pressure (-1: none) */
 };
 
 /* Creates the groups for one worker (name unique in this process) with at
@@ -45,6 +46,10 @@ void cr_cg_thaw(const struct cr_cg *g);
 /* CPU time in ns used by every task that ever ran in the group; -1 unknown. */
 int64_t cr_cg_cpu_ns(const struct cr_cg *g);
 /* Tasks in the group now (from the pids controller or cgroup.procs), -1 unknown. */
+/* The group's CPU stall totals from its cpu.pressure (ns, us resolution):
+ * some = time at least one of its tasks waited runnable for a CPU, full =
+ * time all its non-idle tasks did (none of them ran). -1: not known. */
+int cr_cg_stall_ns(const struct cr_cg *g, int64_t *some, int64_t *full);
 long cr_cg_tasks(const struct cr_cg *g);
 /* SIGKILL to every task in the group (frozen ones too). */
 void cr_cg_kill(const struct cr_cg *g);

@@ -75,6 +75,27 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
  * between is outside *ns. Leaves it frozen (or gone). */
 enum cr_run cr_proc_call_frozen(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 				double timeout_s, int64_t *ns, char *detail, size_t cap);
+/* What a bracketed call got from the machine, read around the bracket
+ * (the worker frozen at both ends): the group's CPU time (all its threads,
+ * dead ones included) and its CPU stall from cpu.pressure (v2 groups):
+ * some = a task of the group waited runnable for a CPU, full = all its
+ * tasks did and none ran. A field the kernel does not give is -1.
+ * (A thread's schedstat "wait" is not used: a thread that sleeps can be
+ * counted there while the scheduler delays its dequeue, measured on 6.18.) */
+struct cr_call_time {
+	bool rt;                 /* in: the calling thread waits for the reply at SCHED_FIFO (root) */
+	bool rt_ok;              /* out: it did */
+	int64_t wall_ns;         /* the bracket, as cr_proc_call_frozen's *ns */
+	int64_t cpu_ns;          /* the group's CPU, all threads */
+	int64_t stall_some_ns;   /* the group's cpu.pressure: some of its tasks waited */
+	int64_t stall_full_ns;   /* all of its tasks waited, none ran */
+};
+/* Sets the nice value of the worker's main thread (threads it creates later
+ * inherit it): 0 done, -1 refused (errno; only root may lower it). */
+int cr_proc_set_nice(struct cr_proc *w, int nice);
+
+enum cr_run cr_proc_call_timed(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
+			       double timeout_s, struct cr_call_time *t, char *detail, size_t cap);
 /* Freezes the worker's group (the cgroup freezer, which nothing inside can
  * undo; SIGSTOP without a group) and waits, at most CR_FREEZE_TIMEOUT_NS,
  * until every task in it is frozen, so nothing it left running can write

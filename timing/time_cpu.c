@@ -37,6 +37,8 @@
 #include "timing/timing.h"
 
 #define N_SETS 2
+#define N_BLOCKS 3              /* fresh workers and buffers per block: between-run variation seen in the run */
+#define MIN_BLOCK_SAMPLES 4
 #define MAX_SAMPLES 400
 #define MIN_SAMPLES 10          /* whatever the time cap */
 #define BASE_TIMEOUT_S 60.0     /* a baseline call; our code, at the cpu bench shape */
@@ -46,6 +48,7 @@ struct wk {
 	struct cr_proc w;
 	const char *who;        /* "candidate" or "baseline", for messages */
 	double timeout_s;       /* per call */
+	bool rt;                /* the orchestrator waits for its replies at real time */
 };
 
 static void wk_init(struct wk *k, const char *who, double timeout_s)
@@ -61,9 +64,30 @@ static void wk_init(struct wk *k, const char *who, double timeout_s)
  * thread that works in the gap before or after the call is inside the
  * sample; CPU the group used while frozen between calls is counted by
  * proc.c (cr_proc_ran_frozen: it must be none). */
-static enum cr_run wk_call(struct wk *k, int set, int64_t *ns, char *detail, size_t cap)
+static enum cr_run wk_call(struct wk *k, int set, struct timing_call *tc, char *detail, size_t cap)
 {
-	return cr_proc_call_frozen(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, ns, detail, cap);
+	struct cr_call_time t = { .rt = k->rt };
+	enum cr_run res = cr_proc_call_timed(&k->w, CR_CMD_RUN, (uint32_t)set, k->timeout_s, &t, detail, cap);
+	if (tc)
+		*tc = (struct timing_call){ .wall_ns = t.wall_ns, .cpu_ns = t.cpu_ns,
+					    .stall_some_ns = t.stall_some_ns, .stall_full_ns = t.stall_full_ns };
+	return res;
+}
+
+/* What the scheduler did to a row's samples. */
+struct sched_tally {
+	int corrected, preempted[2];
+};
+
+/* The call's time without the machine's other work (timing_uncontended_ns),
+ * in us; tallies what was done. */
+static double sample_us(const struct timing_call *tc, int side, struct sched_tally *st)
+{
+	enum timing_adj how;
+	double a = timing_uncontended_ns(tc, &how);
+	st->corrected += how == TIMING_CORRECTED;
+	st->preempted[side] += how == TIMING_PREEMPTED;
+	return a / 1e3;
 }
 
 static const char *run_what(enum cr_run res)
@@ -200,6 +224,42 @@ static void check_call(struct vr *v, struct vr_case *c, struct wk *wc, int set, 
 			(double)wc->w.ran_frozen_ns / 1e6);
 }
 
+/* Whether the row's figure can be trusted to hold in another run, and why
+ * not (r->noisy, r->noisy_why). The stopping rule's target (each median
+ * within rel_target) is what sampling aims for; trust asks for less and
+ * more: the speedup's own within-run interval within TRUST_HALFWIDTH; the
+ * N_BLOCKS blocks' figures, each from fresh workers and buffers (their
+ * pages, so their cache placement, are a re-run's), within TRUST_BLOCKS of
+ * each other (measured: smoke matmul_plain ran 0.45x in one run and 0.57x
+ * in two others, each within ±3% inside its run); and no more than
+ * TRUST_PREEMPTED of either side's samples preempted beyond correction
+ * (timing_uncontended_ns). */
+#define TRUST_HALFWIDTH 0.05
+#define TRUST_BLOCKS 1.10
+#define TRUST_PREEMPTED 0.10
+static void timing_trust(struct cr_result *r, const int preempted[2])
+{
+	double hw = r->speedup > 0 ? (r->speedup_hi - r->speedup_lo) / 2 / r->speedup : 1;
+	size_t w = 0, cap = sizeof r->noisy_why;
+
+	r->noisy_why[0] = '\0';
+	if (hw > TRUST_HALFWIDTH)
+		w += (size_t)snprintf(r->noisy_why + w, cap - w, "speedup interval \u00b1%.0f%% within the run",
+				      100 * hw);
+	if (r->block_lo > 0 && r->block_hi > TRUST_BLOCKS * r->block_lo && w < cap)
+		w += (size_t)snprintf(r->noisy_why + w, cap - w, "%sfresh workers measured %.2fx to %.2fx",
+				      w ? "; " : "", r->block_lo, r->block_hi);
+	for (int side = 0; side < 2 && w < cap; side++)
+		if (preempted[side] > TRUST_PREEMPTED * r->samples)
+			w += (size_t)snprintf(r->noisy_why + w, cap - w,
+					      "%s%d of %d %s samples preempted beyond correction", w ? "; " : "",
+					      preempted[side], r->samples, side ? "baseline" : "candidate");
+	r->noisy = r->noisy_why[0] != '\0';
+	if (r->noisy && r->n_corrected && w < cap)
+		snprintf(r->noisy_why + w, cap - w, "; %d of %d samples stalled by other work, taken out",
+			 r->n_corrected, 2 * r->samples);
+}
+
 enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 {
 	const struct task *t = v->t;
@@ -208,10 +268,11 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	struct vr_case c;
 	enum cr_status s = CR_OK;
 	double *tc = NULL, *tb = NULL;
+	struct sched_tally tally = { 0 };
 	unsigned char *saved[CR_MAX_SLOTS] = { 0 };
 	char detail[300];
 	size_t total;
-	int n = 0;
+	int n = 0, block_end[N_BLOCKS] = { 0 };
 	struct timing_rule rule = { .min_samples = v->o->min_samples > MIN_SAMPLES ? v->o->min_samples : MIN_SAMPLES,
 				    .max_samples = MAX_SAMPLES, .rel_target = v->o->rel_target,
 				    .max_seconds = v->o->time_cap_s };
@@ -222,8 +283,11 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 	bool noisy = false;
 	enum cr_run res;
 	sigset_t pipe_mask;
+	int old_nice = 0;
+	bool boosted;
 
 	timing_pipe_guard_begin(&pipe_mask);
+	boosted = !timing_boost_self(&old_nice);
 	wk_init(&wc, "candidate", v->o->call_timeout_s);
 	wk_init(&wb, "baseline", BASE_TIMEOUT_S);
 	/* sizes and arrays only: every value the workers see is drawn below */
@@ -244,101 +308,125 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 			s = cr_errf(err, CR_ENOMEM, "out of memory");
 			goto out;
 		}
-	if ((s = cr_proc_init(&wc.w, total, err)) || (s = cr_proc_init(&wb.w, total, err)))
-		goto out;
-	vr_write_header(v, &c, wc.w.shm, N_SETS);
-	vr_write_header(v, &c, wb.w.shm, N_SETS);
-	vr_guard_fill(&c, wc.w.shm, N_SETS, total, gkey);
-	vr_guard_fill(&c, wb.w.shm, N_SETS, total, cr_secure_u64());
-	/* the candidate first, then frozen while the baseline starts */
-	res = cr_proc_start(&wc.w, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
-	if (res == CR_RUN_ENV) {
-		s = cr_errf(err, CR_EENV, "timing: the candidate's worker: %s", detail);
-		goto out;
-	}
-	if (res != CR_RUN_OK || cr_proc_freeze(&wc.w, detail, sizeof detail)) {
-		vr_fail(v, vr_run_verdict(&wc.w, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT), "timing: %s", detail);
-		goto out;
-	}
-	res = cr_proc_start(&wb.w, "base", v->workdir, BASE_TIMEOUT_S, detail, sizeof detail);
-	if (res == CR_RUN_ENV) {
-		s = cr_errf(err, CR_EENV, "timing: the baseline's worker: %s", detail);
-		goto out;
-	}
-	if (res != CR_RUN_OK || cr_proc_freeze(&wb.w, detail, sizeof detail)) {
-		base_failed(v, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT, "at start", detail);
-		goto out;
-	}
-	/* warm-up: one untimed call per side and buffer set (page faults,
-	 * thread pools, lazy binding), outputs checked like any other */
-	for (int set = 0; set < N_SETS; set++) {
-		uint64_t pkey = fill_sample(v, &c, &wc, &wb, set, 0, saved);
-		if ((res = wk_call(&wc, set, NULL, detail, sizeof detail)) != CR_RUN_OK) {
-			vr_fail(v, vr_run_verdict(&wc.w, res), "warm-up call: %s", detail);
-			goto out;
-		}
-		if ((res = wk_call(&wb, set, NULL, detail, sizeof detail)) != CR_RUN_OK) {
-			base_failed(v, res, "in its warm-up call", detail);
-			goto out;
-		}
-		check_call(v, &c, &wc, set, -1 - set, 0, pkey, total, gkey, saved);
-		if (v->status == CHECK_OK && (s = recheck_set(v, &c, &wc.w, &wb.w, set, -1 - set, err)))
-			goto out;
-		if (v->status != CHECK_OK)
-			goto out;
-	}
-	t0 = cr_now_ns();
-	for (;;) {
-		int set = n % N_SETS;
-		/* every timed output is re-checked while the reference is cheap
-		 * (measured on the first two); else the first two, a random
-		 * quarter (CSPRNG: not predictable) and the last */
-		bool recheck = n < 2 || ref_ns < RECHECK_CHEAP_NS || secure_uniform() < 0.25;
-		int64_t nsc = 0, nsb = 0, c0;
-		uint64_t pkey = fill_sample(v, &c, &wc, &wb, set, n & 1, saved);
+	for (int blk = 0; blk < N_BLOCKS; blk++) {
+		int b0 = n;
+		struct timing_rule rb = { .min_samples = (rule.min_samples + N_BLOCKS - 1) / N_BLOCKS,
+					  .max_samples = MAX_SAMPLES / N_BLOCKS, .rel_target = rule.rel_target,
+					  .max_seconds = rule.max_seconds / N_BLOCKS };
 
-		for (int side = 0; side < 2; side++) {
-			/* alternate which side goes first */
-			bool cand = (side == 0) == (n % 2 == 0);
-			timing_flush_cpu_cache(); /* both frozen */
-			if (cand) {
-				if ((res = wk_call(&wc, set, &nsc, detail, sizeof detail)) != CR_RUN_OK) {
-					vr_fail(v, vr_run_verdict(&wc.w, res), "timed call %d: %s", n, detail);
-					goto out;
-				}
-			} else if ((res = wk_call(&wb, set, &nsb, detail, sizeof detail)) != CR_RUN_OK) {
-				base_failed(v, res, "in a timed call", detail);
+		/* a fresh pair of workers and buffers: what a re-run would get */
+		cr_proc_release(&wc.w);
+		cr_proc_release(&wb.w);
+		cr_proc_blank(&wc.w);
+		cr_proc_blank(&wb.w);
+		gkey = cr_secure_u64();
+		if (rb.min_samples < MIN_BLOCK_SAMPLES)
+			rb.min_samples = MIN_BLOCK_SAMPLES;
+		if ((s = cr_proc_init(&wc.w, total, err)) || (s = cr_proc_init(&wb.w, total, err)))
+			goto out;
+		vr_write_header(v, &c, wc.w.shm, N_SETS);
+		vr_write_header(v, &c, wb.w.shm, N_SETS);
+		vr_guard_fill(&c, wc.w.shm, N_SETS, total, gkey);
+		vr_guard_fill(&c, wb.w.shm, N_SETS, total, cr_secure_u64());
+		/* the candidate first, then frozen while the baseline starts */
+		res = cr_proc_start(&wc.w, "cand", v->workdir, v->o->call_timeout_s + 10, detail, sizeof detail);
+		if (res == CR_RUN_ENV) {
+			s = cr_errf(err, CR_EENV, "timing: the candidate's worker: %s", detail);
+			goto out;
+		}
+		if (res != CR_RUN_OK || cr_proc_freeze(&wc.w, detail, sizeof detail)) {
+			vr_fail(v, vr_run_verdict(&wc.w, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT), "timing: %s", detail);
+			goto out;
+		}
+		res = cr_proc_start(&wb.w, "base", v->workdir, BASE_TIMEOUT_S, detail, sizeof detail);
+		if (res == CR_RUN_ENV) {
+			s = cr_errf(err, CR_EENV, "timing: the baseline's worker: %s", detail);
+			goto out;
+		}
+		if (res != CR_RUN_OK || cr_proc_freeze(&wb.w, detail, sizeof detail)) {
+			base_failed(v, res != CR_RUN_OK ? res : CR_RUN_TIMEOUT, "at start", detail);
+			goto out;
+		}
+		/* both workers at the timing priority before their first call
+		 * (threads they create inherit it); the orchestrator's thread is
+		 * already, and waits for each reply at real time (wk_call) */
+		if (boosted && (cr_proc_set_nice(&wc.w, TIMING_NICE) || cr_proc_set_nice(&wb.w, TIMING_NICE)))
+			boosted = false;
+		wc.rt = wb.rt = boosted;
+		/* warm-up: one untimed call per side and buffer set (page faults,
+		 * thread pools, lazy binding), outputs checked like any other */
+		for (int set = 0; set < N_SETS; set++) {
+			uint64_t pkey = fill_sample(v, &c, &wc, &wb, set, 0, saved);
+			if ((res = wk_call(&wc, set, NULL, detail, sizeof detail)) != CR_RUN_OK) {
+				vr_fail(v, vr_run_verdict(&wc.w, res), "warm-up call: %s", detail);
 				goto out;
 			}
-		}
-		c0 = cr_now_ns();
-		check_call(v, &c, &wc, set, n, n & 1, pkey, total, gkey, saved);
-		tc[n] = (double)nsc / 1e3;
-		tb[n] = (double)nsb / 1e3;
-		if (recheck && v->status == CHECK_OK) {
-			int64_t r0 = cr_now_ns();
-			if ((s = recheck_set(v, &c, &wc.w, &wb.w, set, n, err)))
+			if ((res = wk_call(&wb, set, NULL, detail, sizeof detail)) != CR_RUN_OK) {
+				base_failed(v, res, "in its warm-up call", detail);
 				goto out;
-			if (n < 2 && cr_now_ns() - r0 > ref_ns)
-				ref_ns = cr_now_ns() - r0;
-		}
-		check_total += cr_now_ns() - c0;
-		n++;
-		if (v->status != CHECK_OK)
-			goto out;
-		/* the cap counts measuring, not checking (bounded at 3x by the
-		 * wall clock); the minimum holds regardless */
-		double spent = (double)(cr_now_ns() - t0 - check_total) / 1e9;
-		if ((double)(cr_now_ns() - t0) / 1e9 > 3 * rule.max_seconds)
-			spent = 2 * rule.max_seconds + 1;
-		if (timing_should_stop(&rule, tc, n, tb, n, spent, &noisy)) {
-			/* the last timed output is always re-checked */
-			if (!recheck && (s = recheck_set(v, &c, &wc.w, &wb.w, set, n - 1, err)))
+			}
+			check_call(v, &c, &wc, set, -1 - set, 0, pkey, total, gkey, saved);
+			if (v->status == CHECK_OK && (s = recheck_set(v, &c, &wc.w, &wb.w, set, -1 - set, err)))
 				goto out;
 			if (v->status != CHECK_OK)
 				goto out;
-			break;
 		}
+		t0 = cr_now_ns();
+		check_total = 0;
+		for (;;) {
+			int set = n % N_SETS;
+			/* every timed output is re-checked while the reference is cheap
+			 * (measured on the first two); else the first two, a random
+			 * quarter (CSPRNG: not predictable) and the last */
+			bool recheck = n < 2 || ref_ns < RECHECK_CHEAP_NS || secure_uniform() < 0.25;
+			struct timing_call callc = { 0 }, callb = { 0 };
+			int64_t c0;
+			uint64_t pkey = fill_sample(v, &c, &wc, &wb, set, n & 1, saved);
+
+			for (int side = 0; side < 2; side++) {
+				/* alternate which side goes first */
+				bool cand = (side == 0) == (n % 2 == 0);
+				timing_flush_cpu_cache(); /* both frozen */
+				if (cand) {
+					if ((res = wk_call(&wc, set, &callc, detail, sizeof detail)) != CR_RUN_OK) {
+						vr_fail(v, vr_run_verdict(&wc.w, res), "timed call %d: %s", n, detail);
+						goto out;
+					}
+				} else if ((res = wk_call(&wb, set, &callb, detail, sizeof detail)) != CR_RUN_OK) {
+					base_failed(v, res, "in a timed call", detail);
+					goto out;
+				}
+			}
+			c0 = cr_now_ns();
+			check_call(v, &c, &wc, set, n, n & 1, pkey, total, gkey, saved);
+			tc[n] = sample_us(&callc, 0, &tally);
+			tb[n] = sample_us(&callb, 1, &tally);
+			if (recheck && v->status == CHECK_OK) {
+				int64_t r0 = cr_now_ns();
+				if ((s = recheck_set(v, &c, &wc.w, &wb.w, set, n, err)))
+					goto out;
+				if (n < 2 && cr_now_ns() - r0 > ref_ns)
+					ref_ns = cr_now_ns() - r0;
+			}
+			check_total += cr_now_ns() - c0;
+			n++;
+			if (v->status != CHECK_OK)
+				goto out;
+			/* the cap counts measuring, not checking (bounded at 3x by the
+			 * wall clock); the minimum holds regardless */
+			double spent = (double)(cr_now_ns() - t0 - check_total) / 1e9;
+			if ((double)(cr_now_ns() - t0) / 1e9 > 3 * rb.max_seconds)
+				spent = 2 * rb.max_seconds + 1;
+			if (timing_should_stop(&rb, tc + b0, n - b0, tb + b0, n - b0, spent, &noisy)) {
+				/* the last timed output is always re-checked */
+				if (!recheck && (s = recheck_set(v, &c, &wc.w, &wb.w, set, n - 1, err)))
+					goto out;
+				if (v->status != CHECK_OK)
+					goto out;
+				break;
+			}
+		}
+		block_end[blk] = n;
 	}
 	{
 		struct timing_stats sc, sb;
@@ -354,10 +442,22 @@ enum cr_status vr_time(struct vr *v, struct cr_result *r, struct cr_err *err)
 		r->time_lo_us = sc.lo;
 		r->time_hi_us = sc.hi;
 		r->baseline_us = sb.median;
-		timing_speedup(tb, n, tc, n, task_mix(v->o->seed, 3), &r->speedup, &r->speedup_lo,
+		timing_speedup(tb, tc, n, task_mix(v->o->seed, 3), &r->speedup, &r->speedup_lo,
 			       &r->speedup_hi);
 		r->samples = n;
-		r->noisy = noisy;
+		r->n_corrected = tally.corrected;
+		r->n_preempted = tally.preempted[0] + tally.preempted[1];
+		r->boosted = boosted;
+		/* each block's own figure: how far apart fresh workers and buffers
+		 * put it */
+		r->block_lo = r->block_hi = r->speedup;
+		for (int blk = 0, b0 = 0; blk < N_BLOCKS; b0 = block_end[blk++]) {
+			double m, lo, hi;
+			timing_speedup(tb + b0, tc + b0, block_end[blk] - b0, task_mix(v->o->seed, 4 + blk), &m, &lo, &hi);
+			r->block_lo = blk ? fmin(r->block_lo, m) : m;
+			r->block_hi = blk ? fmax(r->block_hi, m) : m;
+		}
+		timing_trust(r, tally.preempted);
 		r->timed = true;
 		task_dims_str(t, &t->cpu, r->dims, sizeof r->dims);
 	}
@@ -369,6 +469,7 @@ out:
 		free(saved[k]);
 	free(tc);
 	free(tb);
+	timing_unboost_self(old_nice);
 	timing_pipe_guard_end(&pipe_mask);
 	return s;
 }

@@ -559,11 +559,15 @@ done:
 		if (have_base) {
 			timing_summarize(tb, n, task_mix(v->o->seed, 2), &sbt);
 			r->baseline_us = sbt.median;
-			timing_speedup(tb, n, tc, n, task_mix(v->o->seed, 3), &r->speedup, &r->speedup_lo,
+			timing_speedup(tb, tc, n, task_mix(v->o->seed, 3), &r->speedup, &r->speedup_lo,
 				       &r->speedup_hi);
 		}
 		r->samples = n;
 		r->noisy = noisy;
+		if (noisy)
+			snprintf(r->noisy_why, sizeof r->noisy_why, "%s",
+				 r->gpu_retaken >= MAX_RETAKE ? "the GPU throttled through every retake"
+							     : "spread above target at the time cap");
 		if (r->gpu_sampled)
 			cr_cuda_reasons_str(reasons, r->gpu_reasons, sizeof r->gpu_reasons);
 		r->timed = true;

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define BOOT 400
 
@@ -66,25 +70,29 @@ void timing_summarize(const double *x, int n, uint64_t seed, struct timing_stats
 	out->rel_halfwidth = out->median > 0 ? (out->hi - out->lo) / 2 / out->median : 0;
 }
 
-void timing_speedup(const double *base, int nb, const double *cand, int nc, uint64_t seed,
-		    double *med, double *lo, double *hi)
+void timing_speedup(const double *base, const double *cand, int n, uint64_t seed, double *med,
+		    double *lo, double *hi)
 {
-	double mb[BOOT], mc[BOOT], ratio[BOOT];
+	double meds[BOOT], *ratio;
 	struct task_rng r;
-	double cm = timing_median(cand, nc);
+	int m = 0;
 
-	*med = cm > 0 ? timing_median(base, nb) / cm : 0;
-	*lo = *hi = *med;
-	if (nb < 2 || nc < 2)
+	*med = *lo = *hi = 0;
+	if (n <= 0 || !(ratio = malloc(sizeof *ratio * (size_t)n)))
 		return;
-	task_rng_seed(&r, seed);
-	if (boot_medians(base, nb, &r, mb) || boot_medians(cand, nc, &r, mc))
-		return;
-	for (int b = 0; b < BOOT; b++)
-		ratio[b] = mc[b] > 0 ? mb[b] / mc[b] : 0;
-	qsort(ratio, BOOT, sizeof *ratio, cmp_d);
-	*lo = ratio[(int)(0.025 * BOOT)];
-	*hi = ratio[(int)(0.975 * BOOT) - 1];
+	for (int i = 0; i < n; i++)
+		if (cand[i] > 0)
+			ratio[m++] = base[i] / cand[i];
+	if (m) {
+		*med = *lo = *hi = timing_median(ratio, m);
+		task_rng_seed(&r, seed);
+		if (m >= 2 && !boot_medians(ratio, m, &r, meds)) {
+			qsort(meds, BOOT, sizeof *meds, cmp_d);
+			*lo = meds[(int)(0.025 * BOOT)];
+			*hi = meds[(int)(0.975 * BOOT) - 1];
+		}
+	}
+	free(ratio);
 }
 
 bool timing_should_stop(const struct timing_rule *r, const double *a, int na, const double *b,
@@ -112,6 +120,35 @@ capped:
 		*noisy = sa.rel_halfwidth > r->rel_target || sb.rel_halfwidth > r->rel_target;
 	}
 	return true;
+}
+
+double timing_uncontended_ns(const struct timing_call *c, enum timing_adj *how)
+{
+	double w = (double)c->wall_ns, f = (double)c->stall_full_ns;
+
+	if (c->stall_full_ns >= 0) {
+		if (f > w)
+			f = w;
+		*how = f > 0.05 * w + 20000.0 ? TIMING_CORRECTED : TIMING_CLEAN;
+		return w - f;
+	}
+	*how = c->cpu_ns >= 0 && (double)c->cpu_ns < 0.9 * w - 20000.0 ? TIMING_PREEMPTED : TIMING_CLEAN;
+	return w;
+}
+
+int timing_boost_self(int *old)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	errno = 0;
+	*old = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		return -1;
+	return setpriority(PRIO_PROCESS, tid, TIMING_NICE);
+}
+
+void timing_unboost_self(int old)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), old)) { /* as it was, or as near as allowed */ }
 }
 
 void timing_flush_cpu_cache(void)

@@ -25,15 +25,54 @@ struct timing_stats {
 double timing_median(const double *x, int n);
 /* Bootstrap (B resamples, fixed seed) 95% interval of the median. */
 void timing_summarize(const double *x, int n, uint64_t seed, struct timing_stats *out);
-/* Speedup base/cand as the ratio of medians with a bootstrap interval. */
-void timing_speedup(const double *base, int nb, const double *cand, int nc, uint64_t seed,
-		    double *med, double *lo, double *hi);
+/* Speedup from n interleaved pairs (base[i] and cand[i] timed back to
+ * back): the median of the pairs' ratios base[i] / cand[i], with a
+ * bootstrap 95% interval over the pairs. Neighbours in time share the
+ * machine's state, so what a load does to both sides of a pair cancels in
+ * its ratio (measured on the smoke set, three runs: the median over
+ * candidates of the largest/smallest figure was 1.036 against 1.078 for
+ * the ratio of the two sides' medians). The gate's per-sample speedups are
+ * the same ratios. */
+void timing_speedup(const double *base, const double *cand, int n, uint64_t seed, double *med,
+		    double *lo, double *hi);
 /* Whether to stop, given both sides' samples so far and elapsed seconds:
  * never below min_samples, at max_samples, when both medians' intervals are
  * within rel_target, or past max_seconds (then *noisy says whether the
  * target was missed). */
 bool timing_should_stop(const struct timing_rule *r, const double *a, int na, const double *b,
 			int nb, double elapsed_s, bool *noisy);
+/* One timed call as the scheduler saw it (ns; -1 where unknown): the
+ * bracket's wall time, the worker group's CPU over all its threads, and
+ * the group's CPU stall (cpu.pressure): some = a task of the group waited
+ * runnable for a CPU, full = all did and none of them ran. */
+struct timing_call {
+	int64_t wall_ns, cpu_ns, stall_some_ns, stall_full_ns;
+};
+enum timing_adj {
+	TIMING_CLEAN,       /* no stall worth the name: the wall time stands */
+	TIMING_CORRECTED,   /* stalled by other work: the full stall taken out */
+	TIMING_PREEMPTED    /* no pressure records, and the group had the CPU for
+			     * less than 90% of the wall time: it may have been
+			     * preempted (or slept); nothing is taken out */
+};
+/* The call's time as if nothing else had wanted the CPU (ns), and how it
+ * was obtained: the wall time less the group's full CPU stall, the time
+ * when every task of the worker was runnable and none ran. Only the
+ * machine's other work can cause that (a thread of the worker's that runs
+ * ends it), so a candidate cannot shorten its time by stalling itself:
+ * a partial stall (some of its threads waited for others of its own) and
+ * sleeping are never taken out. */
+double timing_uncontended_ns(const struct timing_call *c, enum timing_adj *how);
+
+/* The nice value timing runs at, the orchestrator's thread and both
+ * workers alike: the machine's other work then waits for a sample, not the
+ * sample for it (root only; elsewhere the call fails and says so). */
+#define TIMING_NICE (-20)
+/* Sets the calling thread's nice value to TIMING_NICE, *old its previous
+ * one: 0 done, -1 refused. timing_unboost_self restores it. */
+int timing_boost_self(int *old);
+void timing_unboost_self(int old);
+
 /* Evicts the CPU caches by writing and reading a buffer larger than the
  * last-level cache (64 MiB, allocated once). */
 void timing_flush_cpu_cache(void);

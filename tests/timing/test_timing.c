@@ -43,9 +43,18 @@ static void test_speedup(void **s)
 		base[i] = 200 + (i % 3);
 		cand[i] = 100 + (i % 3) * 0.5;
 	}
-	timing_speedup(base, 20, cand, 20, 3, &med, &lo, &hi);
-	assert_true(fabs(med - 201.0 / 100.5) < 1e-12);
+	timing_speedup(base, cand, 20, 3, &med, &lo, &hi);
+	/* every pair's ratio is 2 (200/100, 201/100.5, 202/101) */
+	assert_true(fabs(med - 2.0) < 1e-12);
 	assert_true(lo <= med && med <= hi && lo > 1.9 && hi < 2.1);
+	/* a load that slows both sides of some pairs ×4 cancels in those
+	 * pairs' ratios: the figure stays 2 */
+	for (int i = 0; i < 20; i += 3) {
+		base[i] *= 4;
+		cand[i] *= 4;
+	}
+	timing_speedup(base, cand, 20, 3, &med, &lo, &hi);
+	assert_true(fabs(med - 2.0) < 1e-12);
 }
 
 static void test_stopping_rule(void **s)
@@ -89,6 +98,37 @@ static void test_minimum_past_cap(void **s)
 	assert_true(timing_should_stop(&r, many, 100, many, 100, 0.1, &flag));
 }
 
+/* What a stalled call is charged (timing_uncontended_ns). */
+static void test_uncontended(void **s)
+{
+	enum timing_adj how;
+	(void)s;
+	/* quiet: the wall time stands */
+	struct timing_call q = { .wall_ns = 1000000, .cpu_ns = 990000, .stall_some_ns = 0, .stall_full_ns = 0 };
+	assert_float_equal(timing_uncontended_ns(&q, &how), 1e6, 1e-9);
+	assert_int_equal(how, TIMING_CLEAN);
+	/* another process held the CPU for 3 ms of a 4 ms call: taken out */
+	struct timing_call p = { .wall_ns = 4000000, .cpu_ns = 1000000, .stall_some_ns = 3000000,
+				 .stall_full_ns = 3000000 };
+	assert_float_equal(timing_uncontended_ns(&p, &how), 1e6, 1e-9);
+	assert_int_equal(how, TIMING_CORRECTED);
+	/* a thread of its own kept another waiting (some, not full): nothing
+	 * is taken out */
+	struct timing_call self = { .wall_ns = 4000000, .cpu_ns = 4000000, .stall_some_ns = 3000000,
+				    .stall_full_ns = 0 };
+	assert_float_equal(timing_uncontended_ns(&self, &how), 4e6, 1e-9);
+	assert_int_equal(how, TIMING_CLEAN);
+	/* no pressure records: nothing taken out; a call that had the CPU for
+	 * under 90% of its wall time is counted as possibly preempted */
+	struct timing_call np = { .wall_ns = 4000000, .cpu_ns = 1000000, .stall_some_ns = -1, .stall_full_ns = -1 };
+	assert_float_equal(timing_uncontended_ns(&np, &how), 4e6, 1e-9);
+	assert_int_equal(how, TIMING_PREEMPTED);
+	/* a stall record larger than the bracket (us rounding) never makes a
+	 * negative time */
+	struct timing_call r = { .wall_ns = 1500, .cpu_ns = 0, .stall_some_ns = 2000, .stall_full_ns = 2000 };
+	assert_true(timing_uncontended_ns(&r, &how) >= 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -97,6 +137,7 @@ int main(void)
 		cmocka_unit_test(test_speedup),
 		cmocka_unit_test(test_stopping_rule),
 		cmocka_unit_test(test_minimum_past_cap),
+		cmocka_unit_test(test_uncontended),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
