@@ -97,8 +97,9 @@ char *gen_feedback(const struct gen_cand *c, const uint64_t *seeds, int n_seeds)
 	default:
 		if (r->timed && isfinite(r->speedup)) {
 			n = snprintf(out, cap, "Your kernel is correct. It runs in %.3g us against the baseline's "
-				     "%.3g us: speedup %.2fx [%.2f, %.2f] (95%% interval)",
-				     r->time_us, r->baseline_us, r->speedup, r->speedup_lo, r->speedup_hi);
+				     "%.3g us: speedup %.2fx [%.2f, %.2f] (95%% interval within this run)%s",
+				     r->time_us, r->baseline_us, r->speedup, r->speedup_lo, r->speedup_hi,
+				     r->noisy ? "; the timing was noisy, so the figure is not trusted" : "");
 			if (isfinite(r->roofline) && r->roofline > 0)
 				n += snprintf(out + n, cap - (size_t)n, ", %.0f%% of the roofline",
 					      100 * r->roofline);

@@ -607,7 +607,8 @@ static void curve_row(struct run *R, struct task_state *t, const struct gen_cand
 		R->cfg->model_label ? R->cfg->model_label : "", t->name, added->seq + 1,
 		added->cumulative_tokens,
 		R->cfg->strategy == GEN_EVOLVE ? added->generation : added->turn, sel ? sel->path : "",
-		sel ? check_verdict_name(sel->r.status) : "", sp, ok, ok && sel->r.timed && sel->r.speedup > 1);
+		sel ? check_verdict_name(sel->r.status) : "", sp, ok,
+		ok && sel->r.timed && !sel->r.noisy && sel->r.speedup > 1); /* a noisy figure is not trusted fast */
 	fflush(R->curve);
 	fsync(fileno(R->curve));
 }

@@ -38,7 +38,8 @@ static const char report_usage[] =
 	"A candidate is correct when status is ok and backward is not fail. A timing\n"
 	"figure flagged noisy (results.csv column noisy) is not trusted: the row counts\n"
 	"for fast_0 but not for fast_p at p > 0 (a lower bound then), nor in the\n"
-	"geometric mean or the speedup medians. Every format says how many timed rows\n"
+	"speedup medians; the geometric mean keeps it (a mean over many rows moves\n"
+	"little with one row's noise). Every format says how many timed rows\n"
 	"were noisy and, from run.json, how loaded the machine was. Intervals are\n"
 	"within-run: they say nothing about run-to-run variation.\n"
 	"exit: 0 ok, 2 bad usage or bad input file.\n";
@@ -440,11 +441,11 @@ int report_print_summary(const char *csv_path, FILE *out)
 			"with noisy figures count for fast_0 but never as faster than p > 0.",
 			s.n_correct_noisy);
 	if (s.gm_n == 0)
-		fprintf(out, "\n\nNo correct candidate with a trusted speedup.\n");
+		fprintf(out, "\n\nNo correct candidate was timed.\n");
 	else
-		fprintf(out, "\n\nGeometric-mean speedup over %d trusted of %d correct "
-			"candidates: %s (within-run 95%% interval %s – %s).\n", s.gm_n, s.n_correct,
-			report_fmt_num(nb[1], 32, s.gm, 3), report_fmt_num(nb[2], 32, s.gm_lo, 3),
+		fprintf(out, "\n\nGeometric-mean speedup over %d correct timed candidates (%d with a noisy "
+			"figure, kept in): %s (95%% interval over the candidates %s – %s).\n", s.gm_n,
+			s.n_correct_noisy, report_fmt_num(nb[1], 32, s.gm, 3), report_fmt_num(nb[2], 32, s.gm_lo, 3),
 			report_fmt_num(nb[3], 32, s.gm_hi, 3));
 	report_summary_release(&s);
 	report_run_release(&run);

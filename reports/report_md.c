@@ -66,7 +66,7 @@ void report_print_trust_md(FILE *f, const struct report_summary *s)
 		fprintf(f, "Timing: %d timed row(s), none noisy.\n\n", s->n_timed);
 	else
 		fprintf(f, "Timing: %d timed row(s), %d noisy (figures not trusted, kept out of "
-			"Fast_p and the geometric mean).\n\n", s->n_timed, s->n_noisy);
+			"Fast_p).\n\n", s->n_timed, s->n_noisy);
 	if (*s->machine_verdict)
 		fprintf(f, "Machine while timing: **%s**%s%s.\n\n", s->machine_verdict,
 			*s->machine_why ? " — " : "", s->machine_why);
@@ -106,13 +106,13 @@ static void print_counts(FILE *f, const struct report_summary *s)
 
 	fprintf(f, "### Geometric-mean speedup\n\n");
 	if (s->gm_n == 0)
-		fprintf(f, "No correct candidate with a trusted speedup (%d correct, %d of them "
-			"with a noisy figure).\n\n", s->n_correct, s->n_correct_noisy);
+		fprintf(f, "No correct candidate was timed (%d correct).\n\n", s->n_correct);
 	else
-		fprintf(f, "%s over %d trusted of %d correct candidates (timed, not noisy); "
-			"within-run 95%% interval %s – %s (Student t-interval on this run's log "
+		fprintf(f, "%s over %d correct timed candidates, %d of them with a noisy figure (kept in: "
+			"one row's noise moves a mean over many little, a subset that changes every run "
+			"moves it more); 95%% interval %s – %s (Student t-interval on this run's log "
 			"speedups, exponentiated; it says nothing about run-to-run variation).\n\n",
-			NUM(s->gm, 3), s->gm_n, s->n_correct, NUM(s->gm_lo, 3), NUM(s->gm_hi, 3));
+			NUM(s->gm, 3), s->gm_n, s->n_correct_noisy, NUM(s->gm_lo, 3), NUM(s->gm_hi, 3));
 	fprintf(f, "### Status counts\n\n| status | candidates | share |\n|---|---:|---:|\n");
 	for (int i = 0; i < RS_COUNT; i++)
 		fprintf(f, "| %s | %d | %s |\n", report_status_names[i], s->status_counts[i],
@@ -294,7 +294,7 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, " %s |", *s[i].machine_verdict ? s[i].machine_verdict : "n/a");
 	}
-	fprintf(f, "\n| geomean speedup [within-run 95%% interval] (trusted of correct) |");
+	fprintf(f, "\n| geomean speedup [95%% interval] (timed of correct) |");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, " %s [%s, %s] (%d of %d) |", NUM(s[i].gm, 3), NUM(s[i].gm_lo, 3),
 			NUM(s[i].gm_hi, 3), s[i].gm_n, s[i].n_correct);
