@@ -36,7 +36,12 @@ const char *const report_method_names[4] = { "none", "intervals", "samples", "re
 void report_gate_opts_default(struct report_gate_opts *o)
 {
 	memset(o, 0, sizeof *o);
-	o->threshold = 0.05;
+	/* what separate runs of the same files reproduce on a shared machine:
+	 * trusted figures agreed within +-15% (docs/REPORTS.md, "Timing under
+	 * load"), and at 5% three gates of one file against itself out of three
+	 * called a task SLOWER (-5.9% to -10%, each run's interval within +-5%:
+	 * where the buffers landed moves a figure between runs) */
+	o->threshold = 0.15;
 	o->min_fast1 = NAN;
 	o->alpha = 0.01;
 	o->crucible = "/proc/self/exe";
@@ -187,27 +192,30 @@ static enum cr_status groups_of(const struct report_run *run, int strict, const 
 	return CR_OK;
 }
 
-/* The compared pair of a task present on both sides: the same source
- * (source_sha256) when both have it correct, the current's best-ranked such
- * one; else each side's best. *same: 1 when the sources match. */
+/* The compared pair of a task present on both sides, anchored on the
+ * baseline's best (rows ranked: correct, trusted, then the robust
+ * statistic): that same source (source_sha256) in the current run when it
+ * is there and correct, so two runs of the same files compare one kernel
+ * however the noise ranked the others; else (the file changed or went) the
+ * current run's best. Not the first source the two runs share: a task whose
+ * best file was slowed while another file stayed would compare the one that
+ * stayed and miss the regression. *same: 1 when the sources match. */
 static void pick_pair(const struct group *B, const struct group *C, const struct best **b,
 		      const struct best **c, int *same)
 {
+	const char *sha = B->rows[0].row->sha256;
+
 	*b = &B->rows[0];
 	*c = &C->rows[0];
 	*same = 0;
-	for (size_t j = 0; j < C->n && C->rows[j].ok; j++) {
-		const char *sha = C->rows[j].row->sha256;
-		if (!*sha)
-			continue;
-		for (size_t i = 0; i < B->n && B->rows[i].ok; i++)
-			if (!strcmp(B->rows[i].row->sha256, sha)) {
-				*b = &B->rows[i];
-				*c = &C->rows[j];
-				*same = 1;
-				return;
-			}
-	}
+	if (!B->rows[0].ok || !*sha)
+		return;
+	for (size_t j = 0; j < C->n && C->rows[j].ok; j++)
+		if (!strcmp(C->rows[j].row->sha256, sha)) {
+			*c = &C->rows[j];
+			*same = 1;
+			return;
+		}
 }
 
 enum cr_status report_gate_obs_push(struct report_gate_task *t, int side, double x,
@@ -370,8 +378,14 @@ void report_gate_decide(struct report_gate_task *t, const struct report_gate_opt
 		if (!few) {
 			two_tests(t->obs_cur, t->n_obs_cur, t->obs_base, t->n_obs_base, &t->p,
 				  &t->p_mw, &t->p_trim);
-			slower = t->p < o->alpha && t->ratio < 1 - thr;
-			faster = t->p < o->alpha && t->ratio > 1 + thr;
+			/* a figure timing did not trust decides only far outside
+			 * the noise: twice the threshold (under load one file
+			 * against itself moved -14.6% and +17.7% with p < alpha,
+			 * both rows flagged noisy); re-runs are the confirmation
+			 * and decide at the threshold */
+			double lim = noisy && !t->reruns ? 2 * thr : thr;
+			slower = t->p < o->alpha && t->ratio < 1 - lim;
+			faster = t->p < o->alpha && t->ratio > 1 + lim;
 		}
 		snprintf(extra, sizeof extra, "; p = %.2g (Mann-Whitney %.2g, trimmed means %.2g, "
 			 "each x2), %zu vs %zu %s%s", t->p, t->p_mw, t->p_trim, t->n_obs_base,
