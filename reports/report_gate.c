@@ -245,43 +245,6 @@ static enum cr_status row_obs(struct report_gate_task *t, int side, const struct
 	return st;
 }
 
-/* Regularized incomplete beta I_x(a, b) by its continued fraction (Lentz). */
-static double beta_cf(double a, double b, double x)
-{
-	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
-
-	d = 1 / (fabs(d) < 1e-300 ? 1e-300 : d);
-	h = d;
-	for (int m = 1; m <= 300; m++) {
-		double aa = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)), del;
-		d = 1 + aa * d, c = 1 + aa / c;
-		d = 1 / (fabs(d) < 1e-300 ? 1e-300 : d);
-		c = fabs(c) < 1e-300 ? 1e-300 : c;
-		h *= d * c;
-		aa = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
-		d = 1 + aa * d, c = 1 + aa / c;
-		d = 1 / (fabs(d) < 1e-300 ? 1e-300 : d);
-		c = fabs(c) < 1e-300 ? 1e-300 : c;
-		del = d * c;
-		h *= del;
-		if (fabs(del - 1) < 1e-14)
-			break;
-	}
-	return h;
-}
-
-static double ibeta(double a, double b, double x)
-{
-	double f;
-
-	if (x <= 0 || x >= 1)
-		return x <= 0 ? 0 : 1;
-	f = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(1 - x));
-	if (x < (a + 1) / (a + b + 2))
-		return f * beta_cf(a, b, x) / a;
-	return 1 - f * beta_cf(b, a, 1 - x) / b;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -339,7 +302,7 @@ static double yuen_log(const double *a, size_t na, const double *b, size_t nb)
 		return ta == tb ? 1 : 0;
 	t = fabs(ta - tb) / sqrt(da + db);
 	df = (da + db) * (da + db) / (da * da / (ha - 1) + db * db / (hb - 1));
-	return ibeta(df / 2, 0.5, df / (df + t * t));
+	return report_t_two_sided(t, df);
 }
 
 /* The verdicts' test of a against b (speedup observations, or times): the

@@ -101,6 +101,8 @@ double report_quantile(const double *sorted, size_t n, double q); /* type 7 */
 double report_pearson(const double *x, const double *y, size_t n);
 /* Two-sided Student t quantile: t with P(T <= t) = prob, df >= 1. */
 double report_t_quantile(double prob, double df);
+/* Two-sided p of Student's t statistic t with df degrees of freedom. */
+double report_t_two_sided(double t, double df);
 /* Geometric mean of v[n] (all > 0) and its 95% t-interval on log values;
  * lo = hi = NAN when n < 2. */
 void report_geomean(const double *v, size_t n, double *gm, double *lo, double *hi);

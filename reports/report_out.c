@@ -268,18 +268,16 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 		line(f, S, "timing", "all", "noisy_correct", S->n_correct_noisy);
 		line(f, S, "timing", "all", "fast_p_lower_bound", S->n_noisy > 0);
 		if (*S->machine_verdict) {
-			report_csv_field(f, S->label, 0);
-			report_csv_field(f, S->path, 0);
-			report_csv_field(f, "machine", 0);
-			report_csv_field(f, "all", 0);
-			report_csv_field(f, "verdict", 0);
-			report_csv_field(f, S->machine_verdict, 1);
-			report_csv_field(f, S->label, 0);
-			report_csv_field(f, S->path, 0);
-			report_csv_field(f, "machine", 0);
-			report_csv_field(f, "all", 0);
-			report_csv_field(f, "why", 0);
-			report_csv_field(f, S->machine_why, 1);
+			const char *key[2] = { "verdict", "why" };
+			const char *val[2] = { S->machine_verdict, S->machine_why };
+			for (int k = 0; k < 2; k++) {
+				report_csv_field(f, S->label, 0);
+				report_csv_field(f, S->path, 0);
+				report_csv_field(f, "machine", 0);
+				report_csv_field(f, "all", 0);
+				report_csv_field(f, key[k], 0);
+				report_csv_field(f, val[k], 1);
+			}
 		}
 		for (int k = 0; k < RS_COUNT; k++)
 			line(f, S, "status_counts", report_status_names[k], "candidates",

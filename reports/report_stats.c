@@ -123,6 +123,11 @@ static double ibeta(double a, double b, double x)
 	return 1 - bt * betacf(b, a, 1 - x) / b;
 }
 
+double report_t_two_sided(double t, double df)
+{
+	return ibeta(df / 2, 0.5, df / (df + t * t));
+}
+
 static double t_cdf(double t, double df)
 {
 	double tail = 0.5 * ibeta(df / 2, 0.5, df / (df + t * t));
