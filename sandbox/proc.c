@@ -806,15 +806,6 @@ enum cr_run cr_proc_call(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 static void account_thaw(struct cr_proc *w, int64_t cpu_now);
 static void raw_thaw(struct cr_proc *w);
 
-int cr_proc_set_nice(struct cr_proc *w, int nice)
-{
-	if (w->pid <= 0) {
-		errno = ESRCH;
-		return -1;
-	}
-	return setpriority(PRIO_PROCESS, (id_t)w->pid, nice);
-}
-
 /* The bracket (cr_proc_call_frozen); with t, the scheduler's records are
  * read around it too, outside the bracket, the worker frozen. */
 static enum cr_run call_bracket(struct cr_proc *w, enum cr_cmd_op op, uint32_t set, double timeout_s,

@@ -90,9 +90,6 @@ struct cr_call_time {
 	int64_t stall_some_ns;   /* the group's cpu.pressure: some of its tasks waited */
 	int64_t stall_full_ns;   /* all of its tasks waited, none ran */
 };
-/* Sets the nice value of the worker's main thread (threads it creates later
- * inherit it): 0 done, -1 refused (errno; only root may lower it). */
-int cr_proc_set_nice(struct cr_proc *w, int nice);
 
 enum cr_run cr_proc_call_timed(struct cr_proc *w, enum cr_cmd_op op, uint32_t set,
 			       double timeout_s, struct cr_call_time *t, char *detail, size_t cap);

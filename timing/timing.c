@@ -127,8 +127,11 @@ double timing_uncontended_ns(const struct timing_call *c, enum timing_adj *how)
 	double w = (double)c->wall_ns, f = (double)c->stall_full_ns;
 
 	if (c->stall_full_ns >= 0) {
-		if (f > w)
-			f = w;
+		double room = w;
+		if (c->cpu_ns >= 0 && c->ncpu > 0)
+			room = w - (double)c->cpu_ns / c->ncpu;
+		if (f > room)
+			f = room > 0 ? room : 0;
 		*how = f > 0.05 * w + 20000.0 ? TIMING_CORRECTED : TIMING_CLEAN;
 		return w - f;
 	}

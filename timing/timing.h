@@ -47,6 +47,7 @@ bool timing_should_stop(const struct timing_rule *r, const double *a, int na, co
  * runnable for a CPU, full = all did and none of them ran. */
 struct timing_call {
 	int64_t wall_ns, cpu_ns, stall_some_ns, stall_full_ns;
+	int ncpu;           /* CPUs the worker may run on (its affinity); 0: unknown */
 };
 enum timing_adj {
 	TIMING_CLEAN,       /* no stall worth the name: the wall time stands */
@@ -61,12 +62,18 @@ enum timing_adj {
  * machine's other work can cause that (a thread of the worker's that runs
  * ends it), so a candidate cannot shorten its time by stalling itself:
  * a partial stall (some of its threads waited for others of its own) and
- * sleeping are never taken out. */
+ * sleeping are never taken out. The kernel sums "full" per CPU, weighted by
+ * each CPU's busy time, so a thread of the worker's starving on another
+ * CPU counts partly as full: the subtraction is bounded by what the group's
+ * own CPU time leaves, wall - cpu / ncpu (a group that kept all its CPUs
+ * busy was not stalled). Stalls of a call shorter than a scheduler tick on
+ * every CPU are not seen (the kernel weighs CPUs in whole ticks). */
 double timing_uncontended_ns(const struct timing_call *c, enum timing_adj *how);
 
-/* The nice value timing runs at, the orchestrator's thread and both
- * workers alike: the machine's other work then waits for a sample, not the
- * sample for it (root only; elsewhere the call fails and says so). */
+/* The nice value the orchestrator's timing thread runs at, so the
+ * machine's other work waits for it, not a sample for it (root only;
+ * elsewhere the call fails and says so). The workers keep the default
+ * priority: a candidate's threads must not outrank its neighbours. */
 #define TIMING_NICE (-20)
 /* Sets the calling thread's nice value to TIMING_NICE, *old its previous
  * one: 0 done, -1 refused. timing_unboost_self restores it. */

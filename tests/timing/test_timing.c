@@ -123,6 +123,19 @@ static void test_uncontended(void **s)
 	struct timing_call np = { .wall_ns = 4000000, .cpu_ns = 1000000, .stall_some_ns = -1, .stall_full_ns = -1 };
 	assert_float_equal(timing_uncontended_ns(&np, &how), 4e6, 1e-9);
 	assert_int_equal(how, TIMING_PREEMPTED);
+	/* a group that kept both its CPUs busy for the whole call was not
+	 * stalled, whatever "full" the kernel's per-CPU weighting gives it (a
+	 * helper thread starving on the other CPU): nothing is taken out; with
+	 * half its CPU time, at most the idle half */
+	struct timing_call sp = { .wall_ns = 4000000, .cpu_ns = 8000000, .stall_some_ns = 2000000,
+				  .stall_full_ns = 1000000, .ncpu = 2 };
+	assert_float_equal(timing_uncontended_ns(&sp, &how), 4e6, 1e-9);
+	sp.cpu_ns = 4000000;
+	sp.stall_full_ns = 3000000;
+	assert_float_equal(timing_uncontended_ns(&sp, &how), 2e6, 1e-9);
+	/* one CPU, the honest case: the stall comes out in full */
+	p.ncpu = 1;
+	assert_float_equal(timing_uncontended_ns(&p, &how), 1e6, 1e-9);
 	/* a stall record larger than the bracket (us rounding) never makes a
 	 * negative time */
 	struct timing_call r = { .wall_ns = 1500, .cpu_ns = 0, .stall_some_ns = 2000, .stall_full_ns = 2000 };
