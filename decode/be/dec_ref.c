@@ -224,10 +224,12 @@ enum cr_status dec_forward_ref(const struct dec_model *m, const int32_t *tokens,
 	const struct dec_config *c = &m->cfg;
 	int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
 	int wide = c->dim > qd ? c->dim : qd;
-	size_t nf = (size_t)n * (2 * (size_t)c->dim + 2 * (size_t)wide + 2 * (size_t)kvd +
-				 2 * (size_t)c->hidden_dim) +
-		    (size_t)(c->hidden_dim > wide ? c->hidden_dim : wide) + (size_t)c->n_vocab + (size_t)c->rope_dim;
-	float *mem = malloc(nf * sizeof(float)), *x, *xb, *q, *k, *v, *att, *g, *u, *row, *inv, *tmp;
+	size_t nf, per = 2 * (size_t)c->dim + 2 * (size_t)wide + 2 * (size_t)kvd + 2 * (size_t)c->hidden_dim;
+	int ovf = __builtin_mul_overflow((size_t)n, per, &nf) ||
+		  __builtin_add_overflow(nf, (size_t)(c->hidden_dim > wide ? c->hidden_dim : wide) +
+						     (size_t)c->n_vocab + (size_t)c->rope_dim, &nf) ||
+		  nf > SIZE_MAX / sizeof(float);
+	float *mem = ovf ? NULL : malloc(nf * sizeof(float)), *x, *xb, *q, *k, *v, *att, *g, *u, *row, *inv, *tmp;
 	double *sc = malloc((size_t)n * sizeof(double));
 	enum cr_status st = CR_OK;
 

@@ -675,8 +675,11 @@ static enum cr_status op_kv_copy(struct dec_be *be, int src, int dst, struct cr_
 static float *op_scratch(struct dec_be *be, size_t n)
 {
 	struct be_cpu *c = cpu(be);
-	struct scratch_buf *s = aligned_alloc(256, (sizeof *s + n * sizeof(float) + 255) / 256 * 256);
+	struct scratch_buf *s;
 
+	if (n > (SIZE_MAX - sizeof *s - 255) / sizeof(float))
+		return NULL; /* the caller says out of memory, naming the buffer */
+	s = aligned_alloc(256, (sizeof *s + n * sizeof(float) + 255) / 256 * 256);
 	if (!s)
 		return NULL;
 	s->next = c->bufs;
@@ -737,13 +740,33 @@ static size_t max3(size_t a, size_t b, size_t c)
 	return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
+/* a * b and a + b, setting *ovf on overflow: the sizes below multiply the
+ * model's dimensions (checked against its tensors at load) by the run's
+ * configuration, and each product is checked before it sizes anything. */
+static size_t mulz(size_t a, size_t b, int *ovf)
+{
+	size_t r;
+
+	*ovf |= __builtin_mul_overflow(a, b, &r);
+	return r;
+}
+
+static size_t addz(size_t a, size_t b, int *ovf)
+{
+	size_t r;
+
+	*ovf |= __builtin_add_overflow(a, b, &r);
+	return r;
+}
+
 enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cfg *cfg,
 			       struct dec_be **out, struct cr_err *err)
 {
 	const struct dec_config *cf = &m->cfg;
 	struct be_cpu *c = calloc(1, sizeof *c);
-	size_t mt, kv, nf, ni, act, wb, grp;
+	size_t mt, kv, nf, ni, act, wb, grp, total;
 	enum cr_status st = CR_OK;
+	int ovf = 0;
 	uint8_t *p;
 
 	*out = NULL;
@@ -762,14 +785,20 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	c->base.m = m;
 	c->base.cfg = *cfg;
 	c->max_blocks = dec_be_max_blocks(cfg);
-	c->kv_dim = (size_t)cf->n_kv_heads * cf->head_dim;
-	c->layer_stride = (size_t)cfg->n_blocks * cfg->block_size * c->kv_dim;
+	c->kv_dim = mulz((size_t)cf->n_kv_heads, (size_t)cf->head_dim, &ovf);
+	c->layer_stride = mulz(mulz((size_t)cfg->n_blocks, (size_t)cfg->block_size, &ovf), c->kv_dim, &ovf);
 	if ((st = dec_pool_new(cfg->n_threads > 0 ? cfg->n_threads : dec_cpu_count(), &c->pool, err)))
 		goto out;
 	c->n_threads = dec_pool_size(c->pool);
 	c->base.cfg.n_threads = c->n_threads;
 	/* the KV pools: one allocation, apart from the small things */
-	kv = (size_t)cf->n_layers * c->layer_stride;
+	kv = mulz((size_t)cf->n_layers, c->layer_stride, &ovf);
+	if (ovf || kv > SIZE_MAX / (2 * sizeof(uint16_t))) {
+		st = cr_errf(err, CR_EUSAGE, "cpu backend: a KV cache of %d blocks of %d positions, %d layers of "
+			     "%d kv heads of %d, overflows a size", cfg->n_blocks, cfg->block_size, cf->n_layers,
+			     cf->n_kv_heads, cf->head_dim);
+		goto out;
+	}
 	c->kc = malloc(2 * kv * sizeof(uint16_t));
 	if (!c->kc) {
 		st = cr_errf(err, CR_ENOMEM, "cpu backend: out of memory for the KV cache (%zu MiB, %d blocks)",
@@ -779,16 +808,24 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	c->vc = c->kc + kv;
 	/* encoded activations: at most 4 bytes a value (f32), rounded to 64 B */
 	mt = (size_t)cfg->max_tokens;
-	c->act_stride = (max3(cf->dim, (size_t)cf->n_heads * cf->head_dim, cf->hidden_dim) * 4 + 63) / 64 * 64;
-	act = c->act_stride * mt;
+	c->act_stride = addz(mulz(max3((size_t)cf->dim, mulz((size_t)cf->n_heads, (size_t)cf->head_dim, &ovf),
+				       (size_t)cf->hidden_dim), 4, &ovf), 63, &ovf) / 64 * 64;
+	act = mulz(c->act_stride, mt, &ovf);
 	/* F16 rows in f32 for the prefill tiles, where the kernels have them */
-	wb = dec_simd_get()->gemm_f16 ? (size_t)c->n_threads * ROW_CHUNK * c->act_stride : 0;
+	wb = dec_simd_get()->gemm_f16 ? mulz((size_t)c->n_threads * ROW_CHUNK, c->act_stride, &ovf) : 0;
 	/* attention scratch per thread: a kv head's group of score rows and queries */
 	grp = (size_t)(cf->n_heads / cf->n_kv_heads);
-	nf = (size_t)c->n_threads * grp * ((size_t)cfg->max_ctx + cf->head_dim) + 2 * mt * cf->rope_dim;
+	nf = addz(mulz((size_t)c->n_threads * grp, (size_t)cfg->max_ctx + (size_t)cf->head_dim, &ovf),
+		  mulz(2 * mt, (size_t)cf->rope_dim, &ovf), &ovf);
 	ni = mt * 4 + (size_t)cfg->max_out + (size_t)cfg->max_seqs * c->max_blocks;
-	c->mem = aligned_alloc(64, (act + wb + nf * sizeof(float) + ni * sizeof(int32_t) + mt * sizeof(size_t) + 63) /
-				       64 * 64);
+	total = addz(addz(act, wb, &ovf), mulz(nf, sizeof(float), &ovf), &ovf);
+	total = addz(total, ni * sizeof(int32_t) + mt * sizeof(size_t) + 63, &ovf) / 64 * 64;
+	if (ovf) {
+		st = cr_errf(err, CR_EUSAGE, "cpu backend: the activations of %d tokens (width %zu) and a context "
+			     "of %d overflow a size", cfg->max_tokens, c->act_stride / 4, cfg->max_ctx);
+		goto out;
+	}
+	c->mem = aligned_alloc(64, total);
 	if (!c->mem) {
 		st = cr_errf(err, CR_ENOMEM, "cpu backend: out of memory (context %d)", cfg->max_ctx);
 		goto out;
@@ -812,10 +849,17 @@ enum cr_status dec_be_cpu_open(const struct dec_model *m, const struct dec_be_cf
 	c->btab = (int32_t *)(void *)p;
 	if (cf->n_expert) {
 		size_t K = (size_t)cf->n_expert_used, D = (size_t)cf->dim, H = (size_t)cf->expert_hidden;
-		size_t nf2 = mt * ((size_t)cf->n_expert + K + 2 * D + 2 * H + K * D), ni2 = mt * (K + K);
+		size_t nf2 = mulz(mt, addz((size_t)cf->n_expert + K + 2 * D + 2 * H, mulz(K, D, &ovf), &ovf), &ovf);
+		size_t ni2 = mt * (K + K), moe = addz(mulz(nf2, sizeof(float), &ovf), ni2 * sizeof(int32_t), &ovf);
 		float *q;
 
-		if (cf->n_expert > 4096 || !(c->moe_mem = malloc(nf2 * sizeof(float) + ni2 * sizeof(int32_t)))) {
+		if (ovf) {
+			st = cr_errf(err, CR_EUSAGE, "cpu backend: the expert buffers of %d tokens (%d experts of %d "
+				     "used, width %d) overflow a size", cfg->max_tokens, cf->n_expert_used,
+				     cf->n_expert, cf->expert_hidden);
+			goto out;
+		}
+		if (cf->n_expert > 4096 || !(c->moe_mem = malloc(moe))) {
 			st = cr_errf(err, CR_ENOMEM, "cpu backend: out of memory for %d experts", cf->n_expert);
 			goto out;
 		}

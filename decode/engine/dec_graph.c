@@ -9,6 +9,14 @@ static size_t max2(size_t a, size_t b)
 	return a > b ? a : b;
 }
 
+/* a * b, SIZE_MAX on overflow (which no scratch buffer is given) */
+static size_t mul(size_t a, size_t b)
+{
+	size_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
 enum cr_status dec_graph_init(struct dec_graph *g, struct dec_be *be, struct cr_err *err)
 {
 	const struct dec_config *c = &be->m->cfg;
@@ -17,16 +25,16 @@ enum cr_status dec_graph_init(struct dec_graph *g, struct dec_be *be, struct cr_
 	float *(*scratch)(struct dec_be *, size_t) = be->ops->scratch;
 
 	g->be = be;
-	g->x = scratch(be, mt * c->dim);
-	g->xb = scratch(be, mt * max2(c->dim, qd));
-	g->q = scratch(be, mt * qd);
-	g->k = scratch(be, mt * kvd);
-	g->v = scratch(be, mt * kvd);
-	g->hb = scratch(be, mt * c->hidden_dim);
-	g->hb2 = scratch(be, mt * c->hidden_dim);
-	g->xo = scratch(be, mo * c->dim);
-	g->logits = scratch(be, mo * c->n_vocab);
-	g->t = be->m->w.layers[0].attn_post_norm ? scratch(be, mt * c->dim) : NULL;
+	g->x = scratch(be, mul(mt, (size_t)c->dim));
+	g->xb = scratch(be, mul(mt, max2((size_t)c->dim, qd)));
+	g->q = scratch(be, mul(mt, qd));
+	g->k = scratch(be, mul(mt, kvd));
+	g->v = scratch(be, mul(mt, kvd));
+	g->hb = scratch(be, mul(mt, (size_t)c->hidden_dim));
+	g->hb2 = scratch(be, mul(mt, (size_t)c->hidden_dim));
+	g->xo = scratch(be, mul(mo, (size_t)c->dim));
+	g->logits = scratch(be, mul(mo, (size_t)c->n_vocab));
+	g->t = be->m->w.layers[0].attn_post_norm ? scratch(be, mul(mt, (size_t)c->dim)) : NULL;
 	if (!g->x || !g->xb || !g->q || !g->k || !g->v || !g->hb || !g->hb2 || !g->xo || !g->logits ||
 	    (be->m->w.layers[0].attn_post_norm && !g->t))
 		return cr_errf(err, CR_ENOMEM, "%s backend: out of memory for the activations of %zu tokens",

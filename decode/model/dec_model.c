@@ -1,11 +1,14 @@
 /* dec_model.c — builds struct dec_model from a parsed GGUF file: reads the
- * architecture's hyper-parameters, finds and shape-checks every tensor,
- * copies the 1-D weights (norms, biases) into one f32 allocation and the
- * matrices into the forward's copy (repacked, on huge pages). */
+ * architecture's hyper-parameters and checks each size against the tensors
+ * that have it (or bounds it) before anything is allocated by it, finds and
+ * shape-checks every tensor, copies the 1-D weights (norms, biases) into one
+ * f32 allocation and the matrices into the forward's copy (repacked, on huge
+ * pages). */
 #include "decode/model/dec_model.h"
 #include "decode/quant/dec_quant.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,32 @@ struct loader {
 	const struct dec_gguf_kv *swa_flags; /* gemma3: or a flag per layer */
 };
 
+/* "<file>: key '<arch>.<suffix>': <what>", CR_EINPUT. */
+static enum cr_status key_err(struct loader *L, const char *suffix, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum cr_status key_err(struct loader *L, const char *suffix, const char *fmt, ...)
+{
+	char what[320];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	return cr_errf(L->err, CR_EINPUT, "%s: key '%s.%s': %s", L->g->path, L->m->cfg.arch_name, suffix,
+		       what);
+}
+
+static int has_key(struct loader *L, const char *suffix)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, "%s.%s", L->m->cfg.arch_name, suffix);
+	return dec_gguf_find(L->g, key) != NULL;
+}
+
+/* An integer key in 0..2^30 (every size the decoder reads is an int, and
+ * the checks against the tensors below keep the products in 64 bits). */
 static enum cr_status get_int_key(struct loader *L, const char *suffix, int required,
 				  int64_t dflt, int *out)
 {
@@ -31,13 +60,11 @@ static enum cr_status get_int_key(struct loader *L, const char *suffix, int requ
 	snprintf(key, sizeof key, "%s.%s", L->m->cfg.arch_name, suffix);
 	if (!dec_gguf_get_int(L->g, key, &v)) {
 		if (required || dec_gguf_find(L->g, key))
-			return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s' is %s", L->g->path, key,
-				       dec_gguf_find(L->g, key) ? "not an integer" : "missing");
+			return key_err(L, suffix, "%s", dec_gguf_find(L->g, key) ? "not an integer" : "missing");
 		v = dflt;
 	}
 	if (v < 0 || v > (1 << 30))
-		return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s' = %lld is out of range",
-			       L->g->path, key, (long long)v);
+		return key_err(L, suffix, "%lld is out of range (0..2^30)", (long long)v);
 	*out = (int)v;
 	return CR_OK;
 }
@@ -89,12 +116,129 @@ static enum cr_status read_gemma3(struct loader *L)
 	return CR_OK;
 }
 
+static enum cr_status get_mat(struct loader *L, const char *name, int64_t rows, int64_t cols,
+			      int optional, struct dec_mat *out);
+
+/* The tensor `name`, or an error saying it is missing. */
+static const struct dec_gguf_tensor *need_tensor(struct loader *L, const char *name)
+{
+	const struct dec_gguf_tensor *t = dec_gguf_tensor(L->g, name);
+
+	if (!t)
+		cr_errf(L->err, CR_EINPUT, "%s: tensor '%s' is missing", L->g->path, name);
+	return t;
+}
+
+/* block_count against the layers in the file: a blk.<i>.attn_norm.weight
+ * for every i below it and no blk.<i>.* tensor at or past it, checked
+ * before anything is allocated per layer. */
+static enum cr_status check_block_count(struct loader *L)
+{
+	const struct dec_gguf *g = L->g;
+	int n = L->m->cfg.n_layers;
+	uint8_t *seen;
+	enum cr_status st = CR_OK;
+
+	if ((uint64_t)n > g->n_tensors)
+		return key_err(L, "block_count", "%d layers, but the file has %llu tensors in all", n,
+			       (unsigned long long)g->n_tensors);
+	if (!(seen = calloc((size_t)n, 1)))
+		return cr_errf(L->err, CR_ENOMEM, "%s: out of memory", g->path);
+	for (uint64_t k = 0; k < g->n_tensors && !st; k++) {
+		const struct dec_gguf_str *nm = &g->tensors[k].name;
+		uint64_t i = 0, j = 4;
+
+		if (nm->len < 6 || memcmp(nm->ptr, "blk.", 4))
+			continue;
+		while (j < nm->len && j < 14 && nm->ptr[j] >= '0' && nm->ptr[j] <= '9')
+			i = i * 10 + (uint64_t)(nm->ptr[j++] - '0');
+		if (j == 4 || j >= nm->len || nm->ptr[j] != '.')
+			continue;
+		if (i >= (uint64_t)n)
+			st = key_err(L, "block_count", "%d layers, but the file has tensor '%.*s'", n,
+				     (int)(nm->len < 100 ? nm->len : 100), nm->ptr);
+		else if (nm->len - j - 1 == 16 && !memcmp(nm->ptr + j + 1, "attn_norm.weight", 16))
+			seen[i] = 1;
+	}
+	for (int i = 0; i < n && !st; i++)
+		if (!seen[i])
+			st = key_err(L, "block_count", "%d layers, but tensor 'blk.%d.attn_norm.weight' is missing",
+				     n, i);
+	free(seen);
+	return st;
+}
+
+/* want (what the keys give, said by `what`) against dimension d of tensor name. */
+static enum cr_status check_dim(struct loader *L, const char *suffix, const char *name, int d, int64_t want,
+				const char *what)
+{
+	const struct dec_gguf_tensor *t = need_tensor(L, name);
+
+	if (!t)
+		return CR_EINPUT;
+	if (t->ne[d] != (uint64_t)want)
+		return key_err(L, suffix, "%lld %s, but tensor '%s' has %llu", (long long)want, what, name,
+			       (unsigned long long)t->ne[d]);
+	return CR_OK;
+}
+
+/* Every hyper-parameter that sizes a buffer against the tensors that have
+ * it (layer 0's; load_layer checks every layer's whole shape), before the
+ * loader or a backend allocates by it. The keys are at most 2^30 each, so
+ * the products here fit in 64 bits. */
+static enum cr_status check_tensors(struct loader *L)
+{
+	struct dec_config *c = &L->m->cfg;
+	const struct dec_gguf_tensor *te = need_tensor(L, "token_embd.weight");
+	int64_t qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
+	const char *hk = has_key(L, "attention.key_length") ? "attention.key_length" : "attention.head_count";
+	const char *kk = has_key(L, "attention.head_count_kv") ? "attention.head_count_kv" : "attention.head_count";
+	char what[160];
+	enum cr_status st;
+
+	if (!te)
+		return CR_EINPUT;
+	if (te->ne[0] != (uint64_t)c->dim)
+		return key_err(L, "embedding_length", "%d, but tensor 'token_embd.weight' is [%llu, %llu]", c->dim,
+			       (unsigned long long)te->ne[0], (unsigned long long)te->ne[1]);
+	if (te->n_dims != 2 || te->ne[1] > (1u << 24))
+		return cr_errf(L->err, CR_EINPUT, "%s: tensor 'token_embd.weight' is not [dim, n_vocab <= 2^24]",
+			       L->g->path);
+	c->n_vocab = (int)te->ne[1];
+	if ((st = get_mat(L, "token_embd.weight", c->n_vocab, c->dim, 0, &L->m->w.tok_embd)) ||
+	    (st = check_block_count(L)))
+		return st;
+	if (c->arch == DEC_ARCH_PHI3 && dec_gguf_tensor(L->g, "blk.0.attn_qkv.weight")) {
+		snprintf(what, sizeof what, "q, k, v rows (%d + 2 x %d heads of %d)", c->n_heads, c->n_kv_heads,
+			 c->head_dim);
+		st = check_dim(L, hk, "blk.0.attn_qkv.weight", 1, qd + 2 * kvd, what);
+	} else {
+		snprintf(what, sizeof what, "query rows (%d heads of %d)", c->n_heads, c->head_dim);
+		if (!(st = check_dim(L, hk, "blk.0.attn_q.weight", 1, qd, what))) {
+			snprintf(what, sizeof what, "key rows (%d kv heads of %d)", c->n_kv_heads, c->head_dim);
+			st = check_dim(L, kk, "blk.0.attn_k.weight", 1, kvd, what);
+		}
+	}
+	if (st)
+		return st;
+	if (c->n_expert) {
+		if ((st = check_dim(L, "expert_count", "blk.0.ffn_gate_inp.weight", 1, c->n_expert, "experts")) ||
+		    (st = check_dim(L, "expert_count", "blk.0.ffn_gate_exps.weight", 2, c->n_expert, "experts")))
+			return st;
+		return check_dim(L, "expert_feed_forward_length", "blk.0.ffn_gate_exps.weight", 1, c->expert_hidden,
+				 "rows an expert");
+	}
+	if (c->arch == DEC_ARCH_PHI3) /* [gate; up] */
+		return check_dim(L, "feed_forward_length", "blk.0.ffn_up.weight", 1, 2 * (int64_t)c->hidden_dim,
+				 "gate and up rows (twice the width)");
+	return check_dim(L, "feed_forward_length", "blk.0.ffn_gate.weight", 1, c->hidden_dim, "gate rows");
+}
+
 static enum cr_status read_config(struct loader *L)
 {
 	struct dec_config *c = &L->m->cfg;
 	char *arch = dec_gguf_get_strdup(L->g, "general.architecture");
 	enum cr_status st = CR_OK;
-	const struct dec_gguf_tensor *te;
 
 	if (!arch)
 		return cr_errf(L->err, CR_EINPUT, "%s: metadata 'general.architecture' is missing",
@@ -124,10 +268,13 @@ static enum cr_status read_config(struct loader *L)
 		    (st = get_int_key(L, "expert_used_count", 1, 0, &c->n_expert_used)) ||
 		    (st = get_int_key(L, "expert_feed_forward_length", 1, 0, &c->expert_hidden)))
 			return st;
-		if (c->n_expert < 1 || c->n_expert_used < 1 || c->n_expert_used > c->n_expert ||
-		    c->n_expert > 4096 || c->expert_hidden < 1)
-			return cr_errf(L->err, CR_EINPUT, "%s: %d experts, %d used, expert width %d",
-				       L->g->path, c->n_expert, c->n_expert_used, c->expert_hidden);
+		if (c->n_expert < 1 || c->n_expert > 4096)
+			return key_err(L, "expert_count", "%d experts (1..4096)", c->n_expert);
+		if (c->n_expert_used < 1 || c->n_expert_used > c->n_expert)
+			return key_err(L, "expert_used_count", "%d of %d experts ('%s.expert_count') used",
+				       c->n_expert_used, c->n_expert, c->arch_name);
+		if (c->expert_hidden < 1)
+			return key_err(L, "expert_feed_forward_length", "0");
 		if (dec_gguf_tensor(L->g, "blk.0.ffn_up_shexp.weight"))
 			return cr_errf(L->err, CR_EINPUT, "%s: tensor 'blk.0.ffn_up_shexp.weight': a shared "
 				       "expert in qwen3moe is not supported", L->g->path);
@@ -140,28 +287,46 @@ static enum cr_status read_config(struct loader *L)
 		return st;
 	if ((st = get_int_key(L, "attention.head_count_kv", 0, c->n_heads, &c->n_kv_heads)))
 		return st;
+	if (c->dim <= 0)
+		return key_err(L, "embedding_length", "0");
+	if (c->n_layers <= 0)
+		return key_err(L, "block_count", "0");
+	if (c->hidden_dim <= 0)
+		return key_err(L, "feed_forward_length", "0");
+	if (c->n_heads <= 0)
+		return key_err(L, "attention.head_count", "0");
+	if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
+		return key_err(L, "attention.head_count_kv", "%d does not divide the %d heads ('%s.attention.head_count')",
+			       c->n_kv_heads, c->n_heads, c->arch_name);
+	/* qwen3moe has no dense feed-forward: no tensor has this width, yet
+	 * the scratch is sized by it; bounded by all the experts together */
+	if (c->n_expert && c->hidden_dim > (int64_t)c->n_expert * c->expert_hidden)
+		return key_err(L, "feed_forward_length", "%d is wider than all %d experts together (%d x %d), and "
+			       "no tensor has this width", c->hidden_dim, c->n_expert, c->n_expert, c->expert_hidden);
 	if (c->n_expert && c->hidden_dim < c->expert_hidden) /* scratch sized by the widest */
 		c->hidden_dim = c->expert_hidden;
-	if (c->n_heads <= 0 || c->dim <= 0 || c->n_layers <= 0 || c->hidden_dim <= 0 ||
-	    c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
-		return cr_errf(L->err, CR_EINPUT,
-			       "%s: bad shape: dim %d, layers %d, heads %d, kv heads %d, ffn %d",
-			       L->g->path, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim);
 	if ((st = get_int_key(L, "attention.key_length", 0, c->dim / c->n_heads, &c->head_dim)) ||
 	    (st = get_int_key(L, "rope.dimension_count", 0, c->head_dim, &c->rope_dim)))
 		return st;
+	if (c->head_dim <= 0 || c->head_dim % 2)
+		return has_key(L, "attention.key_length")
+			       ? key_err(L, "attention.key_length", "head size %d (a positive even number)", c->head_dim)
+			       : key_err(L, "attention.head_count", "%d heads of embedding_length %d give a head size "
+					 "of %d (a positive even number)", c->n_heads, c->dim, c->head_dim);
 	{
 		int vlen = 0;
 		if ((st = get_int_key(L, "attention.value_length", 0, c->head_dim, &vlen)))
 			return st;
 		if (vlen != c->head_dim)
-			return cr_errf(L->err, CR_EINPUT,
-				       "%s: attention.value_length %d differs from key_length %d (not supported)",
-				       L->g->path, vlen, c->head_dim);
+			return key_err(L, "attention.value_length", "%d differs from key_length %d (not supported)",
+				       vlen, c->head_dim);
 	}
-	if (c->head_dim <= 0 || c->head_dim % 2 || c->rope_dim % 2 || c->rope_dim > c->head_dim)
-		return cr_errf(L->err, CR_EINPUT, "%s: bad head size %d / rope dims %d",
-			       L->g->path, c->head_dim, c->rope_dim);
+	if (c->rope_dim % 2 || c->rope_dim > c->head_dim)
+		return key_err(L, "rope.dimension_count", "%d rotated dims in heads of %d (even, at most the head)",
+			       c->rope_dim, c->head_dim);
+	if (c->ctx_len == 1)
+		return key_err(L, "context_length", "1 position holds no prompt token and the next one (at "
+			       "least 2, or 0: unknown)");
 	c->rope_base = get_float_key(L, "rope.freq_base", 10000.0);
 	c->eps = get_float_key(L, "attention.layer_norm_rms_epsilon", 1e-5);
 	c->rope_scale = 1;
@@ -202,12 +367,7 @@ static enum cr_status read_config(struct loader *L)
 	}
 	if (c->ctx_len <= 0)
 		c->ctx_len = 4096;
-	te = dec_gguf_tensor(L->g, "token_embd.weight");
-	if (!te || te->n_dims != 2 || te->ne[0] != (uint64_t)c->dim || te->ne[1] > (1u << 24))
-		return cr_errf(L->err, CR_EINPUT, "%s: tensor 'token_embd.weight' is %s", L->g->path,
-			       te ? "not [dim, n_vocab]" : "missing");
-	c->n_vocab = (int)te->ne[1];
-	return CR_OK;
+	return check_tensors(L);
 }
 
 static enum cr_status get_mat(struct loader *L, const char *name, int64_t rows, int64_t cols,
@@ -396,9 +556,9 @@ static enum cr_status load_layer(struct loader *L, int i, struct dec_layer *l)
 /* Every matrix the forward multiplies by, into list (when not NULL); the
  * count. Per layer q, k, v, o, then gate, up, down, or the router and each
  * expert's three; then the output. */
-static int forward_mats(struct dec_model *m, struct dec_mat **list)
+static size_t forward_mats(struct dec_model *m, struct dec_mat **list)
 {
-	int n = 0;
+	size_t n = 0;
 
 #define PUT(x) do { if (list) list[n] = (x); n++; } while (0)
 	for (int i = 0; i < m->cfg.n_layers; i++) {
@@ -439,16 +599,19 @@ static size_t copy_bytes(const struct dec_mat *w)
 
 enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
 {
-	int n_mats = forward_mats(m, NULL);
-	struct dec_mat **mats = malloc((size_t)n_mats * sizeof *mats);
+	size_t n_mats = forward_mats(m, NULL);
+	struct dec_mat **mats = malloc(n_mats * sizeof *mats);
 	size_t total = 0;
 	uint8_t *p;
 
 	if (!mats)
 		return cr_errf(err, CR_ENOMEM, "copying the weights: out of memory");
 	forward_mats(m, mats);
-	for (int k = 0; k < n_mats; k++)
-		total += copy_bytes(mats[k]);
+	for (size_t k = 0; k < n_mats; k++)
+		if (__builtin_add_overflow(total, copy_bytes(mats[k]), &total) || total > SIZE_MAX - HUGE_PAGE) {
+			free(mats);
+			return cr_errf(err, CR_EINPUT, "copying the weights: their size overflows");
+		}
 	/* 2 MiB aligned and, where the kernel offers it, on huge pages: every
 	 * token streams the whole buffer, and with 4 KiB pages the TLB misses
 	 * cost 17-22% of the decode speed (2-core VM, F16, Q8_0, Q4_K) */
@@ -465,7 +628,7 @@ enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
 	madvise(m->w.packed, total, MADV_HUGEPAGE); /* advice: failure changes nothing */
 #endif
 	p = m->w.packed;
-	for (int k = 0; k < n_mats; k++) {
+	for (size_t k = 0; k < n_mats; k++) {
 		struct dec_mat *w = mats[k];
 		size_t gb = dec_x8_group_bytes(w->type, w->cols);
 
@@ -486,6 +649,21 @@ enum cr_status dec_model_pack(struct dec_model *m, struct cr_err *err)
 	return CR_OK;
 }
 
+/* The floats of every 1-D weight (norms, biases, rope factors); 1 when the
+ * count overflows. */
+static int vec_floats(const struct dec_config *c, size_t *out)
+{
+	size_t a, b, per, n;
+
+	if (__builtin_mul_overflow((size_t)c->n_heads + 2 * (size_t)c->n_kv_heads + 2, (size_t)c->head_dim, &a) ||
+	    __builtin_add_overflow(a, 4 * (size_t)c->dim, &per) ||
+	    __builtin_mul_overflow(per, (size_t)c->n_layers, &b) ||
+	    __builtin_add_overflow(b, (size_t)c->dim + (size_t)c->head_dim, &n) || n > SIZE_MAX / sizeof(float))
+		return 1;
+	*out = n;
+	return 0;
+}
+
 enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct cr_err *err)
 {
 	struct dec_model *m = calloc(1, sizeof *m);
@@ -503,9 +681,13 @@ enum cr_status dec_model_load(struct dec_gguf *g, struct dec_model **out, struct
 	c = &m->cfg;
 	if ((st = read_config(&L)))
 		goto out;
-	nvec = (size_t)c->n_layers * (4 * (size_t)c->dim + (size_t)c->n_heads * c->head_dim +
-				      2 * (size_t)c->n_kv_heads * c->head_dim + 2 * (size_t)c->head_dim) +
-	       (size_t)c->dim + (size_t)c->head_dim;
+	/* the sizes were checked against the tensors (read_config): these
+	 * products cannot overflow on 64 bits, and are checked all the same */
+	if (vec_floats(c, &nvec)) {
+		st = cr_errf(err, CR_EINPUT, "%s: key '%s.block_count': %d layers of width %d overflow a size",
+			     g->path, c->arch_name, c->n_layers, c->dim);
+		goto out;
+	}
 	m->w.vecs = malloc(nvec * sizeof(float));
 	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
 	if (c->n_expert)

@@ -72,6 +72,20 @@ static enum cr_status num_array(const struct dec_gguf *g, const char *key, size_
 	return CR_OK;
 }
 
+/* A token id past the embedding's rows would index past the tensor: the
+ * tokenizer may be smaller than the embedding (padded rows), not larger. */
+static enum cr_status fits_embedding(const struct dec_gguf *g, size_t n_tokens, struct cr_err *err)
+{
+	const struct dec_gguf_tensor *te = dec_gguf_tensor(g, "token_embd.weight");
+
+	if (te && te->n_dims == 2 && n_tokens > te->ne[1])
+		return cr_errf(err, CR_EINPUT,
+			       "%s: key 'tokenizer.ggml.tokens': %zu tokens, but tensor 'token_embd.weight' has "
+			       "%llu rows (the ids past them have no embedding)", g->path, n_tokens,
+			       (unsigned long long)te->ne[1]);
+	return CR_OK;
+}
+
 enum cr_status dec_vocab_tokenizer(const struct dec_gguf *g, struct dec_tok **out, struct cr_err *err)
 {
 	struct dec_tok_vocab v;
@@ -93,6 +107,7 @@ enum cr_status dec_vocab_tokenizer(const struct dec_gguf *g, struct dec_tok **ou
 		goto out;
 	}
 	if ((st = str_array(g, "tokenizer.ggml.tokens", 1, &toks, &tlens, &v.n_tokens, err)) ||
+	    (st = fits_embedding(g, v.n_tokens, err)) ||
 	    (st = str_array(g, "tokenizer.ggml.merges", 0, &merges, &mlens, &v.n_merges, err)) ||
 	    (st = num_array(g, "tokenizer.ggml.scores", v.n_tokens, 1, &scores, err)) ||
 	    (st = num_array(g, "tokenizer.ggml.token_type", v.n_tokens, 0, &types, err)))

@@ -156,6 +156,58 @@ int gw_write(struct gw *w, const char *path)
 	return rc;
 }
 
+/* The offset of the u64 length in front of string z in the image (the
+ * first one: keys and tensor names are unique), or -1. */
+static long find_str(const uint8_t *img, size_t size, const char *z)
+{
+	uint64_t n = strlen(z);
+
+	for (size_t i = 0; i + 8 + n <= size; i++)
+		if (!memcmp(img + i + 8, z, n) && !memcmp(img + i, &n, 8))
+			return (long)i;
+	return -1;
+}
+
+int gw_patch_u32(uint8_t *img, size_t size, const char *key, uint32_t v)
+{
+	long at = find_str(img, size, key);
+	size_t o = (size_t)at + 8 + strlen(key);
+	uint32_t type;
+
+	if (at < 0 || o + 8 > size)
+		return -1;
+	memcpy(&type, img + o, 4);
+	if (type != DEC_GGUF_U32)
+		return -1;
+	memcpy(img + o + 4, &v, 4);
+	return 0;
+}
+
+int gw_patch_key_len(uint8_t *img, size_t size, const char *key, uint64_t len)
+{
+	long at = find_str(img, size, key);
+
+	if (at < 0)
+		return -1;
+	memcpy(img + at, &len, 8);
+	return 0;
+}
+
+int gw_patch_ne(uint8_t *img, size_t size, const char *name, int dim, uint64_t v)
+{
+	long at = find_str(img, size, name);
+	size_t o = (size_t)at + 8 + strlen(name);
+	uint32_t n_dims;
+
+	if (at < 0 || o + 4 > size)
+		return -1;
+	memcpy(&n_dims, img + o, 4);
+	if (dim < 0 || (uint32_t)dim >= n_dims || o + 4 + 8 * (size_t)n_dims > size)
+		return -1;
+	memcpy(img + o + 4 + 8 * (size_t)dim, &v, 8);
+	return 0;
+}
+
 /* ---- tiny models ------------------------------------------------------- */
 
 static const char *const merges[] = { "Ġ t", "h e", "i n", "Ġt he", "r e", "o n" };

@@ -26,6 +26,13 @@ void gw_tensor(struct gw *w, const char *name, int n_dims, const uint64_t *ne, u
 /* The whole file, malloc'd. */
 uint8_t *gw_finish(struct gw *w, size_t *size);
 int gw_write(struct gw *w, const char *path); /* 0 ok */
+/* Mutations of a finished image, as a bad download would have them:
+ * the value of u32 metadata `key`, the string length in front of `key`
+ * (its u64), dimension `dim` of tensor `name`. Return 0, or -1 when the
+ * key / tensor is not in the image (or key is not a u32). */
+int gw_patch_u32(uint8_t *img, size_t size, const char *key, uint32_t v);
+int gw_patch_key_len(uint8_t *img, size_t size, const char *key, uint64_t len);
+int gw_patch_ne(uint8_t *img, size_t size, const char *name, int dim, uint64_t v);
 
 struct tiny_spec {
 	const char *arch;    /* "llama", "qwen2", "qwen3", "phi3" (fused attn_qkv and ffn_up),

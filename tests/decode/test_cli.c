@@ -336,6 +336,59 @@ static void test_decode_errors(void **state)
 	free(out);
 }
 
+/* A bad model file (issue 30): `decode --prompt` exits 2 naming the file
+ * and the key, for a context_length of 1 and for a tokenizer with more
+ * tokens than the embedding has rows. */
+static void test_decode_bad_model(void **state)
+{
+	static const struct {
+		const char *key, *tensor; /* the u32 key, or dimension 1 of the tensor, set to value */
+		uint64_t value;
+		const char *want;
+	} cases[] = {
+		{ "llama.context_length", NULL, 1, "key 'llama.context_length'" },
+		{ NULL, "token_embd.weight", 200, "key 'tokenizer.ggml.tokens'" },
+	};
+
+	int bad = 0;
+
+	(void)state;
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		struct tiny_spec s;
+		char path[256], *out, *err;
+		uint8_t *img;
+		size_t n;
+		FILE *f;
+		int rc;
+
+		tiny_spec_default(&s, "llama", DEC_T_F32);
+		s.tied = 1;
+		img = tiny_model(&s, &n);
+		assert_non_null(img);
+		assert_int_equal(cases[c].key ? gw_patch_u32(img, n, cases[c].key, (uint32_t)cases[c].value)
+					      : gw_patch_ne(img, n, cases[c].tensor, 1, cases[c].value), 0);
+		tiny_tmpname(path, sizeof path, ".gguf");
+		assert_non_null(f = fopen(path, "wb"));
+		assert_int_equal(fwrite(img, 1, n, f), n);
+		assert_int_equal(fclose(f), 0);
+		free(img);
+		{
+			char *argv[] = { "decode", "--model", path, "--prompt", "the theory", "--max-tokens", "2" };
+
+			rc = capture2(dec_decode_main, 7, argv, &out, &err);
+		}
+		if (rc != 2 || !err || !strstr(err, path) || !strstr(err, cases[c].want)) {
+			print_error("exit %d, want 2 naming %s and \"%s\": %s\n", rc, path, cases[c].want,
+				    err ? err : "");
+			bad++;
+		}
+		free(out);
+		free(err);
+		unlink(path);
+	}
+	assert_int_equal(bad, 0);
+}
+
 /* ---- the command line: getopt_long, one rule per kind of value ---------- */
 
 struct bad_case {
@@ -737,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_decode_stop),
 		cmocka_unit_test(test_decode_no_tokenizer),
 		cmocka_unit_test(test_decode_errors),
+		cmocka_unit_test(test_decode_bad_model),
 		cmocka_unit_test(test_decode_bad_options),
 		cmocka_unit_test(test_decode_option_forms),
 		cmocka_unit_test(test_generate),
