@@ -256,7 +256,8 @@ static void timing_trust(struct cr_result *r, const int preempted[2])
 	for (int side = 0; side < 2 && w < cap; side++)
 		if (preempted[side] > TRUST_PREEMPTED * r->samples)
 			w += (size_t)snprintf(r->noisy_why + w, cap - w,
-					      "%s%d of %d %s samples preempted beyond correction", w ? "; " : "",
+					      "%s%d of %d %s samples off the CPU with no stall to take out",
+					      w ? "; " : "",
 					      preempted[side], r->samples, side ? "baseline" : "candidate");
 	r->noisy = r->noisy_why[0] != '\0';
 	if (r->noisy && r->n_corrected && w < cap)

@@ -124,18 +124,27 @@ capped:
 
 double timing_uncontended_ns(const struct timing_call *c, enum timing_adj *how)
 {
-	double w = (double)c->wall_ns, f = (double)c->stall_full_ns;
+	double w = (double)c->wall_ns, f = (double)c->stall_full_ns, cpu = (double)c->cpu_ns;
+	/* off the CPU for over a fifth of the call (30 us for the bracket's
+	 * own thaw and freeze) */
+	bool off = c->cpu_ns >= 0 && cpu < 0.8 * w - 30000.0;
 
-	if (c->stall_full_ns >= 0) {
-		double room = w;
-		if (c->cpu_ns >= 0 && c->ncpu > 0)
-			room = w - (double)c->cpu_ns / c->ncpu;
-		if (f > room)
-			f = room > 0 ? room : 0;
-		*how = f > 0.05 * w + 20000.0 ? TIMING_CORRECTED : TIMING_CLEAN;
+	if (c->stall_full_ns >= 0 && c->ncpu == 1 && c->cpu_ns >= 0) {
+		if (f > w - cpu)
+			f = w - cpu > 0 ? w - cpu : 0;
+		if (f > 0.05 * w + 20000.0) {
+			*how = TIMING_CORRECTED;
+			return w - f;
+		}
+		/* no stall recorded: the kernel weighs a CPU in whole ticks, so a
+		 * call preempted for less than a tick shows none */
+		*how = off ? TIMING_PREEMPTED : TIMING_CLEAN;
 		return w - f;
 	}
-	*how = c->cpu_ns >= 0 && (double)c->cpu_ns < 0.9 * w - 20000.0 ? TIMING_PREEMPTED : TIMING_CLEAN;
+	/* several CPUs, or no records: the kernel averages "full" over the
+	 * CPUs, so a thread of the worker's starving on one while another
+	 * computes would count; nothing is taken out */
+	*how = off || (c->stall_full_ns >= 0 && f > 0.05 * w + 20000.0) ? TIMING_PREEMPTED : TIMING_CLEAN;
 	return w;
 }
 

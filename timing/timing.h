@@ -50,24 +50,26 @@ struct timing_call {
 	int ncpu;           /* CPUs the worker may run on (its affinity); 0: unknown */
 };
 enum timing_adj {
-	TIMING_CLEAN,       /* no stall worth the name: the wall time stands */
+	TIMING_CLEAN,       /* nothing to take out: the wall time stands */
 	TIMING_CORRECTED,   /* stalled by other work: the full stall taken out */
-	TIMING_PREEMPTED    /* no pressure records, and the group had the CPU for
-			     * less than 90% of the wall time: it may have been
-			     * preempted (or slept); nothing is taken out */
+	TIMING_PREEMPTED    /* off the CPU for over a fifth of the call with no
+			     * stall that can be taken out (preempted for less
+			     * than a tick, on several CPUs, no pressure records, or
+			     * waiting by itself): nothing is taken out */
 };
 /* The call's time as if nothing else had wanted the CPU (ns), and how it
- * was obtained: the wall time less the group's full CPU stall, the time
- * when every task of the worker was runnable and none ran. Only the
+ * was obtained. With the worker on one CPU (ncpu 1: its job's core): the
+ * wall time less the group's full CPU stall, the time when every task of
+ * the worker was runnable and none ran, at most wall - cpu. Only the
  * machine's other work can cause that (a thread of the worker's that runs
- * ends it), so a candidate cannot shorten its time by stalling itself:
- * a partial stall (some of its threads waited for others of its own) and
- * sleeping are never taken out. The kernel sums "full" per CPU, weighted by
- * each CPU's busy time, so a thread of the worker's starving on another
- * CPU counts partly as full: the subtraction is bounded by what the group's
- * own CPU time leaves, wall - cpu / ncpu (a group that kept all its CPUs
- * busy was not stalled). Stalls of a call shorter than a scheduler tick on
- * every CPU are not seen (the kernel weighs CPUs in whole ticks). */
+ * ends it), so a candidate cannot shorten its time by stalling itself: a
+ * partial stall (its threads waiting for each other) and sleeping are never
+ * taken out. On several CPUs nothing is taken out: the kernel averages
+ * "full" over the CPUs weighted by busy time, so one thread starving on a
+ * CPU while another computes counts (attack round 2: up to half a call).
+ * The kernel weighs a CPU in whole ticks (4 ms at HZ=250), so a call
+ * preempted for less than a tick shows no stall: counted as preempted,
+ * never corrected. */
 double timing_uncontended_ns(const struct timing_call *c, enum timing_adj *how);
 
 /* The nice value the orchestrator's timing thread runs at, so the

@@ -104,41 +104,55 @@ static void test_uncontended(void **s)
 	enum timing_adj how;
 	(void)s;
 	/* quiet: the wall time stands */
-	struct timing_call q = { .wall_ns = 1000000, .cpu_ns = 990000, .stall_some_ns = 0, .stall_full_ns = 0 };
+	struct timing_call q = { .wall_ns = 1000000, .cpu_ns = 990000, .stall_some_ns = 0, .stall_full_ns = 0,
+				 .ncpu = 1 };
 	assert_float_equal(timing_uncontended_ns(&q, &how), 1e6, 1e-9);
 	assert_int_equal(how, TIMING_CLEAN);
-	/* another process held the CPU for 3 ms of a 4 ms call: taken out */
+	/* on its one CPU, another process held it for 3 ms of a 4 ms call:
+	 * taken out */
 	struct timing_call p = { .wall_ns = 4000000, .cpu_ns = 1000000, .stall_some_ns = 3000000,
-				 .stall_full_ns = 3000000 };
+				 .stall_full_ns = 3000000, .ncpu = 1 };
 	assert_float_equal(timing_uncontended_ns(&p, &how), 1e6, 1e-9);
 	assert_int_equal(how, TIMING_CORRECTED);
+	/* never more than the group's CPU time leaves: a stall record of 3.5 ms
+	 * with 1 ms of CPU in a 4 ms call takes out 3 ms */
+	p.stall_full_ns = 3500000;
+	assert_float_equal(timing_uncontended_ns(&p, &how), 1e6, 1e-9);
+	p.stall_full_ns = 3000000;
+	/* the same on two CPUs: the kernel averages "full" over them, so a
+	 * thread starving on one while another computes would count; nothing
+	 * is taken out, and the sample is preempted beyond correction */
+	p.ncpu = 2;
+	assert_float_equal(timing_uncontended_ns(&p, &how), 4e6, 1e-9);
+	assert_int_equal(how, TIMING_PREEMPTED);
 	/* a thread of its own kept another waiting (some, not full): nothing
 	 * is taken out */
 	struct timing_call self = { .wall_ns = 4000000, .cpu_ns = 4000000, .stall_some_ns = 3000000,
-				    .stall_full_ns = 0 };
+				    .stall_full_ns = 0, .ncpu = 1 };
 	assert_float_equal(timing_uncontended_ns(&self, &how), 4e6, 1e-9);
 	assert_int_equal(how, TIMING_CLEAN);
-	/* no pressure records: nothing taken out; a call that had the CPU for
-	 * under 90% of its wall time is counted as possibly preempted */
-	struct timing_call np = { .wall_ns = 4000000, .cpu_ns = 1000000, .stall_some_ns = -1, .stall_full_ns = -1 };
+	/* off the CPU for most of the call with no stall recorded (preempted
+	 * for less than a tick, or sleeping): nothing taken out, counted as
+	 * preempted (so a row of them is not trusted) */
+	struct timing_call sub = { .wall_ns = 3000000, .cpu_ns = 1000000, .stall_some_ns = 0,
+				   .stall_full_ns = 0, .ncpu = 1 };
+	assert_float_equal(timing_uncontended_ns(&sub, &how), 3e6, 1e-9);
+	assert_int_equal(how, TIMING_PREEMPTED);
+	/* no pressure records: likewise */
+	struct timing_call np = { .wall_ns = 4000000, .cpu_ns = 1000000, .stall_some_ns = -1,
+				  .stall_full_ns = -1, .ncpu = 1 };
 	assert_float_equal(timing_uncontended_ns(&np, &how), 4e6, 1e-9);
 	assert_int_equal(how, TIMING_PREEMPTED);
-	/* a group that kept both its CPUs busy for the whole call was not
-	 * stalled, whatever "full" the kernel's per-CPU weighting gives it (a
-	 * helper thread starving on the other CPU): nothing is taken out; with
-	 * half its CPU time, at most the idle half */
-	struct timing_call sp = { .wall_ns = 4000000, .cpu_ns = 8000000, .stall_some_ns = 2000000,
-				  .stall_full_ns = 1000000, .ncpu = 2 };
-	assert_float_equal(timing_uncontended_ns(&sp, &how), 4e6, 1e-9);
-	sp.cpu_ns = 4000000;
-	sp.stall_full_ns = 3000000;
-	assert_float_equal(timing_uncontended_ns(&sp, &how), 2e6, 1e-9);
-	/* one CPU, the honest case: the stall comes out in full */
-	p.ncpu = 1;
-	assert_float_equal(timing_uncontended_ns(&p, &how), 1e6, 1e-9);
+	/* the bracket's own thaw and freeze (tens of us off the CPU) in a short
+	 * quiet call are not preemption */
+	struct timing_call shortq = { .wall_ns = 100000, .cpu_ns = 75000, .stall_some_ns = 0,
+				      .stall_full_ns = 0, .ncpu = 1 };
+	timing_uncontended_ns(&shortq, &how);
+	assert_int_equal(how, TIMING_CLEAN);
 	/* a stall record larger than the bracket (us rounding) never makes a
 	 * negative time */
-	struct timing_call r = { .wall_ns = 1500, .cpu_ns = 0, .stall_some_ns = 2000, .stall_full_ns = 2000 };
+	struct timing_call r = { .wall_ns = 1500, .cpu_ns = 0, .stall_some_ns = 2000, .stall_full_ns = 2000,
+				 .ncpu = 1 };
 	assert_true(timing_uncontended_ns(&r, &how) >= 0);
 }
 
