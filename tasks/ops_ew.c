@@ -138,7 +138,6 @@ static enum cr_status infer_bcast(const struct task_node *nd, const struct task_
 	int r = in[0].rank > in[1].rank ? in[0].rank : in[1].rank;
 	(void)n_in;
 	out[0].rank = r;
-	out[0].n = 1;
 	for (int d = r - 1, i = in[0].rank - 1, j = in[1].rank - 1; d >= 0; d--, i--, j--) {
 		int64_t a = i >= 0 ? in[0].shape[i] : 1, b = j >= 0 ? in[1].shape[j] : 1;
 		if (a != b && a != 1 && b != 1)
@@ -146,9 +145,8 @@ static enum cr_status infer_bcast(const struct task_node *nd, const struct task_
 				       "op %s: shapes do not broadcast (axis %d from the right: %lld vs %lld)",
 				       nd->op, r - 1 - d, (long long)a, (long long)b);
 		out[0].shape[d] = a == 1 ? b : a;
-		out[0].n *= out[0].shape[d];
 	}
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 /* unsqueeze: "dim" in [-(rank+1), rank], as torch.unsqueeze */

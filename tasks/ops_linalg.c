@@ -81,7 +81,7 @@ struct pgeom {
 /* Reads an int-or-list spatial attribute into v[3], right-aligned, the
  * unused leading dims set to dflt (the neutral value: 1 for kernel, stride
  * and dilation, 0 for paddings); 0 if present with the wrong length or a
- * value below lo. */
+ * value below lo or above TASK_MAX_NUMEL. */
 static int sp_attr(const struct task_node *nd, const char *key, int nsp, int64_t dflt,
 		   int64_t lo, int64_t v[3])
 {
@@ -94,7 +94,7 @@ static int sp_attr(const struct task_node *nd, const char *key, int nsp, int64_t
 	for (int q = 0; q < 3; q++) {
 		int s = q - (3 - nsp);
 		v[q] = s < 0 || cnt == 0 ? dflt : cnt == 1 ? buf[0] : buf[s];
-		if (v[q] < lo)
+		if (v[q] < lo || v[q] > TASK_MAX_NUMEL) /* the cap bounds the geometry's terms */
 			return 0;
 	}
 	return 1;
@@ -143,8 +143,35 @@ static bool is_transposed(const struct task_node *nd)
 	return !strcmp(nd->op, "conv_transpose");
 }
 
-/* Fills the nest geometry from validated inputs (see conv_nest). */
-static void cgeom_fill(const struct task_node *nd, const struct task_val *in, struct cgeom *g)
+/* A convolution's output extent, PyTorch's (in + 2p - d(k-1) - 1) / s + 1
+ * (0 when the dilated kernel outgrows the padded input); false on
+ * overflow. Terms are at most TASK_MAX_NUMEL (sp_attr, the value cap). */
+static bool conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *out)
+{
+	int64_t span, num;
+	if (!task_mul(d, k - 1, &span) || !task_add(in, 2 * p - 1, &num) ||
+	    !task_add(num, -span, &num))
+		return false;
+	*out = num < 0 ? 0 : num / s + 1;
+	return true;
+}
+
+/* conv_transpose's extent: (o - 1)s - 2p + d(k-1) + op + 1; false on
+ * overflow. */
+static bool convt_in(int64_t o, int64_t k, int64_t s, int64_t p, int64_t d, int64_t op,
+		     int64_t *in)
+{
+	int64_t a, span;
+	if (!task_mul(o - 1, s, &a) || !task_mul(d, k - 1, &span) || !task_add(a, span, &a) ||
+	    !task_add(a, op + 1 - 2 * p, &a))
+		return false;
+	*in = a;
+	return true;
+}
+
+/* Fills the nest geometry (see conv_nest); false when an extent overflows
+ * (infer refuses it; the bodies run on validated inputs only). */
+static bool cgeom_fill(const struct task_node *nd, const struct task_val *in, struct cgeom *g)
 {
 	const struct task_val *x = &in[0], *w = &in[1];
 	int nsp = x->rank - 2;
@@ -166,12 +193,12 @@ static void cgeom_fill(const struct task_node *nd, const struct task_val *in, st
 		}
 		if (!tr) {
 			g->in[q] = x->shape[2 + s];
-			int64_t num = g->in[q] + 2 * g->p[q] - g->d[q] * (g->k[q] - 1) - 1;
-			g->out[q] = num < 0 ? 0 : num / g->s[q] + 1;
+			if (!conv_out(g->in[q], g->k[q], g->s[q], g->p[q], g->d[q], &g->out[q]))
+				return false;
 		} else {
 			g->out[q] = x->shape[2 + s];
-			g->in[q] = (g->out[q] - 1) * g->s[q] - 2 * g->p[q] + g->d[q] * (g->k[q] - 1) +
-				   op[q] + 1;
+			if (!convt_in(g->out[q], g->k[q], g->s[q], g->p[q], g->d[q], op[q], &g->in[q]))
+				return false;
 		}
 	}
 	if (!tr) {
@@ -181,24 +208,34 @@ static void cgeom_fill(const struct task_node *nd, const struct task_val *in, st
 	} else {
 		g->g = task_node_int(nd, "groups", 1);
 		g->co = x->shape[1];
-		g->ci = w->shape[1] * g->g;
+		if (!task_mul(w->shape[1], g->g, &g->ci))
+			return false;
 	}
+	return true;
 }
 
 /* The three uses of the convolution loop nest (conv_nest). */
 enum { CONV_FWD, CONV_DGRAD, CONV_WGRAD };
 
-/* PyTorch's pooling_output_shape. */
-static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil)
+/* PyTorch's pooling_output_shape; false on overflow. Terms are at most
+ * TASK_MAX_NUMEL (sp_attr). */
+static bool pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil,
+		     int64_t *out)
 {
-	int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0), o;
+	int64_t span, num, o;
+	if (!task_mul(d, k - 1, &span) || !task_add(in, 2 * p - 1 + (ceil ? s - 1 : 0), &num) ||
+	    !task_add(num, -span, &num))
+		return false;
 	o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-	if (ceil && (o - 1) * s >= in + p)
+	if (ceil && (o - 1) * s >= in + p) /* (o - 1)s <= num: no wrap */
 		o--;
-	return o;
+	*out = o;
+	return true;
 }
 
-static void pgeom_fill(const struct task_node *nd, const struct task_val *in, struct pgeom *g)
+/* false when an extent overflows (infer refuses it; the bodies run on
+ * validated inputs only) */
+static bool pgeom_fill(const struct task_node *nd, const struct task_val *in, struct pgeom *g)
 {
 	const struct task_val *x = &in[0];
 	int nsp = x->rank - 2;
@@ -218,10 +255,14 @@ static void pgeom_fill(const struct task_node *nd, const struct task_val *in, st
 	for (int q = 0; q < 3; q++) {
 		int s = q - (3 - nsp);
 		g->in[q] = s < 0 ? 1 : x->shape[2 + s];
-		g->out[q] = s < 0 ? 1 : pool_out(g->in[q], g->k[q], g->s[q], g->p[q], g->d[q], ceil);
-		g->isz *= g->in[q];
-		g->osz *= g->out[q];
+		g->out[q] = 1;
+		if (s >= 0 && !pool_out(g->in[q], g->k[q], g->s[q], g->p[q], g->d[q], ceil, &g->out[q]))
+			return false;
+		g->isz *= g->in[q]; /* extents of x: at most its count */
+		if (g->out[q] < 1 || !task_mul(g->osz, g->out[q], &g->osz))
+			return false;
 	}
+	return true;
 }
 
 /* Visits every output of one pooling plane: o is its flat index, st the
@@ -285,14 +326,12 @@ static int64_t avg_window(const struct pgeom *g, int64_t st[3], int64_t en[3])
 
 /* ---- shape inference ---------------------------------------------------- */
 
-static void set_shape(struct task_val *o, int rank, const int64_t *shape)
+static enum cr_status set_shape(const struct task_node *nd, struct task_val *o, int rank,
+			       const int64_t *shape, struct cr_err *err)
 {
 	o->rank = rank;
-	o->n = 1;
-	for (int i = 0; i < rank; i++) {
-		o->shape[i] = shape[i];
-		o->n *= shape[i];
-	}
+	memcpy(o->shape, shape, sizeof(int64_t) * (size_t)rank);
+	return task_val_count(nd, o, err);
 }
 
 static enum cr_status blas_range(const struct task_node *nd, int64_t m, int64_t n, int64_t k,
@@ -328,7 +367,8 @@ static enum cr_status infer_mm(const struct task_node *nd, const struct task_val
 	memcpy(shape, a->shape, sizeof shape);
 	shape[a->rank - 2] = g.m;
 	shape[a->rank - 1] = g.n;
-	set_shape(out, a->rank, shape);
+	if (set_shape(nd, out, a->rank, shape, err))
+		return CR_EINPUT;
 	return blas_range(nd, g.m, g.n, g.k, err);
 }
 
@@ -345,7 +385,8 @@ static enum cr_status infer_mm_nd(const struct task_node *nd, const struct task_
 		return cr_errf(err, CR_EINPUT, "op %s: needs a[..., K] and b[K, N]", nd->op);
 	memcpy(shape, a->shape, sizeof shape);
 	shape[a->rank - 1] = b->shape[1];
-	set_shape(out, a->rank, shape);
+	if (set_shape(nd, out, a->rank, shape, err))
+		return CR_EINPUT;
 	return blas_range(nd, a->n / b->shape[0], b->shape[1], b->shape[0], err);
 }
 
@@ -364,7 +405,8 @@ static enum cr_status infer_linear(const struct task_node *nd, const struct task
 			       (long long)w->shape[0]);
 	memcpy(shape, x->shape, sizeof shape);
 	shape[x->rank - 1] = w->shape[0];
-	set_shape(out, x->rank, shape);
+	if (set_shape(nd, out, x->rank, shape, err))
+		return CR_EINPUT;
 	return blas_range(nd, x->n / w->shape[1], w->shape[0], w->shape[1], err);
 }
 
@@ -377,8 +419,7 @@ static enum cr_status infer_diag(const struct task_node *nd, const struct task_v
 		return CR_EINPUT;
 	if (in[0].rank != 1 || in[1].rank != 2 || in[0].shape[0] != in[1].shape[0])
 		return cr_errf(err, CR_EINPUT, "op diag_matmul: needs a[N] and b[N, M]");
-	set_shape(out, 2, in[1].shape);
-	return CR_OK;
+	return set_shape(nd, out, 2, in[1].shape, err);
 }
 
 static enum cr_status infer_square(const struct task_node *nd, const struct task_val *in,
@@ -392,8 +433,7 @@ static enum cr_status infer_square(const struct task_node *nd, const struct task
 		    in[i].shape[0] != in[0].shape[0])
 			return cr_errf(err, CR_EINPUT, "op %s: needs square matrices of one size",
 				       nd->op);
-	set_shape(out, 2, in[0].shape);
-	return CR_OK;
+	return set_shape(nd, out, 2, in[0].shape, err);
 }
 
 static enum cr_status infer_conv(const struct task_node *nd, const struct task_val *in,
@@ -416,8 +456,8 @@ static enum cr_status infer_conv(const struct task_node *nd, const struct task_v
 			       nd->op);
 	for (int q = 0; q < 4; q++)
 		if (!sp_attr(nd, keys[q], nsp, q == 0 || q == 2 ? 1 : 0, q == 0 || q == 2 ? 1 : 0, v))
-			return cr_errf(err, CR_EINPUT, "op %s: %s must be an integer or a list of %d (>= %d)",
-				       nd->op, keys[q], nsp, q == 0 || q == 2 ? 1 : 0);
+			return cr_errf(err, CR_EINPUT, "op %s: %s must be an integer or a list of %d (>= %d, <= %lld)",
+				       nd->op, keys[q], nsp, q == 0 || q == 2 ? 1 : 0, (long long)TASK_MAX_NUMEL);
 	if (!tr && task_node_attr(nd, "output_padding"))
 		return cr_errf(err, CR_EINPUT, "op conv: output_padding belongs to conv_transpose");
 	groups = task_node_int(nd, "groups", tr ? 1 : (w->shape[1] ? x->shape[1] / w->shape[1] : 0));
@@ -432,7 +472,10 @@ static enum cr_status infer_conv(const struct task_node *nd, const struct task_v
 	if (tr && w->shape[0] != x->shape[1])
 		return cr_errf(err, CR_EINPUT, "op conv_transpose: weight [%lld, ...] needs the %lld input channels first",
 			       (long long)w->shape[0], (long long)x->shape[1]);
-	cgeom_fill(nd, in, &g);
+	if (!cgeom_fill(nd, in, &g))
+		return cr_errf(err, CR_EINPUT,
+			       "op %s: stride, padding, dilation and kernel overflow the output extent",
+			       nd->op);
 	if (tr) {
 		int64_t op[3], s[3], d[3];
 		sp_attr(nd, "output_padding", nsp, 0, 0, op);
@@ -455,8 +498,7 @@ static enum cr_status infer_conv(const struct task_node *nd, const struct task_v
 	if (n_in > 2 && (in[2].rank != 1 || in[2].n != shape[1]))
 		return cr_errf(err, CR_EINPUT, "op %s: bias needs %lld elements", nd->op,
 			       (long long)shape[1]);
-	set_shape(out, x->rank, shape);
-	return CR_OK;
+	return set_shape(nd, out, x->rank, shape, err);
 }
 
 static enum cr_status infer_pool(const struct task_node *nd, const struct task_val *in,
@@ -481,12 +523,19 @@ static enum cr_status infer_pool(const struct task_node *nd, const struct task_v
 			       nd->op, nsp);
 	if (!strcmp(nd->op, "avgpool") && task_node_attr(nd, "dilation"))
 		return cr_errf(err, CR_EINPUT, "op avgpool: takes no dilation");
-	for (int q = 0; q < 3; q++) /* PyTorch: pad <= effective kernel / 2 */
-		if (p[q] > ((k[q] - 1) * d[q] + 1) / 2)
+	for (int q = 0; q < 3; q++) { /* PyTorch: pad <= effective kernel / 2 */
+		int64_t span;
+		if (!task_mul(k[q] - 1, d[q], &span))
+			return cr_errf(err, CR_EINPUT, "op %s: kernel_size x dilation overflows", nd->op);
+		if (p[q] > (span + 1) / 2)
 			return cr_errf(err, CR_EINPUT,
 				       "op %s: padding must be at most half the effective kernel size",
 				       nd->op);
-	pgeom_fill(nd, in, &g);
+	}
+	if (!pgeom_fill(nd, in, &g))
+		return cr_errf(err, CR_EINPUT,
+			       "op %s: an output extent is below 1 or overflows (kernel, stride, padding, dilation)",
+			       nd->op);
 	shape[0] = x->shape[0];
 	shape[1] = x->shape[1];
 	for (int q = 3 - nsp; q < 3; q++) {
@@ -495,8 +544,7 @@ static enum cr_status infer_pool(const struct task_node *nd, const struct task_v
 				       (long long)g.out[q]);
 		shape[2 + q - (3 - nsp)] = g.out[q];
 	}
-	set_shape(out, x->rank, shape);
-	return CR_OK;
+	return set_shape(nd, out, x->rank, shape, err);
 }
 
 #define OP(nm, lo, hi, mask, inf, base) \

@@ -102,13 +102,6 @@ static void nn_band(const struct task_node *nd, const struct task_val *x, const 
 #undef FN
 #undef GEMM
 
-static void set_n(struct task_val *v)
-{
-	v->n = 1;
-	for (int i = 0; i < v->rank; i++)
-		v->n *= v->shape[i];
-}
-
 static enum cr_status infer_cat(const struct task_node *nd, const struct task_val *in,
 				int n_in, struct task_val *out, struct cr_err *err)
 {
@@ -127,10 +120,10 @@ static enum cr_status infer_cat(const struct task_node *nd, const struct task_va
 				return cr_errf(err, CR_EINPUT,
 					       "op cat: input %d has extent %lld on axis %d, input 0 %lld",
 					       k, (long long)in[k].shape[i], i, (long long)in[0].shape[i]);
-		out[0].shape[axis] += in[k].shape[axis];
+		if (!task_add(out[0].shape[axis], in[k].shape[axis], &out[0].shape[axis]))
+			return cr_errf(err, CR_EINPUT, "op cat: the extent on axis %d overflows", axis);
 	}
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 /* reshape: "shape" as torch's view, where -1 (at most once) is inferred and
@@ -157,15 +150,16 @@ static enum cr_status infer_reshape(const struct task_node *nd, const struct tas
 		else if (s[i] < 1)
 			return cr_errf(err, CR_EINPUT, "op reshape: shape[%d] = %lld (one -1 at most)", i,
 				       (long long)s[i]);
-		else
-			known *= s[i];
+		else if (!task_mul(known, s[i], &known) || known > TASK_MAX_NUMEL)
+			return cr_errf(err, CR_EINPUT, "op reshape: shape holds more than %lld elements",
+				       (long long)TASK_MAX_NUMEL);
 	}
 	if (neg >= 0) {
 		if (in[0].n % known)
 			return cr_errf(err, CR_EINPUT, "op reshape: %lld elements do not divide into %lld",
 				       (long long)in[0].n, (long long)known);
 		s[neg] = in[0].n / known;
-		known *= s[neg];
+		known = in[0].n;
 	}
 	if (known != in[0].n)
 		return cr_errf(err, CR_EINPUT, "op reshape: shape holds %lld elements, the input %lld",
@@ -242,8 +236,7 @@ static enum cr_status infer_select(const struct task_node *nd, const struct task
 	for (int i = 0, k = 0; i < r; i++)
 		if (i != axis)
 			out[0].shape[k++] = in[0].shape[i];
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 static enum cr_status infer_adapool(const struct task_node *nd, const struct task_val *in,
@@ -264,8 +257,7 @@ static enum cr_status infer_adapool(const struct task_node *nd, const struct tas
 				       (long long)os[i]);
 		out[0].shape[r - n + i] = os[i];
 	}
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 static enum cr_status infer_normalize(const struct task_node *nd, const struct task_val *in,
@@ -292,39 +284,49 @@ static enum cr_status infer_rnn(const struct task_node *nd, const struct task_va
 				int n_in, struct task_val *out, struct cr_err *err)
 {
 	bool lstm = !strcmp(nd->op, "lstm"), bf = task_node_int(nd, "batch_first", 0) != 0;
-	int64_t g = lstm ? 4 : 3, ix = task_node_int(nd, "index", 0), t, b, i, h;
+	int64_t g = lstm ? 4 : 3, ix = task_node_int(nd, "index", 0), t, b, i, h, tb, gh, ghi, ghh,
+		work;
 	int w = lstm ? 3 : 2;
 	(void)n_in;
 	if (in[0].rank < 3 || in[1].rank != 3)
 		return cr_errf(err, CR_EINPUT, "op %s: x needs rank 3 or more, h0 rank 3", nd->op);
 	t = in[0].shape[bf ? 1 : 0];
 	b = in[0].shape[bf ? 0 : 1];
-	i = in[0].n / (t * b);
+	/* two extents of x: t·b <= x's count, no wrap and no zero (a wrapped
+	 * t·b here once divided by zero) */
+	if (!task_mul(t, b, &tb) || tb < 1)
+		return cr_errf(err, CR_EINPUT, "op %s: T x B overflows", nd->op);
+	i = in[0].n / tb;
 	h = in[1].shape[2];
 	if (in[1].shape[1] != b || ix < 0 || ix >= in[1].shape[0])
 		return cr_errf(err, CR_EINPUT, "op %s: h0 needs [L, %lld, H] and index in [0, L)", nd->op,
 			       (long long)b);
 	if (lstm && (in[2].rank != 3 || memcmp(in[2].shape, in[1].shape, sizeof(int64_t) * 3)))
 		return cr_errf(err, CR_EINPUT, "op lstm: c0 needs h0's shape");
-	if (in[w].n != g * h * i || in[w + 1].n != g * h * h || in[w + 2].n != g * h ||
-	    in[w + 3].n != g * h)
+	if (!task_mul(g, h, &gh) || !task_mul(gh, i, &ghi) || !task_mul(gh, h, &ghh) ||
+	    !task_mul(tb, gh > i ? gh : i, &work))
+		return cr_errf(err, CR_EINPUT, "op %s: the weights' extents overflow (H %lld, I %lld)",
+			       nd->op, (long long)h, (long long)i);
+	if (in[w].n != ghi || in[w + 1].n != ghh || in[w + 2].n != gh || in[w + 3].n != gh)
 		return cr_errf(err, CR_EINPUT,
 			       "op %s: needs w_ih of %lld x %lld, w_hh of %lld x %lld, b_ih and b_hh of %lld elements",
-			       nd->op, (long long)(g * h), (long long)i, (long long)(g * h), (long long)h,
-			       (long long)(g * h));
-	if (t * b * (g * h > i ? g * h : i) > INT32_MAX)
+			       nd->op, (long long)gh, (long long)i, (long long)gh, (long long)h,
+			       (long long)gh);
+	if (work > INT32_MAX)
 		return cr_errf(err, CR_EINPUT, "op %s: extent exceeds BLAS int range", nd->op);
 	out[0].rank = 3;
 	out[0].shape[0] = in[0].shape[0];
 	out[0].shape[1] = in[0].shape[1];
 	out[0].shape[2] = h;
-	set_n(&out[0]);
+	if (task_val_count(nd, &out[0], err))
+		return CR_EINPUT;
 	for (int k = 1; k < (lstm ? 3 : 2); k++) {
 		out[k].rank = 3;
 		out[k].shape[0] = 1;
 		out[k].shape[1] = b;
 		out[k].shape[2] = h;
-		out[k].n = b * h;
+		if (task_val_count(nd, &out[k], err))
+			return CR_EINPUT;
 	}
 	return CR_OK;
 }
@@ -348,8 +350,7 @@ static enum cr_status infer_attn(const struct task_node *nd, const struct task_v
 	out[0] = in[0];
 	out[0].d = NULL;
 	out[0].shape[r - 1] = in[1].shape[r - 2];
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 /* pad: F.pad with zeros on one axis, "dim" (default -1), "before" and
@@ -360,14 +361,15 @@ static enum cr_status infer_pad(const struct task_node *nd, const struct task_va
 	int r = in[0].rank, axis = task_axis(task_node_int(nd, "dim", -1), r);
 	int64_t b = task_node_int(nd, "before", 0), a = task_node_int(nd, "after", 0);
 	(void)n_in;
-	if (axis < 0 || b < 0 || a < 0 || a + b < 1)
+	if (axis < 0 || b < 0 || a < 0 || a > TASK_MAX_NUMEL || b > TASK_MAX_NUMEL ||
+	    a + b < 1)
 		return cr_errf(err, CR_EINPUT,
-			       "op pad: needs \"dim\" within rank %d and \"before\"/\"after\" >= 0, not both 0", r);
+			       "op pad: needs \"dim\" within rank %d and \"before\"/\"after\" in [0, 2^34], not both 0", r);
 	out[0] = in[0];
 	out[0].d = NULL;
+	/* each term at most 2^34: the sum cannot wrap */
 	out[0].shape[axis] += a + b;
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 /* slice: x.narrow on "dim" (default 0) from "start" (default 0) to "end"
@@ -393,7 +395,8 @@ static enum cr_status infer_slice(const struct task_node *nd, const struct task_
 		if (task_node_attr(nd, "end") || la < 0)
 			return cr_errf(err, CR_EINPUT,
 				       "op slice: with a second input, its \"like_dim\" sizes the slice (no \"end\")");
-		e = s + in[1].shape[la];
+		if (!task_add(s, in[1].shape[la], &e))
+			e = INT64_MAX; /* past the extent: refused below */
 	} else {
 		e = task_node_int(nd, "end", ext);
 		if (e < 0)
@@ -405,8 +408,7 @@ static enum cr_status infer_slice(const struct task_node *nd, const struct task_
 	out[0] = in[0];
 	out[0].d = NULL;
 	out[0].shape[axis] = e - s;
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 /* segsum: x [.., T] -> [.., T, T] */
@@ -422,8 +424,7 @@ static enum cr_status infer_segsum(const struct task_node *nd, const struct task
 	out[0].d = NULL;
 	out[0].rank = r + 1;
 	out[0].shape[r] = in[0].shape[r - 1];
-	set_n(&out[0]);
-	return CR_OK;
+	return task_val_count(nd, &out[0], err);
 }
 
 #define NN(nm, lo, hi, nout, mask, inf, base) \

@@ -165,7 +165,6 @@ static enum cr_status infer_reduce(const struct task_node *nd, const struct task
 		return cr_errf(err, CR_EINPUT,
 			       "op %s: \"dim\" must be an axis or a list of consecutive axes of a rank-%d input",
 			       nd->op, in[0].rank);
-	out->n = 1;
 	for (int i = 0; i < in[0].rank; i++) {
 		if (i >= lo && i <= hi) {
 			if (keep)
@@ -173,12 +172,11 @@ static enum cr_status infer_reduce(const struct task_node *nd, const struct task
 			continue;
 		}
 		out->shape[r++] = in[0].shape[i];
-		out->n *= in[0].shape[i];
 	}
 	if (r == 0)
 		out->shape[r++] = 1;
 	out->rank = r;
-	return CR_OK;
+	return task_val_count(nd, out, err);
 }
 
 /* One explicit axis ("dim" an integer). */

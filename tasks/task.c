@@ -84,13 +84,115 @@ void task_tensor_shape(const struct task *t, int i, const struct task_dimset *d,
 		shape[k] = tt->dim[k] >= 0 ? d->v[tt->dim[k]] : tt->lit[k];
 }
 
+bool task_shape_numel(const int64_t *shape, int rank, int64_t *n)
+{
+	int64_t c = 1;
+	for (int k = 0; k < rank; k++)
+		if (shape[k] < 1 || !task_mul(c, shape[k], &c) || c > TASK_MAX_NUMEL) {
+			*n = INT64_MAX;
+			return false;
+		}
+	*n = c;
+	return true;
+}
+
 int64_t task_tensor_numel(const struct task *t, int i, const struct task_dimset *d)
 {
-	int64_t shape[TASK_MAX_RANK], n = 1;
+	int64_t shape[TASK_MAX_RANK], n;
 	task_tensor_shape(t, i, d, shape);
-	for (int k = 0; k < t->tensors[i].rank; k++)
-		n *= shape[k];
+	task_shape_numel(shape, t->tensors[i].rank, &n);
 	return n;
+}
+
+enum cr_status task_val_count(const struct task_node *nd, struct task_val *o,
+			      struct cr_err *err)
+{
+	if (!task_shape_numel(o->shape, o->rank, &o->n))
+		return cr_errf(err, CR_EINPUT,
+			       "op %s: its output would hold more than %lld elements (or overflow)",
+			       nd->op, (long long)TASK_MAX_NUMEL);
+	return CR_OK;
+}
+
+enum cr_status task_infer(const struct task *t, const struct task_dimset *d, const char *which,
+			  struct task_val *v, int64_t *total, struct cr_err *err)
+{
+	char ds[256];
+	int64_t sum = 0;
+
+	task_dims_str(t, d, ds, sizeof ds);
+	for (int k = 0; k < t->n_dims; k++)
+		if (d->v[k] < 1 || d->v[k] > TASK_MAX_NUMEL)
+			return cr_errf(err, CR_EINPUT, "%s: %s.%s = %lld: a dim lies in [1, %lld]", t->path,
+				       which, t->dim_names[k], (long long)d->v[k], (long long)TASK_MAX_NUMEL);
+	for (int i = 0; i < t->n_tensors; i++) {
+		v[i].d = NULL;
+		v[i].rank = t->tensors[i].rank;
+		task_tensor_shape(t, i, d, v[i].shape);
+		if (!task_shape_numel(v[i].shape, v[i].rank, &v[i].n))
+			return cr_errf(err, CR_EINPUT,
+				       "%s: tensors.%s.shape: more than %lld elements (or an int64 overflow) on %s {%s}",
+				       t->path, t->tensors[i].name, (long long)TASK_MAX_NUMEL, which, ds);
+	}
+	for (int n = 0; n < t->n_nodes; n++) {
+		const struct task_node *nd = &t->nodes[n];
+		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
+		struct cr_err e2;
+		int64_t cnt;
+		for (int k = 0; k < nd->n_in; k++)
+			in[k] = v[nd->in[k]];
+		memset(out, 0, sizeof out);
+		cr_err_init(&e2);
+		if (nd->def->infer(nd, in, nd->n_in, out, &e2))
+			return cr_errf(err, CR_EINPUT, "%s: graph[%d] (%s) on %s {%s}: %s", t->path, n,
+				       nd->op, which, ds, e2.msg);
+		for (int k = 0; k < nd->n_out; k++) {
+			int o = nd->out[k];
+			/* an op that copies its input's count must still agree
+			 * with its shape */
+			if (!task_shape_numel(out[k].shape, out[k].rank, &cnt) || cnt != out[k].n)
+				return cr_errf(err, CR_EINPUT,
+					       "%s: graph[%d] (%s) on %s {%s}: output %d: more than %lld elements or a count that disagrees with its shape",
+					       t->path, n, nd->op, which, ds, k, (long long)TASK_MAX_NUMEL);
+			if (o >= t->n_tensors) {
+				v[o] = out[k];
+				continue;
+			}
+			if (v[o].rank != out[k].rank ||
+			    memcmp(v[o].shape, out[k].shape, sizeof(int64_t) * (size_t)out[k].rank))
+				return cr_errf(err, CR_EINPUT,
+					       "%s: tensors.%s.shape: op %s (graph[%d]) produces a different shape on %s {%s}",
+					       t->path, t->tensors[o].name, nd->op, n, which, ds);
+		}
+	}
+	for (int i = 0; i < t->n_values; i++)
+		if (!task_add(sum, v[i].n, &sum))
+			sum = INT64_MAX;
+	if (total)
+		*total = sum;
+	return CR_OK;
+}
+
+enum cr_status task_check_dims(const struct task *t, const struct task_dimset *d,
+			       const char *which, bool ref, struct cr_err *err)
+{
+	struct task_val *v = calloc((size_t)t->n_values, sizeof *v);
+	enum cr_status st;
+	int64_t total = 0;
+
+	if (!v)
+		return cr_errf(err, CR_ENOMEM, "%s: out of memory checking shapes", t->path);
+	st = task_infer(t, d, which, v, &total, err);
+	if (!st && ref && total > TASK_MAX_REF_NUMEL) {
+		char ds[256];
+		task_dims_str(t, d, ds, sizeof ds);
+		st = cr_errf(err, CR_EINPUT,
+			     "%s: %s {%s}: the graph's values hold %lld elements together, the reference's cap is %lld (%lld GiB as double)",
+			     t->path, which, ds, (long long)total, (long long)TASK_MAX_REF_NUMEL,
+			     (long long)(TASK_MAX_REF_NUMEL * 8 >> 30));
+	}
+	free(v);
+	return st;
 }
 
 void task_dims_str(const struct task *t, const struct task_dimset *d, char *buf, size_t cap)
@@ -165,6 +267,9 @@ static enum cr_status parse_dimset(struct task *t, json_t *o, const char *key,
 		int i = task_find_dim(t, k, strlen(k));
 		if (!json_is_integer(v) || json_integer_value(v) < 1)
 			FAIL("%s: %s.%s: expected a positive integer", t->path, key, k);
+		if (json_integer_value(v) > TASK_MAX_NUMEL)
+			FAIL("%s: %s.%s: %lld is over the cap of %lld (SPEC §2)", t->path, key, k,
+			     (long long)json_integer_value(v), (long long)TASK_MAX_NUMEL);
 		if (declare) {
 			if (t->n_dims == TASK_MAX_DIMS)
 				FAIL("%s: %s: more than %d dims", t->path, key, TASK_MAX_DIMS);
@@ -294,12 +399,13 @@ static enum cr_status parse_tensor(struct task *t, const char *name, json_t *o,
 			tt->dim[i] = task_find_dim(t, dn, strlen(dn));
 			if (tt->dim[i] < 0)
 				FAIL("%s: tensors.%s.shape[%zu]: unknown dim '%s'", t->path, name, i, dn);
-		} else if (json_is_integer(v) && json_integer_value(v) > 0) {
+		} else if (json_is_integer(v) && json_integer_value(v) > 0 &&
+			   json_integer_value(v) <= TASK_MAX_NUMEL) {
 			tt->dim[i] = -1;
 			tt->lit[i] = json_integer_value(v);
 		} else {
-			FAIL("%s: tensors.%s.shape[%zu]: expected a dim name or a positive integer",
-			     t->path, name, i);
+			FAIL("%s: tensors.%s.shape[%zu]: expected a dim name or an integer in [1, %lld]",
+			     t->path, name, i, (long long)TASK_MAX_NUMEL);
 		}
 	}
 	tt->rank = (int)json_array_size(shape);
@@ -440,56 +546,6 @@ static enum cr_status parse_node(struct task *t, int ni, json_t *o, struct cr_er
 		}
 	}
 out:
-	return st;
-}
-
-/* Runs shape inference over a dim set: every op accepts its inputs and
- * every output tensor's declared shape matches what its op produces. */
-static enum cr_status check_shapes(struct task *t, const struct task_dimset *d,
-				   const char *which, struct cr_err *err)
-{
-	struct task_val *v = calloc((size_t)t->n_values, sizeof *v);
-	enum cr_status st = CR_OK;
-	char ds[256];
-
-	if (!v)
-		return cr_errf(err, CR_ENOMEM, "%s: out of memory checking shapes", t->path);
-	task_dims_str(t, d, ds, sizeof ds);
-	for (int i = 0; i < t->n_tensors; i++) {
-		v[i].rank = t->tensors[i].rank;
-		task_tensor_shape(t, i, d, v[i].shape);
-		v[i].n = task_tensor_numel(t, i, d);
-	}
-	for (int n = 0; n < t->n_nodes; n++) {
-		struct task_node *nd = &t->nodes[n];
-		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
-		struct cr_err e2;
-		for (int k = 0; k < nd->n_in; k++)
-			in[k] = v[nd->in[k]];
-		memset(out, 0, sizeof out);
-		cr_err_init(&e2);
-		if (nd->def->infer(nd, in, nd->n_in, out, &e2)) {
-			st = cr_errf(err, CR_EINPUT, "%s: graph[%d] (%s) on %s {%s}: %s", t->path, n,
-				     nd->op, which, ds, e2.msg);
-			goto out;
-		}
-		for (int k = 0; k < nd->n_out; k++) {
-			int o = nd->out[k];
-			if (o < t->n_tensors) {
-				if (v[o].rank != out[k].rank ||
-				    memcmp(v[o].shape, out[k].shape, sizeof(int64_t) * (size_t)out[k].rank)) {
-					st = cr_errf(err, CR_EINPUT,
-						     "%s: tensors.%s.shape: op %s (graph[%d]) produces a different shape on %s {%s}",
-						     t->path, t->tensors[o].name, nd->op, n, which, ds);
-					goto out;
-				}
-			} else {
-				v[o] = out[k];
-			}
-		}
-	}
-out:
-	free(v);
 	return st;
 }
 
@@ -644,12 +700,17 @@ enum cr_status task_load(struct task *t, const char *path, const char *name,
 		snprintf(t->flops, sizeof t->flops, "%s", json_string_value(v));
 	if ((v = json_object_get(root, "bytes")) && json_is_string(v))
 		snprintf(t->bytes, sizeof t->bytes, "%s", json_string_value(v));
-	if ((st = check_shapes(t, &t->bench, "dims", err)) ||
-	    (st = check_shapes(t, &t->cpu, "cpu_dims", err)))
+	/* every shape is checked (counts, caps, the ops' rules) before any
+	 * caller sizes a buffer from it */
+	if ((st = task_check_dims(t, &t->bench, "dims", false, err)) ||
+	    (st = task_check_dims(t, &t->cpu, "cpu_dims", true, err)))
 		goto out;
-	for (int q = 0; q < t->n_checks; q++)
-		if ((st = check_shapes(t, &t->checks[q], "check_dims", err)))
+	for (int q = 0; q < t->n_checks; q++) {
+		char key[32];
+		snprintf(key, sizeof key, "check_dims[%d]", q);
+		if ((st = task_check_dims(t, &t->checks[q], key, true, err)))
 			goto out;
+	}
 out:
 	json_decref(root);
 	if (st)

@@ -26,6 +26,15 @@
 #define TASK_MAX_IN 16      /* inputs of one op (cat of a stack's h_n) */
 #define TASK_MAX_OUT 4
 #define TASK_NAME_MAX 64
+/* Size caps (SPEC §2), checked before anything is allocated: every value
+ * (tensor or op output) under every dim set holds at most TASK_MAX_NUMEL
+ * elements (so every extent and dim is at most that too); under the shapes
+ * the CPU reference runs in double (check_dims, cpu_dims, `dump --dims`)
+ * all values together hold at most TASK_MAX_REF_NUMEL (16 GiB as double).
+ * The largest task today: a 2^32-element f32 avgpool input at its bench
+ * shape; a check shape, DenseNet201's ~2^25 elements over all values. */
+#define TASK_MAX_NUMEL ((int64_t)1 << 34)
+#define TASK_MAX_REF_NUMEL ((int64_t)1 << 31)
 
 enum task_dtype { TASK_F32, TASK_F16, TASK_BF16, TASK_I32, TASK_I64 };
 enum task_role { TASK_INPUT, TASK_PARAM, TASK_OUTPUT };
@@ -127,10 +136,35 @@ void task_list_free(struct task *ts, int n);
 
 int task_find_dim(const struct task *t, const char *name, size_t len);
 int task_find_tensor(const struct task *t, const char *name);
-/* Extent of tensor i under a dim set, and its element count. */
+/* Checked shape arithmetic: every shape, size and offset computed from a
+ * task file's numbers goes through these (or multiplies a subset of one
+ * already counted value's extents, which cannot exceed its count). They
+ * return false on int64 overflow, *r then unspecified. */
+static inline bool task_mul(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_mul_overflow(a, b, r);
+}
+static inline bool task_add(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r);
+}
+/* Element count of a shape; false (and *n = INT64_MAX) when an extent is
+ * below 1 or the count overflows or exceeds TASK_MAX_NUMEL. */
+bool task_shape_numel(const int64_t *shape, int rank, int64_t *n);
+
+/* Extent of tensor i under a dim set, and its element count. The count is
+ * only meaningful for a dim set that task_check_dims accepted (the task's
+ * own dim sets are checked by task_load). */
 void task_tensor_shape(const struct task *t, int i, const struct task_dimset *d,
 		       int64_t shape[TASK_MAX_RANK]);
 int64_t task_tensor_numel(const struct task *t, int i, const struct task_dimset *d);
+/* Checks a dim set that did not come from the file (`--dims`, a drawn
+ * shape): every dim, every tensor and every op's output within
+ * TASK_MAX_NUMEL, every op accepting its inputs; with ref, all values
+ * together within TASK_MAX_REF_NUMEL. which names the dim set in the
+ * message ("--dims"); the message names the file and the field. */
+enum cr_status task_check_dims(const struct task *t, const struct task_dimset *d,
+			       const char *which, bool ref, struct cr_err *err);
 size_t task_dtype_size(enum task_dtype dt);
 const char *task_dtype_name(enum task_dtype dt);
 const char *task_dtype_ctype(enum task_dtype dt); /* "float", "int64_t", ... */

@@ -8,7 +8,8 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 			      const struct task_dimset *d, bool dbl, bool grads,
 			      struct cr_err *err)
 {
-	size_t es = dbl ? sizeof(double) : sizeof(float), total = 0, off = 0;
+	size_t es = dbl ? sizeof(double) : sizeof(float), off = 0;
+	int64_t total = 0;
 	char *p;
 
 	size_t nv = (size_t)t->n_values, nt = (size_t)t->n_tensors;
@@ -24,37 +25,31 @@ enum cr_status task_exec_init(struct task_exec *x, const struct task *t,
 	x->g = x->v + nv;
 	x->src = (const void **)(x->g + nv);
 	x->src_dt = (enum task_dtype *)(x->src + nt);
-	for (int i = 0; i < t->n_tensors; i++) {
-		x->v[i].rank = t->tensors[i].rank;
-		task_tensor_shape(t, i, d, x->v[i].shape);
-		x->v[i].n = task_tensor_numel(t, i, d);
-	}
-	for (int n = 0; n < t->n_nodes; n++) {
-		const struct task_node *nd = &t->nodes[n];
-		struct task_val in[TASK_MAX_IN], out[TASK_MAX_OUT];
-		for (int k = 0; k < nd->n_in; k++)
-			in[k] = x->v[nd->in[k]];
-		memset(out, 0, sizeof out);
-		if (nd->def->infer(nd, in, nd->n_in, out, err)) {
-			task_exec_release(x);
-			return CR_EINPUT;
-		}
-		for (int k = 0; k < nd->n_out; k++)
-			if (nd->out[k] >= t->n_tensors)
-				x->v[nd->out[k]] = out[k];
+	/* every count checked (SPEC §2): a dim set from the command line or
+	 * a drawn shape is no more trusted than a file */
+	if (task_infer(t, d, "dims", x->v, NULL, err)) {
+		task_exec_release(x);
+		return CR_EINPUT;
 	}
 	for (int i = 0; i < t->n_values; i++) {
 		bool g = grads && (i >= t->n_tensors || t->tensors[i].role == TASK_OUTPUT ||
 				   t->tensors[i].grad);
+		int64_t b;
 		x->g[i] = x->v[i];
 		x->g[i].d = NULL;
-		total += (((size_t)x->v[i].n * es + 63) & ~(size_t)63) * (g ? 2 : 1);
+		/* n <= TASK_MAX_NUMEL: no step can wrap, checked all the same */
+		if (!task_mul(x->v[i].n, (int64_t)es, &b) || !task_add(b, 63, &b) ||
+		    !task_mul(b & ~(int64_t)63, g ? 2 : 1, &b) || !task_add(total, b, &b)) {
+			task_exec_release(x);
+			return cr_errf(err, CR_EINPUT, "%s: the executor's size overflows", t->path);
+		}
+		total = b;
 	}
-	x->mem = calloc(1, total);
+	x->mem = calloc(1, (size_t)total + 1);
 	if (!x->mem) {
 		task_exec_release(x);
-		return cr_errf(err, CR_ENOMEM, "%s: cannot allocate %zu bytes for the executor",
-			       t->name, total);
+		return cr_errf(err, CR_ENOMEM, "%s: cannot allocate %lld bytes for the executor",
+			       t->name, (long long)total);
 	}
 	p = x->mem;
 	for (int i = 0; i < t->n_values; i++) {

@@ -351,7 +351,10 @@ static bool solve_shapes(const struct task *t, const struct task_shape_range *r,
 		if (t->tensors[i].role == TASK_OUTPUT)
 			continue;
 		task_tensor_shape(t, i, d, v[i].shape);
-		v[i].n = task_tensor_numel(t, i, d);
+		/* a drawn combination of listed extents may hold more than any
+		 * listed shape: counted with overflow checks, refused over the cap */
+		if (!task_shape_numel(v[i].shape, v[i].rank, &v[i].n))
+			goto out;
 	}
 	for (int n = 0; n < t->n_nodes; n++) {
 		const struct task_node *nd = &t->nodes[n];
@@ -414,8 +417,12 @@ bool task_gen_shape(const struct task *t, const struct task_shape_range *r, int 
 	}
 	if (!solve_shapes(t, r, out))
 		return false;
-	for (int i = 0; i < t->n_tensors; i++)
-		total += task_tensor_numel(t, i, out);
+	for (int i = 0; i < t->n_tensors; i++) {
+		int64_t shape[TASK_MAX_RANK], n;
+		task_tensor_shape(t, i, out, shape);
+		if (!task_shape_numel(shape, t->tensors[i].rank, &n) || !task_add(total, n, &total))
+			return false;
+	}
 	/* a listed shape is checked anyway: a drawn one must be new */
 	for (int q = 0; q <= t->n_checks; q++)
 		if (!memcmp(q < t->n_checks ? &t->checks[q] : &t->cpu, out, sizeof *out))

@@ -82,17 +82,15 @@ static enum cr_status infer_sum(const struct task_node *nd, const struct task_va
 	if (axis < 0)
 		return cr_errf(err, CR_EINPUT, "op sum: dim out of range for rank %d",
 			       in[0].rank);
-	out->n = 1;
 	for (int i = 0; i < in[0].rank; i++) {
 		if (i == axis)
 			continue;
 		out->shape[r++] = in[0].shape[i];
-		out->n *= in[0].shape[i];
 	}
 	if (r == 0)
 		out->shape[r++] = 1;
 	out->rank = r;
-	return CR_OK;
+	return task_val_count(nd, out, err);
 }
 
 static enum cr_status infer_layernorm(const struct task_node *nd, const struct task_val *in,
@@ -121,8 +119,7 @@ static enum cr_status infer_matmul(const struct task_node *nd, const struct task
 	out->rank = 2;
 	out->shape[0] = in[0].shape[0];
 	out->shape[1] = in[1].shape[1];
-	out->n = out->shape[0] * out->shape[1];
-	return CR_OK;
+	return task_val_count(nd, out, err);
 }
 
 static enum cr_status infer_xent(const struct task_node *nd, const struct task_val *in,

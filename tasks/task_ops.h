@@ -47,6 +47,18 @@ const struct task_opdef *task_op_find(const char *name);
 /* For `crucible list` and docs: the i-th op, NULL past the end. */
 const struct task_opdef *task_op_at(int i);
 
+/* Sets o->n from o->rank and o->shape through task_shape_numel; an error
+ * naming op nd when an extent is below 1 or the count overflows or
+ * exceeds TASK_MAX_NUMEL. Every infer ends in it or copies an input's n. */
+enum cr_status task_val_count(const struct task_node *nd, struct task_val *o,
+			      struct cr_err *err);
+/* Every value's rank, shape and count under d (v: [t->n_values]): the
+ * tensors' from their declarations, the intermediates' from the ops'
+ * infer. The message names t's file, the field and which dim set. Output
+ * tensors keep their declared shape (the caller compares, check_shapes). */
+enum cr_status task_infer(const struct task *t, const struct task_dimset *d, const char *which,
+			  struct task_val *v, int64_t *total, struct cr_err *err);
+
 /* Normalises a possibly negative axis; -1 if out of range. */
 int task_axis(int64_t axis, int rank);
 
