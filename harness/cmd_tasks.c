@@ -102,7 +102,8 @@ static void coverage(const struct task *ts, int n)
 int cr_cmd_list(int argc, char **argv)
 {
 	struct task *ts = NULL;
-	int n = 0, rc = 0, w[6] = { 4, 10, 4, 8, 5, 5 };
+	struct task_broken *bad = NULL;
+	int n = 0, n_bad = 0, rc = 0, w[6] = { 4, 10, 4, 8, 5, 5 };
 	struct cr_err err;
 	char *spec = NULL;
 	size_t sl = 0;
@@ -113,7 +114,10 @@ int cr_cmd_list(int argc, char **argv)
 			printf("usage: crucible list [SET|TASK...] [--json]\n"
 			       "Lists tasks: name, primitives, bench dims, backward, flops and bytes at the\n"
 			       "bench shape, and the KernelBench source each mirrors. No argument: every set.\n"
-			       "--json: one JSON array of the same, for scripts.\n");
+			       "--json: one JSON array of the same, for scripts.\n"
+			       "A task file that fails to load is listed with its error (\"error\" in\n"
+			       "--json) and fails only itself: exit 0, or 2 when a TASK named on the\n"
+			       "command line is broken (`crucible lint` fails on any).\n");
 			return 0;
 		}
 		if (!strcmp(argv[i], "--json")) {
@@ -131,15 +135,23 @@ int cr_cmd_list(int argc, char **argv)
 		sl = strlen(spec);
 	}
 	cr_err_init(&err);
-	if (task_registry_load(spec, &ts, &n, &err)) {
+	if (task_registry_scan(spec, &ts, &n, &bad, &n_bad, &err)) {
 		fprintf(stderr, "crucible list: %s\n", err.msg);
 		free(spec);
 		return cr_status_exit_code(err.status);
+	}
+	/* a broken file fails only itself (SPEC §2): its row says why; the
+	 * exit status only when the command line named it */
+	for (int i = 0; i < n_bad; i++) {
+		fprintf(stderr, "crucible list: %s: %s\n", bad[i].name, bad[i].msg);
+		if (bad[i].named)
+			rc = 2;
 	}
 	struct row { char prims[512], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
 	if (!rows) {
 		fprintf(stderr, "crucible list: out of memory\n");
 		task_list_free(ts, n);
+		free(bad);
 		free(spec);
 		return 3;
 	}
@@ -184,6 +196,12 @@ int cr_cmd_list(int argc, char **argv)
 			json_object_set_new(o, "source", json_string(ts[i].source));
 			json_array_append_new(a, o);
 		}
+		for (int i = 0; i < n_bad; i++) {
+			json_t *o = json_object();
+			json_object_set_new(o, "task", json_string(bad[i].name));
+			json_object_set_new(o, "error", json_string(bad[i].msg));
+			json_array_append_new(a, o);
+		}
 		char *txt = json_dumps(a, JSON_INDENT(2));
 		if (txt)
 			printf("%s\n", txt);
@@ -196,11 +214,17 @@ int cr_cmd_list(int argc, char **argv)
 			printf("%-*s %-*s %-*s %-*s %-*s %-*s %s\n", w[0], ts[i].name, w[1], rows[i].prims,
 			       w[2], rows[i].dims, w[3], ts[i].backward ? "yes" : "no", w[4], rows[i].fl,
 			       w[5], rows[i].by, ts[i].source[0] ? ts[i].source : "-");
-		printf("%d task(s)\n", n);
+		for (int i = 0; i < n_bad; i++)
+			printf("%-*s error: %s\n", w[0], bad[i].name, bad[i].msg);
+		printf("%d task(s)", n);
+		if (n_bad)
+			printf(", %d broken (listed with their error)", n_bad);
+		printf("\n");
 		coverage(ts, n);
 	}
 	free(rows);
 	task_list_free(ts, n);
+	free(bad);
 	free(spec);
 	return rc;
 }
@@ -323,6 +347,13 @@ int cr_cmd_dump(int argc, char **argv)
 	if (dims && parse_dims_arg(&t, dims, &d)) {
 		fprintf(stderr, "crucible dump: --dims '%s': expected NAME=POSITIVE,... over the dims of %s\n",
 			dims, t.name);
+		task_release(&t);
+		return 2;
+	}
+	/* the shape the reference runs on, checked before it is allocated:
+	 * counts, the size caps (SPEC §2), the ops' rules */
+	if (task_check_dims(&t, &d, dims ? "--dims" : "check_dims[0]", true, &err)) {
+		fprintf(stderr, "crucible dump: %s\n", err.msg);
 		task_release(&t);
 		return 2;
 	}
@@ -495,7 +526,8 @@ static bool lint_output(const double *a, const double *b, const double *c,
 int cr_cmd_lint(int argc, char **argv)
 {
 	struct task *ts = NULL;
-	int n = 0, bad = 0, checked = 0, notes = 0;
+	struct task_broken *broken = NULL;
+	int n = 0, n_broken = 0, bad = 0, checked = 0, notes = 0;
 	struct cr_err err;
 	const char *spec = NULL;
 
@@ -510,7 +542,8 @@ int cr_cmd_lint(int argc, char **argv)
 			       "profiles that saturate the chain are reported as notes.\n"
 			       "Shapes where an input has fewer than 16\n"
 			       "elements are edge cases for the verifier and are not judged here.\n"
-			       "Exit 1 when a task fails.\n");
+			       "A task file that does not load fails (with its error); the others are\n"
+			       "still checked. Exit 1 when a task fails.\n");
 			return 0;
 		}
 		if (argv[i][0] == '-' || spec) {
@@ -520,10 +553,16 @@ int cr_cmd_lint(int argc, char **argv)
 		spec = argv[i];
 	}
 	cr_err_init(&err);
-	if (task_registry_load(spec, &ts, &n, &err)) {
+	if (task_registry_scan(spec, &ts, &n, &broken, &n_broken, &err)) {
 		fprintf(stderr, "crucible lint: %s\n", err.msg);
 		return cr_status_exit_code(err.status);
 	}
+	for (int i = 0; i < n_broken; i++) {
+		printf("FAIL %-24s does not load: %s\n", broken[i].name, broken[i].msg);
+		checked++;
+		bad++;
+	}
+	free(broken);
 	for (int i = 0; i < n; i++) {
 		const struct task *t = &ts[i];
 		bool ok = true;

@@ -100,23 +100,64 @@ enum cr_status task_registry_find(const char *name, struct task *t, struct cr_er
 	return task_load(t, path, name, err);
 }
 
-static enum cr_status add_task(struct task **v, int *n, int *cap, const char *name,
-			       struct cr_err *err)
+/* What a scan collects: the loaded tasks and the files that failed. */
+struct scan {
+	struct task *v;
+	int n, cap;
+	struct task_broken *bad;
+	int n_bad, cap_bad;
+};
+
+static bool seen(struct scan *sc, const char *name, bool named)
 {
-	for (int i = 0; i < *n; i++)
-		if (!strcmp((*v)[i].name, name))
-			return CR_OK;
-	if (*n == *cap) {
-		int nc = *cap ? *cap * 2 : 16;
-		struct task *nv = realloc(*v, sizeof **v * (size_t)nc);
+	for (int i = 0; i < sc->n; i++)
+		if (!strcmp(sc->v[i].name, name))
+			return true;
+	for (int i = 0; i < sc->n_bad; i++)
+		if (!strcmp(sc->bad[i].name, name)) {
+			sc->bad[i].named |= named;
+			return true;
+		}
+	return false;
+}
+
+/* Loads one task into sc; a file that exists and fails to load is recorded
+ * in sc->bad, not returned: one bad file fails only itself. */
+static enum cr_status add_task(struct scan *sc, const char *name, bool named, struct cr_err *err)
+{
+	struct cr_err e;
+	struct task_broken *b;
+
+	if (seen(sc, name, named))
+		return CR_OK;
+	if (sc->n == sc->cap) {
+		int nc = sc->cap ? sc->cap * 2 : 16;
+		struct task *nv = realloc(sc->v, sizeof *sc->v * (size_t)nc);
 		if (!nv)
 			return cr_errf(err, CR_ENOMEM, "out of memory loading tasks");
-		*v = nv;
-		*cap = nc;
+		sc->v = nv;
+		sc->cap = nc;
 	}
-	if (task_registry_find(name, &(*v)[*n], err))
-		return err->status;
-	(*n)++;
+	cr_err_init(&e);
+	if (!task_registry_find(name, &sc->v[sc->n], &e)) {
+		sc->n++;
+		return CR_OK;
+	}
+	if (e.status == CR_ENOMEM || !task_registry_exists(name))
+		return cr_errf(err, e.status, "%s", e.msg);
+	if (sc->n_bad == sc->cap_bad) {
+		int nc = sc->cap_bad ? sc->cap_bad * 2 : 4;
+		struct task_broken *nb = realloc(sc->bad, sizeof *sc->bad * (size_t)nc);
+		if (!nb)
+			return cr_errf(err, CR_ENOMEM, "out of memory loading tasks");
+		sc->bad = nb;
+		sc->cap_bad = nc;
+	}
+	b = &sc->bad[sc->n_bad++];
+	memset(b, 0, sizeof *b);
+	snprintf(b->name, sizeof b->name, "%s", name);
+	snprintf(b->msg, sizeof b->msg, "%s", e.msg);
+	b->named = named;
 	return CR_OK;
 }
 
@@ -126,12 +167,37 @@ static int cmp_task(const void *a, const void *b)
 	return strverscmp(((const struct task *)a)->name, ((const struct task *)b)->name);
 }
 
-enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,
-				  struct cr_err *err)
+static int cmp_broken(const void *a, const void *b)
+{
+	return strverscmp(((const struct task_broken *)a)->name, ((const struct task_broken *)b)->name);
+}
+
+/* Every task of set dir/set (a file name without ".json"). */
+static enum cr_status add_set(struct scan *sc, const char *tdir, const char *set, bool must,
+			      struct cr_err *err)
 {
 	enum cr_status st = CR_OK;
-	struct task *v = NULL;
-	int cnt = 0, cap = 0;
+	char sdir[1024], **stems;
+	int ns;
+
+	snprintf(sdir, sizeof sdir, "%s/%s", tdir, set);
+	ns = list_dir(sdir, ".json", &stems);
+	if (ns <= 0 && must)
+		st = cr_errf(err, CR_EINPUT, "unknown task set '%s' (no tasks in %s)", set, sdir);
+	for (int k = 0; k < ns && !st; k++) {
+		char nm[256];
+		snprintf(nm, sizeof nm, "%s/%s", set, stems[k]);
+		st = add_task(sc, nm, false, err);
+	}
+	free_list(stems, ns > 0 ? ns : 0);
+	return st;
+}
+
+enum cr_status task_registry_scan(const char *spec, struct task **tasks, int *n,
+				  struct task_broken **broken, int *n_broken, struct cr_err *err)
+{
+	enum cr_status st = CR_OK;
+	struct scan sc = { 0 };
 	char *copy = NULL, *tok, *save = NULL, **sets = NULL, tdir[1024];
 	int nsets = 0;
 
@@ -142,18 +208,8 @@ enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,
 			st = cr_errf(err, CR_EENV, "cannot read the task directory %s", tdir);
 			goto out;
 		}
-		for (int i = 0; i < nsets && !st; i++) {
-			char sdir[1024], **stems;
-			int ns;
-			snprintf(sdir, sizeof sdir, "%s/%s", tdir, sets[i]);
-			ns = list_dir(sdir, ".json", &stems);
-			for (int k = 0; k < ns && !st; k++) {
-				char nm[256];
-				snprintf(nm, sizeof nm, "%s/%s", sets[i], stems[k]);
-				st = add_task(&v, &cnt, &cap, nm, err);
-			}
-			free_list(stems, ns > 0 ? ns : 0);
-		}
+		for (int i = 0; i < nsets && !st; i++)
+			st = add_set(&sc, tdir, sets[i], false, err);
 		goto out;
 	}
 	copy = strdup(spec);
@@ -162,41 +218,47 @@ enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,
 		goto out;
 	}
 	for (tok = strtok_r(copy, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
-		if (strchr(tok, '/')) {
-			st = add_task(&v, &cnt, &cap, tok, err);
-		} else {
-			char sdir[1024], **stems;
-			int ns;
-			if (strstr(tok, "..")) {
-				st = cr_errf(err, CR_EINPUT, "bad task set '%s'", tok);
-				break;
-			}
-			snprintf(sdir, sizeof sdir, "%s/%s", tdir, tok);
-			ns = list_dir(sdir, ".json", &stems);
-			if (ns <= 0) {
-				free_list(stems, ns > 0 ? ns : 0);
-				st = cr_errf(err, CR_EINPUT, "unknown task set '%s' (no tasks in %s)", tok, sdir);
-				break;
-			}
-			for (int k = 0; k < ns && !st; k++) {
-				char nm[256];
-				snprintf(nm, sizeof nm, "%s/%s", tok, stems[k]);
-				st = add_task(&v, &cnt, &cap, nm, err);
-			}
-			free_list(stems, ns);
-		}
+		if (strchr(tok, '/'))
+			st = add_task(&sc, tok, true, err);
+		else if (strstr(tok, ".."))
+			st = cr_errf(err, CR_EINPUT, "bad task set '%s'", tok);
+		else
+			st = add_set(&sc, tdir, tok, true, err);
 	}
 out:
 	free(copy);
 	free_list(sets, nsets > 0 ? nsets : 0);
 	if (st) {
-		free(v);
-		v = NULL;
-		cnt = 0;
-	} else if (cnt > 1) {
-		qsort(v, (size_t)cnt, sizeof *v, cmp_task);
+		task_list_free(sc.v, sc.n);
+		free(sc.bad);
+		sc = (struct scan){ 0 };
+	} else {
+		if (sc.n > 1)
+			qsort(sc.v, (size_t)sc.n, sizeof *sc.v, cmp_task);
+		if (sc.n_bad > 1)
+			qsort(sc.bad, (size_t)sc.n_bad, sizeof *sc.bad, cmp_broken);
 	}
-	*tasks = v;
-	*n = cnt;
+	*tasks = sc.v;
+	*n = sc.n;
+	*broken = sc.bad;
+	*n_broken = sc.n_bad;
+	return st;
+}
+
+enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,
+				  struct cr_err *err)
+{
+	struct task_broken *bad;
+	int n_bad;
+	enum cr_status st = task_registry_scan(spec, tasks, n, &bad, &n_bad, err);
+
+	for (int i = 0; !st && i < n_bad; i++)
+		if (bad[i].named) {
+			st = cr_errf(err, CR_EINPUT, "%s", bad[i].msg);
+			task_list_free(*tasks, *n);
+			*tasks = NULL;
+			*n = 0;
+		}
+	free(bad);
 	return st;
 }
