@@ -62,7 +62,8 @@ static int list_dir(const char *dir, const char *suffix, char ***out)
 			n++;
 	}
 	closedir(d);
-	qsort(v, (size_t)n, sizeof *v, cmp_str);
+	if (n > 1) /* v is NULL for an empty directory */
+		qsort(v, (size_t)n, sizeof *v, cmp_str);
 	*out = v;
 	return n;
 }
