@@ -608,16 +608,9 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 	*tasks = nt;
 	cr_err_init(&e);
 	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
+		if (task_registry_exists(tname))
+			return cr_errf(err, CR_EINPUT, "%s", e.msg);
 		r->status = CHECK_FORMAT_ERROR;
-		if (task_registry_exists(tname)) {
-			/* the task file is broken, not the candidate: a row that
-			 * says so, and the batch goes on (SPEC §2: a bad task
-			 * file fails only itself) */
-			snprintf(r->detail, sizeof r->detail, "the task %s does not load (the task file's "
-				 "error, not the candidate's): %s", tname, e.msg);
-			fprintf(stderr, "crucible eval: %s: task %s does not load: %s\n", path, tname, e.msg);
-			return CR_OK;
-		}
 		if (f->parsed)
 			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
 		else
