@@ -49,13 +49,20 @@ if [ "$rc" -eq 1 ] && grep -q '^FAIL s/broken .*does not load' <<<"$out" && grep
 else bad "lint s: exit $rc (want 1, s/broken failing, s/relu ok): $out"; fi
 
 # eval of a candidate for another task of a set with a broken file, the
-# set as its --tasks filter (a harness change is needed for a candidate OF
-# the broken task to get a row: cmd_eval.c still stops the run there)
+# set as its --tasks filter
 cp "$src/relu.json" "$tmp/data/tasks/smoke/"
 cp "$tmp/data/tasks/s/broken.json" "$tmp/data/tasks/s/broken_json.json" "$tmp/data/tasks/smoke/"
 out=$("$exe" eval "$real/candidates/smoke/relu_plain.c" --tasks smoke --out "$tmp/ev" 2>&1); rc=$?
 if [ "$rc" -eq 0 ] && grep -q '"smoke/relu",.*,"ok",' "$tmp/ev/results.csv" 2>/dev/null; then ok
 else bad "eval relu_plain.c --tasks smoke: exit $rc, want 0 and an ok row: $out"; fi
+
+# a candidate OF the broken task: an input error naming the task file
+# (exit 2), never a format_error blamed on the candidate (tests/harness/rows.sh)
+sed 's|^// @task smoke/softmax|// @task smoke/broken|' "$real/candidates/smoke/softmax_plain.c" > "$tmp/for_broken.c"
+grep -q '@task smoke/broken' "$tmp/for_broken.c" || bad "test setup: the @task line did not change"
+out=$("$exe" eval "$tmp/for_broken.c" --no-timing --out "$tmp/ev2" 2>&1); rc=$?
+if [ "$rc" -eq 2 ] && grep -q 'broken.json' <<<"$out"; then ok
+else bad "eval of a candidate for the broken task: exit $rc, want 2 naming broken.json: $out"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
