@@ -43,7 +43,7 @@ static int unsafe(uint32_t c)
 	       (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
-size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap)
+static size_t escape(const char *in, size_t n, char *out, size_t cap, int ws_to_space)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)in;
@@ -54,7 +54,7 @@ size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap)
 	while (i < n && p[i]) {
 		uint32_t c = 0;
 		int len = utf8_len(p + i, n - i, &c);
-		if (len && (c == '\n' || c == '\r' || c == '\t')) {
+		if (ws_to_space && len && (c == '\n' || c == '\r' || c == '\t')) {
 			if (o + 1 >= cap)
 				break;
 			out[o++] = ' ';
@@ -81,6 +81,16 @@ size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap)
 	}
 	out[o] = '\0';
 	return o;
+}
+
+size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap)
+{
+	return escape(in, n, out, cap, 1);
+}
+
+size_t cr_text_escape_name(const char *in, size_t n, char *out, size_t cap)
+{
+	return escape(in, n, out, cap, 0);
 }
 
 void cr_text_escape_inplace(char *s, size_t cap)

@@ -15,6 +15,10 @@
  * sequence is never cut. Escaping escaped text changes nothing. Returns the
  * bytes written (without the NUL). */
 size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap);
+/* The same for a name (a file name or path): newline, carriage return and
+ * tab are \xNN too (a newline in a file name must not read as a space). Idempotent, and cr_text_escape leaves its
+ * output unchanged. */
+size_t cr_text_escape_name(const char *in, size_t n, char *out, size_t cap);
 /* The same on a NUL-terminated string in a buffer of cap bytes. */
 void cr_text_escape_inplace(char *s, size_t cap);
 

@@ -277,7 +277,7 @@ static void *gen_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&R->mu);
 	for (;;) {
-		struct request *q;
+		struct request *q = NULL;
 		while (!R->stop && !(q = next_pending(R)))
 			pthread_cond_wait(&R->cv_gen, &R->mu);
 		if (R->stop)

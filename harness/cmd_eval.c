@@ -38,10 +38,11 @@
 #include "tasks/task_registry.h"
 
 /* Text a candidate controls (its file name, @task, any detail), safe to
- * print: control bytes, invalid UTF-8 and bidi overrides escaped. */
+ * print: control bytes (a newline in a file name too), invalid UTF-8 and
+ * bidi overrides escaped. */
 static const char *safe(const char *s, char *buf, size_t cap)
 {
-	cr_text_escape(s, strlen(s), buf, cap);
+	cr_text_escape_name(s, strlen(s), buf, cap);
 	return buf;
 }
 
@@ -615,6 +616,9 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
 		else
 			snprintf(r->detail, sizeof r->detail, "%s", f->error);
+		/* a name no task has: the row names no task (reports would count
+		 * it as one more task of the run, failed) */
+		tname[0] = '\0';
 		return CR_OK;
 	}
 	*out = &nt[(*n_tasks)++];
@@ -791,6 +795,8 @@ static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, un
 		tn = cf->parsed ? cf->cand.task : cf->task_hint[0] ? cf->task_hint :
 		     fallback ? fallback : "";
 	cr_text_escape(tn, strlen(tn), t, sizeof t);
+	if (t[0] && !task_registry_exists(tn))
+		t[0] = '\0';   /* a name no task has: its row names none (task_for) */
 	if (t[0])
 		len = snprintf(buf, sizeof buf, "%s\n%s", cf->sha256, t);
 	else
@@ -1052,6 +1058,8 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			fprintf(stderr, "crucible eval: %s\n", err->msg);
 			cr_err_init(err);
 			memset(&meta, 0, sizeof meta);
+		} else if (meta.bad[0]) {
+			fprintf(stderr, "crucible eval: %s\n", meta.bad);
 		}
 		row = (struct cr_row){ .run_id = run_id, .task = tnames[i], .candidate = fs[i].path, .verify_s = NAN,
 				       .backend = "cuda", .device = device, .r = &rs[i], .m = &meta,
@@ -1455,6 +1463,8 @@ int cr_cmd_eval(int argc, char **argv)
 			fprintf(stderr, "crucible eval: %s\n", err.msg);
 			cr_err_init(&err);
 			memset(&m, 0, sizeof m);
+		} else if (m.bad[0]) {
+			fprintf(stderr, "crucible eval: %s\n", m.bad);
 		}
 		/* the file is read, hashed and parsed once; that travels on */
 		cr_cand_load(&cf, cand);

@@ -377,7 +377,7 @@ static enum cr_status job_done(struct eval_jobs *p, struct job *j, int r, eval_j
 		close(j->cmd);
 		j->pid = 0;
 		describe_exit(ws, how, sizeof how);
-		cr_text_escape(j->name, strlen(j->name), esc, sizeof esc);
+		cr_text_escape_name(j->name, strlen(j->name), esc, sizeof esc);
 		return cr_errf(err, CR_EENV, "the job verifying %s %s before it reported (a fault of "
 			       "crucible, not of the candidate; the rows before it are kept)", esc, how);
 	}

@@ -3,6 +3,7 @@
 #include "common/cr_text.h"
 
 #include <csv.h>
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -127,13 +128,14 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 {
 	const struct cr_result *r = row->r;
 	const struct cr_meta *m = row->m;
-	char b[21][64], detail[sizeof r->detail];
+	char b[21][64], detail[sizeof r->detail], cand[2048];
 	const char *cols[64];
 	int i = 0;
 
 	/* every field a candidate or its sidecar controls, escaped again here
 	 * (escaping is idempotent) so no row can carry a control sequence */
 	cr_text_escape(r->detail, strlen(r->detail), detail, sizeof detail);
+	cr_text_escape_name(row->candidate, strlen(row->candidate), cand, sizeof cand);
 
 	num(b[0], 64, r->max_abs_err, "%.6g");
 	num(b[1], 64, r->max_rel_err, "%.6g");
@@ -154,7 +156,7 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 	num(b[13], 64, r->roofline, "%.4f");
 	cols[i++] = row->run_id;
 	cols[i++] = row->task;
-	cols[i++] = row->candidate;
+	cols[i++] = cand;
 	cols[i++] = m->sample;
 	cols[i++] = row->backend;
 	cols[i++] = row->device;
@@ -265,7 +267,7 @@ enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_
 
 	if (!r->timed || n <= 0)
 		return CR_OK;
-	cr_text_escape(candidate, strlen(candidate), esc, sizeof esc);
+	cr_text_escape_name(candidate, strlen(candidate), esc, sizeof esc);
 	for (int i = 0; i < n; i++)
 		for (int side = 0; side < 2; side++) {
 			double us = side ? r->raw_base_us[i] : r->raw_cand_us[i];
@@ -364,6 +366,46 @@ static void get_str(json_t *o, const char *key, char *dst, size_t cap)
 	cr_text_escape_inplace(dst, cap);   /* a sidecar is the candidate's too */
 }
 
+/* A numeric field as the results.csv reader takes it (reports/report_csv.c):
+ * an integer >= 0 (int_only) or a finite number >= 0, a JSON number or a
+ * string holding one; anything else is left empty and named in m->bad. */
+static void get_num(json_t *o, const char *key, char *dst, size_t cap, bool int_only,
+		    struct cr_meta *m)
+{
+	json_t *v = json_object_get(o, key);
+	const char *s;
+	char *end;
+	bool ok;
+
+	get_str(o, key, dst, cap);
+	if (!v || json_is_null(v))
+		return;
+	if (!*dst && !json_is_string(v))
+		goto bad;   /* true, an array, an object */
+	if (!*dst)
+		return;
+	s = dst;
+	errno = 0;
+	if (int_only) {
+		long long x = strtoll(s, &end, 10);
+		ok = end != s && !*end && errno != ERANGE && x >= 0 &&
+		     (json_is_string(v) || json_is_integer(v)) && (size_t)(end - s) < cap - 1;
+	} else {
+		double x = strtod(s, &end);
+		ok = end != s && !*end && errno != ERANGE && isfinite(x) && x >= 0 &&
+		     !json_is_true(v) && !json_is_false(v);
+	}
+	for (const char *c = s; ok && *c; c++)
+		ok = !isspace((unsigned char)*c);
+	if (ok)
+		return;
+bad:
+	dst[0] = '\0';
+	if (strlen(m->bad) + strlen(key) + 3 < sizeof m->bad)
+		snprintf(m->bad + strlen(m->bad), sizeof m->bad - strlen(m->bad), "%s%s",
+			 m->bad[0] ? ", " : "", key);
+}
+
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err)
 {
 	char path[1024], esc[1100], *buf;
@@ -392,24 +434,30 @@ enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_
 	}
 	get_str(o, "model", m->model, sizeof m->model);
 	get_str(o, "task", m->task, sizeof m->task);
-	get_str(o, "sample", m->sample, sizeof m->sample);
-	get_str(o, "seed", m->seed, sizeof m->seed);
-	get_str(o, "temperature", m->temperature, sizeof m->temperature);
-	get_str(o, "top_p", m->top_p, sizeof m->top_p);
-	get_str(o, "top_k", m->top_k, sizeof m->top_k);
-	get_str(o, "min_p", m->min_p, sizeof m->min_p);
-	get_str(o, "turn", m->turn, sizeof m->turn);
-	get_str(o, "prompt_tokens", m->prompt_tokens, sizeof m->prompt_tokens);
-	get_str(o, "reasoning_tokens", m->reasoning_tokens, sizeof m->reasoning_tokens);
-	get_str(o, "completion_tokens", m->completion_tokens, sizeof m->completion_tokens);
+	get_num(o, "sample", m->sample, sizeof m->sample, true, m);
+	get_num(o, "seed", m->seed, sizeof m->seed, false, m);
+	get_num(o, "temperature", m->temperature, sizeof m->temperature, false, m);
+	get_num(o, "top_p", m->top_p, sizeof m->top_p, false, m);
+	get_num(o, "top_k", m->top_k, sizeof m->top_k, false, m);
+	get_num(o, "min_p", m->min_p, sizeof m->min_p, false, m);
+	get_num(o, "turn", m->turn, sizeof m->turn, true, m);
+	get_num(o, "prompt_tokens", m->prompt_tokens, sizeof m->prompt_tokens, false, m);
+	get_num(o, "reasoning_tokens", m->reasoning_tokens, sizeof m->reasoning_tokens, false, m);
+	get_num(o, "completion_tokens", m->completion_tokens, sizeof m->completion_tokens, false, m);
 	get_str(o, "strategy", m->strategy, sizeof m->strategy);
 	get_str(o, "parent", m->parent, sizeof m->parent);
-	get_str(o, "generation", m->generation, sizeof m->generation);
-	get_str(o, "cumulative_tokens", m->cumulative_tokens, sizeof m->cumulative_tokens);
-	get_str(o, "gen_s", m->gen_s, sizeof m->gen_s);
+	get_num(o, "generation", m->generation, sizeof m->generation, true, m);
+	get_num(o, "cumulative_tokens", m->cumulative_tokens, sizeof m->cumulative_tokens, false, m);
+	get_num(o, "gen_s", m->gen_s, sizeof m->gen_s, false, m);
 	get_str(o, "expect", m->expect, sizeof m->expect);
 	get_str(o, "expect_compile", m->expect_compile, sizeof m->expect_compile);
 	json_decref(o);
+	if (m->bad[0]) {
+		char keys[sizeof m->bad];
+		memcpy(keys, m->bad, sizeof keys);
+		snprintf(m->bad, sizeof m->bad, "%.120s: not a number >= 0 (an integer for sample, "
+			 "turn, generation), left empty: %s", esc, keys);
+	}
 	return CR_OK;
 }
 

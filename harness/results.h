@@ -17,6 +17,8 @@ struct cr_meta {
 	char parent[128], generation[16], cumulative_tokens[32], gen_s[32]; /* crucible run */
 	char expect[32];         /* crucible's own sample metadata: the expected status */
 	char expect_compile[32]; /* ... and the expected status of a compile-only run */
+	char bad[256];           /* "" or a message naming the sidecar and its fields of the
+				  * wrong type or range, which were left empty */
 };
 
 struct cr_row {

@@ -201,8 +201,6 @@ static int parse_row(struct load *L, struct report_row *r)
 		snprintf(nbuf[1], sizeof nbuf[1], "%zu", L->n_fields);
 		return fail(L, "expected %s fields as in the header, found %s", nbuf[0], nbuf[1]);
 	}
-	if (!*field(L, C_TASK))
-		return fail(L, "column '%s' is empty%s", "task", "");
 	for (i = 0; i < RS_COUNT && strcmp(st, report_status_names[i]); i++)
 		;
 	if (i == RS_COUNT)
@@ -210,6 +208,10 @@ static int parse_row(struct load *L, struct report_row *r)
 			    "runtime_error, timeout, out_of_bounds, input_mutated, degenerate, "
 			    "mismatch, nondeterministic, stale_result or ok)");
 	r->status = (enum report_rs)i;
+	/* a candidate that named no task (or whose file could not be read)
+	 * has a failing row with an empty task; a passing row must name one */
+	if (!*field(L, C_TASK) && r->status == RS_OK)
+		return fail(L, "column '%s' is empty%s", "task", " in a row with status ok");
 	for (i = 0; i < RB_COUNT && strcmp(bw, report_bw_names[i]); i++)
 		;
 	if (!*bw)
@@ -310,6 +312,12 @@ static void on_record(int term, void *data)
 	}
 	memset(&r, 0, sizeof r);
 	if (parse_row(L, &r)) {
+		free_row(&r);
+		goto out;
+	}
+	if (!*r.task) {
+		run->untasked[r.status]++;
+		run->n_untasked++;
 		free_row(&r);
 		goto out;
 	}

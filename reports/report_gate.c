@@ -580,6 +580,8 @@ enum cr_status report_gate_compute(const struct report_run *base, const struct r
 	enum cr_status st;
 
 	memset(g, 0, sizeof *g);
+	g->base_untasked = base->n_untasked;
+	g->cur_untasked = cur->n_untasked;
 	if ((st = groups_of(base, o->strict_backward, o->tasks, &RB, &B, &nb, e)) != CR_OK ||
 	    (st = groups_of(cur, o->strict_backward, o->tasks, &RC, &C, &nc, e)) != CR_OK)
 		goto out;

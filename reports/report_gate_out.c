@@ -97,6 +97,10 @@ static void floor_line(FILE *f, const struct report_gate *g, const struct report
 
 static void drift_line(FILE *f, const struct report_gate *g, const struct report_gate_opts *o)
 {
+	if (g->base_untasked || g->cur_untasked)
+		fprintf(f, "rows naming no task (a candidate file that gave none or could not be "
+			"read; compared nowhere): %d in the baseline, %d in the current run\n",
+			g->base_untasked, g->cur_untasked);
 	if (!g->n_drift)
 		return;
 	fprintf(f, "baseline drift: the task baselines ran %.2f× %s in the current run than in "
@@ -259,7 +263,7 @@ void report_gate_print_md(FILE *f, const struct report_gate *g, const struct rep
 		fprintf(f, "Decided %d of %d tasks: this pass is not evidence of no "
 			"regression.  \n", g->n_decided, g->n_compared);
 	floor_line(f, g, o);
-	if (g->n_drift) {
+	if (g->n_drift || g->base_untasked || g->cur_untasked) {
 		fprintf(f, "  \n");
 		drift_line(f, g, o);
 	}
@@ -339,6 +343,9 @@ int report_gate_print_json(FILE *f, const struct report_gate *g, const struct re
 	json_object_set_new(root, "counts", counts);
 	json_object_set_new(root, "fast1", json_real(g->fast1));
 	json_object_set_new(root, "baseline_fast1", json_real(g->base_fast1));
+	json_object_set_new(root, "untasked_rows", json_pack("{s:i, s:i}", "baseline",
+							     g->base_untasked, "current",
+							     g->cur_untasked));
 	json_object_set_new(root, "min_fast1", num_or_null(o->min_fast1));
 	json_object_set_new(root, "floor_failed", json_boolean(g->floor_failed));
 	json_object_set_new(root, "floor", json_string(floor_names[g->floor_state]));

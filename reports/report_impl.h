@@ -55,6 +55,11 @@ struct report_run {
 	struct report_row *rows;   /* [n_rows], owned */
 	size_t n_rows, cap;
 	int has_samples;           /* a samples.csv was found beside the file */
+	/* rows that name no task (a candidate whose file gave none: eval writes
+	 * a format_error row with an empty task): kept out of rows[], counted
+	 * by status so the status table and the totals still show them */
+	int untasked[RS_COUNT];
+	int n_untasked;
 };
 
 /* Options of the tables (p and k grids, task set, correctness rule). */
@@ -167,6 +172,8 @@ struct report_summary {
 	int tasks_from_list;       /* 0: tasks of the file, 1: --task-list, 2: union of files */
 	size_t n_tasks;            /* N */
 	size_t n_ignored_rows;     /* rows whose task is not in the task list */
+	int n_untasked;            /* rows naming no task: in the status counts and
+				    * totals, in no task's figures (report_run) */
 	struct report_task *tasks; /* [n_tasks], sorted by name */
 	int *c_fast_store;         /* [n_tasks * np] */
 	int n_min, n_max;          /* candidates per task, over tasks that have any */
@@ -320,6 +327,7 @@ struct report_gate {
 	double drift_gm;            /* geometric mean of the tasks' base_drift, NAN none */
 	int n_drift, n_drift_beyond; /* tasks with a drift, beyond the threshold */
 	int floor_failed;
+	int base_untasked, cur_untasked; /* rows naming no task: in no comparison */
 	int failed;         /* any LOST, MISSING, SLOWER, or the floor */
 };
 enum cr_status report_gate_compute(const struct report_run *base, const struct report_run *cur,

@@ -60,6 +60,10 @@ static void print_fast(FILE *f, const struct report_summary *s)
 
 void report_print_trust_md(FILE *f, const struct report_summary *s)
 {
+	if (s->n_untasked)
+		fprintf(f, "%d row(s) name no task (a candidate file that gave none or could not "
+			"be read): counted in the status table, in no task's figures.\n\n",
+			s->n_untasked);
 	if (!s->n_timed)
 		fprintf(f, "Timing: no timed rows.\n\n");
 	else if (!s->n_noisy)

@@ -97,6 +97,7 @@ static json_t *run_json(const struct report_summary *s)
 				      "correct candidates with a trusted speedup (timed, not noisy)",
 				      "interval", "within-run 95% interval: Student t on this run's "
 				      "log speedups"));
+	json_object_set_new(r, "untasked_rows", json_integer(s->n_untasked));
 	json_object_set_new(r, "timing", json_pack(
 		"{s:i, s:i, s:i, s:b, s:s}", "timed_rows", s->n_timed, "noisy_rows", s->n_noisy,
 		"noisy_correct", s->n_correct_noisy, "fast_p_lower_bound", s->n_noisy > 0, "rule",
@@ -240,6 +241,7 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 		line(f, S, "run", "all", "rows", (double)S->n_rows);
 		line(f, S, "run", "all", "tasks_n", (double)S->n_tasks);
 		line(f, S, "run", "all", "correct", S->n_correct);
+		line(f, S, "run", "all", "untasked_rows", S->n_untasked);
 		for (size_t j = 0; j < o->np; j++) {
 			snprintf(c, sizeof c, "fast_%g", o->p[j]);
 			line(f, S, "fast_p", "best_of_n", c, S->fast_best[j]);

@@ -474,14 +474,14 @@ enum cr_status report_summary_compute(const struct report_run *run,
 	st = task_names(run, o, &names, &nt, e);
 	if (st != CR_OK)
 		goto out;
-	if (nt == 0) {
+	if (nt == 0 && !run->n_untasked) {
 		st = cr_errf(e, CR_EINPUT, "%s: no candidate rows (and no --task-list): "
 			     "nothing to report", run->path);
 		goto out;
 	}
 	s->n_tasks = nt;
-	s->tasks = calloc(nt, sizeof *s->tasks);
-	s->c_fast_store = calloc(nt * (o->np ? o->np : 1), sizeof *s->c_fast_store);
+	s->tasks = calloc(nt ? nt : 1, sizeof *s->tasks);
+	s->c_fast_store = calloc((nt ? nt : 1) * (o->np ? o->np : 1), sizeof *s->c_fast_store);
 	tid = malloc((run->n_rows ? run->n_rows : 1) * sizeof *tid);
 	if (!s->tasks || !s->c_fast_store || !tid) {
 		st = cr_errf(e, CR_ENOMEM, "out of memory");
@@ -497,6 +497,12 @@ enum cr_status report_summary_compute(const struct report_run *run,
 		tid[i] = find_task(names, nt, run->rows[i].task);
 	if ((st = tally(run, tid, s, e)) != CR_OK || (st = reasoning(run, tid, s, e)) != CR_OK)
 		goto out;
+	/* rows naming no task: in the status table and the totals, in no
+	 * task's figures */
+	s->n_untasked = run->n_untasked;
+	s->n_rows += (size_t)run->n_untasked;
+	for (int i = 0; i < RS_COUNT; i++)
+		s->status_counts[i] += run->untasked[i];
 	s->n_min = -1;
 	for (size_t t = 0; t < nt; t++) {
 		int n = s->tasks[t].n;

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One bad file never loses the batch (issue 30): a folder of good and
+# broken candidates gets a row for every file eval could read, rows for
+# files that name no task (or a task that does not exist) name none and
+# `report` and `gate` accept them, file names with a newline, CR or tab
+# are escaped as \xNN (SPEC §1), and a sidecar's mistyped fields are named
+# and left empty instead of making results.csv unreadable.
+set -uo pipefail
+exe="$1"; src="$2"; out="$3"
+rm -rf "$out"; mkdir -p "$out/c"
+fail=0; pass=0
+ok() { pass=$((pass + 1)); }
+no() { echo "FAIL: $*"; fail=$((fail + 1)); }
+c="$out/c"; S="$src/data/candidates/smoke"
+cp "$S/relu_plain.c" "$c/good.c"
+printf 'int x;\n' > "$c/notask.c"
+: > "$c/empty.c"
+head -c 3000 /dev/urandom | tr -d '@' > "$c/garbage.c"
+{ printf '// @task no/such\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/unknown_task.c"
+{ printf '// @task smoke/\033[31mrelu\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/esc_task.c"
+cp "$S/relu_plain.c" "$c/new
+line.c"
+cp "$S/relu_plain.c" "$c/$(printf 'cr\rname.c')"
+cp "$S/relu_plain.c" "$c/$(printf 'tab\tname.c')"
+ln -s /nonexistent "$c/dangling.c"
+mkfifo "$c/fifo.c"
+cp "$S/relu_plain.c" "$c/side_types.c"
+printf '{"model": "m", "sample": "x", "seed": -1, "temperature": "hot", "turn": 1.5, "top_k": true}' > "$c/side_types.json"
+cp "$S/relu_plain.c" "$c/side_bad.c"
+printf '{"model": ' > "$c/side_bad.json"
+
+timeout 300 "$exe" eval "$c" --no-timing --backend cpu --jobs 1 --out "$out/run" >"$out/eval.txt" 2>"$out/eval.err"; rc=$?
+[ "$rc" -eq 0 ] && ok || no "eval exited $rc: $(tail -3 "$out/eval.err")"
+R="$out/run/results.csv"
+# names are escaped, so no field holds a raw newline: a line is a row
+rows=$(awk 'END { print NR - 1 }' "$R")
+[ "$rows" = 11 ] && ok || no "expected 11 rows (every regular file), found $rows"
+grep -q 'skipped .*dangling.c: a symbolic link' "$out/eval.err" && ok || no "dangling link not named on stderr"
+grep -q 'skipped .*fifo.c: a FIFO' "$out/eval.err" && ok || no "FIFO not named on stderr"
+for stem in notask empty garbage unknown_task esc_task; do
+	grep -q "^\"[^\"]*\",\"\",\"[^\"]*$stem.c\",.*\"format_error\"" "$R" && ok ||
+		no "$stem: not a format_error row naming no task: $(grep "$stem" "$R" | cut -c1-160)"
+done
+grep -q 'unknown_task.c:1: @task: unknown task' "$R" && ok || no "unknown task: detail does not say so"
+for esc in 'new\\x0aline.c' 'cr\\x0dname.c' 'tab\\x09name.c'; do
+	grep -q "\"smoke/relu\",\"[^\"]*$esc\"" "$R" && ok || no "file name not escaped as $esc in results.csv"
+	grep -q "$esc" "$out/eval.txt" && ok || no "file name not escaped as $esc on the terminal"
+done
+grep -q 'side_types.json: not a number >= 0.*sample, seed, temperature, top_k, turn' "$out/eval.err" && ok ||
+	no "sidecar's mistyped fields not named: $(grep side_types "$out/eval.err")"
+grep 'side_bad.json' "$out/eval.err" | grep -q 'unexpected token' && ok || no "broken sidecar not named"
+grep -q '^crucible: ' "$out/eval.err" && no "eval's summary refused its own results: $(grep '^crucible: ' "$out/eval.err")" || ok
+for fmt in md json csv html; do
+	"$exe" report "$out/run" --format "$fmt" >"$out/report.$fmt" 2>"$out/report.err"; rc=$?
+	[ "$rc" -eq 0 ] && ok || no "report --format $fmt exited $rc: $(cat "$out/report.err")"
+done
+grep -q '"untasked_rows": 5' "$out/report.json" && ok || no "report json: untasked_rows is not 5"
+grep -q '5 row(s) name no task' "$out/report.md" && ok || no "report md does not say 5 rows name no task"
+grep -q '| format_error | 5 |' "$out/report.md" && ok || no "status table does not count the 5 format errors: $(grep format_error "$out/report.md" | head -2)"
+"$exe" gate --baseline "$R" --current "$R" >"$out/gate.txt" 2>"$out/gate.err"; rc=$?
+[ "$rc" -eq 0 ] && ok || no "gate exited $rc: $(cat "$out/gate.err")"
+grep -q 'rows naming no task.*5 in the baseline, 5 in the current run' "$out/gate.txt" && ok ||
+	no "gate does not say 5 rows name no task"
+# a passing row must name its task: a forged results.csv is refused, naming the line
+awk -F, 'NR==1 || /"ok"/' "$R" | head -2 | sed '2s/"smoke\/relu"/""/' > "$out/forged.csv"
+"$exe" report "$out/forged.csv" >/dev/null 2>"$out/forged.err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "forged.csv:2: column 'task' is empty in a row with status ok" "$out/forged.err" && ok ||
+	no "an ok row naming no task: exit $rc, $(cat "$out/forged.err")"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
