@@ -566,7 +566,9 @@ static void print_usage_check(FILE *f)
 
 /* The candidate's task: --task, else its @task line (found even when a
  * later directive is broken), else the sidecar's "task", else the one task
- * of --tasks (fallback). The row names it whenever any of them does. A
+ * of --tasks (fallback). The row names it whenever any of them does and
+ * the task exists; a name no task has gives way to the fallback when that
+ * one exists, else the row names no task. A
  * task file that exists but does not load is an input error (CR_EINPUT,
  * naming the task file and line), not the candidate's. *out is NULL with a
  * format_error in r when no task is named or an unknown one is; *tasks may
@@ -616,9 +618,14 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 			snprintf(r->detail, sizeof r->detail, "%s:%d: @task: %s", path, line, e.msg);
 		else
 			snprintf(r->detail, sizeof r->detail, "%s", f->error);
-		/* a name no task has: the row names no task (reports would count
-		 * it as one more task of the run, failed) */
-		tname[0] = '\0';
+		/* a name no task has: the row names the task the generator asked
+		 * for (the sidecar's, or the one of --tasks) when that one exists,
+		 * else none (reports would count it as one more task, failed) */
+		if (!override && fallback && strcmp(fallback, tname) &&
+		    task_registry_exists(fallback))
+			snprintf(tname, tcap, "%s", fallback);
+		else
+			tname[0] = '\0';
 		return CR_OK;
 	}
 	*out = &nt[(*n_tasks)++];
@@ -794,9 +801,10 @@ static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, un
 	if (cf->src)
 		tn = cf->parsed ? cf->cand.task : cf->task_hint[0] ? cf->task_hint :
 		     fallback ? fallback : "";
+	if (*tn && !task_registry_exists(tn))   /* as task_for() names the row */
+		tn = fallback && strcmp(fallback, tn) && task_registry_exists(fallback) ?
+		     fallback : "";
 	cr_text_escape(tn, strlen(tn), t, sizeof t);
-	if (t[0] && !task_registry_exists(tn))
-		t[0] = '\0';   /* a name no task has: its row names none (task_for) */
 	if (t[0])
 		len = snprintf(buf, sizeof buf, "%s\n%s", cf->sha256, t);
 	else

@@ -17,6 +17,8 @@ printf 'int x;\n' > "$c/notask.c"
 : > "$c/empty.c"
 head -c 3000 /dev/urandom | tr -d '@' > "$c/garbage.c"
 { printf '// @task no/such\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/unknown_task.c"
+{ printf '// @task no/such\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/unknown_asked.c"
+echo '{"task": "smoke/relu"}' > "$c/unknown_asked.json"
 { printf '// @task smoke/\033[31mrelu\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/esc_task.c"
 cp "$S/relu_plain.c" "$c/new
 line.c"
@@ -34,7 +36,7 @@ timeout 300 "$exe" eval "$c" --no-timing --backend cpu --jobs 1 --out "$out/run"
 R="$out/run/results.csv"
 # names are escaped, so no field holds a raw newline: a line is a row
 rows=$(awk 'END { print NR - 1 }' "$R")
-[ "$rows" = 11 ] && ok || no "expected 11 rows (every regular file), found $rows"
+[ "$rows" = 12 ] && ok || no "expected 12 rows (every regular file), found $rows"
 grep -q 'skipped .*dangling.c: a symbolic link' "$out/eval.err" && ok || no "dangling link not named on stderr"
 grep -q 'skipped .*fifo.c: a FIFO' "$out/eval.err" && ok || no "FIFO not named on stderr"
 for stem in notask empty garbage unknown_task esc_task; do
@@ -42,6 +44,9 @@ for stem in notask empty garbage unknown_task esc_task; do
 		no "$stem: not a format_error row naming no task: $(grep "$stem" "$R" | cut -c1-160)"
 done
 grep -q 'unknown_task.c:1: @task: unknown task' "$R" && ok || no "unknown task: detail does not say so"
+# an unknown @task with a sidecar naming the task it was asked for: that task's failure
+grep -q '^"[^"]*","smoke/relu","[^"]*unknown_asked.c",.*"format_error"' "$R" && ok ||
+	no "unknown @task: row does not name the sidecar's task: $(grep unknown_asked "$R" | cut -c1-160)"
 for esc in 'new\\x0aline.c' 'cr\\x0dname.c' 'tab\\x09name.c'; do
 	grep -q "\"smoke/relu\",\"[^\"]*$esc\"" "$R" && ok || no "file name not escaped as $esc in results.csv"
 	grep -q "$esc" "$out/eval.txt" && ok || no "file name not escaped as $esc on the terminal"
@@ -56,7 +61,7 @@ for fmt in md json csv html; do
 done
 grep -q '"untasked_rows": 5' "$out/report.json" && ok || no "report json: untasked_rows is not 5"
 grep -q '5 row(s) name no task' "$out/report.md" && ok || no "report md does not say 5 rows name no task"
-grep -q '| format_error | 5 |' "$out/report.md" && ok || no "status table does not count the 5 format errors: $(grep format_error "$out/report.md" | head -2)"
+grep -q '| format_error | 6 |' "$out/report.md" && ok || no "status table does not count the 6 format errors: $(grep format_error "$out/report.md" | head -2)"
 "$exe" gate --baseline "$R" --current "$R" >"$out/gate.txt" 2>"$out/gate.err"; rc=$?
 [ "$rc" -eq 0 ] && ok || no "gate exited $rc: $(cat "$out/gate.err")"
 grep -q 'rows naming no task.*5 in the baseline, 5 in the current run' "$out/gate.txt" && ok ||
