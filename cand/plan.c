@@ -251,6 +251,18 @@ enum cr_status cr_plan_eval(const struct cr_plan *p, const struct task_dimset *d
 				       ds, e2.msg);
 		}
 	}
+	/* a scratch count sizes an allocation: out of range names its line
+	 * here, before any caller multiplies it by the element size */
+	for (int i = 0; i < p->n_scratch; i++) {
+		int64_t n = vals[p->scratch_count[i]];
+		if (n < 0 || n > CR_PLAN_MAX_SCRATCH_NUMEL) {
+			char ds[256];
+			task_dims_str(p->task, d, ds, sizeof ds);
+			return cr_errf(err, CR_EINPUT, "%s:%d: at {%s}: @scratch %s: %lld elements is out of range "
+				       "(0..%lld)", p->path, p->cand.scratch[i].line, ds, p->cand.scratch[i].name,
+				       (long long)n, (long long)CR_PLAN_MAX_SCRATCH_NUMEL);
+		}
+	}
 	return CR_OK;
 }
 

@@ -85,7 +85,11 @@ void cr_plan_release(struct cr_plan *p);
  * does not evaluate. */
 bool cr_task_metric(const struct task *t, const char *text, const struct task_dimset *d, double *out);
 
-/* Evaluates every expression of the plan under a dim set: vals[n_exprs]. */
+/* Elements one scratch buffer may hold (the checks bound its bytes too). */
+#define CR_PLAN_MAX_SCRATCH_NUMEL ((int64_t)1 << 32)
+/* Evaluates every expression of the plan under a dim set: vals[n_exprs];
+ * a scratch count below 0 or over CR_PLAN_MAX_SCRATCH_NUMEL is an error
+ * naming the file, the line and the buffer. */
 enum cr_status cr_plan_eval(const struct cr_plan *p, const struct task_dimset *d,
 			    int64_t *vals, struct cr_err *err);
 /* Elements of a slot under a dim set (vals from cr_plan_eval). */

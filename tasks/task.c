@@ -288,6 +288,12 @@ out:
 	return st;
 }
 
+/* Both parameters of a distribution finite ("normal(1e999,1)" is inf). */
+static bool finite2(double a, double b)
+{
+	return isfinite(a) && isfinite(b);
+}
+
 /* init: "normal", "normal(mean,std)", "uniform(lo,hi)", "positive",
  * "positive(lo,std)", "probabilities", "indices[0,C)", "kaiming", "kaiming(DIM)" (or a literal
  * fan_in, "kaiming(9)"), "kaiming_relu", "kaiming_linear", "ones", "zeros". */
@@ -302,13 +308,15 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 	in->fan_dim = -1;
 	if (!strcmp(s, "normal")) {
 		in->kind = TASK_INIT_NORMAL; in->a = 0; in->b = 1;
-	} else if (sscanf(s, "normal(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && b > 0) {
+	} else if (sscanf(s, "normal(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && finite2(a, b) && b > 0) {
 		in->kind = TASK_INIT_NORMAL; in->a = a; in->b = b;
-	} else if (sscanf(s, "uniform(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && b > a) {
+	} else if (sscanf(s, "uniform(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && finite2(a, b) &&
+		   b > a && isfinite(b - a)) {
 		in->kind = TASK_INIT_UNIFORM; in->a = a; in->b = b;
 	} else if (!strcmp(s, "positive")) {
 		in->kind = TASK_INIT_POSITIVE; in->a = 0.1; in->b = 1;
-	} else if (sscanf(s, "positive(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && a > 0 && b > 0) {
+	} else if (sscanf(s, "positive(%lf,%lf)%n", &a, &b, &n) == 2 && s[n] == '\0' && finite2(a, b) &&
+		   a > 0 && b > 0) {
 		in->kind = TASK_INIT_POSITIVE; in->a = a; in->b = b;
 	} else if (!strcmp(s, "probabilities")) {
 		in->kind = TASK_INIT_PROBS;
@@ -336,8 +344,13 @@ static enum cr_status parse_init(struct task *t, const char *tn, const char *s,
 		in->kind = TASK_INIT_KAIMING;
 		/* a literal fan_in: a depthwise conv's 1 x 3 x 3 (9) where the
 		 * weight [G, M/G, 1, 3, 3] splits its channels in groups */
-		if (dim[strspn(dim, "0123456789")] == '\0' && atoi(dim) > 0) {
-			in->b = atoi(dim);
+		if (dim[strspn(dim, "0123456789")] == '\0') {
+			long long f = strtoll(dim, NULL, 10); /* LLONG_MAX when out of range */
+			if (f < 1 || f > TASK_MAX_NUMEL)
+				return cr_errf(err, CR_EINPUT, "%s: tensors.%s.init: unknown dim '%s' in \"%s\" "
+					       "(a literal fan_in lies in [1, %lld])", t->path, tn, dim, s,
+					       (long long)TASK_MAX_NUMEL);
+			in->b = (double)f;
 			return CR_OK;
 		}
 		in->fan_dim = task_find_dim(t, dim, strlen(dim));
