@@ -346,15 +346,23 @@ static int run(int argc, char **argv, struct cr_err *err)
 	}
 	if (o.max_tokens > 0) {
 		if (n_prompt == 0) {
-			st = cr_errf(err, CR_EUSAGE, "the prompt is empty: nothing to continue");
+			/* a non-empty text that encodes as nothing: the model's
+			 * vocabulary has no token for its bytes */
+			st = prompt_text && prompt_text[0]
+				     ? cr_errf(err, CR_EINPUT, "%s: key 'tokenizer.ggml.tokens': the vocabulary of %d tokens "
+					       "encodes the prompt as no token", o.model, (int)dec_tok_n_vocab(tok))
+				     : cr_errf(err, CR_EUSAGE, "the prompt is empty: nothing to continue");
 			goto out;
 		}
 		ctx = o.ctx ? o.ctx : n_prompt + o.max_tokens;
 		if (ctx > m->cfg.ctx_len && !o.ctx)
 			ctx = m->cfg.ctx_len;
 		if (n_prompt >= ctx) {
-			st = cr_errf(err, CR_EUSAGE, "prompt of %d tokens does not fit the context of %d",
-				     n_prompt, ctx);
+			/* the model's own bound, or the one --ctx gave */
+			st = o.ctx ? cr_errf(err, CR_EUSAGE, "prompt of %d tokens does not fit the context of %d (--ctx)",
+					     n_prompt, ctx)
+				   : cr_errf(err, CR_EUSAGE, "prompt of %d tokens does not fit the context of %d (%s: key "
+					     "'%s.context_length')", n_prompt, ctx, o.model, m->cfg.arch_name);
 			goto out;
 		}
 		gp = (struct dec_gen_params){ o.max_tokens, o.samp, o.seed, NULL, 0, o.stops, o.n_stops, k,

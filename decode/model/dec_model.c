@@ -78,6 +78,27 @@ static float get_float_key(struct loader *L, const char *suffix, double dflt)
 	return dec_gguf_get_float(L->g, key, &v) ? (float)v : (float)dflt;
 }
 
+/* A real-valued key in [lo, hi] (dflt when absent): a NaN, an infinity or
+ * a value out of range (a zero RoPE base, a negative epsilon) would give
+ * NaN logits, not an error, so it is one here; so is a key of another type. */
+static enum cr_status get_real_key(struct loader *L, const char *suffix, double dflt, double lo, double hi,
+				   float *out)
+{
+	char key[128];
+	double v;
+
+	snprintf(key, sizeof key, "%s.%s", L->m->cfg.arch_name, suffix);
+	if (!dec_gguf_get_float(L->g, key, &v)) {
+		if (dec_gguf_find(L->g, key))
+			return key_err(L, suffix, "not a number");
+		v = dflt;
+	}
+	if (!isfinite(v) || v < lo || v > hi)
+		return key_err(L, suffix, "%g is out of range [%g, %g]", v, lo, hi);
+	*out = (float)v;
+	return CR_OK;
+}
+
 /* gemma3's hyper-parameters, as llama.cpp reads them: the window and its
  * layer pattern (an array of flags, or n: layer i local unless i % n == n - 1;
  * default 6), the local layers' RoPE base (default 10000), the attention
@@ -95,7 +116,8 @@ static enum cr_status read_gemma3(struct loader *L)
 	c->embd_scale = sqrtf((float)c->dim);
 	c->att_scale = c->n_layers == 62 ? 1.0f / sqrtf((float)(c->dim / c->n_heads))
 					 : 1.0f / sqrtf((float)c->head_dim);
-	c->rope_base_swa = get_float_key(L, "rope.freq_base_swa", 10000.0);
+	if ((st = get_real_key(L, "rope.freq_base_swa", 10000.0, 1e-3, 1e12, &c->rope_base_swa)))
+		return st;
 	if (get_float_key(L, "final_logit_softcapping", 0) != 0)
 		return cr_errf(L->err, CR_EINPUT, "%s: metadata '%s.final_logit_softcapping': logit "
 			       "soft-capping is not supported", L->g->path, c->arch_name);
@@ -205,22 +227,41 @@ static enum cr_status check_tensors(struct loader *L)
 		return cr_errf(L->err, CR_EINPUT, "%s: tensor 'token_embd.weight' is not [dim, n_vocab <= 2^24]",
 			       L->g->path);
 	c->n_vocab = (int)te->ne[1];
+	{
+		const struct dec_gguf_tensor *to = dec_gguf_tensor(L->g, "output.weight");
+
+		if (to && to->ne[1] != te->ne[1])
+			return cr_errf(L->err, CR_EINPUT, "%s: tensor 'output.weight' has %llu rows and tensor "
+				       "'token_embd.weight' %llu: both have one per token of the vocabulary",
+				       L->g->path, (unsigned long long)to->ne[1], (unsigned long long)te->ne[1]);
+	}
 	if ((st = get_mat(L, "token_embd.weight", c->n_vocab, c->dim, 0, &L->m->w.tok_embd)) ||
 	    (st = check_block_count(L)))
 		return st;
 	if (c->arch == DEC_ARCH_PHI3 && dec_gguf_tensor(L->g, "blk.0.attn_qkv.weight")) {
-		snprintf(what, sizeof what, "q, k, v rows (%d + 2 x %d heads of %d)", c->n_heads, c->n_kv_heads,
+		snprintf(what, sizeof what, "q, k, v rows (%d + 2 x %d heads ('%s.attention.head_count', "
+			 "'%s.attention.head_count_kv') of %d)", c->n_heads, c->n_kv_heads, c->arch_name, c->arch_name,
 			 c->head_dim);
 		st = check_dim(L, hk, "blk.0.attn_qkv.weight", 1, qd + 2 * kvd, what);
 	} else {
-		snprintf(what, sizeof what, "query rows (%d heads of %d)", c->n_heads, c->head_dim);
+		snprintf(what, sizeof what, "query rows (%d heads ('%s.attention.head_count') of %d)", c->n_heads,
+			 c->arch_name, c->head_dim);
 		if (!(st = check_dim(L, hk, "blk.0.attn_q.weight", 1, qd, what))) {
-			snprintf(what, sizeof what, "key rows (%d kv heads of %d)", c->n_kv_heads, c->head_dim);
+			snprintf(what, sizeof what, "key rows (%d kv heads ('%s.attention.head_count_kv') of %d)",
+				 c->n_kv_heads, c->arch_name, c->head_dim);
 			st = check_dim(L, kk, "blk.0.attn_k.weight", 1, kvd, what);
 		}
 	}
 	if (st)
 		return st;
+	{
+		const struct dec_gguf_tensor *rf = dec_gguf_tensor(L->g, "rope_freqs.weight");
+
+		if (rf && rf->ne[0] != (uint64_t)c->rope_dim / 2)
+			return key_err(L, has_key(L, "rope.dimension_count") ? "rope.dimension_count" : hk,
+				       "%d rotated dims, but tensor 'rope_freqs.weight' has %llu factors (one per "
+				       "pair)", c->rope_dim, (unsigned long long)rf->ne[0]);
+	}
 	if (c->n_expert) {
 		if ((st = check_dim(L, "expert_count", "blk.0.ffn_gate_inp.weight", 1, c->n_expert, "experts")) ||
 		    (st = check_dim(L, "expert_count", "blk.0.ffn_gate_exps.weight", 2, c->n_expert, "experts")))
@@ -301,8 +342,9 @@ static enum cr_status read_config(struct loader *L)
 	/* qwen3moe has no dense feed-forward: no tensor has this width, yet
 	 * the scratch is sized by it; bounded by all the experts together */
 	if (c->n_expert && c->hidden_dim > (int64_t)c->n_expert * c->expert_hidden)
-		return key_err(L, "feed_forward_length", "%d is wider than all %d experts together (%d x %d), and "
-			       "no tensor has this width", c->hidden_dim, c->n_expert, c->n_expert, c->expert_hidden);
+		return key_err(L, "feed_forward_length", "%d is wider than all %d experts together (%d x %d, "
+			       "'%s.expert_count' x '%s.expert_feed_forward_length'), and no tensor has this width",
+			       c->hidden_dim, c->n_expert, c->n_expert, c->expert_hidden, c->arch_name, c->arch_name);
 	if (c->n_expert && c->hidden_dim < c->expert_hidden) /* scratch sized by the widest */
 		c->hidden_dim = c->expert_hidden;
 	if ((st = get_int_key(L, "attention.key_length", 0, c->dim / c->n_heads, &c->head_dim)) ||
@@ -311,15 +353,15 @@ static enum cr_status read_config(struct loader *L)
 	if (c->head_dim <= 0 || c->head_dim % 2)
 		return has_key(L, "attention.key_length")
 			       ? key_err(L, "attention.key_length", "head size %d (a positive even number)", c->head_dim)
-			       : key_err(L, "attention.head_count", "%d heads of embedding_length %d give a head size "
-					 "of %d (a positive even number)", c->n_heads, c->dim, c->head_dim);
+			       : key_err(L, "attention.head_count", "%d heads of '%s.embedding_length' %d give a head "
+					 "size of %d (a positive even number)", c->n_heads, c->arch_name, c->dim, c->head_dim);
 	{
 		int vlen = 0;
 		if ((st = get_int_key(L, "attention.value_length", 0, c->head_dim, &vlen)))
 			return st;
 		if (vlen != c->head_dim)
-			return key_err(L, "attention.value_length", "%d differs from key_length %d (not supported)",
-				       vlen, c->head_dim);
+			return key_err(L, "attention.value_length", "%d differs from '%s.attention.key_length' %d "
+				       "(not supported)", vlen, c->arch_name, c->head_dim);
 	}
 	if (c->rope_dim % 2 || c->rope_dim > c->head_dim)
 		return key_err(L, "rope.dimension_count", "%d rotated dims in heads of %d (even, at most the head)",
@@ -327,12 +369,16 @@ static enum cr_status read_config(struct loader *L)
 	if (c->ctx_len == 1)
 		return key_err(L, "context_length", "1 position holds no prompt token and the next one (at "
 			       "least 2, or 0: unknown)");
-	c->rope_base = get_float_key(L, "rope.freq_base", 10000.0);
-	c->eps = get_float_key(L, "attention.layer_norm_rms_epsilon", 1e-5);
+	if ((st = get_real_key(L, "rope.freq_base", 10000.0, 1e-3, 1e12, &c->rope_base)) ||
+	    (st = get_real_key(L, "attention.layer_norm_rms_epsilon", 1e-5, 0, 1, &c->eps)))
+		return st;
 	c->rope_scale = 1;
 	{
 		char key[96], *type;
-		float f = get_float_key(L, "rope.scaling.factor", 0);
+		float f;
+
+		if ((st = get_real_key(L, "rope.scaling.factor", 0, 0, 1e6, &f)))
+			return st;
 
 		snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch_name);
 		type = dec_gguf_get_strdup(L->g, key);
@@ -352,7 +398,8 @@ static enum cr_status read_config(struct loader *L)
 			return cr_errf(L->err, CR_EINPUT,
 				       "%s: tensor 'rope_factors_long.weight' / 'rope_factors_short.weight': "
 				       "long-context RoPE factors are not supported", L->g->path);
-		f = get_float_key(L, "rope.scale_linear", 0); /* the older key */
+		if ((st = get_real_key(L, "rope.scale_linear", 0, 0, 1e6, &f))) /* the older key */
+			return st;
 		if (f > 0)
 			c->rope_scale = 1 / f;
 	}
@@ -753,8 +800,8 @@ enum cr_status dec_model_check_ctx(const struct dec_model *m, int ctx, struct cr
 	if (m->cfg.sliding_window > 0 && ctx > m->cfg.sliding_window)
 		return cr_errf(err, CR_EUSAGE,
 			       "a context of %d positions: the model's attention is limited to a sliding "
-			       "window of %d ('%s.attention.sliding_window'), which the decoder does not do; "
-			       "use --ctx %d or less", ctx, m->cfg.sliding_window, m->cfg.arch_name,
+			       "window of %d (%s: key '%s.attention.sliding_window'), which the decoder does not do; "
+			       "use --ctx %d or less", ctx, m->cfg.sliding_window, m->gguf->path, m->cfg.arch_name,
 			       m->cfg.sliding_window);
 	return CR_OK;
 }

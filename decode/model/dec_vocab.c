@@ -133,7 +133,7 @@ enum cr_status dec_vocab_tokenizer(const struct dec_gguf *g, struct dec_tok **ou
 	cr_err_init(&terr);
 	st = dec_tok_new(&v, out, &terr);
 	if (st)
-		cr_errf(err, st, "%s: tokenizer: %s", g->path, terr.msg);
+		cr_errf(err, st, "%s: %s", g->path, terr.msg);
 	else if (flag(g, "tokenizer.ggml.add_space_prefix") >= 0) /* gemma's is false */
 		dec_tok_set_add_space_prefix(*out, flag(g, "tokenizer.ggml.add_space_prefix"));
 out:

@@ -183,13 +183,79 @@ static enum cr_status rd_tensor(struct cursor *c, struct dec_gguf_tensor *t)
 	return CR_OK;
 }
 
+static int cmp_str(const struct dec_gguf_str *a, const struct dec_gguf_str *b)
+{
+	int c = memcmp(a->ptr, b->ptr, a->len < b->len ? a->len : b->len);
+
+	return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+	return cmp_str(&(*(const struct dec_gguf_kv *const *)a)->key, &(*(const struct dec_gguf_kv *const *)b)->key);
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+	return cmp_str(&(*(const struct dec_gguf_tensor *const *)a)->name,
+		       &(*(const struct dec_gguf_tensor *const *)b)->name);
+}
+
+/* No key and no tensor name twice (llama.cpp refuses both): which of two
+ * would a lookup take? Sorted pointers, O(n log n) for any count. */
+static enum cr_status check_unique(struct dec_gguf *g, struct cr_err *err)
+{
+	uint64_t n = g->n_kv > g->n_tensors ? g->n_kv : g->n_tensors;
+	const void **v = malloc((n ? n : 1) * sizeof *v);
+	enum cr_status st = CR_OK;
+
+	if (!v)
+		return cr_errf(err, CR_ENOMEM, "%s: out of memory", g->path);
+	for (uint64_t i = 0; i < g->n_kv; i++)
+		v[i] = &g->kv[i];
+	qsort(v, g->n_kv, sizeof *v, cmp_kv);
+	for (uint64_t i = 1; i < g->n_kv && !st; i++)
+		if (!cmp_kv(&v[i - 1], &v[i])) {
+			const struct dec_gguf_str *k = &((const struct dec_gguf_kv *)v[i])->key;
+			st = cr_errf(err, CR_EINPUT, "%s: key '%.*s' is there twice", g->path,
+				     (int)(k->len < 100 ? k->len : 100), k->ptr);
+		}
+	for (uint64_t i = 0; i < g->n_tensors && !st; i++)
+		v[i] = &g->tensors[i];
+	if (!st)
+		qsort(v, g->n_tensors, sizeof *v, cmp_tensor);
+	for (uint64_t i = 1; i < g->n_tensors && !st; i++)
+		if (!cmp_tensor(&v[i - 1], &v[i])) {
+			const struct dec_gguf_str *k = &((const struct dec_gguf_tensor *)v[i])->name;
+			st = cr_errf(err, CR_EINPUT, "%s: tensor '%.*s' is there twice", g->path,
+				     (int)(k->len < 100 ? k->len : 100), k->ptr);
+		}
+	free(v);
+	return st;
+}
+
+#define NAME(t) (int)((t)->name.len < 100 ? (t)->name.len : 100), (t)->name.ptr
+
+/* "[ne0, ne1] TYPE, N bytes" of a tensor, for messages. */
+static const char *shape(const struct dec_gguf_tensor *t, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "[");
+
+	for (uint32_t i = 0; i < t->n_dims && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "", (unsigned long long)t->ne[i]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "] %s, %llu bytes", dec_type_name(t->type), (unsigned long long)t->nbytes);
+	return buf;
+}
+
 static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 {
 	struct cursor c = { g->base, g->size, 0, g->path, err };
 	char magic[4], key[256];
 	enum cr_status st;
 	const struct dec_gguf_kv *al;
-	uint64_t data_size;
+	uint64_t data_size, expect, end;
+	char sh[160];
 
 	st = rd(&c, magic, 4, "magic");
 	if (st)
@@ -235,10 +301,13 @@ static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 		if (st)
 			return st;
 	}
+	if ((st = check_unique(g, err)))
+		return st;
 	g->data_off = (c.off + g->alignment - 1) / g->alignment * g->alignment;
 	if (g->data_off > g->size && g->n_tensors)
 		return cr_errf(err, CR_EINPUT, "%s: truncated before the tensor data", g->path);
 	data_size = g->data_off <= g->size ? g->size - g->data_off : 0;
+	expect = end = 0;
 	for (uint64_t i = 0; i < g->n_tensors; i++) {
 		struct dec_gguf_tensor *t = &g->tensors[i];
 
@@ -251,8 +320,27 @@ static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 				       "%s: tensor '%.*s': data [%llu, +%llu) runs past the end of the file",
 				       g->path, (int)(t->name.len < 100 ? t->name.len : 100), t->name.ptr,
 				       (unsigned long long)t->offset, (unsigned long long)t->nbytes);
+		/* back to back in order, each padded to the alignment (as
+		 * llama.cpp requires): a tensor count or a dim that disagrees
+		 * with the data shows here, not as weights read from elsewhere */
+		if (t->offset != expect)
+			return i ? cr_errf(err, CR_EINPUT,
+					   "%s: tensor '%.*s': offset %llu, expected %llu, where tensor '%.*s' (%s) "
+					   "before it ends", g->path, NAME(t), (unsigned long long)t->offset,
+					   (unsigned long long)expect, NAME(t - 1), shape(t - 1, sh, sizeof sh))
+				 : cr_errf(err, CR_EINPUT, "%s: tensor '%.*s': offset %llu, expected 0 (the first)",
+					   g->path, NAME(t), (unsigned long long)t->offset);
+		expect = t->offset + (t->nbytes + g->alignment - 1) / g->alignment * g->alignment;
+		end = t->offset + t->nbytes;
 		t->data = g->base + g->data_off + t->offset;
 	}
+	/* what follows the last tensor is its padding at most */
+	if (g->n_tensors && data_size - end >= g->alignment)
+		return cr_errf(err, CR_EINPUT,
+			       "%s: %llu bytes after the data of the last tensor '%.*s' (%s): the tensor count "
+			       "(%llu) or the tensor infos disagree with the data", g->path,
+			       (unsigned long long)(data_size - end), NAME(&g->tensors[g->n_tensors - 1]),
+			       shape(&g->tensors[g->n_tensors - 1], sh, sizeof sh), (unsigned long long)g->n_tensors);
 	return CR_OK;
 }
 

@@ -275,7 +275,7 @@ static enum cr_status copy_tokens(struct dec_tok *t, const struct dec_tok_vocab 
 
 	for (size_t i = 0; i < v->n_tokens; i++) {
 		if (!v->tokens[i] && v->token_lens[i])
-			return cr_errf(err, CR_EINPUT, "tokenizer: token %zu has no text", i);
+			return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.tokens': token %zu has no text", i);
 		total += v->token_lens[i];
 	}
 	t->blob = malloc(total + 1);
@@ -292,7 +292,7 @@ static enum cr_status copy_tokens(struct dec_tok *t, const struct dec_tok_vocab 
 		size_t n = v->token_lens[i];
 		int32_t old;
 		if (n > UINT32_MAX)
-			return cr_errf(err, CR_EINPUT, "tokenizer: token %zu is too long", i);
+			return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.tokens': token %zu is too long", i);
 		if (n)
 			memcpy(t->blob + total, v->tokens[i], n);
 		t->off[i] = total;
@@ -307,7 +307,7 @@ static enum cr_status copy_tokens(struct dec_tok *t, const struct dec_tok_vocab 
 			continue; /* an empty token can never be produced by encoding */
 		if (!dec_tok_map_put(&t->vocab, t->blob + t->off[i], n, (int32_t)i, &old))
 			return cr_errf(err, CR_EINPUT,
-				       "tokenizer: duplicate token '%.*s' has ids %d and %zu",
+				       "key 'tokenizer.ggml.tokens': duplicate token '%.*s' has ids %d and %zu",
 				       (int)(n > 64 ? 64 : n), t->blob + t->off[i], old, i);
 	}
 	t->blob[total] = '\0';
@@ -343,7 +343,7 @@ static enum cr_status setup_bpe(struct dec_tok *t, const struct dec_tok_vocab *v
 	if (st)
 		return st;
 	if (!v->merges || !v->merge_lens || !v->n_merges)
-		return cr_errf(err, CR_EINPUT, "tokenizer: gpt2 model without tokenizer.ggml.merges");
+		return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.merges' is missing or empty: a gpt2 tokenizer needs it");
 	for (size_t i = 0; i < v->n_merges; i++)
 		total += v->merge_lens[i];
 	t->merge_blob = malloc(total + 1);
@@ -353,7 +353,7 @@ static enum cr_status setup_bpe(struct dec_tok *t, const struct dec_tok_vocab *v
 	for (size_t i = 0; i < v->n_merges; i++) {
 		size_t n = v->merge_lens[i];
 		if (n && !v->merges[i])
-			return cr_errf(err, CR_EINPUT, "tokenizer: merge %zu has no text", i);
+			return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.merges': merge %zu has no text", i);
 		if (n)
 			memcpy(t->merge_blob + total, v->merges[i], n);
 		/* a later duplicate keeps the first (lowest) rank */
@@ -393,7 +393,7 @@ static enum cr_status resolve_bos(struct dec_tok *t, const struct dec_tok_vocab 
 		t->add_bos = t->model == TOK_SPM || t->add_bos;
 	if (t->add_bos && t->bos < 0) {
 		if (v->add_bos > 0)
-			return cr_errf(err, CR_EINPUT, "tokenizer: add_bos_token is true but there is no BOS token");
+			return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.add_bos_token' is true but there is no BOS token ('tokenizer.ggml.bos_token_id')");
 		t->add_bos = 0;
 	}
 	t->add_eos = v->add_eos > 0 && t->eos >= 0;
@@ -408,11 +408,11 @@ enum cr_status dec_tok_new(const struct dec_tok_vocab *v, struct dec_tok **out,
 
 	*out = NULL;
 	if (!v || !v->model)
-		return cr_errf(err, CR_EINPUT, "tokenizer: no tokenizer.ggml.model");
+		return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.model' is missing");
 	if (!v->n_tokens || !v->tokens || !v->token_lens)
-		return cr_errf(err, CR_EINPUT, "tokenizer: no tokens (tokenizer.ggml.tokens missing or empty)");
+		return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.tokens' is missing or empty: no tokens");
 	if (v->n_tokens > INT32_MAX)
-		return cr_errf(err, CR_EINPUT, "tokenizer: %zu tokens is too many", v->n_tokens);
+		return cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.tokens': %zu tokens is too many", v->n_tokens);
 	t = calloc(1, sizeof *t);
 	if (!t)
 		return cr_errf(err, CR_ENOMEM, "tokenizer: out of memory");
@@ -421,7 +421,7 @@ enum cr_status dec_tok_new(const struct dec_tok_vocab *v, struct dec_tok **out,
 	} else if (strcmp(v->model, "llama") == 0) {
 		t->model = TOK_SPM;
 	} else {
-		st = cr_errf(err, CR_EINPUT, "tokenizer: unknown tokenizer model '%s' (expected gpt2 or llama)",
+		st = cr_errf(err, CR_EINPUT, "key 'tokenizer.ggml.model': unknown tokenizer model '%s' (expected gpt2 or llama)",
 			     v->model);
 		goto out;
 	}

@@ -373,7 +373,8 @@ uint8_t *tiny_model(const struct tiny_spec *s, size_t *size)
 {
 	struct gw *w = gw_new();
 	uint64_t st = s->seed;
-	int qd = s->n_heads * s->head_dim, kvd = s->n_kv_heads * s->head_dim, nv = tiny_vocab_size();
+	int qd = s->n_heads * s->head_dim, kvd = s->n_kv_heads * s->head_dim;
+	int nv = s->embd_rows > 0 ? s->embd_rows : tiny_vocab_size();
 	int phi3 = !strcmp(s->arch, "phi3"), moe = !strcmp(s->arch, "qwen3moe"), gemma3 = !strcmp(s->arch, "gemma3");
 	int n_exp = s->n_expert ? s->n_expert : 4;
 	char key[96];

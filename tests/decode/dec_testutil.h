@@ -47,6 +47,7 @@ struct tiny_spec {
 	int no_vocab;         /* omit the tokenizer metadata */
 	int ctx_len;          /* context_length (0: 512) */
 	int n_expert, n_expert_used; /* qwen3moe: experts and experts used (0: 4 and 2) */
+	int embd_rows;        /* rows of token_embd and output (0: the vocabulary's size) */
 	uint64_t seed;
 };
 
