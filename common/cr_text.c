@@ -59,7 +59,7 @@ static size_t escape(const char *in, size_t n, char *out, size_t cap, int ws_to_
 				break;
 			out[o++] = ' ';
 			i++;
-		} else if (len && !unsafe(c)) {
+		} else if (len && !unsafe(c) && (ws_to_space || c != '\\')) {
 			if (o + (size_t)len >= cap)
 				break;
 			memcpy(out + o, p + i, (size_t)len);
@@ -91,6 +91,41 @@ size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap)
 size_t cr_text_escape_name(const char *in, size_t n, char *out, size_t cap)
 {
 	return escape(in, n, out, cap, 0);
+}
+
+char *cr_text_escape_name_dup(const char *s)
+{
+	size_t n = strlen(s);
+	char *out = malloc(4 * n + 1);
+	if (out)
+		escape(s, n, out, 4 * n + 1, 0);
+	return out;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+char *cr_text_unescape_name(const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	char *out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+		if (s[i] == '\\' && s[i + 1] == 'x' && (hi = hexval(s[i + 2])) >= 0 &&
+		    (lo = hexval(s[i + 3])) >= 0 && (hi || lo)) {
+			out[o++] = (char)(hi << 4 | lo);
+			i += 3;
+		} else {
+			out[o++] = s[i];
+		}
+	}
+	out[o] = '\0';
+	return out;
 }
 
 void cr_text_escape_inplace(char *s, size_t cap)

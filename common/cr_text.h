@@ -15,10 +15,18 @@
  * sequence is never cut. Escaping escaped text changes nothing. Returns the
  * bytes written (without the NUL). */
 size_t cr_text_escape(const char *in, size_t n, char *out, size_t cap);
-/* The same for a name (a file name or path): newline, carriage return and
- * tab are \xNN too (a newline in a file name must not read as a space). Idempotent, and cr_text_escape leaves its
- * output unchanged. */
+/* The same for a name (a file name or path), one to one so that a row
+ * names one file: newline, carriage return, tab and the backslash are \xNN
+ * too (a newline must not read as a space, and a name holding the text
+ * "\x09" must not read as one holding a tab). cr_text_escape leaves its
+ * output unchanged; cr_text_unescape_name gives the name back. */
 size_t cr_text_escape_name(const char *in, size_t n, char *out, size_t cap);
+/* cr_text_escape_name of the whole string into a buffer that always holds
+ * it (4 bytes a byte): malloc'd, NULL when out of memory. */
+char *cr_text_escape_name_dup(const char *s);
+/* The name cr_text_escape_name escaped (\xNN back to its byte; a \x00 is
+ * kept as text): malloc'd, NULL when out of memory. */
+char *cr_text_unescape_name(const char *s);
 /* The same on a NUL-terminated string in a buffer of cap bytes. */
 void cr_text_escape_inplace(char *s, size_t cap);
 

@@ -496,7 +496,8 @@ static void task_set_hash(struct task *ts, int n, char out[65])
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	qsort(ts, (size_t)n, sizeof *ts, cmp_task_name);
+	if (n > 0)
+		qsort(ts, (size_t)n, sizeof *ts, cmp_task_name);
 	for (int i = 0; m && i < n; i++) {
 		size_t fl = 0;
 		char *src = cr_read_file(ts[i].path, CR_CAND_MAX_FILE, &fl);
@@ -787,6 +788,25 @@ static int parse_shard(const char *s, struct eval_opts *o)
 	return 0;
 }
 
+/* The task a loaded candidate's row will name, as task_for() names it
+ * without loading a task: its @task, else the fallback (the sidecar's, or
+ * the one task of --tasks); a name no task has gives way to the fallback
+ * when that one exists, else "" (the row names none). --tasks and --shard
+ * choose by it, so a row is where its task says. */
+static const char *row_task(const struct cr_cand_file *cf, const char *fallback)
+{
+	const char *tn;
+
+	if (!cf->src)
+		return "";
+	tn = cf->parsed ? cf->cand.task : cf->task_hint[0] ? cf->task_hint :
+	     fallback ? fallback : "";
+	if (*tn && !task_registry_exists(tn))
+		tn = fallback && strcmp(fallback, tn) && task_registry_exists(fallback) ?
+		     fallback : "";
+	return tn;
+}
+
 /* The shard (1..n) of a loaded candidate: sha256 over its content's
  * sha256 and the task its row will name (the content's alone when it
  * names none), first 64 bits mod n. No path, no order: every machine
@@ -794,16 +814,10 @@ static int parse_shard(const char *s, struct eval_opts *o)
 static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, unsigned n)
 {
 	char t[CR_CAND_TASK * 4], buf[sizeof t + 80], h[65];
-	const char *tn = "";
+	const char *tn = row_task(cf, fallback);
 	uint64_t v = 0;
 	int len;
 
-	if (cf->src)
-		tn = cf->parsed ? cf->cand.task : cf->task_hint[0] ? cf->task_hint :
-		     fallback ? fallback : "";
-	if (*tn && !task_registry_exists(tn))   /* as task_for() names the row */
-		tn = fallback && strcmp(fallback, tn) && task_registry_exists(fallback) ?
-		     fallback : "";
 	cr_text_escape(tn, strlen(tn), t, sizeof t);
 	if (t[0])
 		len = snprintf(buf, sizeof buf, "%s\n%s", cf->sha256, t);
@@ -1457,7 +1471,7 @@ int cr_cmd_eval(int argc, char **argv)
 	for (int i = 0; (backend == CR_BACKEND_CPU || o.cuda) && i < cs.n; i++) {
 		struct cr_result r;
 		struct cr_meta m;
-		char tname[256], key[1200];
+		char tname[256], key[4 * 4096 + 100];
 		const char *cand = cs.paths[i];
 		struct cr_cand_file cf;
 		enum cr_status st_one;
@@ -1478,10 +1492,13 @@ int cr_cmd_eval(int argc, char **argv)
 		cr_cand_load(&cf, cand);
 		if (o.tasks) {
 			bool in = false;
-			const char *tn = cf.task_hint[0] ? cf.task_hint : m.task;
+			/* the task its row will name (the one task of --tasks when it
+			 * names none that exists and its sidecar none either) */
+			const char *tn = row_task(&cf, m.task[0] ? m.task : n_filter == 1 ?
+						  filter[0].name : NULL);
 			for (int k = 0; k < n_filter; k++)
 				in |= !strcmp(filter[k].name, tn);
-			in |= !tn[0] && n_filter == 1;   /* the one task of --tasks is its task */
+			in |= !*tn;   /* of no task: a row naming none, not dropped */
 			if (!in) {
 				filtered++;
 				cr_cand_file_release(&cf);
@@ -1489,12 +1506,16 @@ int cr_cmd_eval(int argc, char **argv)
 			}
 		}
 		if (o.resume && n_keys && cf.src) {
-			snprintf(key, sizeof key, "%s\t%s", cand, cf.sha256);
-			for (int k = 0; k < n_keys; k++)
+			/* results.csv holds the name escaped, one to one */
+			char *en = cr_text_escape_name_dup(cand);
+			snprintf(key, sizeof key, "%s\t%s", en ? en : "", cf.sha256);
+			for (int k = 0; en && k < n_keys; k++)
 				skip |= !strcmp(keys[k], key);
+			free(en);
 			if (skip) {
+				char sb[1024];
 				fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
-					i + 1, cs.n, cand);
+					i + 1, cs.n, safe(cand, sb, sizeof sb));
 				resumed++;
 				cr_cand_file_release(&cf);
 				continue;

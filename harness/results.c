@@ -128,14 +128,17 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 {
 	const struct cr_result *r = row->r;
 	const struct cr_meta *m = row->m;
-	char b[21][64], detail[sizeof r->detail], cand[2048];
+	char b[21][64], detail[sizeof r->detail], *cand;
 	const char *cols[64];
 	int i = 0;
 
 	/* every field a candidate or its sidecar controls, escaped again here
 	 * (escaping is idempotent) so no row can carry a control sequence */
 	cr_text_escape(r->detail, strlen(r->detail), detail, sizeof detail);
-	cr_text_escape_name(row->candidate, strlen(row->candidate), cand, sizeof cand);
+	/* the file name one to one, whole (a path never cut: --resume, merge
+	 * and gate --confirm find the file by it) */
+	if (!(cand = cr_text_escape_name_dup(row->candidate)))
+		return cr_errf(err, CR_ENOMEM, "out of memory");
 
 	num(b[0], 64, r->max_abs_err, "%.6g");
 	num(b[1], 64, r->max_rel_err, "%.6g");
@@ -235,10 +238,17 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 	for (int k = 0; k < n_extra && i < 64; k++)
 		cols[i++] = extra[k] ? extra[k] : "";
 	for (int k = 0; k < i; k++) {
-		char esc[2048];
-		cr_text_escape(cols[k], strlen(cols[k]), esc, sizeof esc);
+		size_t len = strlen(cols[k]);
+		char *esc = malloc(4 * len + 1);
+		if (!esc) {
+			free(cand);
+			return cr_errf(err, CR_ENOMEM, "out of memory");
+		}
+		cr_text_escape(cols[k], len, esc, 4 * len + 1);
 		put(f, esc, k == 0);
+		free(esc);
 	}
+	free(cand);
 	fputc('\n', f);
 	if (fflush(f) || fsync(fileno(f)))
 		return cr_errf(err, CR_EIO, "cannot write results: %s", strerror(errno));
@@ -262,12 +272,13 @@ enum cr_status cr_samples_open(const char *path, FILE **f, struct cr_err *err)
 enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_result *r,
 				struct cr_err *err)
 {
-	char esc[2048];
+	char *esc;
 	int n = r->n_raw < CR_RAW_MAX ? r->n_raw : CR_RAW_MAX;
 
 	if (!r->timed || n <= 0)
 		return CR_OK;
-	cr_text_escape_name(candidate, strlen(candidate), esc, sizeof esc);
+	if (!(esc = cr_text_escape_name_dup(candidate)))
+		return cr_errf(err, CR_ENOMEM, "out of memory");
 	for (int i = 0; i < n; i++)
 		for (int side = 0; side < 2; side++) {
 			double us = side ? r->raw_base_us[i] : r->raw_cand_us[i];
@@ -276,6 +287,7 @@ enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_
 			csv_fwrite(f, esc, strlen(esc));
 			fprintf(f, ",%s,%s,%.4f\n", r->sha256, side ? "base" : "cand", us);
 		}
+	free(esc);
 	if (fflush(f) || fsync(fileno(f)))
 		return cr_errf(err, CR_EIO, "cannot write samples: %s", strerror(errno));
 	return CR_OK;
@@ -285,7 +297,7 @@ enum cr_status cr_samples_write(FILE *f, const char *candidate, const struct cr_
 
 struct rd {
 	int col, row;
-	char cand[1024], sha[80];
+	char *cand, sha[80];
 	int ncols;
 	char **keys;
 	int n;
@@ -296,8 +308,11 @@ static void rd_field(void *s, size_t len, void *data)
 {
 	struct rd *d = data;
 	if (d->row > 0) {
-		if (d->col == 2)
-			snprintf(d->cand, sizeof d->cand, "%.*s", (int)len, (const char *)s);
+		if (d->col == 2) {
+			free(d->cand);
+			if (!(d->cand = strndup(s ? (const char *)s : "", len)))
+				d->oom = true;
+		}
 		if (d->col == 27)
 			snprintf(d->sha, sizeof d->sha, "%.*s", (int)len, (const char *)s);
 	}
@@ -308,21 +323,23 @@ static void rd_row(int c, void *data)
 {
 	struct rd *d = data;
 	(void)c;
-	if (d->row > 0 && d->col >= 28 && d->sha[0]) {
+	if (d->row > 0 && d->col >= 28 && d->sha[0] && d->cand) {
 		char **nk = realloc(d->keys, sizeof *nk * (size_t)(d->n + 1));
-		char key[1200];
 		if (!nk) {
 			d->oom = true;
 		} else {
 			d->keys = nk;
-			snprintf(key, sizeof key, "%s\t%s", d->cand, d->sha);
-			if ((d->keys[d->n] = strdup(key)))
+			if (asprintf(&d->keys[d->n], "%s\t%s", d->cand, d->sha) >= 0)
 				d->n++;
+			else
+				d->oom = true;
 		}
 	}
 	d->row++;
 	d->col = 0;
-	d->cand[0] = d->sha[0] = '\0';
+	free(d->cand);
+	d->cand = NULL;
+	d->sha[0] = '\0';
 }
 
 enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, struct cr_err *err)
@@ -345,6 +362,7 @@ enum cr_status cr_results_done_keys(const char *path, char ***keys, int *n, stru
 	/* an unterminated last line (killed mid-write) is not finished: drop it */
 	csv_free(&p);
 	fclose(f);
+	free(d.cand);   /* an unfinished last row's */
 	*keys = d.keys;
 	*n = d.n;
 	if (d.oom)
@@ -373,32 +391,36 @@ static void get_num(json_t *o, const char *key, char *dst, size_t cap, bool int_
 		    struct cr_meta *m)
 {
 	json_t *v = json_object_get(o, key);
-	const char *s;
-	char *end;
+	char text[128], *end;
 	bool ok;
 
-	get_str(o, key, dst, cap);
+	dst[0] = '\0';
 	if (!v || json_is_null(v))
 		return;
-	if (!*dst && !json_is_string(v))
+	if (json_is_string(v) && json_string_length(v) >= sizeof text)
+		goto bad;   /* longer than any number it could be */
+	text[0] = '\0';
+	get_str(o, key, text, sizeof text);
+	if (!*text && !json_is_string(v))
 		goto bad;   /* true, an array, an object */
-	if (!*dst)
+	if (!*text)
 		return;
-	s = dst;
 	errno = 0;
 	if (int_only) {
-		long long x = strtoll(s, &end, 10);
-		ok = end != s && !*end && errno != ERANGE && x >= 0 &&
-		     (json_is_string(v) || json_is_integer(v)) && (size_t)(end - s) < cap - 1;
+		long long x = strtoll(text, &end, 10);
+		ok = end != text && !*end && errno != ERANGE && x >= 0 &&
+		     (json_is_string(v) || json_is_integer(v));
 	} else {
-		double x = strtod(s, &end);
-		ok = end != s && !*end && errno != ERANGE && isfinite(x) && x >= 0 &&
-		     !json_is_true(v) && !json_is_false(v);
+		double x = strtod(text, &end);
+		ok = end != text && !*end && errno != ERANGE && isfinite(x) && x >= 0;
 	}
-	for (const char *c = s; ok && *c; c++)
+	for (const char *c = text; ok && *c; c++)
 		ok = !isspace((unsigned char)*c);
-	if (ok)
+	/* whole or not at all: a number cut to fit would be another number */
+	if (ok && strlen(text) < cap) {
+		memcpy(dst, text, strlen(text) + 1);
 		return;
+	}
 bad:
 	dst[0] = '\0';
 	if (strlen(m->bad) + strlen(key) + 3 < sizeof m->bad)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "reports/report_impl.h"
+#include "common/cr_text.h"
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -80,13 +81,18 @@ static enum cr_status rerun_one(struct report_gate_task *t, int side, const stru
 				int *ok, struct cr_err *e)
 {
 	struct report_run run;
-	char csv[4200];
+	char csv[4200], *path;
 	enum cr_status st;
 	const struct report_row *hit = NULL;
 	struct report_opts ro;
 
 	*ok = 0;
-	if ((st = run_eval(o, r->candidate, dir, e)) != CR_OK)
+	/* the row holds the file name escaped one to one (cr_text_escape_name) */
+	if (!(path = cr_text_unescape_name(r->candidate)))
+		return cr_errf(e, CR_ENOMEM, "out of memory");
+	st = run_eval(o, path, dir, e);
+	free(path);
+	if (st != CR_OK)
 		return st;
 	snprintf(csv, sizeof csv, "%s/results.csv", dir);
 	if ((st = report_run_load(csv, &run, e)) != CR_OK)
@@ -309,7 +315,9 @@ enum cr_status report_gate_confirm(struct report_gate *g, const struct report_ga
 		struct report_gate_task *t = &g->tasks[i];
 		/* the baseline is re-run too when it is the same file, unchanged
 		 * (access() only; a changed file is caught by its hash) */
-		int base_too = access(t->base_row ? t->base_row->candidate : "", R_OK) == 0;
+		char *bp = t->base_row ? cr_text_unescape_name(t->base_row->candidate) : NULL;
+		int base_too = bp && access(bp, R_OK) == 0;
+		free(bp);
 		if (!suspect(t, o))
 			continue;
 		if (!made && !(made = mkdtemp(root) != NULL)) {

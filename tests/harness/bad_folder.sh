@@ -24,6 +24,7 @@ cp "$S/relu_plain.c" "$c/new
 line.c"
 cp "$S/relu_plain.c" "$c/$(printf 'cr\rname.c')"
 cp "$S/relu_plain.c" "$c/$(printf 'tab\tname.c')"
+cp "$S/relu_plain.c" "$c/"'tab\x09name.c'   # the text of an escaped tab, literally
 ln -s /nonexistent "$c/dangling.c"
 mkfifo "$c/fifo.c"
 cp "$S/relu_plain.c" "$c/side_types.c"
@@ -36,7 +37,7 @@ timeout 300 "$exe" eval "$c" --no-timing --backend cpu --jobs 1 --out "$out/run"
 R="$out/run/results.csv"
 # names are escaped, so no field holds a raw newline: a line is a row
 rows=$(awk 'END { print NR - 1 }' "$R")
-[ "$rows" = 12 ] && ok || no "expected 12 rows (every regular file), found $rows"
+[ "$rows" = 13 ] && ok || no "expected 13 rows (every regular file), found $rows"
 grep -q 'skipped .*dangling.c: a symbolic link' "$out/eval.err" && ok || no "dangling link not named on stderr"
 grep -q 'skipped .*fifo.c: a FIFO' "$out/eval.err" && ok || no "FIFO not named on stderr"
 for stem in notask empty garbage unknown_task esc_task; do
@@ -51,6 +52,12 @@ for esc in 'new\\x0aline.c' 'cr\\x0dname.c' 'tab\\x09name.c'; do
 	grep -q "\"smoke/relu\",\"[^\"]*$esc\"" "$R" && ok || no "file name not escaped as $esc in results.csv"
 	grep -q "$esc" "$out/eval.txt" && ok || no "file name not escaped as $esc on the terminal"
 done
+grep -q '"[^"]*tab\\x5cx09name.c"' "$R" && ok || no "a literal backslash in a name is not escaped (\\x5c): two names would read alike"
+# --resume finds every row by its escaped name: nothing evaluated twice
+timeout 300 "$exe" eval "$c" --no-timing --backend cpu --jobs 1 --out "$out/run" --resume >/dev/null 2>"$out/resume.err"; rc=$?
+[ "$rc" -eq 0 ] && ok || no "eval --resume exited $rc: $(tail -3 "$out/resume.err")"
+rows=$(awk 'END { print NR - 1 }' "$R")
+[ "$rows" = 13 ] && ok || no "--resume evaluated again: $rows rows, want 13"
 grep -q 'side_types.json: not a number >= 0.*sample, seed, temperature, top_k, turn' "$out/eval.err" && ok ||
 	no "sidecar's mistyped fields not named: $(grep side_types "$out/eval.err")"
 grep 'side_bad.json' "$out/eval.err" | grep -q 'unexpected token' && ok || no "broken sidecar not named"
