@@ -825,8 +825,10 @@ int cr_cmd_run(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	enum cr_status st = CR_OK;
 
-	if (rc)
+	if (rc) {
+		free(o.task_list);
 		return rc < 0 ? 0 : rc;
+	}
 	cr_err_init(&err);
 	gen_task_source(&src);
 	/* the task list: --tasks sets and --task names, in order */
