@@ -315,8 +315,13 @@ static bool plan_fits(struct vr *v, enum cr_stage s, const struct task_dimset *d
 				    : task_dtype_size(st->slots[k].dtype);
 		if (n < 0 || n > (1ll << 32) ||
 		    (st->slots[k].role == CR_SLOT_SCRATCH && (size_t)n * es > (1ull << 30))) {
-			snprintf(msg, cap, "@scratch %s: %lld elements is out of range", st->slots[k].name,
-				 (long long)n);
+			if (st->slots[k].role == CR_SLOT_SCRATCH)
+				snprintf(msg, cap, "%s:%d: @scratch %s: %lld elements is out of range",
+					 v->path, v->plan.cand.scratch[st->slots[k].scratch].line,
+					 st->slots[k].name, (long long)n);
+			else
+				snprintf(msg, cap, "%s: %s: %lld elements is out of range", v->path,
+					 st->slots[k].name, (long long)n);
 			return false;
 		}
 	}

@@ -1,6 +1,6 @@
 /* mk_gguf_bases — writes one tiny valid model per architecture (the decode
  * tests' generator, dec_testutil.c) into a folder, the bases that
- * malformed_gguf.py mutates (issue 30). */
+ * malformed_gguf.c mutates (issue 30). */
 #include <stdio.h>
 
 #include "decode/quant/dec_quant.h"
