@@ -256,6 +256,7 @@ static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 	const struct dec_gguf_kv *al;
 	uint64_t data_size, expect, end;
 	char sh[160];
+	const char *alsrc;
 
 	st = rd(&c, magic, 4, "magic");
 	if (st)
@@ -308,13 +309,14 @@ static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 		return cr_errf(err, CR_EINPUT, "%s: truncated before the tensor data", g->path);
 	data_size = g->data_off <= g->size ? g->size - g->data_off : 0;
 	expect = end = 0;
+	alsrc = al ? "key 'general.alignment'" : "the default, no key 'general.alignment'";
 	for (uint64_t i = 0; i < g->n_tensors; i++) {
 		struct dec_gguf_tensor *t = &g->tensors[i];
 
 		if (t->offset % g->alignment)
-			return cr_errf(err, CR_EINPUT, "%s: tensor '%.*s': offset %llu is not aligned to %llu",
-				       g->path, (int)t->name.len, t->name.ptr,
-				       (unsigned long long)t->offset, (unsigned long long)g->alignment);
+			return cr_errf(err, CR_EINPUT, "%s: tensor '%.*s': offset %llu is not aligned to %llu (%s)",
+				       g->path, NAME(t), (unsigned long long)t->offset, (unsigned long long)g->alignment,
+				       alsrc);
 		if (t->offset > data_size || t->nbytes > data_size - t->offset)
 			return cr_errf(err, CR_EINPUT,
 				       "%s: tensor '%.*s': data [%llu, +%llu) runs past the end of the file",
@@ -326,8 +328,9 @@ static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 		if (t->offset != expect)
 			return i ? cr_errf(err, CR_EINPUT,
 					   "%s: tensor '%.*s': offset %llu, expected %llu, where tensor '%.*s' (%s) "
-					   "before it ends", g->path, NAME(t), (unsigned long long)t->offset,
-					   (unsigned long long)expect, NAME(t - 1), shape(t - 1, sh, sizeof sh))
+					   "before it ends, padded to %llu (%s)", g->path, NAME(t),
+					   (unsigned long long)t->offset, (unsigned long long)expect, NAME(t - 1),
+					   shape(t - 1, sh, sizeof sh), (unsigned long long)g->alignment, alsrc)
 				 : cr_errf(err, CR_EINPUT, "%s: tensor '%.*s': offset %llu, expected 0 (the first)",
 					   g->path, NAME(t), (unsigned long long)t->offset);
 		expect = t->offset + (t->nbytes + g->alignment - 1) / g->alignment * g->alignment;
@@ -338,9 +341,10 @@ static enum cr_status parse(struct dec_gguf *g, struct cr_err *err)
 	if (g->n_tensors && data_size - end >= g->alignment)
 		return cr_errf(err, CR_EINPUT,
 			       "%s: %llu bytes after the data of the last tensor '%.*s' (%s): the tensor count "
-			       "(%llu) or the tensor infos disagree with the data", g->path,
+			       "(%llu), the tensor infos or the alignment (%llu, %s) disagree with the data", g->path,
 			       (unsigned long long)(data_size - end), NAME(&g->tensors[g->n_tensors - 1]),
-			       shape(&g->tensors[g->n_tensors - 1], sh, sizeof sh), (unsigned long long)g->n_tensors);
+			       shape(&g->tensors[g->n_tensors - 1], sh, sizeof sh), (unsigned long long)g->n_tensors,
+			       (unsigned long long)g->alignment, alsrc);
 	return CR_OK;
 }
 
