@@ -369,8 +369,16 @@ static void child(struct cr_proc *w, int cmd_r, int cmd_w, int rep_w, const char
 	char libcuda[1100] = "", visible[600] = "", order[80] = "";
 	bool cuda = !strcmp(mode, "cuda");
 	char *envp[] = { "PATH=/usr/bin:/bin", "OMP_WAIT_POLICY=PASSIVE", nthreads, blas,
-			 "OPENBLAS_THREAD_TIMEOUT=4", "LC_ALL=C", NULL, NULL, NULL, NULL };
+			 "OPENBLAS_THREAD_TIMEOUT=4", "LC_ALL=C", NULL, NULL, NULL, NULL, NULL };
 	int ne = 6;
+
+#if defined(__SANITIZE_ADDRESS__)
+	/* a sanitizer build of crucible: the candidate's own fault in the
+	 * instrumented worker is the candidate's signal (runtime_error), not
+	 * an AddressSanitizer report of crucible's */
+	envp[ne++] = "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_sigfpe=0:"
+		     "handle_sigill=0:handle_abort=0:detect_leaks=0";
+#endif
 
 	/* a cuda worker uses the driver library the orchestrator was told to,
 	 * and numbers the devices as the orchestrator does (the launch table
