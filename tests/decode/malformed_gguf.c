@@ -25,379 +25,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-/* ---- small helpers ------------------------------------------------------- */
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("malformed_gguf: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s);
-
-	if (!d)
-		die("out of memory");
-	return d;
-}
-
-struct sbuf {
-	char *p;
-	size_t n, cap;
-};
-
-static void sb_addn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->n + n + 1 > b->cap) {
-		b->cap = (b->n + n + 1) * 2;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = 0;
-}
-
-static void sb_adds(struct sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
-
-static char *sb_take(struct sbuf *b)
-{
-	char *p = b->p ? b->p : xstrdup("");
-
-	b->p = NULL;
-	b->n = b->cap = 0;
-	return p;
-}
-
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	if (vasprintf(&s, f, ap) < 0)
-		die("out of memory");
-	va_end(ap);
-	return s;
-}
-
-/* the field names a message may use */
-struct strlist {
-	char **v;
-	int n;
-};
-
-static void sl_add(struct strlist *l, const char *s)
-{
-	l->v = xrealloc(l->v, sizeof *l->v * (size_t)(l->n + 1));
-	l->v[l->n++] = xstrdup(s);
-}
-
-static void sl_free(struct strlist *l)
-{
-	for (int i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* the names in a folder, sorted as Python's sorted(os.listdir()) */
-static char **list_dir(const char *dir, int *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **v = NULL;
-
-	*n = 0;
-	if (!d)
-		die("cannot read %s: %s", dir, strerror(errno));
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		v = xrealloc(v, sizeof *v * (size_t)(*n + 1));
-		v[(*n)++] = xstrdup(e->d_name);
-	}
-	closedir(d);
-	qsort(v, (size_t)*n, sizeof *v, cmp_str);
-	return v;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	struct sbuf b = { 0 };
-	char buf[65536];
-	size_t k;
-
-	if (!f)
-		die("cannot read %s: %s", path, strerror(errno));
-	while ((k = fread(buf, 1, sizeof buf, f)) > 0)
-		sb_addn(&b, buf, k);
-	fclose(f);
-	if (len)
-		*len = b.n;
-	return sb_take(&b);
-}
-
-static void write_file(const char *path, const char *s, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f || fwrite(s, 1, n, f) != n || fclose(f))
-		die("cannot write %s: %s", path, strerror(errno));
-}
-
-static void mkdir_p(const char *path)
-{
-	char *p = xstrdup(path);
-
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		mkdir(p, 0777);
-		*s = '/';
-	}
-	if (mkdir(p, 0777) && errno != EEXIST)
-		die("cannot create %s: %s", p, strerror(errno));
-	free(p);
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(p);
-	return 0;
-}
-
-static void rm_rf(const char *path) { nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* zlib's crc32, the sample the Python driver drew */
-static uint32_t crc32_str(const char *s)
-{
-	uint32_t c = 0xffffffffu;
-
-	for (; *s; s++) {
-		c ^= (unsigned char)*s;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-	}
-	return ~c;
-}
-
-/* s with each ill-formed UTF-8 sequence as U+FFFD (Python's
- * decode("utf-8", "replace")) */
-static char *utf8_clean(const char *s, size_t n, size_t *outn)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	struct sbuf b = { 0 };
-
-	for (size_t i = 0; i < n; ) {
-		unsigned c = u[i];
-		size_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		size_t j = 1;
-
-		if (k == 1) {
-			sb_addn(&b, s + i, 1);
-			i++;
-			continue;
-		}
-		for (; k && j < k && i + j < n; j++) {
-			unsigned d = u[i + j], lo = 0x80, hi = 0xbf;
-
-			if (j == 1) {
-				lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
-				hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
-			}
-			if (d < lo || d > hi)
-				break;
-		}
-		if (k && j == k)
-			sb_addn(&b, s + i, k);
-		else
-			sb_adds(&b, "\xef\xbf\xbd");
-		i += j;
-	}
-	*outn = b.n;
-	return b.p ? b.p : xstrdup("");
-}
-
-/* Python's " ".join(s.split())[-keep:] (code points, not bytes) of s
- * decoded as Python does */
-static char *squash_tail(const char *raw, size_t rawn, size_t keep)
-{
-	struct sbuf b = { 0 };
-	size_t i = 0, start, n;
-	char *s = utf8_clean(raw, rawn, &n);
-
-	while (i < n) {
-		size_t j;
-
-		while (i < n && (strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", s[i]) && s[i]))
-			i++;
-		j = i;
-		while (j < n && !(strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", s[j]) && s[j]))
-			j++;
-		if (j > i) {
-			if (b.n)
-				sb_addn(&b, " ", 1);
-			sb_addn(&b, s + i, j - i);
-		}
-		i = j;
-	}
-	free(s);
-	if (!b.p)
-		return xstrdup("");
-	start = b.n;
-	for (size_t cp = 0; start > 0 && cp < keep; ) {
-		start--;
-		if (((unsigned char)b.p[start] & 0xc0) != 0x80)
-			cp++;
-	}
-	memmove(b.p, b.p + start, b.n - start + 1);
-	return b.p;
-}
-
-/* ---- running crucible ----------------------------------------------------- */
-
-/* argv under env with stdout and stderr in *out, in a session of its own
- * (a hang kills its group) and under an address-space limit (0: none).
- * Returns the exit status, -SIG on a signal; *hung when killed at the
- * timeout. */
-static int run_cmd(char *const *argv, char *const *envp, double timeout, rlim_t as,
-		   char **out, size_t *outn, int *hung)
-{
-	struct sbuf b = { 0 };
-	struct timespec t0, t;
-	int fd[2], st = 0, killed = 0;
-	pid_t pid;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (pipe2(fd, O_CLOEXEC))
-		die("pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		setsid();
-		if (as) {
-			struct rlimit rl = { as, as };
-
-			setrlimit(RLIMIT_AS, &rl);
-		}
-		dup2(fd[1], 1);
-		dup2(fd[1], 2);
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(fd[1]);
-	for (;;) {
-		struct pollfd p = { fd[0], POLLIN, 0 };
-		char buf[65536];
-		ssize_t k;
-		int ms = -1;
-
-		if (!killed) {
-			double el;
-
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
-			if (el >= timeout) {
-				kill(-pid, SIGKILL);
-				killed = 1;
-				continue;
-			}
-			ms = (int)((timeout - el) * 1000) + 1;
-		}
-		if (poll(&p, 1, ms) < 0) {
-			if (errno == EINTR)
-				continue;
-			die("poll: %s", strerror(errno));
-		}
-		if (!p.revents)
-			continue;
-		k = read(fd[0], buf, sizeof buf);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		sb_addn(&b, buf, (size_t)k);
-	}
-	close(fd[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	*outn = b.n;
-	*out = sb_take(&b);
-	*hung = killed;
-	if (killed)
-		return -SIGKILL;
-	return WIFSIGNALED(st) ? -WTERMSIG(st) : WEXITSTATUS(st);
-}
-
-static int has(const char *out, size_t n, const char *needle)
-{
-	return memmem(out, n, needle, strlen(needle)) != NULL;
-}
-
-static const char *const SAN[] = { "AddressSanitizer", "LeakSanitizer",
-	"UndefinedBehaviorSanitizer", "runtime error:" };
-
-/* the first sanitizer word in out, the one Python's SAN.search() finds */
-static const char *san_hit(const char *out, size_t n)
-{
-	const char *best = NULL, *bw = NULL;
-
-	for (size_t i = 0; i < sizeof SAN / sizeof *SAN; i++) {
-		const char *p = memmem(out, n, SAN[i], strlen(SAN[i]));
-
-		if (p && (!best || p < best)) {
-			best = p;
-			bw = SAN[i];
-		}
-	}
-	return bw;
-}
+#include "tests/common/malformed_run.h"
 
 /* ---- the GGUF model ------------------------------------------------------- */
 
@@ -457,7 +97,7 @@ struct at {
 
 static struct blob blob_of(const void *p, size_t n)
 {
-	struct blob b = { xrealloc(NULL, n), n };
+	struct blob b = { mr_xrealloc(NULL, n), n };
 
 	memcpy(b.p, p, n);
 	return b;
@@ -520,7 +160,7 @@ static const uint8_t *rd_bytes(struct rd *r, size_t n)
 	const uint8_t *p = r->p + r->pos;
 
 	if (n > r->n - r->pos)
-		die("%s: truncated base", r->file);
+		mr_die("%s: truncated base", r->file);
 	r->pos += n;
 	return p;
 }
@@ -547,7 +187,7 @@ static struct blob rd_val(struct rd *r, uint32_t t)
 	if (t == STR)
 		return rd_str(r);
 	if (!tsize(t))
-		die("%s: a base with a value of type %u", r->file, t);
+		mr_die("%s: a base with a value of type %u", r->file, t);
 	return blob_of(rd_bytes(r, tsize(t)), tsize(t));
 }
 
@@ -558,13 +198,13 @@ static void gg_parse(struct gguf *g, const uint8_t *raw, size_t n, const char *f
 
 	memset(g, 0, sizeof *g);
 	if (n < 24 || memcmp(raw, "GGUF", 4))
-		die("%s: not a GGUF base", file);
+		mr_die("%s: not a GGUF base", file);
 	r.pos = 4;
 	g->version = (uint32_t)rd_u(&r, 4);
 	g->nt = rd_u(&r, 8);
 	g->nkv = rd_u(&r, 8);
-	g->kv = xrealloc(NULL, sizeof *g->kv * g->nkv);
-	g->t = xrealloc(NULL, sizeof *g->t * g->nt);
+	g->kv = mr_xrealloc(NULL, sizeof *g->kv * g->nkv);
+	g->t = mr_xrealloc(NULL, sizeof *g->t * g->nt);
 	g->align = 32;
 	for (size_t i = 0; i < g->nkv; i++) {
 		struct kv *k = &g->kv[i];
@@ -575,7 +215,7 @@ static void gg_parse(struct gguf *g, const uint8_t *raw, size_t n, const char *f
 		if (k->type == ARR) {
 			k->atype = (uint32_t)rd_u(&r, 4);
 			k->narr = rd_u(&r, 8);
-			k->arr = xrealloc(NULL, sizeof *k->arr * k->narr);
+			k->arr = mr_xrealloc(NULL, sizeof *k->arr * k->narr);
 			for (size_t j = 0; j < k->narr; j++)
 				k->arr[j] = rd_val(&r, k->atype);
 		} else {
@@ -590,7 +230,7 @@ static void gg_parse(struct gguf *g, const uint8_t *raw, size_t n, const char *f
 		t->name = rd_str(&r);
 		t->nd = (uint32_t)rd_u(&r, 4);
 		if (t->nd > 8)
-			die("%s: a base tensor of %u dims", file, t->nd);
+			mr_die("%s: a base tensor of %u dims", file, t->nd);
 		for (uint32_t d = 0; d < t->nd; d++)
 			t->ne[d] = rd_u(&r, 8);
 		t->type = (uint32_t)rd_u(&r, 4);
@@ -615,18 +255,18 @@ static void kv_copy(struct kv *d, const struct kv *s)
 	*d = *s;
 	d->key = blob_of(s->key.p, s->key.n);
 	d->val = s->val.p ? blob_of(s->val.p, s->val.n) : (struct blob){ NULL, 0 };
-	d->arr = xrealloc(NULL, sizeof *d->arr * s->narr);
+	d->arr = mr_xrealloc(NULL, sizeof *d->arr * s->narr);
 	for (size_t j = 0; j < s->narr; j++)
 		d->arr[j] = blob_of(s->arr[j].p, s->arr[j].n);
 }
 
 static struct gguf *gg_clone(const struct gguf *g)
 {
-	struct gguf *h = xrealloc(NULL, sizeof *h);
+	struct gguf *h = mr_xrealloc(NULL, sizeof *h);
 
 	*h = *g;
-	h->kv = xrealloc(NULL, sizeof *h->kv * (g->nkv + 1));
-	h->t = xrealloc(NULL, sizeof *h->t * (g->nt + 1));
+	h->kv = mr_xrealloc(NULL, sizeof *h->kv * (g->nkv + 1));
+	h->t = mr_xrealloc(NULL, sizeof *h->t * (g->nt + 1));
 	for (size_t i = 0; i < g->nkv; i++)
 		kv_copy(&h->kv[i], &g->kv[i]);
 	for (size_t i = 0; i < g->nt; i++) {
@@ -662,24 +302,24 @@ static struct kv *find_kv(const struct gguf *g, const char *key)
 	return NULL;
 }
 
-static void put_u(struct sbuf *b, uint64_t v, size_t n)
+static void put_u(struct mr_sbuf *b, uint64_t v, size_t n)
 {
 	char c[8];
 
 	for (size_t i = 0; i < n; i++)
 		c[i] = (char)(v >> (8 * i));
-	sb_addn(b, c, n);
+	mr_sb_addn(b, c, n);
 }
 
-static void put_str(struct sbuf *b, const struct blob *s, size_t *at)
+static void put_str(struct mr_sbuf *b, const struct blob *s, size_t *at)
 {
 	if (at)
 		*at = b->n;
 	put_u(b, s->n, 8);
-	sb_addn(b, (const char *)s->p, s->n);
+	mr_sb_addn(b, (const char *)s->p, s->n);
 }
 
-static void put_val(struct sbuf *b, uint32_t t, const struct blob *v, size_t *at)
+static void put_val(struct mr_sbuf *b, uint32_t t, const struct blob *v, size_t *at)
 {
 	if (t == STR) {
 		put_str(b, v, at);
@@ -687,28 +327,28 @@ static void put_val(struct sbuf *b, uint32_t t, const struct blob *v, size_t *at
 	}
 	if (at)
 		*at = b->n;
-	sb_addn(b, (const char *)v->p, v->n);
+	mr_sb_addn(b, (const char *)v->p, v->n);
 }
 
 /* the file's bytes (*n of them); with at, where each field went */
 static uint8_t *gg_write(const struct gguf *g, struct at *at, size_t *n)
 {
-	struct sbuf b = { 0 };
+	struct mr_sbuf b = { 0 };
 	size_t pad;
 
 	if (at) {
-		at->key = xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
-		at->type = xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
-		at->atype = xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
-		at->alen = xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
-		at->val = xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
-		at->tname = xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
-		at->ndims = xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
-		at->ne = xrealloc(NULL, sizeof *at->ne * (g->nt + 1));
-		at->ttype = xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
-		at->toff = xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
+		at->key = mr_xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
+		at->type = mr_xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
+		at->atype = mr_xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
+		at->alen = mr_xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
+		at->val = mr_xrealloc(NULL, sizeof(size_t) * (g->nkv + 1));
+		at->tname = mr_xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
+		at->ndims = mr_xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
+		at->ne = mr_xrealloc(NULL, sizeof *at->ne * (g->nt + 1));
+		at->ttype = mr_xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
+		at->toff = mr_xrealloc(NULL, sizeof(size_t) * (g->nt + 1));
 	}
-	sb_adds(&b, "GGUF");
+	mr_sb_adds(&b, "GGUF");
 	if (at)
 		at->version = b.n;
 	put_u(&b, g->version, 4);
@@ -761,11 +401,11 @@ static uint8_t *gg_write(const struct gguf *g, struct at *at, size_t *n)
 		at->data = b.n;
 	pad = (size_t)((g->align - b.n % g->align) % g->align);
 	for (size_t i = 0; i < pad; i++)
-		sb_addn(&b, "", 1);
-	sb_addn(&b, (const char *)g->data, g->ndata);
+		mr_sb_addn(&b, "", 1);
+	mr_sb_addn(&b, (const char *)g->data, g->ndata);
 	*n = b.n;
 	if (!b.p)
-		b.p = xrealloc(NULL, 1);
+		b.p = mr_xrealloc(NULL, 1);
 	return (uint8_t *)b.p;
 }
 
@@ -791,7 +431,7 @@ struct job {
 	char *name, *arch, *suffix;
 	uint8_t *data;
 	size_t n;
-	struct strlist fields;
+	struct mr_strlist fields;
 	int must, seq;
 };
 
@@ -802,48 +442,48 @@ struct mctx {
 	void *arg;
 };
 
-static struct strlist FL(const char *s, ...)
+static struct mr_strlist FL(const char *s, ...)
 {
-	struct strlist l = { 0 };
+	struct mr_strlist l = { 0 };
 	va_list ap;
 
 	va_start(ap, s);
 	for (; s; s = va_arg(ap, const char *))
-		sl_add(&l, s);
+		mr_sl_add(&l, s);
 	va_end(ap);
 	return l;
 }
 
 static const char *const HDR[] = { "count", "tensor", "key", "truncated", "past the end", "offset" };
 
-static void add_hdr(struct strlist *l)
+static void add_hdr(struct mr_strlist *l)
 {
 	for (size_t i = 0; i < sizeof HDR / sizeof *HDR; i++)
-		sl_add(l, HDR[i]);
+		mr_sl_add(l, HDR[i]);
 }
 
 /* the mutant number m->i: kept (to the sink) when in the sample */
-static void emit(struct mctx *m, char *suffix, uint8_t *data, size_t n, struct strlist f, int must)
+static void emit(struct mctx *m, char *suffix, uint8_t *data, size_t n, struct mr_strlist f, int must)
 {
-	char *name = fmt("%s_%d.gguf", m->arch, m->i++);
+	char *name = mr_fmt("%s_%d.gguf", m->arch, m->i++);
 	struct job *j;
 
-	if (!m->full && crc32_str(name) % 6) {
+	if (!m->full && mr_crc32_str(name) % 6) {
 		free(name);
 		free(suffix);
 		free(data);
-		sl_free(&f);
+		mr_sl_free(&f);
 		return;
 	}
-	j = xrealloc(NULL, sizeof *j);
-	*j = (struct job){ name, xstrdup(m->arch), suffix, data, n, f, must, 0 };
+	j = mr_xrealloc(NULL, sizeof *j);
+	*j = (struct job){ name, mr_xstrdup(m->arch), suffix, data, n, f, must, 0 };
 	m->sink(m->arg, j);
 }
 
 /* raw with the n-byte little-endian v at off */
 static uint8_t *patch(const uint8_t *raw, size_t len, size_t off, size_t n, uint64_t v)
 {
-	uint8_t *b = xrealloc(NULL, len);
+	uint8_t *b = mr_xrealloc(NULL, len);
 
 	memcpy(b, raw, len);
 	for (size_t i = 0; i < n; i++)
@@ -884,12 +524,12 @@ static void mut_header(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 	const size_t nfix = 6;
 
 	for (size_t i = 0; i < 4; i++)
-		emit(m, fmt("version=%u", ver[i]), patch(raw, len, at->version, 4, ver[i]), len, FL("version", NULL), 1);
+		emit(m, mr_fmt("version=%u", ver[i]), patch(raw, len, at->version, 4, ver[i]), len, FL("version", NULL), 1);
 	{
 		uint8_t *b = patch(raw, len, 0, 0, 0);
 
 		memcpy(b, "GGUX", 4);
-		emit(m, xstrdup("magic"), b, len, FL("GGUF", "magic", NULL), 1);
+		emit(m, mr_xstrdup("magic"), b, len, FL("GGUF", "magic", NULL), 1);
 	}
 	for (int f = 0; f < 2; f++) {
 		uint64_t n = f ? g->nkv : g->nt;
@@ -898,15 +538,15 @@ static void mut_header(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 		for (size_t i = 0; i < 4; i++)
 			vals[nfix + i] = U64_VALS[2 + i];
 		for (size_t i = 0; i < 10; i++) {
-			struct strlist fl = { 0 };
+			struct mr_strlist fl = { 0 };
 
 			if (vals[i] == n)
 				continue;
 			add_hdr(&fl);
-			sl_add(&fl, "tensor");
-			sl_add(&fl, "key");
-			sl_add(&fl, "metadata");
-			emit(m, fmt("%s=%llu", f ? "n_kv" : "n_tensors", (unsigned long long)vals[i]),
+			mr_sl_add(&fl, "tensor");
+			mr_sl_add(&fl, "key");
+			mr_sl_add(&fl, "metadata");
+			emit(m, mr_fmt("%s=%llu", f ? "n_kv" : "n_tensors", (unsigned long long)vals[i]),
 			     patch(raw, len, f ? at->n_kv : at->n_tensors, 8, vals[i]), len, fl, 1);
 		}
 	}
@@ -927,12 +567,12 @@ static void mut_header(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 		cuts[7] = len - 1;
 		for (size_t i = 0; i < 8; i += m->full ? 1 : 2) {
 			size_t c = cuts[i] < len ? cuts[i] : len;
-			struct strlist fl = { 0 };
+			struct mr_strlist fl = { 0 };
 
 			add_hdr(&fl);
-			sl_add(&fl, "bytes");
-			sl_add(&fl, "GGUF");
-			emit(m, fmt("truncate=%zu", cuts[i]), patch(raw, c, 0, 0, 0), c, fl, 1);
+			mr_sl_add(&fl, "bytes");
+			mr_sl_add(&fl, "GGUF");
+			emit(m, mr_fmt("truncate=%zu", cuts[i]), patch(raw, c, 0, 0, 0), c, fl, 1);
 		}
 	}
 }
@@ -970,7 +610,7 @@ static void mut_values(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 				for (size_t i = 0; i < nv; i++) {
 					if (vals[i] == cur || !fits(t, vals[i]))
 						continue;
-					emit(m, fmt("%s=%lld", key, (long long)vals[i]),
+					emit(m, mr_fmt("%s=%lld", key, (long long)vals[i]),
 					     patch(raw, len, at->val[ki], tsize(t), (uint64_t)vals[i]), len, FL(key, NULL), 0);
 				}
 			}
@@ -979,18 +619,18 @@ static void mut_values(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 				uint32_t u;
 
 				memcpy(&u, &f32v[i], 4);
-				emit(m, fmt("%s=%s", key, f32s[i]), patch(raw, len, at->val[ki], 4, u), len, FL(key, NULL), 0);
+				emit(m, mr_fmt("%s=%s", key, f32s[i]), patch(raw, len, at->val[ki], 4, u), len, FL(key, NULL), 0);
 			}
 		} else if (t == BOOL) {
-			emit(m, fmt("%s=7", key), patch(raw, len, at->val[ki], 1, 7), len, FL(key, NULL), 0);
+			emit(m, mr_fmt("%s=7", key), patch(raw, len, at->val[ki], 1, 7), len, FL(key, NULL), 0);
 		} else if (t == STR) {
 			uint64_t n = k->val.n, v[] = { n + 1, n + 1000, 1ull << 32, (1ull << 63) - 1, ~0ull };
 
 			for (size_t i = 0; i < 5; i++) {
-				struct strlist fl = FL(key, NULL);
+				struct mr_strlist fl = FL(key, NULL);
 
 				add_hdr(&fl);
-				emit(m, fmt("strlen %s=%llu", key, (unsigned long long)v[i]),
+				emit(m, mr_fmt("strlen %s=%llu", key, (unsigned long long)v[i]),
 				     patch(raw, len, at->val[ki], 8, v[i]), len, fl, 1);
 			}
 		} else if (t == ARR) {
@@ -1000,42 +640,43 @@ static void mut_values(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 			uint32_t at4[] = { ARR, 13, k->atype != STR ? STR : U32, 1u << 31 };
 
 			for (size_t i = 0; i < (m->full ? 6u : 3u); i++) {
-				struct strlist fl = FL(key, NULL);
+				struct mr_strlist fl = FL(key, NULL);
 				/* the last value is 2^64-1: more than any n */
 				int must = v[i] == -1 && i == (m->full ? 5u : 2u) ? 1 : v[i] > n;
-				char *s = v[i] == -1 && must ? fmt("arrlen %s=18446744073709551615", key)
-							    : fmt("arrlen %s=%lld", key, (long long)v[i]);
+				char *s = v[i] == -1 && must ? mr_fmt("arrlen %s=18446744073709551615", key)
+							    : mr_fmt("arrlen %s=%lld", key, (long long)v[i]);
 
 				add_hdr(&fl);
 				emit(m, s, patch(raw, len, at->alen[ki], 8, (uint64_t)v[i]), len, fl, must);
 			}
 			for (size_t i = 0; i < 4; i++) {
-				struct strlist fl = FL(key, NULL);
+				struct mr_strlist fl = FL(key, NULL);
 
 				add_hdr(&fl);
-				emit(m, fmt("arrtype %s=%u", key, at4[i]), patch(raw, len, at->atype[ki], 4, at4[i]), len,
+				emit(m, mr_fmt("arrtype %s=%u", key, at4[i]), patch(raw, len, at->atype[ki], 4, at4[i]), len,
 				     fl, 1);
 			}
 		}
 		/* the key's type changed under its value */
 		for (size_t i = 0; i < (m->full ? 8u : 3u); i++) {
-			struct strlist fl = FL(key, NULL);
+			struct mr_strlist fl;
 
 			if (tfull[i] == t)
 				continue;
+			fl = FL(key, NULL);
 			add_hdr(&fl);
-			sl_add(&fl, "general.architecture");
-			sl_add(&fl, "tokenizer");
-			emit(m, fmt("type %s=%u", key, tfull[i]), patch(raw, len, at->type[ki], 4, tfull[i]), len, fl, 0);
+			mr_sl_add(&fl, "general.architecture");
+			mr_sl_add(&fl, "tokenizer");
+			emit(m, mr_fmt("type %s=%u", key, tfull[i]), patch(raw, len, at->type[ki], 4, tfull[i]), len, fl, 0);
 		}
 		/* the key's own length */
 		for (size_t i = 0; i < 3; i++) {
-			struct strlist fl = { 0 };
+			struct mr_strlist fl = { 0 };
 
 			add_hdr(&fl);
-			sl_add(&fl, "general.architecture");
-			sl_add(&fl, key);
-			emit(m, fmt("keylen %s=%llu", key, (unsigned long long)klen[i]),
+			mr_sl_add(&fl, "general.architecture");
+			mr_sl_add(&fl, key);
+			emit(m, mr_fmt("keylen %s=%llu", key, (unsigned long long)klen[i]),
 			     patch(raw, len, at->key[ki], 8, klen[i]), len, fl, klen[i] != 0);
 		}
 		free(key);
@@ -1099,19 +740,19 @@ static void mut_retype(struct mctx *m, const struct gguf *g, const char *A)
 
 				k->atype = U32;
 				k->narr = 2;
-				k->arr = xrealloc(NULL, sizeof *k->arr * 2);
+				k->arr = mr_xrealloc(NULL, sizeof *k->arr * 2);
 				k->arr[0] = blob_int(U32, 1);
 				k->arr[1] = blob_int(U32, 2);
 			}
 			b = gg_bytes(h, &n);
-			emit(m, fmt("retype %s=%u", key, nt[i]), b, n, FL(key, "general.architecture", NULL), 0);
+			emit(m, mr_fmt("retype %s=%u", key, nt[i]), b, n, FL(key, "general.architecture", NULL), 0);
 		}
 		h = gg_clone(g);
 		kv_release(&h->kv[ki]);
 		memmove(&h->kv[ki], &h->kv[ki + 1], sizeof *h->kv * (h->nkv - ki - 1));
 		h->nkv--;
 		b = gg_bytes(h, &n);
-		emit(m, fmt("-%s", key), b, n, FL(key, "tokenizer", "tensor", NULL), 0);
+		emit(m, mr_fmt("-%s", key), b, n, FL(key, "tokenizer", "tensor", NULL), 0);
 		free(key);
 	}
 }
@@ -1169,7 +810,7 @@ static void mut_extra(struct mctx *m, const struct gguf *g, const char *A)
 #undef XF
 #undef XS
 	for (size_t i = 0; i < sizeof ex / sizeof *ex; i++) {
-		char *key = ex[i].key[0] == '.' ? fmt("%.*s%s", (int)strlen(A) - 1, A, ex[i].key) : xstrdup(ex[i].key);
+		char *key = ex[i].key[0] == '.' ? mr_fmt("%.*s%s", (int)strlen(A) - 1, A, ex[i].key) : mr_xstrdup(ex[i].key);
 		struct gguf *h = gg_clone(g);
 		struct blob v = ex[i].t == U32 ? blob_int(U32, ex[i].u) : ex[i].t == F32 ? blob_f32(ex[i].f)
 									   : blob_str(ex[i].s);
@@ -1178,7 +819,7 @@ static void mut_extra(struct mctx *m, const struct gguf *g, const char *A)
 
 		set_kv(h, key, ex[i].t, v);
 		b = gg_bytes(h, &n);
-		emit(m, fmt("add %s=%s", key, ex[i].repr), b, n, FL(key, strrchr(key, '.') + 1, NULL), 0);
+		emit(m, mr_fmt("add %s=%s", key, ex[i].repr), b, n, FL(key, strrchr(key, '.') + 1, NULL), 0);
 		free(key);
 	}
 }
@@ -1201,7 +842,7 @@ static void arr_resize(struct kv *k, size_t n)
 		for (size_t j = n; j < old; j++)
 			free(k->arr[j].p);
 	} else if (old) {
-		k->arr = xrealloc(k->arr, sizeof *k->arr * n);
+		k->arr = mr_xrealloc(k->arr, sizeof *k->arr * n);
 		for (size_t j = old; j < n; j++)
 			k->arr[j] = blob_of(k->arr[0].p, k->arr[0].n);
 	} else {
@@ -1230,9 +871,9 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 			h = gg_clone(g);
 			tk = find_kv(h, "tokenizer.ggml.tokens");
 			if (ns[i] > ntok) {
-				tk->arr = xrealloc(tk->arr, sizeof *tk->arr * ns[i]);
+				tk->arr = mr_xrealloc(tk->arr, sizeof *tk->arr * ns[i]);
 				for (size_t j = ntok; j < ns[i]; j++) {
-					char *s = fmt("<x%zu>", j - ntok);
+					char *s = mr_fmt("<x%zu>", j - ntok);
 
 					tk->arr[j] = blob_str(s);
 					free(s);
@@ -1248,7 +889,7 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 					arr_resize(ok, ns[i]);
 			}
 			b = gg_bytes(h, &n);
-			emit(m, fmt("tokens=%zu", ns[i]), b, n, FL("tokenizer.ggml.tokens", "token_embd", NULL),
+			emit(m, mr_fmt("tokens=%zu", ns[i]), b, n, FL("tokenizer.ggml.tokens", "token_embd", NULL),
 			     ns[i] > ntok || ns[i] < 3);
 		}
 		for (size_t o = 0; o < 2; o++) {
@@ -1268,7 +909,7 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 					k2 = find_kv(h, other3[o]);
 					arr_resize(k2, py_slice(k2->narr + (k2->narr ? 1 : 0), vs[i]));
 					b = gg_bytes(h, &n);
-					emit(m, fmt("%s len=%lld", other3[o], (long long)vs[i]), b, n, FL(other3[o], NULL),
+					emit(m, mr_fmt("%s len=%lld", other3[o], (long long)vs[i]), b, n, FL(other3[o], NULL),
 					     o == 0 && vs[i] != (int64_t)ntok);
 				}
 			}
@@ -1284,7 +925,7 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 				free(k2->arr[0].p);
 				k2->arr[0] = blob_int(k2->atype, (uint64_t)tv[i]);
 				b = gg_bytes(h, &n);
-				emit(m, fmt("token_type[0]=%lld", (long long)tv[i]), b, n,
+				emit(m, mr_fmt("token_type[0]=%lld", (long long)tv[i]), b, n,
 				     FL("tokenizer.ggml.token_type", NULL), 0);
 			}
 		}
@@ -1299,11 +940,11 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 				free(k2->arr[0].p);
 				k2->arr[0] = blob_str(mv[i]);
 				b = gg_bytes(h, &n);
-				emit(m, fmt("merges[0]='%s'", mv[i]), b, n, FL("tokenizer.ggml.merges", NULL), 0);
+				emit(m, mr_fmt("merges[0]='%s'", mv[i]), b, n, FL("tokenizer.ggml.merges", NULL), 0);
 			}
 		}
 		{
-			char *a70k = xrealloc(NULL, 70001), *im3 = fmt("%s%s%s", "<|im_start|>", "<|im_start|>",
+			char *a70k = mr_xrealloc(NULL, 70001), *im3 = mr_fmt("%s%s%s", "<|im_start|>", "<|im_start|>",
 								 "<|im_start|>");
 			struct blob tv[4] = { { (uint8_t *)"", 0 }, { (uint8_t *)"", 1 }, { (uint8_t *)a70k, 70000 },
 					      { (uint8_t *)im3, strlen(im3) } };
@@ -1319,7 +960,7 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 				free(k2->arr[ntok / 2].p);
 				k2->arr[ntok / 2] = blob_of(tv[i].p, tv[i].n);
 				b = gg_bytes(h, &n);
-				emit(m, fmt("tokens[n/2]=%s", tr[i]), b, n, FL("tokenizer.ggml.tokens", NULL), 0);
+				emit(m, mr_fmt("tokens[n/2]=%s", tr[i]), b, n, FL("tokenizer.ggml.tokens", NULL), 0);
 			}
 			free(a70k);
 			free(im3);
@@ -1327,7 +968,7 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 	}
 	/* the chat template */
 	{
-		char *br = xrealloc(NULL, 2001), *ifs = xrealloc(NULL, 200 * 10 + 1);
+		char *br = mr_xrealloc(NULL, 2001), *ifs = mr_xrealloc(NULL, 200 * 10 + 1);
 		const char *cv[4];
 		static const char *const cr[] = { "'{% for %}'", "'{{{{{{{{{{{{'", "'{% if x %}{%'", "''" };
 
@@ -1352,7 +993,7 @@ static void mut_tokenizer(struct mctx *m, const struct gguf *g)
 			free(k0->val.p);
 			k0->val = blob_str(cv[i]);
 			b = gg_bytes(h, &n);
-			emit(m, fmt("chat_template=%s", cr[i]), b, n, FL("tokenizer.chat_template", "template", NULL), 0);
+			emit(m, mr_fmt("chat_template=%s", cr[i]), b, n, FL("tokenizer.chat_template", "template", NULL), 0);
 		}
 		free(br);
 		free(ifs);
@@ -1385,7 +1026,7 @@ static void mut_tensors(struct mctx *m, const struct gguf *g, const uint8_t *raw
 			for (size_t i = 0; i < (m->full ? 11u : 4u); i++) {
 				if (v[i] == e)
 					continue;
-				emit(m, fmt("%s ne[%u]=%llu", nm, d, (unsigned long long)v[i]),
+				emit(m, mr_fmt("%s ne[%u]=%llu", nm, d, (unsigned long long)v[i]),
 				     patch(raw, len, at->ne[ti][d], 8, v[i]), len, FL(nm, NULL), 1);
 			}
 		}
@@ -1396,39 +1037,39 @@ static void mut_tensors(struct mctx *m, const struct gguf *g, const uint8_t *raw
 			for (size_t i = 0; i < (m->full ? 9u : 3u); i++) {
 				if (v[i] == t->type)
 					continue;
-				emit(m, fmt("%s type=%u", nm, v[i]), patch(raw, len, at->ttype[ti], 4, v[i]), len, FL(nm, NULL), 0);
+				emit(m, mr_fmt("%s type=%u", nm, v[i]), patch(raw, len, at->ttype[ti], 4, v[i]), len, FL(nm, NULL), 0);
 			}
 		}
 		{
 			uint64_t v[] = { t->off + 1, t->off + g->align, g->ndata, 1ull << 63, 0 - g->align };
 
 			for (size_t i = 0; i < 5; i++)
-				emit(m, fmt("%s offset=%llu", nm, (unsigned long long)v[i]), patch(raw, len, at->toff[ti], 8, v[i]),
+				emit(m, mr_fmt("%s offset=%llu", nm, (unsigned long long)v[i]), patch(raw, len, at->toff[ti], 8, v[i]),
 				     len, FL(nm, NULL), v[i] != t->off + g->align);
 		}
 		{
 			static const uint32_t v[] = { 0, 3, 5, 0xffffffffu };
 
 			for (size_t i = 0; i < 4; i++) {
-				struct strlist fl = FL(nm, NULL);
+				struct mr_strlist fl = FL(nm, NULL);
 
 				if (v[i] == t->nd) {
-					sl_free(&fl);
+					mr_sl_free(&fl);
 					continue;
 				}
 				add_hdr(&fl);
-				emit(m, fmt("%s n_dims=%u", nm, v[i]), patch(raw, len, at->ndims[ti], 4, v[i]), len, fl, 1);
+				emit(m, mr_fmt("%s n_dims=%u", nm, v[i]), patch(raw, len, at->ndims[ti], 4, v[i]), len, fl, 1);
 			}
 		}
 		{
 			static const uint64_t v[] = { 0, 1ull << 30, ~0ull };
 
 			for (size_t i = 0; i < 3; i++) {
-				struct strlist fl = { 0 };
+				struct mr_strlist fl = { 0 };
 
 				add_hdr(&fl);
-				sl_add(&fl, "tensor");
-				emit(m, fmt("%s namelen=%llu", nm, (unsigned long long)v[i]), patch(raw, len, at->tname[ti], 8, v[i]),
+				mr_sl_add(&fl, "tensor");
+				emit(m, mr_fmt("%s namelen=%llu", nm, (unsigned long long)v[i]), patch(raw, len, at->tname[ti], 8, v[i]),
 				     len, fl, 1);
 			}
 		}
@@ -1438,11 +1079,11 @@ static void mut_tensors(struct mctx *m, const struct gguf *g, const uint8_t *raw
 			memmove(&h->t[ti], &h->t[ti + 1], sizeof *h->t * (h->nt - ti - 1));
 			h->nt--;
 			b = gg_bytes(h, &n);
-			emit(m, fmt("-%s", nm), b, n, FL(nm, "block_count", "offset", NULL), 1);
+			emit(m, mr_fmt("-%s", nm), b, n, FL(nm, "block_count", "offset", NULL), 1);
 			h = gg_clone(g);
 			h->t[ti].off = ti ? h->t[0].off : h->t[h->nt - 1].off;
 			b = gg_bytes(h, &n);
-			emit(m, fmt("%s aliases", nm), b, n, FL(nm, NULL), 0);
+			emit(m, mr_fmt("%s aliases", nm), b, n, FL(nm, NULL), 0);
 		}
 		free(nm);
 	}
@@ -1454,14 +1095,14 @@ static void mut_tensors(struct mctx *m, const struct gguf *g, const uint8_t *raw
 		h->t[h->nt].name = blob_of(g->t[1].name.p, g->t[1].name.n);
 		h->nt++;
 		b = gg_bytes(h, &n);
-		emit(m, xstrdup("duplicate tensor"), b, n, FL(n1, NULL), 1);
+		emit(m, mr_xstrdup("duplicate tensor"), b, n, FL(n1, NULL), 1);
 		free(n1);
 	}
 	h = gg_clone(g);
 	h->t[h->nt] = (struct tens){ blob_str("blk.99.attn_norm.weight"), 1, { g->t[g->nt - 1].ne[0] }, 0, 0 };
 	h->nt++;
 	b = gg_bytes(h, &n);
-	emit(m, xstrdup("blk.99"), b, n, FL("block_count", "blk.99", NULL), 1);
+	emit(m, mr_xstrdup("blk.99"), b, n, FL("block_count", "blk.99", NULL), 1);
 }
 
 /* every mutant of the base g of arch, in the Python driver's order */
@@ -1470,10 +1111,10 @@ static void mutations(struct mctx *m, const struct gguf *g)
 	struct at at;
 	size_t len;
 	uint8_t *raw = gg_write(g, &at, &len);
-	char *A = fmt("%s.", m->arch);
+	char *A = mr_fmt("%s.", m->arch);
 
 	if (g->nt < 2)
-		die("%s: a base of fewer than 2 tensors", m->arch);
+		mr_die("%s: a base of fewer than 2 tensors", m->arch);
 	mut_header(m, g, raw, len, &at);
 	mut_values(m, g, raw, len, &at, A);
 	mut_retype(m, g, A);
@@ -1505,46 +1146,25 @@ struct opts {
  * keeps 2 * jobs in flight), the results into one list */
 struct pool {
 	const struct opts *o;
-	struct job **q;
-	int cap, head, count, closed, seq;
-	pthread_mutex_t mu;
-	pthread_cond_t put, get;
+	struct mr_pool run;
+	pthread_mutex_t mu; /* on res, nres */
 	struct result *res;
 	int nres;
 	int count_only, n_jobs;
 	FILE *manifest;
 };
 
-static char *judge(int rc, int hung, const char *out, size_t n, const char *fname, const struct strlist *f, int must)
+static char *judge(int rc, int hung, const char *out, size_t n, const char *fname, const struct mr_strlist *f, int must)
 {
-	const char *s = san_hit(out, n);
+	char *v = mr_judge_crash(rc, hung, out, n);
 
-	if (s)
-		return fmt("sanitizer: %s", s);
-	if (hung)
-		return xstrdup("hang");
-	if (rc < 0 || rc >= 128)
-		return fmt("signal %d", rc < 0 ? -rc : rc - 128);
+	if (v)
+		return v;
 	if (rc == 0 && !must)
 		return NULL;
 	if (rc != 2)
-		return fmt("exit %d", rc);
-	if (!has(out, n, fname))
-		return xstrdup("message does not name the file");
-	for (int i = 0; i < f->n; i++)
-		if (has(out, n, f->v[i]))
-			return NULL;
-	{
-		struct sbuf b = { 0 };
-
-		sb_adds(&b, "message names none of ");
-		for (int i = 0; i < f->n && i < 4; i++) {
-			if (i)
-				sb_adds(&b, " / ");
-			sb_adds(&b, f->v[i]);
-		}
-		return sb_take(&b);
-	}
+		return mr_fmt("exit %d", rc);
+	return mr_judge_names(out, n, fname, f, " / ", 4);
 }
 
 static void add_result(struct pool *p, const struct job *j, const char *cmd, int rc, int hung, char *v, char *out,
@@ -1553,9 +1173,9 @@ static void add_result(struct pool *p, const struct job *j, const char *cmd, int
 	struct result *r;
 
 	pthread_mutex_lock(&p->mu);
-	p->res = xrealloc(p->res, sizeof *p->res * (size_t)(p->nres + 1));
+	p->res = mr_xrealloc(p->res, sizeof *p->res * (size_t)(p->nres + 1));
 	r = &p->res[p->nres++];
-	*r = (struct result){ j->seq, hung, hung ? 0 : rc, cmd, xstrdup(j->name), xstrdup(j->arch), xstrdup(j->suffix),
+	*r = (struct result){ j->seq, hung, hung ? 0 : rc, cmd, mr_xstrdup(j->name), mr_xstrdup(j->arch), mr_xstrdup(j->suffix),
 			      v, out, n };
 	pthread_mutex_unlock(&p->mu);
 }
@@ -1565,25 +1185,25 @@ static void add_result(struct pool *p, const struct job *j, const char *cmd, int
 static void one(struct pool *p, struct job *j)
 {
 	const struct opts *o = p->o;
-	char *path = fmt("%s/m/%s", o->work, j->name), *out, *v;
+	char *path = mr_fmt("%s/m/%s", o->work, j->name), *out, *v;
 	char *argv[] = { (char *)o->crucible, "decode", "--model", path, "--prompt", "hi <|im_start|>", "--max-tokens",
 			 "2", "--device", "cpu", "--threads", "1", NULL };
 	size_t n;
 	int rc, hung;
 
-	write_file(path, (const char *)j->data, j->n);
-	rc = run_cmd(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
+	mr_write_file(path, (const char *)j->data, j->n);
+	rc = mr_run(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
 	v = judge(rc, hung, out, n, j->name, &j->fields, j->must);
 	add_result(p, j, "decode", rc, hung, v, out, n);
-	if (!hung && rc == 0 && crc32_str(j->name) % 16 == 0) {
-		char *od = fmt("%s.out", path);
+	if (!hung && rc == 0 && mr_crc32_str(j->name) % 16 == 0) {
+		char *od = mr_fmt("%s.out", path);
 		char *argv2[] = { (char *)o->crucible, "generate", "--model", path, "--tasks", "smoke/relu", "--n", "1",
 				  "--max-tokens", "4", "--device", "cpu", "--threads", "1", "--out", od, NULL };
-		int rc2 = run_cmd(argv2, o->env, o->timeout, o->rlimit, &out, &n, &hung);
+		int rc2 = mr_run(argv2, o->env, o->timeout, o->rlimit, &out, &n, &hung);
 
 		v = judge(rc2, hung, out, n, j->name, &j->fields, 0);
 		add_result(p, j, "generate", rc2, hung, v, out, n);
-		rm_rf(od);
+		mr_rm_rf(od);
 		free(od);
 	}
 	unlink(path);
@@ -1596,32 +1216,15 @@ static void job_free(struct job *j)
 	free(j->arch);
 	free(j->suffix);
 	free(j->data);
-	sl_free(&j->fields);
+	mr_sl_free(&j->fields);
 	free(j);
 }
 
-static void *worker(void *arg)
+/* one mutant on a thread of the pool */
+static void run_job(void *arg, void *item)
 {
-	struct pool *p = arg;
-
-	for (;;) {
-		struct job *j;
-
-		pthread_mutex_lock(&p->mu);
-		while (!p->count && !p->closed)
-			pthread_cond_wait(&p->get, &p->mu);
-		if (!p->count) {
-			pthread_mutex_unlock(&p->mu);
-			return NULL;
-		}
-		j = p->q[p->head];
-		p->head = (p->head + 1) % p->cap;
-		p->count--;
-		pthread_cond_signal(&p->put);
-		pthread_mutex_unlock(&p->mu);
-		one(p, j);
-		job_free(j);
-	}
+	one(arg, item);
+	job_free(item);
 }
 
 /* the sink of the generator: counted, emitted, or queued */
@@ -1635,9 +1238,9 @@ static void sink(void *arg, struct job *j)
 		return;
 	}
 	if (p->o->emit) {
-		char *path = fmt("%s/%s", p->o->emit, j->name);
+		char *path = mr_fmt("%s/%s", p->o->emit, j->name);
 
-		write_file(path, (const char *)j->data, j->n);
+		mr_write_file(path, (const char *)j->data, j->n);
 		fprintf(p->manifest, "%s\t%s\t%d\t", j->name, j->suffix, j->must);
 		for (int i = 0; i < j->fields.n; i++)
 			fprintf(p->manifest, "%s%s", i ? "|" : "", j->fields.v[i]);
@@ -1646,13 +1249,7 @@ static void sink(void *arg, struct job *j)
 		job_free(j);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
-	while (p->count == p->cap)
-		pthread_cond_wait(&p->put, &p->mu);
-	p->q[(p->head + p->count) % p->cap] = j;
-	p->count++;
-	pthread_cond_signal(&p->get);
-	pthread_mutex_unlock(&p->mu);
+	mr_pool_put(&p->run, j);
 }
 
 static int cmp_result(const void *a, const void *b)
@@ -1671,7 +1268,7 @@ static void make_bases(const char *mk, const char *work)
 	int st;
 
 	if (pid < 0)
-		die("fork: %s", strerror(errno));
+		mr_die("fork: %s", strerror(errno));
 	if (pid == 0) {
 		execl(mk, mk, work, (char *)NULL);
 		fprintf(stderr, "malformed_gguf: cannot run %s: %s\n", mk, strerror(errno));
@@ -1680,55 +1277,7 @@ static void make_bases(const char *mk, const char *work)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		die("%s %s failed", mk, work);
-}
-
-/* environ with NAME=VALUE set (or, keep_old, kept when set) */
-static char **env_with(char **base, const char *name, const char *value, int keep_old)
-{
-	size_t n = 0, nl = strlen(name);
-	char **e;
-	int found = 0;
-
-	while (base[n])
-		n++;
-	e = xrealloc(NULL, sizeof *e * (n + 2));
-	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(base[i], name, nl) && base[i][nl] == '=') {
-			found = 1;
-			e[i] = keep_old ? xstrdup(base[i]) : fmt("%s=%s", name, value);
-		} else {
-			e[i] = xstrdup(base[i]);
-		}
-	}
-	if (!found)
-		e[n++] = fmt("%s=%s", name, value);
-	e[n] = NULL;
-	return e;
-}
-
-static void env_free(char **e)
-{
-	for (size_t i = 0; e[i]; i++)
-		free(e[i]);
-	free(e);
-}
-
-/* a CSV field as Python's csv module writes it (QUOTE_MINIMAL) */
-static void csv_field(FILE *f, const char *s, int last)
-{
-	if (strpbrk(s, ",\"\r\n")) {
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', f);
-			fputc(*s, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs(s, f);
-	}
-	fputs(last ? "\r\n" : ",", f);
+		mr_die("%s %s failed", mk, work);
 }
 
 static void usage(void)
@@ -1738,146 +1287,77 @@ static void usage(void)
 	exit(2);
 }
 
-/* arch is one of the comma-separated list */
-static int in_list(const char *list, const char *arch)
-{
-	size_t n = strlen(arch);
-
-	for (const char *s = list; s && *s; ) {
-		const char *e = strchr(s, ',');
-		size_t k = e ? (size_t)(e - s) : strlen(s);
-
-		if (k == n && !strncmp(s, arch, n))
-			return 1;
-		s = e ? e + 1 : NULL;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	const char *pos[2] = { NULL, NULL }, *keep = NULL, *report = NULL, *arch_f = "", *emit_dir = NULL;
-	int npos = 0, full = 0, jobs = 2, asan = 0, count = 0, bad_names = 0, n_ok0 = 0, nfiles;
-	double timeout = 60;
-	char *work, **env, **e2, **files, *mdir;
+	const char *pos[2] = { NULL, NULL }, *arch_f = "", *emit_dir = NULL;
+	struct mr_args ar = { .jobs = 2, .timeout = 60 };
+	int npos = 0, bad_names = 0, n_ok0 = 0, nfiles;
+	char *work, **env, **files, *mdir;
 	struct opts o;
 	struct pool p;
 
+	mr_set_prog("malformed_gguf");
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '=');
-		size_t kl = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-		const char *val = NULL;
+		const char *a = argv[i];
 
-#define OPT(name) (kl == strlen(name) && !strncmp(a, name, kl))
-#define VAL() (val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : (usage(), "")))
-		if (OPT("--full"))
-			full = 1;
-		else if (OPT("--asan"))
-			asan = 1;
-		else if (OPT("--count"))
-			count = 1;
-		else if (OPT("--jobs"))
-			jobs = atoi(VAL());
-		else if (OPT("--timeout"))
-			timeout = atof(VAL());
-		else if (OPT("--report"))
-			report = VAL();
-		else if (OPT("--keep"))
-			keep = VAL();
-		else if (OPT("--arch"))
-			arch_f = VAL();
-		else if (OPT("--emit"))
-			emit_dir = VAL();
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help") || (a[0] == '-' && a[1]) || npos == 2)
+		if (mr_args_opt(&ar, argc, argv, &i, usage) || mr_opt(argc, argv, &i, "--arch", &arch_f, usage) ||
+		    mr_opt(argc, argv, &i, "--emit", &emit_dir, usage))
+			continue;
+		if (mr_bad_arg(a) || npos == 2)
 			usage();
-		else
-			pos[npos++] = a;
-		(void)val;
-#undef OPT
-#undef VAL
+		pos[npos++] = a;
 	}
 	if (npos != 2)
 		usage();
-	if (jobs < 1)
-		jobs = 1;
-	if (keep) {
-		rm_rf(keep);
-		mkdir_p(keep);
-		work = xstrdup(keep);
-	} else {
-		const char *tmp = getenv("TMPDIR");
-
-		work = fmt("%s/crucible-badgguf-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(work))
-			die("mkdtemp: %s", strerror(errno));
-	}
-	e2 = env_with(environ, "ASAN_OPTIONS", "max_allocation_size_mb=4096:allocator_may_return_null=0", 1);
-	env = env_with(e2, "UBSAN_OPTIONS", "print_stacktrace=1", 1);
-	env_free(e2);
+	work = mr_workdir(ar.keep, "crucible-badgguf");
+	env = mr_san_env();
 	make_bases(pos[1], work);
-	files = list_dir(work, &nfiles);
-	mdir = fmt("%s/m", work);
-	mkdir_p(mdir);
-	o = (struct opts){ pos[0], work, emit_dir, env, timeout, asan ? 0 : (rlim_t)8 << 30 };
+	files = mr_list_dir(work, &nfiles);
+	mdir = mr_fmt("%s/m", work);
+	mr_mkdir_p(mdir);
+	o = (struct opts){ pos[0], work, emit_dir, env, ar.timeout, mr_as_limit(ar.asan) };
 	memset(&p, 0, sizeof p);
 	p.o = &o;
-	p.cap = 2 * jobs;
-	p.q = xrealloc(NULL, sizeof *p.q * (size_t)p.cap);
 	pthread_mutex_init(&p.mu, NULL);
-	pthread_cond_init(&p.put, NULL);
-	pthread_cond_init(&p.get, NULL);
-	p.count_only = count;
+	p.count_only = ar.count;
 	if (emit_dir) {
-		char *mf = fmt("%s/MANIFEST", emit_dir);
+		char *mf = mr_fmt("%s/MANIFEST", emit_dir);
 
-		mkdir_p(emit_dir);
+		mr_mkdir_p(emit_dir);
 		p.manifest = fopen(mf, "w");
 		if (!p.manifest)
-			die("cannot write %s", mf);
+			mr_die("cannot write %s", mf);
 		free(mf);
 	}
-	{
-		pthread_t *th = xrealloc(NULL, sizeof *th * (size_t)jobs);
-		int nth = count || emit_dir ? 0 : jobs;
+	mr_pool_start(&p.run, ar.count || emit_dir ? 0 : ar.jobs, 2 * ar.jobs, run_job, &p);
+	for (int fi = 0; fi < nfiles; fi++) {
+		size_t fl = strlen(files[fi]), len;
+		char *arch, *path;
+		uint8_t *raw;
+		struct gguf g;
+		struct mctx m;
 
-		for (int i = 0; i < nth; i++)
-			if (pthread_create(&th[i], NULL, worker, &p))
-				die("pthread_create failed");
-		for (int fi = 0; fi < nfiles; fi++) {
-			size_t fl = strlen(files[fi]), len;
-			char *arch, *path;
-			uint8_t *raw;
-			struct gguf g;
-			struct mctx m;
-
-			if (fl < 5 || strcmp(files[fi] + fl - 5, ".gguf"))
-				continue;
-			arch = strndup(files[fi], fl - 5);
-			if (*arch_f && !in_list(arch_f, arch)) {
-				free(arch);
-				continue;
-			}
-			path = fmt("%s/%s", work, files[fi]);
-			raw = (uint8_t *)read_file(path, &len);
-			gg_parse(&g, raw, len, path);
-			m = (struct mctx){ arch, 0, full, sink, &p };
-			mutations(&m, &g);
-			gg_release(&g);
-			free(raw);
-			free(path);
+		if (fl < 5 || strcmp(files[fi] + fl - 5, ".gguf"))
+			continue;
+		arch = strndup(files[fi], fl - 5);
+		if (*arch_f && !mr_in_list(arch_f, arch)) {
 			free(arch);
+			continue;
 		}
-		pthread_mutex_lock(&p.mu);
-		p.closed = 1;
-		pthread_cond_broadcast(&p.get);
-		pthread_mutex_unlock(&p.mu);
-		for (int i = 0; i < nth; i++)
-			pthread_join(th[i], NULL);
-		free(th);
+		path = mr_fmt("%s/%s", work, files[fi]);
+		raw = (uint8_t *)mr_read_file(path, &len);
+		gg_parse(&g, raw, len, path);
+		m = (struct mctx){ arch, 0, ar.full, sink, &p };
+		mutations(&m, &g);
+		gg_release(&g);
+		free(raw);
+		free(path);
+		free(arch);
 	}
+	mr_pool_finish(&p.run);
 	if (p.manifest)
 		fclose(p.manifest);
-	if (count || emit_dir) {
+	if (ar.count || emit_dir) {
 		printf("%d inputs\n", p.n_jobs);
 		goto done;
 	}
@@ -1890,40 +1370,29 @@ int main(int argc, char **argv)
 			n_ok0++;
 		if (!r->verdict)
 			continue;
-		msg = squash_tail(r->out, r->outn, 400);
+		msg = mr_squash_tail(r->out, r->outn, 400);
 		printf("FAIL %s [%s: %s] %s: %s -- %s\n", r->name, r->arch, r->suffix, r->cmd, r->verdict, msg);
 		free(msg);
 		/* failed names: a name's results are adjacent once sorted */
 		if (!(i > 0 && p.res[i - 1].seq == r->seq && p.res[i - 1].verdict))
 			bad_names++;
 	}
-	if (report) {
-		FILE *f = fopen(report, "w");
+	if (ar.report) {
+		FILE *f = mr_report_open(ar.report, "name,arch,mutation,command,rc,verdict,message\r\n");
 
-		if (!f)
-			die("cannot write %s: %s", report, strerror(errno));
-		fputs("name,arch,mutation,command,rc,verdict,message\r\n", f);
 		for (int i = 0; i < p.nres; i++) {
-			struct result *r = &p.res[i];
-			char rcs[16], *msg = squash_tail(r->out, r->outn, 300);
+			const struct result *r = &p.res[i];
+			const char *id[3] = { r->name, r->arch, r->suffix };
 
-			snprintf(rcs, sizeof rcs, "%d", r->rc);
-			csv_field(f, r->name, 0);
-			csv_field(f, r->arch, 0);
-			csv_field(f, r->suffix, 0);
-			csv_field(f, r->cmd, 0);
-			csv_field(f, r->hung ? "" : rcs, 0);
-			csv_field(f, r->verdict ? r->verdict : "ok", 0);
-			csv_field(f, msg, 1);
-			free(msg);
+			mr_report_row(f, id, r->cmd, r->rc, r->hung, r->verdict, r->out, r->outn);
 		}
 		fclose(f);
 	}
 	printf("gguf: %d inputs, %d failed, %d accepted as valid\n", p.n_jobs, bad_names, n_ok0);
 done:
 	fflush(stdout);
-	if (!keep)
-		rm_rf(work);
+	if (!ar.keep)
+		mr_rm_rf(work);
 	for (int i = 0; i < p.nres; i++) {
 		free(p.res[i].name);
 		free(p.res[i].arch);
@@ -1932,12 +1401,12 @@ done:
 		free(p.res[i].out);
 	}
 	free(p.res);
-	free(p.q);
+	pthread_mutex_destroy(&p.mu);
 	for (int i = 0; i < nfiles; i++)
 		free(files[i]);
 	free(files);
 	free(mdir);
 	free(work);
-	env_free(env);
+	mr_env_free(env);
 	return bad_names ? 1 : 0;
 }

@@ -22,395 +22,18 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-/* ---- small helpers ------------------------------------------------------- */
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("malformed_tasks: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s);
-
-	if (!d)
-		die("out of memory");
-	return d;
-}
-
-struct sbuf {
-	char *p;
-	size_t n, cap;
-};
-
-static void sb_addn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->n + n + 1 > b->cap) {
-		b->cap = (b->n + n + 1) * 2;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = 0;
-}
-
-static void sb_adds(struct sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
-
-static void sb_addf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		die("out of memory");
-	sb_addn(b, s, (size_t)n);
-	free(s);
-}
-
-static char *sb_take(struct sbuf *b)
-{
-	char *p = b->p ? b->p : xstrdup("");
-
-	b->p = NULL;
-	b->n = b->cap = 0;
-	return p;
-}
-
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	if (vasprintf(&s, f, ap) < 0)
-		die("out of memory");
-	va_end(ap);
-	return s;
-}
-
-/* the field names a message may use */
-struct strlist {
-	char **v;
-	int n;
-};
-
-static void sl_add(struct strlist *l, const char *s)
-{
-	l->v = xrealloc(l->v, sizeof *l->v * (size_t)(l->n + 1));
-	l->v[l->n++] = xstrdup(s);
-}
-
-static void sl_free(struct strlist *l)
-{
-	for (int i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* the names in a folder, sorted as Python's sorted(os.listdir()) */
-static char **list_dir(const char *dir, int *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **v = NULL;
-
-	*n = 0;
-	if (!d)
-		die("cannot read %s: %s", dir, strerror(errno));
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		v = xrealloc(v, sizeof *v * (size_t)(*n + 1));
-		v[(*n)++] = xstrdup(e->d_name);
-	}
-	closedir(d);
-	qsort(v, (size_t)*n, sizeof *v, cmp_str);
-	return v;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	struct sbuf b = { 0 };
-	char buf[65536];
-	size_t k;
-
-	if (!f)
-		die("cannot read %s: %s", path, strerror(errno));
-	while ((k = fread(buf, 1, sizeof buf, f)) > 0)
-		sb_addn(&b, buf, k);
-	fclose(f);
-	if (len)
-		*len = b.n;
-	return sb_take(&b);
-}
-
-static void write_file(const char *path, const char *s, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f || fwrite(s, 1, n, f) != n || fclose(f))
-		die("cannot write %s: %s", path, strerror(errno));
-}
-
-static void mkdir_p(const char *path)
-{
-	char *p = xstrdup(path);
-
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		mkdir(p, 0777);
-		*s = '/';
-	}
-	if (mkdir(p, 0777) && errno != EEXIST)
-		die("cannot create %s: %s", p, strerror(errno));
-	free(p);
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(p);
-	return 0;
-}
-
-static void rm_rf(const char *path) { nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* zlib's crc32, the sample the Python driver drew */
-static uint32_t crc32_str(const char *s)
-{
-	uint32_t c = 0xffffffffu;
-
-	for (; *s; s++) {
-		c ^= (unsigned char)*s;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-	}
-	return ~c;
-}
-
-/* s with each ill-formed UTF-8 sequence as U+FFFD (Python's
- * decode("utf-8", "replace")) */
-static char *utf8_clean(const char *s, size_t n, size_t *outn)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	struct sbuf b = { 0 };
-
-	for (size_t i = 0; i < n; ) {
-		unsigned c = u[i];
-		size_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		size_t j = 1;
-
-		if (k == 1) {
-			sb_addn(&b, s + i, 1);
-			i++;
-			continue;
-		}
-		for (; k && j < k && i + j < n; j++) {
-			unsigned d = u[i + j], lo = 0x80, hi = 0xbf;
-
-			if (j == 1) {
-				lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
-				hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
-			}
-			if (d < lo || d > hi)
-				break;
-		}
-		if (k && j == k)
-			sb_addn(&b, s + i, k);
-		else
-			sb_adds(&b, "\xef\xbf\xbd");
-		i += j;
-	}
-	*outn = b.n;
-	return b.p ? b.p : xstrdup("");
-}
-
-/* Python's " ".join(s.split())[-keep:] (code points, not bytes) of s
- * decoded as Python does */
-static char *squash_tail(const char *raw, size_t rawn, size_t keep)
-{
-	struct sbuf b = { 0 };
-	size_t i = 0, start, n;
-	char *s = utf8_clean(raw, rawn, &n);
-
-	while (i < n) {
-		size_t j;
-
-		while (i < n && (strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", s[i]) && s[i]))
-			i++;
-		j = i;
-		while (j < n && !(strchr(" \t\n\r\v\f\x1c\x1d\x1e\x1f", s[j]) && s[j]))
-			j++;
-		if (j > i) {
-			if (b.n)
-				sb_addn(&b, " ", 1);
-			sb_addn(&b, s + i, j - i);
-		}
-		i = j;
-	}
-	free(s);
-	if (!b.p)
-		return xstrdup("");
-	start = b.n;
-	for (size_t cp = 0; start > 0 && cp < keep; ) {
-		start--;
-		if (((unsigned char)b.p[start] & 0xc0) != 0x80)
-			cp++;
-	}
-	memmove(b.p, b.p + start, b.n - start + 1);
-	return b.p;
-}
-
-/* ---- running crucible ----------------------------------------------------- */
-
-/* argv under env with stdout and stderr in *out, in a session of its own
- * (a hang kills its group) and under an address-space limit (0: none).
- * Returns the exit status, -SIG on a signal; *hung when killed at the
- * timeout. */
-static int run_cmd(char *const *argv, char *const *envp, double timeout, rlim_t as,
-		   char **out, size_t *outn, int *hung)
-{
-	struct sbuf b = { 0 };
-	struct timespec t0, t;
-	int fd[2], st = 0, killed = 0;
-	pid_t pid;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (pipe2(fd, O_CLOEXEC))
-		die("pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		setsid();
-		if (as) {
-			struct rlimit rl = { as, as };
-
-			setrlimit(RLIMIT_AS, &rl);
-		}
-		dup2(fd[1], 1);
-		dup2(fd[1], 2);
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(fd[1]);
-	for (;;) {
-		struct pollfd p = { fd[0], POLLIN, 0 };
-		char buf[65536];
-		ssize_t k;
-		int ms = -1;
-
-		if (!killed) {
-			double el;
-
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
-			if (el >= timeout) {
-				kill(-pid, SIGKILL);
-				killed = 1;
-				continue;
-			}
-			ms = (int)((timeout - el) * 1000) + 1;
-		}
-		if (poll(&p, 1, ms) < 0) {
-			if (errno == EINTR)
-				continue;
-			die("poll: %s", strerror(errno));
-		}
-		if (!p.revents)
-			continue;
-		k = read(fd[0], buf, sizeof buf);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		sb_addn(&b, buf, (size_t)k);
-	}
-	close(fd[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	*outn = b.n;
-	*out = sb_take(&b);
-	*hung = killed;
-	if (killed)
-		return -SIGKILL;
-	return WIFSIGNALED(st) ? -WTERMSIG(st) : WEXITSTATUS(st);
-}
-
-static int has(const char *out, size_t n, const char *needle)
-{
-	return memmem(out, n, needle, strlen(needle)) != NULL;
-}
-
-static const char *const SAN[] = { "AddressSanitizer", "LeakSanitizer",
-	"UndefinedBehaviorSanitizer", "runtime error:" };
-
-/* the first sanitizer word in out, the one Python's SAN.search() finds */
-static const char *san_hit(const char *out, size_t n)
-{
-	const char *best = NULL, *bw = NULL;
-
-	for (size_t i = 0; i < sizeof SAN / sizeof *SAN; i++) {
-		const char *p = memmem(out, n, SAN[i], strlen(SAN[i]));
-
-		if (p && (!best || p < best)) {
-			best = p;
-			bw = SAN[i];
-		}
-	}
-	return bw;
-}
+#include "tests/common/malformed_run.h"
 
 /* ---- cases ----------------------------------------------------------------- */
 
@@ -425,7 +48,7 @@ struct result {
 struct tcase {
 	const char *kind; /* task, cand */
 	char *name, *why;
-	struct strlist fields;
+	struct mr_strlist fields;
 	int must_fail;
 	struct result res[3];
 	int nres;
@@ -435,38 +58,19 @@ struct tcase {
 static char *judge(const struct tcase *c, int rc, int hung, const char *out, size_t n,
 		   const char *fname, const int *want, int nwant, const int *ok, int nok)
 {
-	const char *s = san_hit(out, n);
+	char *v = mr_judge_crash(rc, hung, out, n);
 	int in = 0;
 
-	if (s)
-		return fmt("sanitizer: %s", s);
-	if (hung)
-		return xstrdup("hang");
-	if (rc < 0 || rc >= 128)
-		return fmt("signal %d", rc < 0 ? -rc : rc - 128);
+	if (v)
+		return v;
 	for (int i = 0; i < nok; i++)
 		if (rc == ok[i] && !c->must_fail)
 			return NULL;
 	for (int i = 0; i < nwant; i++)
 		in |= rc == want[i];
 	if (!in)
-		return fmt("exit %d", rc);
-	if (!has(out, n, fname))
-		return xstrdup("message does not name the file");
-	for (int i = 0; i < c->fields.n; i++)
-		if (has(out, n, c->fields.v[i]))
-			return NULL;
-	{
-		struct sbuf b = { 0 };
-
-		sb_adds(&b, "message names none of ");
-		for (int i = 0; i < c->fields.n; i++) {
-			if (i)
-				sb_adds(&b, "/");
-			sb_adds(&b, c->fields.v[i]);
-		}
-		return sb_take(&b);
-	}
+		return mr_fmt("exit %d", rc);
+	return mr_judge_names(out, n, fname, &c->fields, "/", -1);
 }
 
 /* ---- json.dumps ------------------------------------------------------------ */
@@ -477,17 +81,17 @@ static char *judge(const struct tcase *c, int rc, int hung, const char *out, siz
 
 /* repr() of a float: the shortest digits that read back, positional
  * for 1e-4 <= |r| < 1e16, else d.ddde+XX */
-static void py_float(struct sbuf *b, double r)
+static void py_float(struct mr_sbuf *b, double r)
 {
 	char t[64], dig[32];
 	int nd = 0, e, p;
 
 	if (isnan(r)) {
-		sb_adds(b, "NaN");
+		mr_sb_adds(b, "NaN");
 		return;
 	}
 	if (isinf(r)) {
-		sb_adds(b, r > 0 ? "Infinity" : "-Infinity");
+		mr_sb_adds(b, r > 0 ? "Infinity" : "-Infinity");
 		return;
 	}
 	for (p = 0; p < 17; p++) {
@@ -499,7 +103,7 @@ static void py_float(struct sbuf *b, double r)
 		const char *s = t;
 
 		if (*s == '-') {
-			sb_adds(b, "-");
+			mr_sb_adds(b, "-");
 			s++;
 		}
 		for (; *s != 'e'; s++)
@@ -511,31 +115,31 @@ static void py_float(struct sbuf *b, double r)
 		nd--;
 	dig[nd] = 0;
 	if (e < -4 || e >= 16) {
-		sb_addn(b, dig, 1);
+		mr_sb_addn(b, dig, 1);
 		if (nd > 1) {
-			sb_adds(b, ".");
-			sb_adds(b, dig + 1);
+			mr_sb_adds(b, ".");
+			mr_sb_adds(b, dig + 1);
 		}
-		sb_addf(b, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+		mr_sb_addf(b, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
 	} else if (e >= 0) {
 		for (int i = 0; i <= e; i++)
-			sb_addn(b, i < nd ? dig + i : "0", 1);
-		sb_adds(b, ".");
-		sb_adds(b, nd > e + 1 ? dig + e + 1 : "0");
+			mr_sb_addn(b, i < nd ? dig + i : "0", 1);
+		mr_sb_adds(b, ".");
+		mr_sb_adds(b, nd > e + 1 ? dig + e + 1 : "0");
 	} else {
-		sb_adds(b, "0.");
+		mr_sb_adds(b, "0.");
 		for (int i = 0; i < -e - 1; i++)
-			sb_adds(b, "0");
-		sb_adds(b, dig);
+			mr_sb_adds(b, "0");
+		mr_sb_adds(b, dig);
 	}
 }
 
 /* a JSON string with ensure_ascii's escapes */
-static void py_str(struct sbuf *b, const char *s, size_t n)
+static void py_str(struct mr_sbuf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 
-	sb_adds(b, "\"");
+	mr_sb_adds(b, "\"");
 	for (size_t i = 0; i < n; ) {
 		uint32_t cp = u[i];
 		int k = cp < 0x80 ? 1 : cp < 0xe0 ? 2 : cp < 0xf0 ? 3 : 4;
@@ -547,30 +151,30 @@ static void py_str(struct sbuf *b, const char *s, size_t n)
 		}
 		i += (size_t)k;
 		switch (cp) {
-		case '"': sb_adds(b, "\\\""); continue;
-		case '\\': sb_adds(b, "\\\\"); continue;
-		case '\n': sb_adds(b, "\\n"); continue;
-		case '\r': sb_adds(b, "\\r"); continue;
-		case '\t': sb_adds(b, "\\t"); continue;
-		case '\b': sb_adds(b, "\\b"); continue;
-		case '\f': sb_adds(b, "\\f"); continue;
+		case '"': mr_sb_adds(b, "\\\""); continue;
+		case '\\': mr_sb_adds(b, "\\\\"); continue;
+		case '\n': mr_sb_adds(b, "\\n"); continue;
+		case '\r': mr_sb_adds(b, "\\r"); continue;
+		case '\t': mr_sb_adds(b, "\\t"); continue;
+		case '\b': mr_sb_adds(b, "\\b"); continue;
+		case '\f': mr_sb_adds(b, "\\f"); continue;
 		}
 		if (cp >= 0x20 && cp < 0x7f) {
 			char c = (char)cp;
 
-			sb_addn(b, &c, 1);
+			mr_sb_addn(b, &c, 1);
 		} else if (cp >= 0x10000) {
 			cp -= 0x10000;
-			sb_addf(b, "\\u%04x\\u%04x", 0xd800 | (cp >> 10), 0xdc00 | (cp & 0x3ff));
+			mr_sb_addf(b, "\\u%04x\\u%04x", 0xd800 | (cp >> 10), 0xdc00 | (cp & 0x3ff));
 		} else {
-			sb_addf(b, "\\u%04x", cp);
+			mr_sb_addf(b, "\\u%04x", cp);
 		}
 	}
-	sb_adds(b, "\"");
+	mr_sb_adds(b, "\"");
 }
 
 /* json.dumps(v) */
-static void py_dump(struct sbuf *b, const json_t *v)
+static void py_dump(struct mr_sbuf *b, const json_t *v)
 {
 	const char *k;
 	json_t *x;
@@ -579,46 +183,46 @@ static void py_dump(struct sbuf *b, const json_t *v)
 
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		sb_adds(b, "{");
+		mr_sb_adds(b, "{");
 		json_object_foreach((json_t *)v, k, x) {
 			if (!first)
-				sb_adds(b, ", ");
+				mr_sb_adds(b, ", ");
 			first = 0;
 			py_str(b, k, strlen(k));
-			sb_adds(b, ": ");
+			mr_sb_adds(b, ": ");
 			py_dump(b, x);
 		}
-		sb_adds(b, "}");
+		mr_sb_adds(b, "}");
 		break;
 	case JSON_ARRAY:
-		sb_adds(b, "[");
+		mr_sb_adds(b, "[");
 		json_array_foreach(v, i, x) {
 			if (i)
-				sb_adds(b, ", ");
+				mr_sb_adds(b, ", ");
 			py_dump(b, x);
 		}
-		sb_adds(b, "]");
+		mr_sb_adds(b, "]");
 		break;
 	case JSON_STRING:
 		if (!strncmp(json_string_value(v), BIG, strlen(BIG)))
-			sb_adds(b, json_string_value(v) + strlen(BIG));
+			mr_sb_adds(b, json_string_value(v) + strlen(BIG));
 		else
 			py_str(b, json_string_value(v), json_string_length(v));
 		break;
-	case JSON_INTEGER: sb_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+	case JSON_INTEGER: mr_sb_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
 	case JSON_REAL: py_float(b, json_real_value(v)); break;
-	case JSON_TRUE: sb_adds(b, "true"); break;
-	case JSON_FALSE: sb_adds(b, "false"); break;
-	case JSON_NULL: sb_adds(b, "null"); break;
+	case JSON_TRUE: mr_sb_adds(b, "true"); break;
+	case JSON_FALSE: mr_sb_adds(b, "false"); break;
+	case JSON_NULL: mr_sb_adds(b, "null"); break;
 	}
 }
 
 static char *dumps(const json_t *v)
 {
-	struct sbuf b = { 0 };
+	struct mr_sbuf b = { 0 };
 
 	py_dump(&b, v);
-	return sb_take(&b);
+	return mr_sb_take(&b);
 }
 
 /* ---- the values a number is set to ------------------------------------------ */
@@ -649,7 +253,7 @@ static json_t *val_json(const struct val *v)
 	switch (v->k) {
 	case V_INT: return json_integer(v->i);
 	case V_BIG: {
-		char *s = fmt("%s%s", BIG, v->s);
+		char *s = mr_fmt("%s%s", BIG, v->s);
 		json_t *j = json_string(s);
 
 		free(s);
@@ -721,7 +325,7 @@ struct leaf {
 
 static void leaf_push(struct leaf **l, int *n, const struct leaf *x)
 {
-	*l = xrealloc(*l, sizeof **l * (size_t)(*n + 1));
+	*l = mr_xrealloc(*l, sizeof **l * (size_t)(*n + 1));
 	(*l)[(*n)++] = *x;
 }
 
@@ -809,17 +413,17 @@ static void put(json_t *doc, const struct leaf *l, json_t *v)
 
 static char *path_str(const struct leaf *l)
 {
-	struct sbuf b = { 0 };
+	struct mr_sbuf b = { 0 };
 
 	for (int i = 0; i < l->np; i++) {
 		if (i)
-			sb_adds(&b, ".");
+			mr_sb_adds(&b, ".");
 		if (l->p[i].key)
-			sb_adds(&b, l->p[i].key);
+			mr_sb_adds(&b, l->p[i].key);
 		else
-			sb_addf(&b, "%zu", l->p[i].idx);
+			mr_sb_addf(&b, "%zu", l->p[i].idx);
 	}
-	return sb_take(&b);
+	return mr_sb_take(&b);
 }
 
 /* where the mutants of one base go */
@@ -839,21 +443,21 @@ static void emit(struct gen *g, const char *suffix, json_t *doc, char *text, con
 	struct tcase *c;
 	char *path;
 
-	g->cases = xrealloc(g->cases, sizeof *g->cases * (size_t)(g->ncases + 1));
+	g->cases = mr_xrealloc(g->cases, sizeof *g->cases * (size_t)(g->ncases + 1));
 	c = &g->cases[g->ncases++];
 	memset(c, 0, sizeof *c);
 	c->kind = "task";
-	c->name = fmt("%s__%d", g->stem, g->i++);
-	c->why = fmt("%s %s: %s", g->base, why, suffix);
+	c->name = mr_fmt("%s__%d", g->stem, g->i++);
+	c->why = mr_fmt("%s %s: %s", g->base, why, suffix);
 	for (int k = 0; k < nf; k++)
-		sl_add(&c->fields, fields[k]);
+		mr_sl_add(&c->fields, fields[k]);
 	c->must_fail = must;
 	if (doc) {
 		text = dumps(doc);
 		json_decref(doc);
 	}
-	path = fmt("%s/%s.json", g->dir, c->name);
-	write_file(path, text, strlen(text));
+	path = mr_fmt("%s/%s.json", g->dir, c->name);
+	mr_write_file(path, text, strlen(text));
 	free(path);
 	free(text);
 }
@@ -873,11 +477,11 @@ struct reg {
 	char **ops;    /* sorted */
 	int nops;
 	char **aop;    /* attrs of aop[i]: attr[i] */
-	struct strlist *attr;
+	struct mr_strlist *attr;
 	int naop;
 };
 
-static const struct strlist *reg_attrs(const struct reg *r, const char *op)
+static const struct mr_strlist *reg_attrs(const struct reg *r, const char *op)
 {
 	for (int i = 0; i < r->naop; i++)
 		if (!strcmp(r->aop[i], op))
@@ -954,7 +558,7 @@ static void mut_leaves(struct gen *g, json_t *doc, const size_t *nodes, int nn, 
 			}
 			ps = path_str(&l[li]);
 			vs = val_dumps(nv);
-			suffix = fmt("%s=%s", ps, vs);
+			suffix = mr_fmt("%s=%s", ps, vs);
 			emit(g, suffix, d, NULL, f, nf, must, "set");
 			free(ps);
 			free(vs);
@@ -974,7 +578,7 @@ static void mut_shapes_missing(struct gen *g, json_t *doc, const size_t *nodes, 
 	/* strings in shapes: undefined dims and expressions */
 	json_object_foreach(tens, tn, t) {
 		size_t ns = json_array_size(json_object_get(t, "shape"));
-		char *fld = fmt("tensors.%s", tn);
+		char *fld = mr_fmt("tensors.%s", tn);
 
 		for (size_t j = 0; j < ns; j++) {
 			for (int s = 0; s < (full ? 4 : 2); s++) {
@@ -988,7 +592,7 @@ static void mut_shapes_missing(struct gen *g, json_t *doc, const size_t *nodes, 
 					continue;
 				}
 				vs = dumps(json_array_get(sh, j));
-				suffix = fmt("tensors.%s.shape.%zu=%s", tn, j, vs);
+				suffix = mr_fmt("tensors.%s.shape.%zu=%s", tn, j, vs);
 				emit(g, suffix, d, NULL, F(fld), 1, "undefined dim");
 				free(vs);
 				free(suffix);
@@ -1012,12 +616,12 @@ static void mut_shapes_missing(struct gen *g, json_t *doc, const size_t *nodes, 
 			continue;
 		d = json_deep_copy(doc);
 		json_object_del(d, k);
-		suffix = fmt("-%s", k);
+		suffix = mr_fmt("-%s", k);
 		emit(g, suffix, d, NULL, F(k), 1, "missing");
 		free(suffix);
 	}
 	json_object_foreach(tens, tn, t) {
-		char *fld = fmt("tensors.%s", tn);
+		char *fld = mr_fmt("tensors.%s", tn);
 		const char *role = json_string_value(json_object_get(t, "role"));
 
 		if (nt++ >= 3) {
@@ -1032,7 +636,7 @@ static void mut_shapes_missing(struct gen *g, json_t *doc, const size_t *nodes, 
 				continue;
 			d = json_deep_copy(doc);
 			json_object_del(json_object_get(json_object_get(d, "tensors"), tn), k);
-			suffix = fmt("-tensors.%s.%s", tn, k);
+			suffix = mr_fmt("-tensors.%s.%s", tn, k);
 			emit(g, suffix, d, NULL, F(fld), 1, "missing");
 			free(suffix);
 		}
@@ -1041,7 +645,7 @@ static void mut_shapes_missing(struct gen *g, json_t *doc, const size_t *nodes, 
 	for (int ni = 0; ni < nn; ni++) {
 		json_object_foreach(json_array_get(json_object_get(doc, "graph"), nodes[ni]), k, v) {
 			json_t *d = json_deep_copy(doc);
-			char *suffix = fmt("-graph.%zu.%s", nodes[ni], k);
+			char *suffix = mr_fmt("-graph.%zu.%s", nodes[ni], k);
 
 			json_object_del(json_array_get(json_object_get(d, "graph"), nodes[ni]), k);
 			emit(g, suffix, d, NULL, F("graph["), !strcmp(k, "op") || !strcmp(k, "in") ||
@@ -1058,7 +662,7 @@ static void mut_shapes_missing(struct gen *g, json_t *doc, const size_t *nodes, 
 			const char *dn = json_object_iter_key(it);
 			json_t *d = json_deep_copy(doc);
 			json_t *dd2 = c ? json_array_get(json_object_get(d, ck), 0) : json_object_get(d, ck);
-			char *suffix = fmt("-%s.%s", ck, dn);
+			char *suffix = mr_fmt("-%s.%s", ck, dn);
 
 			json_object_del(dd2, dn);
 			emit(g, suffix, d, NULL, F(ck), 1, "missing dim");
@@ -1082,7 +686,7 @@ static void mut_huge(struct gen *g, json_t *doc)
 	emit(g, "check_dims*100000", d, NULL, F("check_dims"), 1, "huge array");
 	for (int r = 0; r < 2; r++) {
 		int n = r ? 100000 : 7;
-		char *suffix = fmt("tensors.%s.shape*%d", t0, n), *fld = fmt("tensors.%s", t0);
+		char *suffix = mr_fmt("tensors.%s.shape*%d", t0, n), *fld = mr_fmt("tensors.%s", t0);
 
 		d = json_deep_copy(doc);
 		a = json_array();
@@ -1156,9 +760,9 @@ static void mut_rest(struct gen *g, json_t *doc, const size_t *nodes, int nn, co
 		if ((role && !strcmp(role, "output")) || !dtype ||
 		    (strcmp(dtype, "f32") && strcmp(dtype, "f16") && strcmp(dtype, "bf16")))
 			continue;
-		fld = fmt("tensors.%s", tn);
+		fld = mr_fmt("tensors.%s", tn);
 		for (size_t i = 0; i < sizeof inits / sizeof *inits; i++) {
-			char *suffix = fmt("tensors.%s.init=%s", tn, inits[i]);
+			char *suffix = mr_fmt("tensors.%s.init=%s", tn, inits[i]);
 
 			d = json_deep_copy(doc);
 			json_object_set_new(json_object_get(json_object_get(d, "tensors"), tn), "init",
@@ -1172,7 +776,7 @@ static void mut_rest(struct gen *g, json_t *doc, const size_t *nodes, int nn, co
 	/* attributes every op might read, on each distinct op of the graph */
 	for (int ni = 0; ni < nn; ni++) {
 		const char *op = json_string_value(json_object_get(json_array_get(graph, nodes[ni]), "op"));
-		const struct strlist *al = reg_attrs(reg, op);
+		const struct mr_strlist *al = reg_attrs(reg, op);
 		int na = al ? al->n : 0;
 
 		for (int ai = 0; ai < na + 2; ai++) {
@@ -1181,7 +785,7 @@ static void mut_rest(struct gen *g, json_t *doc, const size_t *nodes, int nn, co
 			int nv = full ? (int)(sizeof ATTR_VALS / sizeof *ATTR_VALS) : 3;
 
 			for (int vi = 0; vi < nv; vi++) {
-				char *vs = val_dumps(&vals[vi]), *suffix = fmt("graph.%zu.%s=%s", nodes[ni], a, vs);
+				char *vs = val_dumps(&vals[vi]), *suffix = mr_fmt("graph.%zu.%s=%s", nodes[ni], a, vs);
 
 				d = json_deep_copy(doc);
 				json_object_set_new(json_array_get(json_object_get(d, "graph"), nodes[ni]), a,
@@ -1203,7 +807,7 @@ static void mut_rest(struct gen *g, json_t *doc, const size_t *nodes, int nn, co
 
 				if (!strcmp(reg->ops[oi], op))
 					continue;
-				suffix = fmt("graph.%zu.op=%s", nodes[ni], reg->ops[oi]);
+				suffix = mr_fmt("graph.%zu.op=%s", nodes[ni], reg->ops[oi]);
 				d = json_deep_copy(doc);
 				json_object_set_new(json_array_get(json_object_get(d, "graph"), nodes[ni]), "op",
 						    json_string(reg->ops[oi]));
@@ -1215,31 +819,31 @@ static void mut_rest(struct gen *g, json_t *doc, const size_t *nodes, int nn, co
 	/* text that is not JSON, or not a task */
 	{
 		char *all = dumps(doc), *dims = dumps(json_object_get(doc, "dims")), *hit;
-		struct sbuf big = { 0 }, txt = { 0 };
+		struct mr_sbuf big = { 0 }, txt = { 0 };
 		const char *k;
 		json_t *v;
 		int first = 1;
 
 		emit(g, "truncated", NULL, strndup(all, strlen(all) / 2), F("json", ":"), 1, "truncated");
-		emit(g, "array", NULL, xstrdup("[]"), F("top level"), 1, "not an object");
-		sb_adds(&big, "{");
+		emit(g, "array", NULL, mr_xstrdup("[]"), F("top level"), 1, "not an object");
+		mr_sb_adds(&big, "{");
 		json_object_foreach(json_object_get(doc, "dims"), k, v) {
 			if (!first)
-				sb_adds(&big, ", ");
+				mr_sb_adds(&big, ", ");
 			first = 0;
 			py_str(&big, k, strlen(k));
-			sb_adds(&big, ": 1000000000000000000000000000000");
+			mr_sb_adds(&big, ": 1000000000000000000000000000000");
 		}
-		sb_adds(&big, "}");
+		mr_sb_adds(&big, "}");
 		hit = strstr(all, dims);
 		if (hit) {
-			sb_addn(&txt, all, (size_t)(hit - all));
-			sb_adds(&txt, big.p);
-			sb_adds(&txt, hit + strlen(dims));
+			mr_sb_addn(&txt, all, (size_t)(hit - all));
+			mr_sb_adds(&txt, big.p);
+			mr_sb_adds(&txt, hit + strlen(dims));
 		} else {
-			sb_adds(&txt, all);
+			mr_sb_adds(&txt, all);
 		}
-		emit(g, "bigint", NULL, sb_take(&txt), F(":"), 1, "big integer");
+		emit(g, "bigint", NULL, mr_sb_take(&txt), F(":"), 1, "big integer");
 		free(all);
 		free(dims);
 		free(big.p);
@@ -1278,7 +882,7 @@ static void task_mutations(struct gen *g, json_t *doc, const struct reg *reg, ch
  * shape-heavy ops for the quick sample; bases[i] stands for mine[i] */
 struct base {
 	char *path;
-	struct strlist mine;
+	struct mr_strlist mine;
 };
 
 static size_t utf8_len(const char *s, size_t n)
@@ -1298,7 +902,7 @@ static int cmp_base(const void *a, const void *b)
 static struct base *base_tasks(const char *datadir, int full, struct reg *reg, int *nbase)
 {
 	static const char *const quick[] = { "conv", "conv_transpose", "maxpool", "matmul", "softmax" };
-	char *td = fmt("%s/tasks", datadir), **sets;
+	char *td = mr_fmt("%s/tasks", datadir), **sets;
 	int nsets;
 	/* op -> (length, path) of the smallest task that has it */
 	char **uop = NULL, **upath = NULL;
@@ -1307,9 +911,9 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 	struct base *bases = NULL;
 
 	*nbase = 0;
-	sets = list_dir(td, &nsets);
+	sets = mr_list_dir(td, &nsets);
 	for (int si = 0; si < nsets; si++) {
-		char *sd = fmt("%s/%s", td, sets[si]), **files;
+		char *sd = mr_fmt("%s/%s", td, sets[si]), **files;
 		struct stat st;
 		int nf;
 
@@ -1317,7 +921,7 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 			free(sd);
 			continue;
 		}
-		files = list_dir(sd, &nf);
+		files = mr_list_dir(sd, &nf);
 		for (int fi = 0; fi < nf; fi++) {
 			size_t len, gi;
 			char *p, *txt;
@@ -1326,15 +930,15 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 
 			if (strlen(files[fi]) < 5 || strcmp(files[fi] + strlen(files[fi]) - 5, ".json"))
 				continue;
-			p = fmt("%s/%s", sd, files[fi]);
-			txt = read_file(p, &len);
+			p = mr_fmt("%s/%s", sd, files[fi]);
+			txt = mr_read_file(p, &len);
 			doc = json_loadb(txt, len, 0, &err);
 			if (!doc)
-				die("%s: %s", p, err.text);
+				mr_die("%s: %s", p, err.text);
 			len = utf8_len(txt, len);
 			json_array_foreach(json_object_get(doc, "graph"), gi, node) {
 				const char *op = json_string_value(json_object_get(node, "op")), *k;
-				struct strlist *al = NULL;
+				struct mr_strlist *al = NULL;
 				json_t *v;
 				int ui;
 
@@ -1342,10 +946,10 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 					if (!strcmp(reg->aop[i], op))
 						al = &reg->attr[i];
 				if (!al) {
-					reg->aop = xrealloc(reg->aop, sizeof *reg->aop * (size_t)(reg->naop + 1));
-					reg->attr = xrealloc(reg->attr, sizeof *reg->attr * (size_t)(reg->naop + 1));
-					reg->aop[reg->naop] = xstrdup(op);
-					reg->attr[reg->naop] = (struct strlist){ 0 };
+					reg->aop = mr_xrealloc(reg->aop, sizeof *reg->aop * (size_t)(reg->naop + 1));
+					reg->attr = mr_xrealloc(reg->attr, sizeof *reg->attr * (size_t)(reg->naop + 1));
+					reg->aop[reg->naop] = mr_xstrdup(op);
+					reg->attr[reg->naop] = (struct mr_strlist){ 0 };
 					al = &reg->attr[reg->naop++];
 				}
 				json_object_foreach(node, k, v) {
@@ -1356,22 +960,22 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 					for (int i = 0; i < al->n; i++)
 						dup |= !strcmp(al->v[i], k);
 					if (!dup)
-						sl_add(al, k);
+						mr_sl_add(al, k);
 				}
 				for (ui = 0; ui < nu; ui++)
 					if (!strcmp(uop[ui], op))
 						break;
 				if (ui == nu) {
-					uop = xrealloc(uop, sizeof *uop * (size_t)(nu + 1));
-					upath = xrealloc(upath, sizeof *upath * (size_t)(nu + 1));
-					ulen = xrealloc(ulen, sizeof *ulen * (size_t)(nu + 1));
-					uop[nu] = xstrdup(op);
+					uop = mr_xrealloc(uop, sizeof *uop * (size_t)(nu + 1));
+					upath = mr_xrealloc(upath, sizeof *upath * (size_t)(nu + 1));
+					ulen = mr_xrealloc(ulen, sizeof *ulen * (size_t)(nu + 1));
+					uop[nu] = mr_xstrdup(op);
 					upath[nu] = NULL;
 					nu++;
 				}
 				if (!upath[ui] || len < ulen[ui]) {
 					free(upath[ui]);
-					upath[ui] = xstrdup(p);
+					upath[ui] = mr_xstrdup(p);
 					ulen[ui] = len;
 				}
 			}
@@ -1385,11 +989,11 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 		free(sd);
 	}
 	/* every op, sorted */
-	reg->ops = xrealloc(NULL, sizeof *reg->ops * (size_t)nu);
+	reg->ops = mr_xrealloc(NULL, sizeof *reg->ops * (size_t)nu);
 	for (int i = 0; i < nu; i++)
-		reg->ops[i] = xstrdup(uop[i]);
+		reg->ops[i] = mr_xstrdup(uop[i]);
 	reg->nops = nu;
-	qsort(reg->ops, (size_t)nu, sizeof *reg->ops, cmp_str);
+	qsort(reg->ops, (size_t)nu, sizeof *reg->ops, mr_cmp_str);
 	for (int w = 0; w < (full ? nu : 5); w++) {
 		const char *o = full ? reg->ops[w] : quick[w];
 		int ui, bi;
@@ -1397,15 +1001,15 @@ static struct base *base_tasks(const char *datadir, int full, struct reg *reg, i
 		for (ui = 0; ui < nu && strcmp(uop[ui], o); ui++)
 			;
 		if (ui == nu)
-			die("the registry has no task with op %s", o);
+			mr_die("the registry has no task with op %s", o);
 		for (bi = 0; bi < *nbase && strcmp(bases[bi].path, upath[ui]); bi++)
 			;
 		if (bi == *nbase) {
-			bases = xrealloc(bases, sizeof *bases * (size_t)(*nbase + 1));
-			bases[bi] = (struct base){ xstrdup(upath[ui]), { 0 } };
+			bases = mr_xrealloc(bases, sizeof *bases * (size_t)(*nbase + 1));
+			bases[bi] = (struct base){ mr_xstrdup(upath[ui]), { 0 } };
 			(*nbase)++;
 		}
-		sl_add(&bases[bi].mine, o);
+		mr_sl_add(&bases[bi].mine, o);
 	}
 	qsort(bases, (size_t)*nbase, sizeof *bases, cmp_base);
 	for (int i = 0; i < nu; i++) {
@@ -1427,14 +1031,14 @@ static struct tcase *task_cases(const char *datadir, const char *work, int full,
 	struct reg reg = { 0 };
 	struct base *bases;
 	int nb;
-	char *dir = fmt("%s/data/tasks/m", work), *lnk = fmt("%s/data/baselines", work);
-	char *bl = fmt("%s/baselines", datadir);
+	char *dir = mr_fmt("%s/data/tasks/m", work), *lnk = mr_fmt("%s/data/baselines", work);
+	char *bl = mr_fmt("%s/baselines", datadir);
 	struct gen g = { 0 };
 
 	bases = base_tasks(datadir, full, &reg, &nb);
-	mkdir_p(dir);
+	mr_mkdir_p(dir);
 	if (symlink(bl, lnk))
-		die("cannot link %s: %s", lnk, strerror(errno));
+		mr_die("cannot link %s: %s", lnk, strerror(errno));
 	g.dir = dir;
 	for (int b = 0; b < nb; b++) {
 		json_error_t err;
@@ -1443,7 +1047,7 @@ static struct tcase *task_cases(const char *datadir, const char *work, int full,
 		size_t k;
 
 		if (!doc)
-			die("%s: %s", bases[b].path, err.text);
+			mr_die("%s: %s", bases[b].path, err.text);
 		for (k = 0; fn[k] && k < 40 && strcmp(fn + k, ".json"); k++)
 			g.stem[k] = (fn[k] >= 'A' && fn[k] <= 'Z') || (fn[k] >= 'a' && fn[k] <= 'z') ||
 				    (fn[k] >= '0' && fn[k] <= '9') || fn[k] == '_' ? fn[k] : '_';
@@ -1453,14 +1057,14 @@ static struct tcase *task_cases(const char *datadir, const char *work, int full,
 		task_mutations(&g, doc, &reg, bases[b].mine.v, bases[b].mine.n, full);
 		json_decref(doc);
 		free(bases[b].path);
-		sl_free(&bases[b].mine);
+		mr_sl_free(&bases[b].mine);
 	}
 	free(bases);
 	for (int i = 0; i < reg.nops; i++)
 		free(reg.ops[i]);
 	for (int i = 0; i < reg.naop; i++) {
 		free(reg.aop[i]);
-		sl_free(&reg.attr[i]);
+		mr_sl_free(&reg.attr[i]);
 	}
 	free(reg.ops);
 	free(reg.aop);
@@ -1491,7 +1095,7 @@ static struct lines split_lines(const char *src)
 		const char *e = strchr(s, '\n');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
 
-		l.v = xrealloc(l.v, sizeof *l.v * (size_t)(l.n + 1));
+		l.v = mr_xrealloc(l.v, sizeof *l.v * (size_t)(l.n + 1));
 		l.v[l.n++] = strndup(s, n);
 		if (!e)
 			break;
@@ -1504,26 +1108,26 @@ static struct lines split_lines(const char *src)
  * of the lines in add[] inserted before line i, add[0] ending first */
 static char *join_edit(const struct lines *l, int i, const char *rep, const char *const *add, int nadd)
 {
-	struct sbuf b = { 0 };
+	struct mr_sbuf b = { 0 };
 
 	for (int k = 0; k < l->n; k++) {
 		if (k == i && add)
 			for (int a = 0; a < nadd; a++) {
-				sb_adds(&b, add[a]);
-				sb_adds(&b, "\n");
+				mr_sb_adds(&b, add[a]);
+				mr_sb_adds(&b, "\n");
 			}
-		sb_adds(&b, k == i && rep ? rep : l->v[k]);
+		mr_sb_adds(&b, k == i && rep ? rep : l->v[k]);
 		if (k + 1 < l->n)
-			sb_adds(&b, "\n");
+			mr_sb_adds(&b, "\n");
 	}
 	if (add && i == l->n) {
 		for (int a = 0; a < nadd; a++) {
 			if (b.n)
-				sb_adds(&b, "\n");
-			sb_adds(&b, add[a]);
+				mr_sb_adds(&b, "\n");
+			mr_sb_adds(&b, add[a]);
 		}
 	}
-	return sb_take(&b);
+	return mr_sb_take(&b);
 }
 
 struct cgen {
@@ -1537,17 +1141,17 @@ static void cemit(struct cgen *g, const char *suffix, char *text /*stolen*/)
 	struct tcase *c;
 	char *p, *fld;
 
-	g->cases = xrealloc(g->cases, sizeof *g->cases * (size_t)(g->n + 1));
+	g->cases = mr_xrealloc(g->cases, sizeof *g->cases * (size_t)(g->n + 1));
 	c = &g->cases[g->n];
 	memset(c, 0, sizeof *c);
 	c->kind = "cand";
-	c->name = fmt("cand%d", g->n++);
-	c->why = xstrdup(suffix);
-	fld = fmt("%s.c:", c->name);
-	sl_add(&c->fields, fld);
+	c->name = mr_fmt("cand%d", g->n++);
+	c->why = mr_xstrdup(suffix);
+	fld = mr_fmt("%s.c:", c->name);
+	mr_sl_add(&c->fields, fld);
 	c->must_fail = 1;
-	p = fmt("%s/%s.c", g->dir, c->name);
-	write_file(p, text, strlen(text));
+	p = mr_fmt("%s/%s.c", g->dir, c->name);
+	mr_write_file(p, text, strlen(text));
 	free(p);
 	free(fld);
 	free(text);
@@ -1556,16 +1160,16 @@ static void cemit(struct cgen *g, const char *suffix, char *text /*stolen*/)
 /* suffix: a prefix of s, at most n characters */
 static char *pfx(const char *lead, const char *s, size_t n)
 {
-	return fmt("%s%.*s", lead, (int)(strlen(s) < n ? strlen(s) : n), s);
+	return mr_fmt("%s%.*s", lead, (int)(strlen(s) < n ? strlen(s) : n), s);
 }
 
 static char *rep(const char *s, int n)
 {
-	struct sbuf b = { 0 };
+	struct mr_sbuf b = { 0 };
 
 	for (int i = 0; i < n; i++)
-		sb_adds(&b, s);
-	return sb_take(&b);
+		mr_sb_adds(&b, s);
+	return mr_sb_take(&b);
 }
 
 static void cand_mutations(struct cgen *g, const char *src, int full)
@@ -1581,16 +1185,16 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 			fi = i;
 	}
 	if (ti < 0 || fi < 0)
-		die("%s has no @task or @forward", CAND_BASE);
+		mr_die("%s has no @task or @forward", CAND_BASE);
 #define WITH(i, new) join_edit(&l, (i), (new), NULL, 0)
 #define ADD(new) join_edit(&l, fi + 1, NULL, (const char *const[]){ new }, 1)
 	{
-		char *a1000 = rep("a", 1000), *long_task = fmt("smoke/%s", a1000);
+		char *a1000 = rep("a", 1000), *long_task = mr_fmt("smoke/%s", a1000);
 		const char *tv[] = { "", "smoke/nope", "../etc/passwd", long_task, "smoke", "/x", "smoke/softmax extra" };
 
 		for (size_t i = 0; i < sizeof tv / sizeof *tv; i++) {
 			s = pfx("@task=", tv[i], 20);
-			t = fmt("// @task %s", tv[i]);
+			t = mr_fmt("// @task %s", tv[i]);
 			cemit(g, s, WITH(ti, t));
 			free(s);
 			free(t);
@@ -1603,7 +1207,7 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 	cemit(g, "-@forward", WITH(fi, ""));
 	{
 		char *open = rep("(", 10000), *close = rep(")", 10000), *minus = rep("-", 10000);
-		char *paren = fmt("%sB%s", open, close), *neg = fmt("%sB", minus);
+		char *paren = mr_fmt("%sB%s", open, close), *neg = mr_fmt("%sB", minus);
 		const char *exprs[] = { "B*B*B*B*B*B*B*B*B*B", "B/0", "B%0", "cdiv(B,0)",
 			"(-9223372036854775807-1)/-1", "99999999999999999999", "-9223372036854775808",
 			"9223372036854775807+B", "min(B)", "max(B,D,1)", paren, neg, "B*", "", "ZZ", "B D", "1.5",
@@ -1616,12 +1220,12 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 			if (!full && (i == 8 || i == 9))
 				continue;
 			s = pfx("@forward arg=", exprs[i], 24);
-			t = fmt("// @forward softmax_fwd(x, y, %s, D)", exprs[i]);
+			t = mr_fmt("// @forward softmax_fwd(x, y, %s, D)", exprs[i]);
 			cemit(g, s, WITH(fi, t));
 			free(s);
 			free(t);
 			s = pfx("@scratch=", exprs[i], 24);
-			t = fmt("// @scratch s f32[%s]", exprs[i]);
+			t = mr_fmt("// @scratch s f32[%s]", exprs[i]);
 			cemit(g, s, ADD(t));
 			free(s);
 			free(t);
@@ -1633,15 +1237,15 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 		free(neg);
 	}
 	{
-		char *xs = NULL, *a100 = rep("a", 100), *a100x = fmt("%s(x)", a100), *sp = rep(" ", 70000);
-		char *spaced = fmt("softmax_fwd(x, y, B, D)%s", sp);
-		struct sbuf b = { 0 };
+		char *xs = NULL, *a100 = rep("a", 100), *a100x = mr_fmt("%s(x)", a100), *sp = rep(" ", 70000);
+		char *spaced = mr_fmt("softmax_fwd(x, y, B, D)%s", sp);
+		struct mr_sbuf b = { 0 };
 
-		sb_adds(&b, "softmax_fwd(");
+		mr_sb_adds(&b, "softmax_fwd(");
 		for (int i = 0; i < 1200; i++)
-			sb_adds(&b, i ? ", x" : "x");
-		sb_adds(&b, ")");
-		xs = sb_take(&b);
+			mr_sb_adds(&b, i ? ", x" : "x");
+		mr_sb_adds(&b, ")");
+		xs = mr_sb_take(&b);
 		const char *fv[] = { "softmax_fwd(x, y, B, D", "softmax_fwd x, y", "(x)", "softmax_fwd()", xs, a100x,
 			spaced, "softmax_fwd<<<B, 0>>>(x, y, B, D)", "softmax_fwd<<<0, 1>>>(x, y, B, D)",
 			"softmax_fwd<<<(1,1,1,1), 1>>>(x, y, B, D)", "softmax_fwd(zz, y, B, D)",
@@ -1649,7 +1253,7 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 
 		for (size_t i = 0; i < sizeof fv / sizeof *fv; i++) {
 			s = pfx("@forward=", fv[i], 24);
-			t = fmt("// @forward %s", fv[i]);
+			t = mr_fmt("// @forward %s", fv[i]);
 			cemit(g, s, WITH(fi, t));
 			free(s);
 			free(t);
@@ -1661,13 +1265,13 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 		free(spaced);
 	}
 	{
-		char *s100 = rep("s", 100), *s100f = fmt("%s f32[4]", s100);
+		char *s100 = rep("s", 100), *s100f = mr_fmt("%s f32[4]", s100);
 		const char *sv[] = { "s f32[-1]", "s f32[0]", "s q8[4]", "s f32", "s f32[4611686018427387904]",
 			"s f32[B*D*B*D]", "x f32[4]", "s f32[4] extra", s100f };
 
 		for (size_t i = 0; i < sizeof sv / sizeof *sv; i++) {
 			s = pfx("@scratch=", sv[i], 24);
-			t = fmt("// @scratch %s", sv[i]);
+			t = mr_fmt("// @scratch %s", sv[i]);
 			cemit(g, s, ADD(t));
 			free(s);
 			free(t);
@@ -1680,13 +1284,13 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 		char *sc[70];
 
 		for (int k = 0; k < 70; k++)
-			sc[k] = fmt("// @scratch s%d f32[4]", 69 - k);
+			sc[k] = mr_fmt("// @scratch s%d f32[4]", 69 - k);
 		cemit(g, "@scratch*70", join_edit(&l, fi + 1, NULL, (const char *const *)sc, 70));
 		for (int k = 0; k < 70; k++)
 			free(sc[k]);
 	}
 	{
-		const char **fw = xrealloc(NULL, sizeof *fw * 2100);
+		const char **fw = mr_xrealloc(NULL, sizeof *fw * 2100);
 
 		for (int k = 0; k < 2100; k++)
 			fw[k] = "// @forward softmax_fwd(x, y, B, D)";
@@ -1698,7 +1302,7 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 
 		for (size_t i = 0; i < sizeof dv / sizeof *dv; i++) {
 			s = pfx("", dv[i], 24);
-			t = fmt("// %s", dv[i]);
+			t = mr_fmt("// %s", dv[i]);
 			cemit(g, s, ADD(t));
 			free(s);
 			free(t);
@@ -1713,11 +1317,11 @@ static void cand_mutations(struct cgen *g, const char *src, int full)
 
 static struct tcase *cand_cases(const char *datadir, const char *work, int full, int *n)
 {
-	char *p = fmt("%s/candidates/%s", datadir, CAND_BASE), *dir = fmt("%s/cands", work);
-	char *src = read_file(p, NULL);
+	char *p = mr_fmt("%s/candidates/%s", datadir, CAND_BASE), *dir = mr_fmt("%s/cands", work);
+	char *src = mr_read_file(p, NULL);
 	struct cgen g = { dir, NULL, 0 };
 
-	mkdir_p(dir);
+	mr_mkdir_p(dir);
 	cand_mutations(&g, src, full);
 	free(src);
 	free(p);
@@ -1754,15 +1358,15 @@ static void add_result(struct tcase *c, const char *cmd, int rc, int hung, char 
 static void task_check(struct tcase *c, const struct opts *o)
 {
 	static const int two[] = { 2 }, zero[] = { 0 };
-	char *fname = fmt("%s.json", c->name), *tname = fmt("m/%s", c->name);
-	char *dd = fmt("%s/dump/%s", o->work, c->name), *out, *v;
+	char *fname = mr_fmt("%s.json", c->name), *tname = mr_fmt("m/%s", c->name);
+	char *dd = mr_fmt("%s/dump/%s", o->work, c->name), *out, *v;
 	size_t n;
 	int rc, rc2, hung;
 
 	{
 		char *argv[] = { (char *)o->crucible, "list", tname, NULL };
 
-		rc = run_cmd(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
+		rc = mr_run(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
 		v = judge(c, rc, hung, out, n, fname, two, 1, zero, 1);
 		add_result(c, "list", hung ? 0 : rc, hung, v, out, n);
 	}
@@ -1770,23 +1374,23 @@ static void task_check(struct tcase *c, const struct opts *o)
 		goto out;
 	{
 		char *argv[] = { (char *)o->crucible, "dump", tname, "--out", dd, NULL };
-		char *dumpdir = fmt("%s/dump", o->work);
+		char *dumpdir = mr_fmt("%s/dump", o->work);
 
-		mkdir_p(dumpdir);
+		mr_mkdir_p(dumpdir);
 		free(dumpdir);
-		rc2 = run_cmd(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
+		rc2 = mr_run(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
 		v = judge(c, rc2, hung, out, n, fname, two, 1, zero, rc == 0 ? 1 : 0);
 		add_result(c, "dump", hung ? 0 : rc2, hung, v, out, n);
-		rm_rf(dd);
+		mr_rm_rf(dd);
 	}
-	if (rc == 2 && o->full && crc32_str(c->name) % 8 == 0) {
-		char *cand = fmt("%s/cand/%s.c", o->work, c->name);
-		char *src = fmt("// @task m/%s\n// @forward f(x)\nvoid f(float *x) { (void)x; }\n", c->name);
+	if (rc == 2 && o->full && mr_crc32_str(c->name) % 8 == 0) {
+		char *cand = mr_fmt("%s/cand/%s.c", o->work, c->name);
+		char *src = mr_fmt("// @task m/%s\n// @forward f(x)\nvoid f(float *x) { (void)x; }\n", c->name);
 		char *argv[] = { (char *)o->crucible, "check", cand, "--no-timing", NULL };
 		int rc3;
 
-		write_file(cand, src, strlen(src));
-		rc3 = run_cmd(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
+		mr_write_file(cand, src, strlen(src));
+		rc3 = mr_run(argv, o->env, o->timeout, o->rlimit, &out, &n, &hung);
 		v = judge(c, rc3, hung, out, n, fname, two, 1, zero, 1);
 		add_result(c, "check", hung ? 0 : rc3, hung, v, out, n);
 		free(cand);
@@ -1803,20 +1407,20 @@ out:
 static void cand_check(struct tcase *c, const struct opts *o)
 {
 	static const int two[] = { 2 }, ok[] = { 0, 1, 2 };
-	char *p = fmt("%s/cands/%s.c", o->work, c->name), *fname = fmt("%s.c", c->name), *out, *v;
+	char *p = mr_fmt("%s/cands/%s.c", o->work, c->name), *fname = mr_fmt("%s.c", c->name), *out, *v;
 	char *argv[] = { (char *)o->crucible, "check", p, "--no-timing", NULL };
 	size_t n;
 	int rc, hung;
 
-	rc = run_cmd(argv, o->cenv, o->timeout, o->rlimit, &out, &n, &hung);
+	rc = mr_run(argv, o->cenv, o->timeout, o->rlimit, &out, &n, &hung);
 	/* a header that parses may still be a wrong call (a literal that
 	 * crashes the candidate, an alias): any verdict, but a format_error
 	 * names the file and the line */
 	c->must_fail = 0;
 	v = judge(c, rc, hung, out, n, fname, two, 1, ok, 3);
-	if (!v && rc != 0 && !has(out, n, fname))
-		v = xstrdup("the message does not name the file");
-	if (!v && has(out, n, "format_error")) {
+	if (!v && rc != 0 && !mr_has(out, n, fname))
+		v = mr_xstrdup("the message does not name the file");
+	if (!v && mr_has(out, n, "format_error")) {
 		/* NAME.c:DIGIT somewhere */
 		const char *s = out, *e = out + n;
 		size_t fl = strlen(fname);
@@ -1827,103 +1431,22 @@ static void cand_check(struct tcase *c, const struct opts *o)
 			found = s + 1 < e && *s == ':' && s[1] >= '0' && s[1] <= '9';
 		}
 		if (!found)
-			v = xstrdup("format_error without FILE:LINE");
+			v = mr_xstrdup("format_error without FILE:LINE");
 	}
 	add_result(c, "check", hung ? 0 : rc, hung, v, out, n);
 	free(p);
 	free(fname);
 }
 
-/* ---- the pool ----------------------------------------------------------------- */
-
-struct pool {
-	struct tcase *cases;
-	int n, next;
-	const struct opts *o;
-	pthread_mutex_t mu;
-};
-
-static void *worker(void *arg)
+/* one case on a thread of the pool */
+static void run_case(void *arg, void *item)
 {
-	struct pool *p = arg;
+	struct tcase *c = item;
 
-	for (;;) {
-		int i;
-
-		pthread_mutex_lock(&p->mu);
-		i = p->next++;
-		pthread_mutex_unlock(&p->mu);
-		if (i >= p->n)
-			return NULL;
-		if (!strcmp(p->cases[i].kind, "task"))
-			task_check(&p->cases[i], p->o);
-		else
-			cand_check(&p->cases[i], p->o);
-	}
-}
-
-/* environ with NAME=VALUE set (or, keep_old, kept when set) */
-static char **env_with(char **base, const char *name, const char *value, int keep_old)
-{
-	size_t n = 0, nl = strlen(name);
-	char **e;
-	int found = 0;
-
-	while (base[n])
-		n++;
-	e = xrealloc(NULL, sizeof *e * (n + 2));
-	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(base[i], name, nl) && base[i][nl] == '=') {
-			found = 1;
-			e[i] = keep_old ? xstrdup(base[i]) : fmt("%s=%s", name, value);
-		} else {
-			e[i] = xstrdup(base[i]);
-		}
-	}
-	if (!found)
-		e[n++] = fmt("%s=%s", name, value);
-	e[n] = NULL;
-	return e;
-}
-
-static void env_free(char **e)
-{
-	for (size_t i = 0; e[i]; i++)
-		free(e[i]);
-	free(e);
-}
-
-/* a CSV field as Python's csv module writes it (QUOTE_MINIMAL) */
-static void csv_field(FILE *f, const char *s, int last)
-{
-	if (strpbrk(s, ",\"\r\n")) {
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', f);
-			fputc(*s, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs(s, f);
-	}
-	fputs(last ? "\r\n" : ",", f);
-}
-
-/* word is one of the comma-separated list */
-static int in_list(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-
-	for (const char *s = list; s && *s; ) {
-		const char *e = strchr(s, ',');
-		size_t k = e ? (size_t)(e - s) : strlen(s);
-
-		if (k == n && !strncmp(s, word, n))
-			return 1;
-		s = e ? e + 1 : NULL;
-	}
-	return 0;
+	if (!strcmp(c->kind, "task"))
+		task_check(c, arg);
+	else
+		cand_check(c, arg);
 }
 
 static void usage(void)
@@ -1935,91 +1458,56 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	const char *crucible = NULL, *kind = "tasks,cand", *keep = NULL, *report = NULL;
-	int full = 0, jobs = 2, count = 0, asan = 0, nt = 0, nc = 0, ncases, bad = 0;
-	double timeout = 30;
-	char *work, *mdata, **env, **e2, **cenv;
+	const char *crucible = NULL, *kind = "tasks,cand";
+	struct mr_args ar = { .jobs = 2, .timeout = 30 };
+	int nt = 0, nc = 0, ncases, bad = 0;
+	char *work, *mdata, **env, **cenv;
 	struct tcase *tc = NULL, *cc = NULL, *cases;
 	struct opts o;
 
+	mr_set_prog("malformed_tasks");
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '=');
-		size_t kl = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-		const char *val = NULL;
+		const char *a = argv[i];
 
-#define OPT(name) (kl == strlen(name) && !strncmp(a, name, kl))
-#define VAL() (val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : (usage(), "")))
-		if (OPT("--full"))
-			full = 1;
-		else if (OPT("--count"))
-			count = 1;
-		else if (OPT("--asan"))
-			asan = 1;
-		else if (OPT("--kind"))
-			kind = VAL();
-		else if (OPT("--jobs"))
-			jobs = atoi(VAL());
-		else if (OPT("--timeout"))
-			timeout = atof(VAL());
-		else if (OPT("--keep"))
-			keep = VAL();
-		else if (OPT("--report"))
-			report = VAL();
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help") || (a[0] == '-' && a[1]) || crucible)
+		if (mr_args_opt(&ar, argc, argv, &i, usage) || mr_opt(argc, argv, &i, "--kind", &kind, usage))
+			continue;
+		if (mr_bad_arg(a) || crucible)
 			usage();
-		else
-			crucible = a;
-		(void)val;
-#undef OPT
-#undef VAL
+		crucible = a;
 	}
 	if (!crucible)
 		usage();
-	if (jobs < 1)
-		jobs = 1;
 	o.datadir = getenv("CRUCIBLE_DATADIR");
 	if (!o.datadir || !*o.datadir)
-		die("CRUCIBLE_DATADIR is not set");
-	if (keep) {
-		rm_rf(keep);
-		mkdir_p(keep);
-		work = xstrdup(keep);
-	} else {
-		const char *tmp = getenv("TMPDIR");
-
-		work = fmt("%s/crucible-malformed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(work))
-			die("mkdtemp: %s", strerror(errno));
-	}
+		mr_die("CRUCIBLE_DATADIR is not set");
+	work = mr_workdir(ar.keep, "crucible-malformed");
 	{
-		char *cd = fmt("%s/cand", work);
+		char *cd = mr_fmt("%s/cand", work);
 
-		mkdir_p(cd);
+		mr_mkdir_p(cd);
 		free(cd);
 	}
-	mdata = fmt("%s/data", work);
-	/* a huge allocation aborts with a report (instrumented) or fails under
-	 * 8 GiB of address space (release) */
-	e2 = env_with(environ, "ASAN_OPTIONS", "max_allocation_size_mb=4096:allocator_may_return_null=0", 1);
-	env = env_with(e2, "UBSAN_OPTIONS", "print_stacktrace=1", 1);
-	env_free(e2);
-	cenv = env_with(env, "CRUCIBLE_DATADIR", o.datadir, 0);
-	e2 = env_with(env, "CRUCIBLE_DATADIR", mdata, 0);
-	env_free(env);
-	env = e2;
-	if (in_list(kind, "tasks"))
-		tc = task_cases(o.datadir, work, full, &nt);
-	if (in_list(kind, "cand"))
-		cc = cand_cases(o.datadir, work, full, &nc);
+	mdata = mr_fmt("%s/data", work);
+	{
+		char **san = mr_san_env();
+
+		cenv = mr_env_with(san, "CRUCIBLE_DATADIR", o.datadir, 0);
+		env = mr_env_with(san, "CRUCIBLE_DATADIR", mdata, 0);
+		mr_env_free(san);
+	}
+	if (mr_in_list(kind, "tasks"))
+		tc = task_cases(o.datadir, work, ar.full, &nt);
+	if (mr_in_list(kind, "cand"))
+		cc = cand_cases(o.datadir, work, ar.full, &nc);
 	ncases = nt + nc;
-	cases = xrealloc(NULL, sizeof *cases * (size_t)ncases);
+	cases = mr_xrealloc(NULL, sizeof *cases * (size_t)ncases);
 	if (nt)
 		memcpy(cases, tc, sizeof *cases * (size_t)nt);
 	if (nc)
 		memcpy(cases + nt, cc, sizeof *cases * (size_t)nc);
 	free(tc);
 	free(cc);
-	if (count) {
+	if (ar.count) {
 		printf("%d inputs\n", ncases);
 		goto done;
 	}
@@ -2027,19 +1515,16 @@ int main(int argc, char **argv)
 	o.work = work;
 	o.env = env;
 	o.cenv = cenv;
-	o.timeout = timeout;
-	o.rlimit = asan ? 0 : (rlim_t)8 << 30;
-	o.full = full;
+	o.timeout = ar.timeout;
+	o.rlimit = mr_as_limit(ar.asan);
+	o.full = ar.full;
 	{
-		struct pool p = { cases, ncases, 0, &o, PTHREAD_MUTEX_INITIALIZER };
-		pthread_t *th = xrealloc(NULL, sizeof *th * (size_t)jobs);
+		struct mr_pool p;
 
-		for (int i = 0; i < jobs; i++)
-			if (pthread_create(&th[i], NULL, worker, &p))
-				die("pthread_create failed");
-		for (int i = 0; i < jobs; i++)
-			pthread_join(th[i], NULL);
-		free(th);
+		mr_pool_start(&p, ar.jobs, 2 * ar.jobs, run_case, &o);
+		for (int i = 0; i < ncases; i++)
+			mr_pool_put(&p, &cases[i]);
+		mr_pool_finish(&p);
 	}
 	for (int i = 0; i < ncases; i++)
 		for (int r = 0; r < cases[i].nres; r++) {
@@ -2049,31 +1534,20 @@ int main(int argc, char **argv)
 			if (!x->verdict)
 				continue;
 			bad++;
-			msg = squash_tail(x->out, x->outn, 400);
+			msg = mr_squash_tail(x->out, x->outn, 400);
 			printf("FAIL %s %s [%s] %s: %s -- %s\n", cases[i].kind, cases[i].name, cases[i].why, x->cmd,
 			       x->verdict, msg);
 			free(msg);
 		}
-	if (report) {
-		FILE *f = fopen(report, "w");
+	if (ar.report) {
+		FILE *f = mr_report_open(ar.report, "kind,name,mutation,command,rc,verdict,message\r\n");
 
-		if (!f)
-			die("cannot write %s: %s", report, strerror(errno));
-		fputs("kind,name,mutation,command,rc,verdict,message\r\n", f);
 		for (int i = 0; i < ncases; i++)
 			for (int r = 0; r < cases[i].nres; r++) {
-				struct result *x = &cases[i].res[r];
-				char rcs[16], *msg = squash_tail(x->out, x->outn, 300);
+				const struct result *x = &cases[i].res[r];
+				const char *id[3] = { cases[i].kind, cases[i].name, cases[i].why };
 
-				snprintf(rcs, sizeof rcs, "%d", x->rc);
-				csv_field(f, cases[i].kind, 0);
-				csv_field(f, cases[i].name, 0);
-				csv_field(f, cases[i].why, 0);
-				csv_field(f, x->cmd, 0);
-				csv_field(f, x->hung ? "" : rcs, 0);
-				csv_field(f, x->verdict ? x->verdict : "ok", 0);
-				csv_field(f, msg, 1);
-				free(msg);
+				mr_report_row(f, id, x->cmd, x->rc, x->hung, x->verdict, x->out, x->outn);
 			}
 		fclose(f);
 	}
@@ -2100,12 +1574,12 @@ int main(int argc, char **argv)
 	}
 done:
 	fflush(stdout);
-	if (!keep)
-		rm_rf(work);
+	if (!ar.keep)
+		mr_rm_rf(work);
 	for (int i = 0; i < ncases; i++) {
 		free(cases[i].name);
 		free(cases[i].why);
-		sl_free(&cases[i].fields);
+		mr_sl_free(&cases[i].fields);
 		for (int r = 0; r < cases[i].nres; r++) {
 			free(cases[i].res[r].verdict);
 			free(cases[i].res[r].out);
@@ -2114,7 +1588,7 @@ done:
 	free(cases);
 	free(work);
 	free(mdata);
-	env_free(env);
-	env_free(cenv);
+	mr_env_free(env);
+	mr_env_free(cenv);
 	return bad ? 1 : 0;
 }
