@@ -572,7 +572,8 @@ static void mut_header(struct mctx *m, const struct gguf *g, const uint8_t *raw,
 			add_hdr(&fl);
 			mr_sl_add(&fl, "bytes");
 			mr_sl_add(&fl, "GGUF");
-			emit(m, mr_fmt("truncate=%zu", cuts[i]), patch(raw, c, 0, 0, 0), c, fl, 1);
+			/* the last byte may be the last tensor's padding: still whole */
+			emit(m, mr_fmt("truncate=%zu", cuts[i]), patch(raw, c, 0, 0, 0), c, fl, c != len - 1);
 		}
 	}
 }
@@ -1079,7 +1080,7 @@ static void mut_tensors(struct mctx *m, const struct gguf *g, const uint8_t *raw
 			memmove(&h->t[ti], &h->t[ti + 1], sizeof *h->t * (h->nt - ti - 1));
 			h->nt--;
 			b = gg_bytes(h, &n);
-			emit(m, mr_fmt("-%s", nm), b, n, FL(nm, "block_count", "offset", NULL), 1);
+			emit(m, mr_fmt("-%s", nm), b, n, FL(nm, "block_count", "offset", "tensor count", NULL), 1);
 			h = gg_clone(g);
 			h->t[ti].off = ti ? h->t[0].off : h->t[h->nt - 1].off;
 			b = gg_bytes(h, &n);
