@@ -575,7 +575,7 @@ static void print_usage_check(FILE *f)
  * format_error in r when no task is named or an unknown one is; *tasks may
  * move: pointers into it are valid until the next call. */
 static enum cr_status task_for(const struct cr_cand_file *f, const char *override,
-			       const char *fallback, struct task **tasks, int *n_tasks,
+			       const char *fallback, bool asked, struct task **tasks, int *n_tasks,
 			       struct cr_result *r, char *tname, size_t tcap,
 			       const struct task **out, struct cr_err *err)
 {
@@ -599,6 +599,20 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 	if (!tname[0]) {
 		r->status = CHECK_FORMAT_ERROR;
 		snprintf(r->detail, sizeof r->detail, "%s", f->error);
+		return CR_OK;
+	}
+	/* the generator asked for another task that exists (its sidecar's
+	 * "task"): the candidate answers that one, wrongly; a candidate may
+	 * not move its failure to a task of its choosing */
+	if (!override && asked && fallback && strcmp(fallback, tname) &&
+	    task_registry_exists(fallback)) {
+		char a[CR_CAND_TASK * 4], b[CR_CAND_TASK * 4];
+		cr_text_escape(tname, strlen(tname), a, sizeof a);
+		cr_text_escape(fallback, strlen(fallback), b, sizeof b);
+		r->status = CHECK_FORMAT_ERROR;
+		snprintf(r->detail, sizeof r->detail, "%s:%d: @task %s, but it was asked for %s "
+			 "(its sidecar's task)", path, line, a, b);
+		snprintf(tname, tcap, "%s", fallback);
 		return CR_OK;
 	}
 	for (int i = 0; i < *n_tasks; i++)
@@ -689,8 +703,10 @@ static void cuda_unlock(struct eval_opts *o, const char *who)
 	o->clocks_locked = false;
 }
 
+static const char *row_task(const struct cr_cand_file *cf, const char *fallback, bool asked);
+
 static enum cr_status verify_one(struct cr_cand_file *f, const char *task_override,
-				 const char *fallback, struct task **tasks, int *n_tasks, const struct eval_opts *o,
+				 const char *fallback, bool asked, struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
 				 size_t tcap, struct cr_err *err)
 {
@@ -712,12 +728,15 @@ static enum cr_status verify_one(struct cr_cand_file *f, const char *task_overri
 	r->gpu = gpu ? gpu->ordinal : -1;
 	task_name[0] = '\0';
 	if (!f->src) {
+		/* unreadable: the row names the task it was asked for, if any */
 		r->status = CHECK_FORMAT_ERROR;
 		snprintf(r->detail, sizeof r->detail, "%s", f->error);
+		snprintf(task_name, tcap, "%s", row_task(f, fallback, asked));
+		cr_text_escape_inplace(task_name, tcap);
 		return CR_OK;
 	}
 	snprintf(r->sha256, sizeof r->sha256, "%s", f->sha256);
-	if (!(st = task_for(f, task_override, fallback, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
+	if (!(st = task_for(f, task_override, fallback, asked, tasks, n_tasks, r, task_name, tcap, &t, err)) && t)
 		st = cr_verify(t, f, &vo, r, err);
 	r->gpu = gpu ? gpu->ordinal : -1;
 	if (r->status <= CHECK_TIMEOUT) {
@@ -793,17 +812,19 @@ static int parse_shard(const char *s, struct eval_opts *o)
  * the one task of --tasks); a name no task has gives way to the fallback
  * when that one exists, else "" (the row names none). --tasks and --shard
  * choose by it, so a row is where its task says. */
-static const char *row_task(const struct cr_cand_file *cf, const char *fallback)
+static const char *row_task(const struct cr_cand_file *cf, const char *fallback, bool asked)
 {
+	bool fb_ok = fallback && *fallback && task_registry_exists(fallback);
 	const char *tn;
 
 	if (!cf->src)
-		return "";
+		return fb_ok ? fallback : "";
 	tn = cf->parsed ? cf->cand.task : cf->task_hint[0] ? cf->task_hint :
 	     fallback ? fallback : "";
+	if (*tn && fb_ok && strcmp(fallback, tn) && (asked || !task_registry_exists(tn)))
+		return fallback;
 	if (*tn && !task_registry_exists(tn))
-		tn = fallback && strcmp(fallback, tn) && task_registry_exists(fallback) ?
-		     fallback : "";
+		return "";
 	return tn;
 }
 
@@ -811,10 +832,11 @@ static const char *row_task(const struct cr_cand_file *cf, const char *fallback)
  * sha256 and the task its row will name (the content's alone when it
  * names none), first 64 bits mod n. No path, no order: every machine
  * agrees. The task is named as task_for() names it, escaped as the row. */
-static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, unsigned n)
+static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, bool asked,
+			 unsigned n)
 {
 	char t[CR_CAND_TASK * 4], buf[sizeof t + 80], h[65];
-	const char *tn = row_task(cf, fallback);
+	const char *tn = row_task(cf, fallback, asked);
 	uint64_t v = 0;
 	int len;
 
@@ -849,7 +871,7 @@ static void shard_filter(struct cands *cs, const struct eval_opts *o, const stru
 		if (!compile_rows)
 			fb = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
 		cr_cand_load(&cf, cs->paths[i]);
-		if (shard_of(&cf, fb, o->shard_n) == o->shard_i)
+		if (shard_of(&cf, fb, m.task[0] && !compile_rows, o->shard_n) == o->shard_i)
 			cs->paths[kept++] = cs->paths[i];
 		else
 			free(cs->paths[i]);
@@ -1040,7 +1062,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s", fs[n].error);
 		} else {
 			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
-			if ((st = task_for(&fs[n], NULL, NULL, tasks, n_tasks, &rs[n], tnames[n],
+			if ((st = task_for(&fs[n], NULL, NULL, false, tasks, n_tasks, &rs[n], tnames[n],
 					   sizeof tnames[n], &t, err)))
 				goto out;
 			if (t)
@@ -1134,7 +1156,8 @@ static int check_compile_only(const char *path, const char *task_override,
 	cr_result_init(&r);
 	snprintf(r.sha256, sizeof r.sha256, "%s", f.sha256);
 	cr_err_init(&err);
-	if (task_for(&f, task_override, NULL, &tasks, &n_tasks, &r, tname, sizeof tname, &t, &err))
+	if (task_for(&f, task_override, NULL, false, &tasks, &n_tasks, &r, tname, sizeof tname, &t,
+		     &err))
 		goto fail;
 	if (t && !f.parsed) {
 		r.status = CHECK_FORMAT_ERROR;
@@ -1247,7 +1270,8 @@ static void eval_job(const struct eval_job_cmd *cmd, void *ctx, struct eval_job_
 
 	cr_err_init(&e);
 	cr_cand_load(&cf, in->cs->paths[cmd->idx]);
-	out->st = verify_one(&cf, NULL, cmd->arg[0] ? cmd->arg : NULL, in->tasks, in->n_tasks, in->o,
+	out->st = verify_one(&cf, NULL, cmd->arg[0] ? cmd->arg : NULL, cmd->asked, in->tasks,
+			     in->n_tasks, in->o,
 			     in->workroot, &out->r, out->tname, sizeof out->tname, &e);
 	cr_cand_file_release(&cf);
 	if (out->st)
@@ -1495,7 +1519,7 @@ int cr_cmd_eval(int argc, char **argv)
 			/* the task its row will name (the one task of --tasks when it
 			 * names none that exists and its sidecar none either) */
 			const char *tn = row_task(&cf, m.task[0] ? m.task : n_filter == 1 ?
-						  filter[0].name : NULL);
+						  filter[0].name : NULL, m.task[0] != '\0');
 			for (int k = 0; k < n_filter; k++)
 				in |= !strcmp(filter[k].name, tn);
 			in |= !*tn;   /* of no task: a row naming none, not dropped */
@@ -1505,10 +1529,11 @@ int cr_cmd_eval(int argc, char **argv)
 				continue;
 			}
 		}
-		if (o.resume && n_keys && cf.src) {
+		if (o.resume && n_keys) {
 			/* results.csv holds the name escaped, one to one */
 			char *en = cr_text_escape_name_dup(cand);
-			snprintf(key, sizeof key, "%s\t%s", en ? en : "", cf.sha256);
+			/* an unreadable file's row has no source_sha256 */
+			snprintf(key, sizeof key, "%s\t%s", en ? en : "", cf.src ? cf.sha256 : "");
 			for (int k = 0; en && k < n_keys; k++)
 				skip |= !strcmp(keys[k], key);
 			free(en);
@@ -1529,8 +1554,9 @@ int cr_cmd_eval(int argc, char **argv)
 			char sb[1100];
 			struct eval_job_cmd jc = { .idx = i };
 			snprintf(jc.arg, sizeof jc.arg, "%s", fallback ? fallback : "");
+			jc.asked = m.task[0] != '\0';
 			cr_result_init(&r);
-			if (cf.src && task_for(&cf, NULL, fallback, &tasks, &n_tasks, &r, tname,
+			if (cf.src && task_for(&cf, NULL, fallback, jc.asked, &tasks, &n_tasks, &r, tname,
 					       sizeof tname, &tp, &err)) {
 				cr_cand_file_release(&cf);
 				goto fail;
@@ -1548,7 +1574,8 @@ int cr_cmd_eval(int argc, char **argv)
 		}
 		progress(i, cs.n, cand);
 		int64_t t0 = cr_now_ns();
-		st_one = verify_one(&cf, NULL, fallback, &tasks, &n_tasks, &o, workroot, &r, tname,
+		st_one = verify_one(&cf, NULL, fallback, m.task[0] != '\0', &tasks, &n_tasks, &o,
+				    workroot, &r, tname,
 				    sizeof tname, &err);
 		cr_cand_file_release(&cf);
 		if (st_one)
@@ -1764,7 +1791,8 @@ int cr_cmd_check(int argc, char **argv)
 		cr_cand_file_release(&cf);
 		return rc;
 	}
-	enum cr_status st_one = verify_one(&cf, task, NULL, &tasks, &n_tasks, &o, workroot, &r, tname,
+	enum cr_status st_one = verify_one(&cf, task, NULL, false, &tasks, &n_tasks, &o, workroot,
+					   &r, tname,
 					   sizeof tname, &err);
 	cr_cand_file_release(&cf);
 	cuda_unlock(&o, "crucible check");

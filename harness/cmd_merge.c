@@ -443,15 +443,21 @@ static enum cr_status commit(FILE *f, const char *tmp, const char *path, struct 
 	return CR_OK;
 }
 
-static void put(FILE *f, const char *s, bool first)
+static bool put(FILE *f, const char *s, bool first)
 {
-	char esc[4096];
+	size_t n = strlen(s);
+	char *esc = malloc(4 * n + 1);
 	/* fields were escaped when eval wrote them; escaping is idempotent, so
-	 * this keeps them byte for byte and stops a forged shard's raw bytes */
-	cr_text_escape(s, strlen(s), esc, sizeof esc);
+	 * this keeps them byte for byte, whole (a name is never cut), and stops
+	 * a forged shard's raw bytes; false: no memory */
+	if (!esc)
+		return false;
+	cr_text_escape(s, n, esc, 4 * n + 1);
 	if (!first)
 		fputc(',', f);
 	csv_fwrite(f, esc, strlen(esc));
+	free(esc);
+	return true;
 }
 
 static enum cr_status write_results(const char *out, struct row *rows, size_t n, int ncols,
@@ -470,7 +476,11 @@ static enum cr_status write_results(const char *out, struct row *rows, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		for (int k = 0; k < ncols; k++)
-			put(f, rows[i].f[k], k == 0);
+			if (!put(f, rows[i].f[k], k == 0)) {
+				fclose(f);
+				unlink(tmp);
+				return cr_errf(err, CR_ENOMEM, "out of memory writing %s", path);
+			}
 		fputc('\n', f);
 	}
 	return commit(f, tmp, path, err);
@@ -505,8 +515,11 @@ static enum cr_status write_samples(const char *out, const struct shard *s, int 
 			key.f[COL_SHA] = r.rows[i].f[1];
 			key.shard = d;
 			hit = bsearch(&key, kept, n_kept, sizeof *kept, cmp_row);
+			if (hit && !put(f, r.rows[i].f[0], true)) {
+				st = cr_errf(err, CR_ENOMEM, "out of memory writing samples.csv");
+				break;
+			}
 			if (hit) {
-				put(f, r.rows[i].f[0], true);
 				char **v = r.rows[i].f;
 				fprintf(f, ",%s,%s,%s\n", v[1], v[2], v[3]);
 			}

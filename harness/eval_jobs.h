@@ -37,6 +37,7 @@ struct eval_job_msg {
 struct eval_job_cmd {
 	int idx;
 	char arg[256];
+	bool asked;   /* eval: arg is the task the generator asked for (its sidecar's) */
 };
 
 /* Runs in a job process: verifies candidate cmd->idx into *out. */

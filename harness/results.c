@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,7 +324,7 @@ static void rd_row(int c, void *data)
 {
 	struct rd *d = data;
 	(void)c;
-	if (d->row > 0 && d->col >= 28 && d->sha[0] && d->cand) {
+	if (d->row > 0 && d->col >= 28 && d->cand) {   /* an unreadable file's row: no sha */
 		char **nk = realloc(d->keys, sizeof *nk * (size_t)(d->n + 1));
 		if (!nk) {
 			d->oom = true;
@@ -430,15 +431,21 @@ bad:
 
 enum cr_status cr_meta_read(const char *cand_path, struct cr_meta *m, struct cr_err *err)
 {
-	char path[1024], esc[1100], *buf;
+	char path[PATH_MAX + 8], esc[1100], *buf;
+	int pn;
 	const char *dot = strrchr(cand_path, '.');
 	json_error_t je;
 	json_t *o;
 	size_t len = 0;
 
 	memset(m, 0, sizeof m[0]);
-	snprintf(path, sizeof path, "%.*s.json",
-		 (int)(dot ? (size_t)(dot - cand_path) : strlen(cand_path)), cand_path);
+	pn = snprintf(path, sizeof path, "%.*s.json",
+		      (int)(dot ? (size_t)(dot - cand_path) : strlen(cand_path)), cand_path);
+	if (pn < 0 || (size_t)pn >= sizeof path) {
+		/* never a cut name: that would be another file's */
+		cr_text_escape(cand_path, strlen(cand_path), esc, sizeof esc);
+		return cr_errf(err, CR_EINPUT, "%s: the sidecar's path is too long", esc);
+	}
 	/* the sidecar is the candidate's too: a link is not followed, a FIFO
 	 * not waited on, and only a regular file's own bytes reach a message */
 	if (!(buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, err)))

@@ -19,6 +19,10 @@ head -c 3000 /dev/urandom | tr -d '@' > "$c/garbage.c"
 { printf '// @task no/such\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/unknown_task.c"
 { printf '// @task no/such\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/unknown_asked.c"
 echo '{"task": "smoke/relu"}' > "$c/unknown_asked.json"
+cp "$S/gelu_plain.c" "$c/other_task.c"        # answers another task than it was asked for
+echo '{"task": "smoke/relu"}' > "$c/other_task.json"
+head -c $((9 << 20)) /dev/zero | tr '\0' ' ' > "$c/too_big.c"   # over the 8 MiB cap: unreadable
+echo '{"task": "smoke/relu"}' > "$c/too_big.json"
 { printf '// @task smoke/\033[31mrelu\n'; sed 1,2d "$S/relu_plain.c"; } > "$c/esc_task.c"
 cp "$S/relu_plain.c" "$c/new
 line.c"
@@ -37,7 +41,7 @@ timeout 300 "$exe" eval "$c" --no-timing --backend cpu --jobs 1 --out "$out/run"
 R="$out/run/results.csv"
 # names are escaped, so no field holds a raw newline: a line is a row
 rows=$(awk 'END { print NR - 1 }' "$R")
-[ "$rows" = 13 ] && ok || no "expected 13 rows (every regular file), found $rows"
+[ "$rows" = 15 ] && ok || no "expected 15 rows (every regular file), found $rows"
 grep -q 'skipped .*dangling.c: a symbolic link' "$out/eval.err" && ok || no "dangling link not named on stderr"
 grep -q 'skipped .*fifo.c: a FIFO' "$out/eval.err" && ok || no "FIFO not named on stderr"
 for stem in notask empty garbage unknown_task esc_task; do
@@ -45,6 +49,11 @@ for stem in notask empty garbage unknown_task esc_task; do
 		no "$stem: not a format_error row naming no task: $(grep "$stem" "$R" | cut -c1-160)"
 done
 grep -q 'unknown_task.c:1: @task: unknown task' "$R" && ok || no "unknown task: detail does not say so"
+# a real but different @task, or a file too big to read: still the asked task's failure
+grep -q '^"[^"]*","smoke/relu","[^"]*other_task.c",.*"format_error".*@task smoke/gelu, but it was asked for smoke/relu' "$R" && ok ||
+	no "another @task than asked: row does not name the asked task: $(grep other_task "$R" | cut -c1-200)"
+grep -q '^"[^"]*","smoke/relu","[^"]*too_big.c",.*"format_error"' "$R" && ok ||
+	no "an unreadable file: row does not name its sidecar's task: $(grep too_big "$R" | cut -c1-200)"
 # an unknown @task with a sidecar naming the task it was asked for: that task's failure
 grep -q '^"[^"]*","smoke/relu","[^"]*unknown_asked.c",.*"format_error"' "$R" && ok ||
 	no "unknown @task: row does not name the sidecar's task: $(grep unknown_asked "$R" | cut -c1-160)"
@@ -57,7 +66,7 @@ grep -q '"[^"]*tab\\x5cx09name.c"' "$R" && ok || no "a literal backslash in a na
 timeout 300 "$exe" eval "$c" --no-timing --backend cpu --jobs 1 --out "$out/run" --resume >/dev/null 2>"$out/resume.err"; rc=$?
 [ "$rc" -eq 0 ] && ok || no "eval --resume exited $rc: $(tail -3 "$out/resume.err")"
 rows=$(awk 'END { print NR - 1 }' "$R")
-[ "$rows" = 13 ] && ok || no "--resume evaluated again: $rows rows, want 13"
+[ "$rows" = 15 ] && ok || no "--resume evaluated again: $rows rows, want 15"
 grep -q 'side_types.json: not a number >= 0.*sample, seed, temperature, top_k, turn' "$out/eval.err" && ok ||
 	no "sidecar's mistyped fields not named: $(grep side_types "$out/eval.err")"
 grep 'side_bad.json' "$out/eval.err" | grep -q 'unexpected token' && ok || no "broken sidecar not named"
@@ -68,7 +77,7 @@ for fmt in md json csv html; do
 done
 grep -q '"untasked_rows": 5' "$out/report.json" && ok || no "report json: untasked_rows is not 5"
 grep -q '5 row(s) name no task' "$out/report.md" && ok || no "report md does not say 5 rows name no task"
-grep -q '| format_error | 6 |' "$out/report.md" && ok || no "status table does not count the 6 format errors: $(grep format_error "$out/report.md" | head -2)"
+grep -q '| format_error | 8 |' "$out/report.md" && ok || no "status table does not count the 8 format errors: $(grep format_error "$out/report.md" | head -2)"
 "$exe" gate --baseline "$R" --current "$R" >"$out/gate.txt" 2>"$out/gate.err"; rc=$?
 [ "$rc" -eq 0 ] && ok || no "gate exited $rc: $(cat "$out/gate.err")"
 grep -q 'rows naming no task.*5 in the baseline, 5 in the current run' "$out/gate.txt" && ok ||
