@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ static enum cr_status collect(struct cands *c, const char *path, int depth, stru
 		return CR_OK;
 	}
 	for (int i = 0; i < n; i++) {
-		char sub[1024];
+		char sub[PATH_MAX];
 		if (ents[i]->d_name[0] != '.' && !err->status) {
 			if (snprintf(sub, sizeof sub, "%s/%s", path, ents[i]->d_name) >= (int)sizeof sub)
 				walk_skip(path, "a name in it is too long");
@@ -868,10 +869,10 @@ static void shard_filter(struct cands *cs, const struct eval_opts *o, const stru
 		cr_err_init(&e);
 		if (cr_meta_read(cs->paths[i], &m, &e))
 			memset(&m, 0, sizeof m);   /* the loop reports it */
-		if (!compile_rows)
-			fb = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
+		/* as the rows will name the task (compile-only rows: the sidecar's only) */
+		fb = m.task[0] ? m.task : !compile_rows && n_filter == 1 ? filter[0].name : NULL;
 		cr_cand_load(&cf, cs->paths[i]);
-		if (shard_of(&cf, fb, m.task[0] && !compile_rows, o->shard_n) == o->shard_i)
+		if (shard_of(&cf, fb, m.task[0] != '\0', o->shard_n) == o->shard_i)
 			cs->paths[kept++] = cs->paths[i];
 		else
 			free(cs->paths[i]);
@@ -1054,16 +1055,26 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		const struct task *t;
 		if (!has_ext(cs->paths[i], ".cu"))
 			continue;
+		struct cr_meta am;
+		struct cr_err ae;
+		const char *asked;
 		cr_result_init(&rs[n]);
 		cr_cand_load(&fs[n], cs->paths[i]);
 		tidx[n] = -1;
+		/* the task it was asked for (its sidecar's), as eval's rows take it */
+		cr_err_init(&ae);
+		if (cr_meta_read(cs->paths[i], &am, &ae))
+			memset(&am, 0, sizeof am);   /* reported when its row is written */
+		asked = am.task[0] ? am.task : NULL;
 		if (!fs[n].src) {
 			rs[n].status = CHECK_FORMAT_ERROR;
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s", fs[n].error);
+			snprintf(tnames[n], sizeof tnames[n], "%s", row_task(&fs[n], asked, true));
+			cr_text_escape_inplace(tnames[n], sizeof tnames[n]);
 		} else {
 			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
-			if ((st = task_for(&fs[n], NULL, NULL, false, tasks, n_tasks, &rs[n], tnames[n],
-					   sizeof tnames[n], &t, err)))
+			if ((st = task_for(&fs[n], NULL, asked, asked != NULL, tasks, n_tasks, &rs[n],
+					   tnames[n], sizeof tnames[n], &t, err)))
 				goto out;
 			if (t)
 				tidx[n] = (int)(t - *tasks);
