@@ -854,9 +854,9 @@ static unsigned shard_of(const struct cr_cand_file *cf, const char *fallback, bo
 
 /* Keeps in cs only the candidates of shard o->shard_i. The fallback task
  * is the one eval's loop gives verify_one (sidecar, else the one task of
- * --tasks); compile-only rows take none. */
+ * --tasks), compile-only rows alike. */
 static void shard_filter(struct cands *cs, const struct eval_opts *o, const struct task *filter,
-			 int n_filter, bool compile_rows)
+			 int n_filter)
 {
 	int kept = 0;
 
@@ -869,8 +869,8 @@ static void shard_filter(struct cands *cs, const struct eval_opts *o, const stru
 		cr_err_init(&e);
 		if (cr_meta_read(cs->paths[i], &m, &e))
 			memset(&m, 0, sizeof m);   /* the loop reports it */
-		/* as the rows will name the task (compile-only rows: the sidecar's only) */
-		fb = m.task[0] ? m.task : !compile_rows && n_filter == 1 ? filter[0].name : NULL;
+		/* as the rows will name the task */
+		fb = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
 		cr_cand_load(&cf, cs->paths[i]);
 		if (shard_of(&cf, fb, m.task[0] != '\0', o->shard_n) == o->shard_i)
 			cs->paths[kept++] = cs->paths[i];
@@ -1030,9 +1030,54 @@ static char *make_workroot(void)
 /* eval --backend cuda --compile-only: every .cu candidate through NVRTC in
  * parallel, then a row each. Task pointers are resolved after all tasks
  * are loaded (the array may move while loading). */
+/* --compile-only takes the candidates the main loop would: the .cu files
+ * whose row's task is in --tasks (or names none), less those --resume
+ * finds in results.csv (keys: escaped name, tab, source_sha256). */
+static void compile_only_select(struct cands *cs, const struct task *filter, int n_filter,
+				char **keys, int n_keys, int *filtered, int *resumed)
+{
+	int kept = 0;
+
+	for (int i = 0; i < cs->n; i++) {
+		struct cr_cand_file cf;
+		struct cr_meta m;
+		struct cr_err e;
+		bool in = !n_filter, skip = false;
+
+		cr_err_init(&e);
+		if (cr_meta_read(cs->paths[i], &m, &e))
+			memset(&m, 0, sizeof m);   /* reported when its row is written */
+		cr_cand_load(&cf, cs->paths[i]);
+		if (n_filter) {
+			const char *tn = row_task(&cf, m.task[0] ? m.task : n_filter == 1 ?
+						  filter[0].name : NULL, m.task[0] != '\0');
+			for (int k = 0; k < n_filter; k++)
+				in |= !strcmp(filter[k].name, tn);
+			in |= !*tn;
+		}
+		if (in && n_keys) {
+			char *en = cr_text_escape_name_dup(cs->paths[i]), *key = NULL;
+			if (en && asprintf(&key, "%s\t%s", en, cf.src ? cf.sha256 : "") >= 0)
+				for (int k = 0; k < n_keys; k++)
+					skip |= !strcmp(keys[k], key);
+			free(en);
+			free(key);
+		}
+		cr_cand_file_release(&cf);
+		if (!in || skip) {
+			*(in ? resumed : filtered) += 1;
+			free(cs->paths[i]);
+			continue;
+		}
+		cs->paths[kept++] = cs->paths[i];
+	}
+	cs->n = kept;
+}
+
 static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts *o,
-					struct task **tasks, int *n_tasks, const char *run_id,
-					FILE *res, int *done, int *unexpected, struct cr_err *err)
+					const char *dflt, struct task **tasks, int *n_tasks,
+					const char *run_id, FILE *res, int *done, int *unexpected,
+					struct cr_err *err)
 {
 	int n = 0;
 	struct cr_cand_file *fs = calloc((size_t)cs->n + 1, sizeof *fs);
@@ -1069,12 +1114,13 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		if (!fs[n].src) {
 			rs[n].status = CHECK_FORMAT_ERROR;
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s", fs[n].error);
-			snprintf(tnames[n], sizeof tnames[n], "%s", row_task(&fs[n], asked, true));
+			snprintf(tnames[n], sizeof tnames[n], "%s",
+				 row_task(&fs[n], asked ? asked : dflt, asked != NULL));
 			cr_text_escape_inplace(tnames[n], sizeof tnames[n]);
 		} else {
 			snprintf(rs[n].sha256, sizeof rs[n].sha256, "%s", fs[n].sha256);
-			if ((st = task_for(&fs[n], NULL, asked, asked != NULL, tasks, n_tasks, &rs[n],
-					   tnames[n], sizeof tnames[n], &t, err)))
+			if ((st = task_for(&fs[n], NULL, asked ? asked : dflt, asked != NULL, tasks,
+					   n_tasks, &rs[n], tnames[n], sizeof tnames[n], &t, err)))
 				goto out;
 			if (t)
 				tidx[n] = (int)(t - *tasks);
@@ -1397,7 +1443,7 @@ int cr_cmd_eval(int argc, char **argv)
 	n_all = cs.n;
 	if (o.shard_n) {
 		/* after the backend is settled on the whole set: every shard picks the same */
-		shard_filter(&cs, &o, filter, n_filter, backend == CR_BACKEND_CUDA && !o.cuda);
+		shard_filter(&cs, &o, filter, n_filter);
 		fprintf(stderr, "crucible eval: --shard %s: %d of the %d candidate(s)%s\n", o.shard_str,
 			cs.n, n_all, cs.n ? "" : "; none fell in this shard (not an error: the shards of a "
 			"small set can be empty)");
@@ -1488,12 +1534,15 @@ int cr_cmd_eval(int argc, char **argv)
 		struct eval_opts oc = o;
 		int d0 = 0, u0 = 0;
 		oc.arch = o.dev_arch;
-		if (eval_cuda_compile(&cs, &oc, &tasks, &n_tasks, run_id, NULL, &d0, &u0, &err))
+		if (eval_cuda_compile(&cs, &oc, n_filter == 1 ? filter[0].name : NULL, &tasks,
+				      &n_tasks, run_id, NULL, &d0, &u0, &err))
 			goto fail;
 	}
 	if (backend == CR_BACKEND_CUDA && !o.cuda) {
 		int unexp = 0;
-		if (eval_cuda_compile(&cs, &o, &tasks, &n_tasks, run_id, res, &done, &unexp, &err))
+		compile_only_select(&cs, filter, n_filter, keys, n_keys, &filtered, &resumed);
+		if (eval_cuda_compile(&cs, &o, n_filter == 1 ? filter[0].name : NULL, &tasks,
+				      &n_tasks, run_id, res, &done, &unexp, &err))
 			goto fail;
 		unexpected += unexp;
 	}

@@ -87,5 +87,20 @@ awk -F, 'NR==1 || /"ok"/' "$R" | head -2 | sed '2s/"smoke\/relu"/""/' > "$out/fo
 "$exe" report "$out/forged.csv" >/dev/null 2>"$out/forged.err"; rc=$?
 [ "$rc" -eq 2 ] && grep -q "forged.csv:2: column 'task' is empty in a row with status ok" "$out/forged.err" && ok ||
 	no "an ok row naming no task: exit $rc, $(cat "$out/forged.err")"
+# --compile-only (NVRTC, no GPU) takes the candidates the main loop would:
+# --tasks by the row's task, --resume by name; skipped without NVRTC (exit 3)
+mkdir -p "$out/cu"
+cp "$src/data/candidates/smoke-cuda/relu_plain.cu" "$out/cu/r.cu"
+{ printf '// @task no/such\n'; sed 1,2d "$src/data/candidates/smoke-cuda/relu_plain.cu"; } > "$out/cu/b.cu"
+"$exe" eval "$out/cu" --backend cuda --compile-only --tasks smoke/gelu --out "$out/cu-run" >/dev/null 2>"$out/cu.err"; rc=$?
+if [ "$rc" -eq 3 ]; then
+	echo "SKIP: --compile-only checks (no NVRTC: $(tail -1 "$out/cu.err"))"
+else
+	"$exe" eval "$out/cu" --backend cuda --compile-only --tasks smoke/gelu --out "$out/cu-run" --resume >/dev/null 2>>"$out/cu.err"
+	rows=$(awk 'END { print NR - 1 }' "$out/cu-run/results.csv")
+	[ "$rows" = 1 ] && ok || no "--compile-only --tasks smoke/gelu, then --resume: $rows rows, want 1 (b.cu under smoke/gelu)"
+	grep -q '^"[^"]*","smoke/gelu","[^"]*b.cu",.*"format_error"' "$out/cu-run/results.csv" && ok ||
+		no "--compile-only: an unknown @task's row does not name the one task of --tasks"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
