@@ -706,6 +706,14 @@ static void cuda_unlock(struct eval_opts *o, const char *who)
 
 static const char *row_task(const struct cr_cand_file *cf, const char *fallback, bool asked);
 
+/* The task a candidate was asked for: its sidecar's "task" when that task
+ * exists, else NULL (a made-up one is no request: the row falls to the
+ * one task of --tasks, as without a sidecar). */
+static const char *asked_task(const struct cr_meta *m)
+{
+	return m->task[0] && task_registry_exists(m->task) ? m->task : NULL;
+}
+
 static enum cr_status verify_one(struct cr_cand_file *f, const char *task_override,
 				 const char *fallback, bool asked, struct task **tasks, int *n_tasks, const struct eval_opts *o,
 				 const char *workroot, struct cr_result *r, char *task_name,
@@ -870,9 +878,9 @@ static void shard_filter(struct cands *cs, const struct eval_opts *o, const stru
 		if (cr_meta_read(cs->paths[i], &m, &e))
 			memset(&m, 0, sizeof m);   /* the loop reports it */
 		/* as the rows will name the task */
-		fb = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
+		fb = asked_task(&m) ? asked_task(&m) : n_filter == 1 ? filter[0].name : NULL;
 		cr_cand_load(&cf, cs->paths[i]);
-		if (shard_of(&cf, fb, m.task[0] != '\0', o->shard_n) == o->shard_i)
+		if (shard_of(&cf, fb, asked_task(&m) != NULL, o->shard_n) == o->shard_i)
 			cs->paths[kept++] = cs->paths[i];
 		else
 			free(cs->paths[i]);
@@ -1049,8 +1057,8 @@ static void compile_only_select(struct cands *cs, const struct task *filter, int
 			memset(&m, 0, sizeof m);   /* reported when its row is written */
 		cr_cand_load(&cf, cs->paths[i]);
 		if (n_filter) {
-			const char *tn = row_task(&cf, m.task[0] ? m.task : n_filter == 1 ?
-						  filter[0].name : NULL, m.task[0] != '\0');
+			const char *tn = row_task(&cf, asked_task(&m) ? asked_task(&m) : n_filter == 1 ?
+						  filter[0].name : NULL, asked_task(&m) != NULL);
 			for (int k = 0; k < n_filter; k++)
 				in |= !strcmp(filter[k].name, tn);
 			in |= !*tn;
@@ -1110,7 +1118,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		cr_err_init(&ae);
 		if (cr_meta_read(cs->paths[i], &am, &ae))
 			memset(&am, 0, sizeof am);   /* reported when its row is written */
-		asked = am.task[0] ? am.task : NULL;
+		asked = asked_task(&am);
 		if (!fs[n].src) {
 			rs[n].status = CHECK_FORMAT_ERROR;
 			snprintf(rs[n].detail, sizeof rs[n].detail, "%s", fs[n].error);
@@ -1578,8 +1586,8 @@ int cr_cmd_eval(int argc, char **argv)
 			bool in = false;
 			/* the task its row will name (the one task of --tasks when it
 			 * names none that exists and its sidecar none either) */
-			const char *tn = row_task(&cf, m.task[0] ? m.task : n_filter == 1 ?
-						  filter[0].name : NULL, m.task[0] != '\0');
+			const char *tn = row_task(&cf, asked_task(&m) ? asked_task(&m) : n_filter == 1 ?
+						  filter[0].name : NULL, asked_task(&m) != NULL);
 			for (int k = 0; k < n_filter; k++)
 				in |= !strcmp(filter[k].name, tn);
 			in |= !*tn;   /* of no task: a row naming none, not dropped */
@@ -1606,7 +1614,8 @@ int cr_cmd_eval(int argc, char **argv)
 				continue;
 			}
 		}
-		const char *fallback = m.task[0] ? m.task : n_filter == 1 ? filter[0].name : NULL;
+		const char *fallback = asked_task(&m) ? asked_task(&m) : n_filter == 1 ? filter[0].name :
+				       NULL;
 		if (pool) {
 			/* the task is loaded here, so every job inherits it and run.json
 			 * names it; a broken task file is the run's error, as without --jobs */
@@ -1614,7 +1623,7 @@ int cr_cmd_eval(int argc, char **argv)
 			char sb[1100];
 			struct eval_job_cmd jc = { .idx = i };
 			snprintf(jc.arg, sizeof jc.arg, "%s", fallback ? fallback : "");
-			jc.asked = m.task[0] != '\0';
+			jc.asked = asked_task(&m) != NULL;
 			cr_result_init(&r);
 			if (cf.src && task_for(&cf, NULL, fallback, jc.asked, &tasks, &n_tasks, &r, tname,
 					       sizeof tname, &tp, &err)) {
@@ -1634,7 +1643,7 @@ int cr_cmd_eval(int argc, char **argv)
 		}
 		progress(i, cs.n, cand);
 		int64_t t0 = cr_now_ns();
-		st_one = verify_one(&cf, NULL, fallback, m.task[0] != '\0', &tasks, &n_tasks, &o,
+		st_one = verify_one(&cf, NULL, fallback, asked_task(&m) != NULL, &tasks, &n_tasks, &o,
 				    workroot, &r, tname,
 				    sizeof tname, &err);
 		cr_cand_file_release(&cf);

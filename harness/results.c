@@ -147,7 +147,8 @@ enum cr_status cr_results_write_extra(FILE *f, const struct cr_row *row, const c
 	num(b[3], 64, r->time_lo_us, "%.3f");
 	num(b[4], 64, r->time_hi_us, "%.3f");
 	num(b[5], 64, r->baseline_us, "%.3f");
-	num(b[6], 64, r->speedup, "%.4f");
+	/* 4 decimals, unless that reads 0: a speedup is > 0 (report refuses 0) */
+	num(b[6], 64, r->speedup, r->speedup > 0 && r->speedup < 5e-5 ? "%.4g" : "%.4f");
 	num(b[7], 64, r->speedup_lo, "%.4f");
 	num(b[8], 64, r->speedup_hi, "%.4f");
 	if (r->samples > 0)

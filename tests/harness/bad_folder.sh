@@ -87,6 +87,13 @@ awk -F, 'NR==1 || /"ok"/' "$R" | head -2 | sed '2s/"smoke\/relu"/""/' > "$out/fo
 "$exe" report "$out/forged.csv" >/dev/null 2>"$out/forged.err"; rc=$?
 [ "$rc" -eq 2 ] && grep -q "forged.csv:2: column 'task' is empty in a row with status ok" "$out/forged.err" && ok ||
 	no "an ok row naming no task: exit $rc, $(cat "$out/forged.err")"
+# a made-up sidecar task is no request: the row falls to the one task of --tasks
+mkdir -p "$out/mu"
+{ printf '// @task nope/nothing\n'; sed 1,2d "$S/relu_plain.c"; } > "$out/mu/bad.c"
+echo '{"task": "nope/zzz"}' > "$out/mu/bad.json"
+"$exe" eval "$out/mu" --no-timing --backend cpu --jobs 1 --tasks smoke/relu --out "$out/mu-run" >/dev/null 2>&1
+grep -q '^"[^"]*","smoke/relu","[^"]*bad.c",.*"format_error"' "$out/mu-run/results.csv" && ok ||
+	no "a made-up sidecar task took the row out of --tasks smoke/relu: $(tail -1 "$out/mu-run/results.csv" | cut -c1-120)"
 # --compile-only (NVRTC, no GPU) takes the candidates the main loop would:
 # --tasks by the row's task, --resume by name; skipped without NVRTC (exit 3)
 mkdir -p "$out/cu"
