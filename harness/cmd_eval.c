@@ -1137,7 +1137,14 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 	}
 	/* task pointers only now: the array may move while tasks load */
 	for (int i = 0; i < n; i++) {
-		if (tidx[i] < 0 || !fs[i].parsed)
+		if (tidx[i] >= 0 && !fs[i].parsed) {
+			/* a task named (by @task, the sidecar or --tasks) but the
+			 * directives do not parse: its parse error, never "compiled" */
+			rs[i].status = CHECK_FORMAT_ERROR;
+			snprintf(rs[i].detail, sizeof rs[i].detail, "%s", fs[i].error);
+			continue;
+		}
+		if (tidx[i] < 0)
 			continue;
 		jobs[m] = (struct check_cuda_job){ .t = &(*tasks)[tidx[i]], .path = fs[i].path,
 						   .src = fs[i].src, .len = fs[i].len, .cand = fs[i].cand,

@@ -99,13 +99,16 @@ grep -q '^"[^"]*","smoke/relu","[^"]*bad.c",.*"format_error"' "$out/mu-run/resul
 mkdir -p "$out/cu"
 cp "$src/data/candidates/smoke-cuda/relu_plain.cu" "$out/cu/r.cu"
 { printf '// @task no/such\n'; sed 1,2d "$src/data/candidates/smoke-cuda/relu_plain.cu"; } > "$out/cu/b.cu"
+printf '// @task smoke/gelu\n// @forward\nthis is not cuda\n' > "$out/cu/garbage.cu"
 "$exe" eval "$out/cu" --backend cuda --compile-only --tasks smoke/gelu --out "$out/cu-run" >/dev/null 2>"$out/cu.err"; rc=$?
 if [ "$rc" -eq 3 ]; then
 	echo "SKIP: --compile-only checks (no NVRTC: $(tail -1 "$out/cu.err"))"
 else
 	"$exe" eval "$out/cu" --backend cuda --compile-only --tasks smoke/gelu --out "$out/cu-run" --resume >/dev/null 2>>"$out/cu.err"
 	rows=$(awk 'END { print NR - 1 }' "$out/cu-run/results.csv")
-	[ "$rows" = 1 ] && ok || no "--compile-only --tasks smoke/gelu, then --resume: $rows rows, want 1 (b.cu under smoke/gelu)"
+	[ "$rows" = 2 ] && ok || no "--compile-only --tasks smoke/gelu, then --resume: $rows rows, want 2 (b.cu, garbage.cu under smoke/gelu)"
+	grep -q '^"[^"]*","smoke/gelu","[^"]*garbage.cu",.*"format_error".*garbage.cu:2: @forward' "$out/cu-run/results.csv" && ok ||
+		no "--compile-only: a .cu whose directives do not parse is not a format_error: $(grep garbage "$out/cu-run/results.csv" | cut -c1-160)"
 	grep -q '^"[^"]*","smoke/gelu","[^"]*b.cu",.*"format_error"' "$out/cu-run/results.csv" && ok ||
 		no "--compile-only: an unknown @task's row does not name the one task of --tasks"
 fi
