@@ -837,6 +837,46 @@ static const char *row_task(const struct cr_cand_file *cf, const char *fallback,
 	return tn;
 }
 
+/* The fallback task of a candidate: the one it was asked for, else the
+ * one task of --tasks, else NULL. */
+static const char *fallback_of(const struct cr_meta *m, const struct task *filter, int n_filter)
+{
+	const char *a = asked_task(m);
+	return a ? a : n_filter == 1 ? filter[0].name : NULL;
+}
+
+/* --tasks (n_filter > 0) keeps a candidate whose row will name one of its
+ * tasks, or none (a row naming no task is never dropped). */
+static bool in_tasks(const struct cr_cand_file *cf, const struct cr_meta *m,
+		     const struct task *filter, int n_filter)
+{
+	const char *tn;
+
+	if (!n_filter)
+		return true;
+	tn = row_task(cf, fallback_of(m, filter, n_filter), asked_task(m) != NULL);
+	for (int k = 0; k < n_filter; k++)
+		if (!strcmp(filter[k].name, tn))
+			return true;
+	return !*tn;
+}
+
+/* --resume: results.csv has a row of this file as it is now (keys: the
+ * name escaped one to one, a tab, source_sha256; none for an unreadable
+ * file). */
+static bool in_results(const char *path, const struct cr_cand_file *cf, char **keys, int n_keys)
+{
+	char *en = cr_text_escape_name_dup(path), *key = NULL;
+	bool hit = false;
+
+	if (en && asprintf(&key, "%s\t%s", en, cf->src ? cf->sha256 : "") >= 0)
+		for (int k = 0; k < n_keys && !hit; k++)
+			hit = !strcmp(keys[k], key);
+	free(en);
+	free(key);
+	return hit;
+}
+
 /* The shard (1..n) of a loaded candidate: sha256 over its content's
  * sha256 and the task its row will name (the content's alone when it
  * names none), first 64 bits mod n. No path, no order: every machine
@@ -878,7 +918,7 @@ static void shard_filter(struct cands *cs, const struct eval_opts *o, const stru
 		if (cr_meta_read(cs->paths[i], &m, &e))
 			memset(&m, 0, sizeof m);   /* the loop reports it */
 		/* as the rows will name the task */
-		fb = asked_task(&m) ? asked_task(&m) : n_filter == 1 ? filter[0].name : NULL;
+		fb = fallback_of(&m, filter, n_filter);
 		cr_cand_load(&cf, cs->paths[i]);
 		if (shard_of(&cf, fb, asked_task(&m) != NULL, o->shard_n) == o->shard_i)
 			cs->paths[kept++] = cs->paths[i];
@@ -1050,27 +1090,14 @@ static void compile_only_select(struct cands *cs, const struct task *filter, int
 		struct cr_cand_file cf;
 		struct cr_meta m;
 		struct cr_err e;
-		bool in = !n_filter, skip = false;
+		bool in, skip;
 
 		cr_err_init(&e);
 		if (cr_meta_read(cs->paths[i], &m, &e))
 			memset(&m, 0, sizeof m);   /* reported when its row is written */
 		cr_cand_load(&cf, cs->paths[i]);
-		if (n_filter) {
-			const char *tn = row_task(&cf, asked_task(&m) ? asked_task(&m) : n_filter == 1 ?
-						  filter[0].name : NULL, asked_task(&m) != NULL);
-			for (int k = 0; k < n_filter; k++)
-				in |= !strcmp(filter[k].name, tn);
-			in |= !*tn;
-		}
-		if (in && n_keys) {
-			char *en = cr_text_escape_name_dup(cs->paths[i]), *key = NULL;
-			if (en && asprintf(&key, "%s\t%s", en, cf.src ? cf.sha256 : "") >= 0)
-				for (int k = 0; k < n_keys; k++)
-					skip |= !strcmp(keys[k], key);
-			free(en);
-			free(key);
-		}
+		in = in_tasks(&cf, &m, filter, n_filter);
+		skip = in && n_keys && in_results(cs->paths[i], &cf, keys, n_keys);
 		cr_cand_file_release(&cf);
 		if (!in || skip) {
 			*(in ? resumed : filtered) += 1;
@@ -1570,11 +1597,10 @@ int cr_cmd_eval(int argc, char **argv)
 	for (int i = 0; (backend == CR_BACKEND_CPU || o.cuda) && i < cs.n; i++) {
 		struct cr_result r;
 		struct cr_meta m;
-		char tname[256], key[4 * 4096 + 100];
+		char tname[256];
 		const char *cand = cs.paths[i];
 		struct cr_cand_file cf;
 		enum cr_status st_one;
-		bool skip = false;
 
 		if (has_ext(cand, ".cu") != o.cuda) {
 			skipped++;
@@ -1589,40 +1615,21 @@ int cr_cmd_eval(int argc, char **argv)
 		}
 		/* the file is read, hashed and parsed once; that travels on */
 		cr_cand_load(&cf, cand);
-		if (o.tasks) {
-			bool in = false;
-			/* the task its row will name (the one task of --tasks when it
-			 * names none that exists and its sidecar none either) */
-			const char *tn = row_task(&cf, asked_task(&m) ? asked_task(&m) : n_filter == 1 ?
-						  filter[0].name : NULL, asked_task(&m) != NULL);
-			for (int k = 0; k < n_filter; k++)
-				in |= !strcmp(filter[k].name, tn);
-			in |= !*tn;   /* of no task: a row naming none, not dropped */
-			if (!in) {
-				filtered++;
-				cr_cand_file_release(&cf);
-				continue;
-			}
+		if (!in_tasks(&cf, &m, filter, n_filter)) {
+			filtered++;
+			cr_cand_file_release(&cf);
+			continue;
 		}
-		if (o.resume && n_keys) {
-			/* results.csv holds the name escaped, one to one */
-			char *en = cr_text_escape_name_dup(cand);
-			/* an unreadable file's row has no source_sha256 */
-			snprintf(key, sizeof key, "%s\t%s", en ? en : "", cf.src ? cf.sha256 : "");
-			for (int k = 0; en && k < n_keys; k++)
-				skip |= !strcmp(keys[k], key);
-			free(en);
-			if (skip) {
-				char sb[1024];
-				fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
-					i + 1, cs.n, safe(cand, sb, sizeof sb));
-				resumed++;
-				cr_cand_file_release(&cf);
-				continue;
-			}
+		if (o.resume && n_keys && in_results(cand, &cf, keys, n_keys)) {
+			char sb[1024];
+			fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
+				i + 1, cs.n, safe(cand, sb, sizeof sb));
+			resumed++;
+			cr_cand_file_release(&cf);
+			continue;
 		}
-		const char *fallback = asked_task(&m) ? asked_task(&m) : n_filter == 1 ? filter[0].name :
-				       NULL;
+		const char *fallback = fallback_of(&m, filter, n_filter);
+		const bool asked = asked_task(&m) != NULL;
 		if (pool) {
 			/* the task is loaded here, so every job inherits it and run.json
 			 * names it; a broken task file is the run's error, as without --jobs */
@@ -1630,7 +1637,7 @@ int cr_cmd_eval(int argc, char **argv)
 			char sb[1100];
 			struct eval_job_cmd jc = { .idx = i };
 			snprintf(jc.arg, sizeof jc.arg, "%s", fallback ? fallback : "");
-			jc.asked = asked_task(&m) != NULL;
+			jc.asked = asked;
 			cr_result_init(&r);
 			if (cf.src && task_for(&cf, NULL, fallback, jc.asked, &tasks, &n_tasks, &r, tname,
 					       sizeof tname, &tp, &err)) {
@@ -1650,7 +1657,7 @@ int cr_cmd_eval(int argc, char **argv)
 		}
 		progress(i, cs.n, cand);
 		int64_t t0 = cr_now_ns();
-		st_one = verify_one(&cf, NULL, fallback, asked_task(&m) != NULL, &tasks, &n_tasks, &o,
+		st_one = verify_one(&cf, NULL, fallback, asked, &tasks, &n_tasks, &o,
 				    workroot, &r, tname,
 				    sizeof tname, &err);
 		cr_cand_file_release(&cf);
