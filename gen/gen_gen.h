@@ -35,6 +35,12 @@ struct gen_req {
 	int top_k;                   /* 0: off */
 	const char *const *stops;    /* stop strings */
 	int n_stops;
+	/* Progress while the request runs (may be NULL): called from the
+	 * generator's own thread, any number of times, with completion k's
+	 * tokens so far (an estimate while streaming: chunks or bytes / 4) and
+	 * its bytes so far; the callee must be thread-safe and quick. */
+	void (*on_progress)(void *pctx, int k, int tokens, size_t bytes);
+	void *pctx;
 };
 
 struct gen_completion {
@@ -49,6 +55,19 @@ struct gen_completion {
 	int prefill_tokens;          /* prompt tokens actually computed (not from a cache); -1: unknown */
 	char finish[16];             /* "stop", "length", "eog", "context", ... */
 	double gen_s;                /* wall time of the request */
+	/* Where completion_tokens came from: "decoder" (the built-in decoder
+	 * counted what it sampled), "tokenizer" (this completion's text
+	 * tokenized with the model's tokenizer: a GGUF file or the server's
+	 * /tokenize), "usage" (the server's usage, n = 1), "usage-split"
+	 * (one usage over n > 1 choices), "sidecar" (replay), "estimate"
+	 * (bytes / 4) */
+	char count_src[16];
+	int usage_tokens;            /* the server's usage.completion_tokens for this
+	                              * completion's request as it was sent (all its
+	                              * choices), -1: none or not an endpoint */
+	long lost_tokens;            /* tokens generated for this completion by tries
+	                              * that failed (a stream cut and retried), as
+	                              * counted; 0: none */
 };
 
 struct gen_generator {
@@ -81,9 +100,20 @@ struct gen_endpoint_cfg {
 	const char *model;           /* "model" in the request */
 	const char *api_key_env;     /* environment variable holding the key (NULL: none) */
 	int concurrency;             /* requests in flight (max_inflight) */
-	double timeout_s;            /* one HTTP request; 0: 600 */
-	int max_retries;             /* 429, 5xx, timeouts; 0: 5 */
-	double backoff_s;            /* first retry delay, doubled each time; 0: 1 */
+	double timeout_s;            /* one HTTP request, whole; 0: none when streaming, 600 not */
+	double connect_timeout_s;    /* connecting; 0: 30 */
+	double idle_timeout_s;       /* no byte from the server for this long: the try failed; 0: 300 */
+	double retry_window_s;       /* failed tries are retried (backoff, refused connections
+	                              * included) until this long after the first failure of a
+	                              * request; 0: 600 */
+	int max_retries;             /* at most this many retries of one request; 0: no limit
+	                              * but the window */
+	double backoff_s;            /* first retry delay, doubled each time up to 30 s; 0: 1 */
+	int stream;                  /* 1: "stream": true (server-sent events, default), -1: off */
+	const char *tokenizer;       /* how completion tokens are counted: a GGUF file's tokenizer,
+	                              * "server" (POST <url without /v1>/tokenize), "usage" (the
+	                              * server's usage only), NULL: "server" when it answers,
+	                              * else usage (run.json says which) */
 	const char *reasoning_effort; /* "low", "medium", "high": sent as reasoning_effort (NULL: not sent) */
 };
 enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_generator *g,
