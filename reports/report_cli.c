@@ -427,7 +427,7 @@ int report_print_summary(const char *csv_path, FILE *out)
 	fprintf(out, "| status | candidates |\n|---|---:|\n");
 	for (int i = 0; i < RS_COUNT; i++)
 		if (s.status_counts[i])
-			fprintf(out, "| %s | %d |\n", report_status_names[i], s.status_counts[i]);
+			fprintf(out, "| %s | %d |\n", report_status_name(i), s.status_counts[i]);
 	fprintf(out, "\n| | ");
 	for (size_t j = 0; j < o.np; j++)
 		fprintf(out, "fast_%g | ", o.p[j]);

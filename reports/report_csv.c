@@ -14,11 +14,10 @@
 #include "reports/report_impl.h"
 #include "common/cr_text.h"
 
-const char *const report_status_names[RS_COUNT] = {
-	"format_error", "compile_error", "runtime_error", "timeout",
-	"out_of_bounds", "input_mutated", "degenerate", "mismatch",
-	"nondeterministic", "stale_result", "ok", "compiled",
-};
+const char *report_status_name(int status)
+{
+	return check_verdict_name((enum check_verdict)status);
+}
 const char *const report_bw_names[RB_COUNT] = { "pass", "fail", "absent", "none" };
 
 /* Columns of SPEC §6; every one must be in the header. */
@@ -201,12 +200,16 @@ static int parse_row(struct load *L, struct report_row *r)
 		snprintf(nbuf[1], sizeof nbuf[1], "%zu", L->n_fields);
 		return fail(L, "expected %s fields as in the header, found %s", nbuf[0], nbuf[1]);
 	}
-	for (i = 0; i < RS_COUNT && strcmp(st, report_status_names[i]); i++)
-		;
-	if (i == RS_COUNT)
-		return fail(L, "unknown status '%s'%s", st, " (expected format_error, compile_error, "
-			    "runtime_error, timeout, out_of_bounds, input_mutated, degenerate, "
-			    "mismatch, nondeterministic, stale_result or ok)");
+	if ((i = check_verdict_parse(st)) < 0) {
+		/* the list from the vocabulary itself, so it never goes stale */
+		char list[400] = "";
+		for (int v = 0; v < RS_COUNT; v++) {
+			size_t l = strlen(list);
+			snprintf(list + l, sizeof list - l, "%s%s", v ? ", " : " (expected ",
+				 report_status_name(v));
+		}
+		return fail(L, "unknown status '%s'%s)", st, list);
+	}
 	r->status = (enum report_rs)i;
 	/* a candidate that named no task (or whose file could not be read)
 	 * has a failing row with an empty task; a passing row must name one */

@@ -429,7 +429,7 @@ static int classify_correctness(struct report_gate_task *t)
 	} else if (t->base_ok && !t->cur_ok) {
 		t->verdict = RV_LOST;
 		snprintf(t->reason, sizeof t->reason, "no longer correct (%s)",
-			 report_status_names[t->cur_row->status]);
+			 report_status_name(t->cur_row->status));
 	} else if (!t->base_ok && t->cur_ok) {
 		t->verdict = RV_FIXED;
 		snprintf(t->reason, sizeof t->reason, "now correct");

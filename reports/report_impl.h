@@ -9,16 +9,23 @@
 #include <stdio.h>
 
 #include "common/cr_status.h"
+#include "common/cr_verdict.h"
 
-/* SPEC §4 verdicts, in the order of the pipeline; RS_OK last. */
+/* SPEC §4 verdicts: the shared vocabulary of common/cr_verdict.h, whatever it
+ * holds (issue 31 adds no_code), so a row is never refused for a verdict the
+ * verifier writes; RS_COUNT sizes the status tables. */
 enum report_rs {
-	RS_FORMAT_ERROR, RS_COMPILE_ERROR, RS_RUNTIME_ERROR, RS_TIMEOUT,
-	RS_OUT_OF_BOUNDS, RS_INPUT_MUTATED, RS_DEGENERATE, RS_MISMATCH,
-	RS_NONDETERMINISTIC, RS_STALE_RESULT, RS_OK, RS_COMPILED, RS_COUNT
+	RS_FORMAT_ERROR = CHECK_FORMAT_ERROR, RS_COMPILE_ERROR = CHECK_COMPILE_ERROR,
+	RS_RUNTIME_ERROR = CHECK_RUNTIME_ERROR, RS_TIMEOUT = CHECK_TIMEOUT,
+	RS_OUT_OF_BOUNDS = CHECK_OUT_OF_BOUNDS, RS_INPUT_MUTATED = CHECK_INPUT_MUTATED,
+	RS_DEGENERATE = CHECK_DEGENERATE, RS_MISMATCH = CHECK_MISMATCH,
+	RS_NONDETERMINISTIC = CHECK_NONDETERMINISTIC, RS_STALE_RESULT = CHECK_STALE_RESULT,
+	RS_OK = CHECK_OK, RS_COMPILED = CHECK_COMPILED, RS_COUNT = CHECK_VERDICT_COUNT
 };
 enum report_bw { RB_PASS, RB_FAIL, RB_ABSENT, RB_NONE, RB_COUNT };
 
-extern const char *const report_status_names[RS_COUNT];
+/* A status's results.csv name (check_verdict_name). */
+const char *report_status_name(int status);
 extern const char *const report_bw_names[RB_COUNT];
 
 /* One results.csv row. Unknown (empty) numbers are NAN. */

@@ -119,7 +119,7 @@ static void print_counts(FILE *f, const struct report_summary *s)
 			NUM(s->gm, 3), s->gm_n, s->n_correct_noisy, NUM(s->gm_lo, 3), NUM(s->gm_hi, 3));
 	fprintf(f, "### Status counts\n\n| status | candidates | share |\n|---|---:|---:|\n");
 	for (int i = 0; i < RS_COUNT; i++)
-		fprintf(f, "| %s | %d | %s |\n", report_status_names[i], s->status_counts[i],
+		fprintf(f, "| %s | %d | %s |\n", report_status_name(i), s->status_counts[i],
 			NUM(tot ? (double)s->status_counts[i] / (double)tot : NAN, 4));
 	fprintf(f, "| **total** | %zu | |\n\n| backward | candidates |\n|---|---:|\n", tot);
 	for (int i = 0; i < RB_COUNT; i++)

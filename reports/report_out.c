@@ -109,7 +109,7 @@ static json_t *run_json(const struct report_summary *s)
 							    s->machine_why));
 	st = json_object();
 	for (int i = 0; i < RS_COUNT; i++)
-		json_object_set_new(st, report_status_names[i], json_integer(s->status_counts[i]));
+		json_object_set_new(st, report_status_name(i), json_integer(s->status_counts[i]));
 	json_object_set_new(r, "status_counts", st);
 	bw = json_object();
 	for (int i = 0; i < RB_COUNT; i++)
@@ -282,7 +282,7 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 			}
 		}
 		for (int k = 0; k < RS_COUNT; k++)
-			line(f, S, "status_counts", report_status_names[k], "candidates",
+			line(f, S, "status_counts", report_status_name(k), "candidates",
 			     S->status_counts[k]);
 		for (int k = 0; k < RB_COUNT; k++)
 			line(f, S, "backward_counts", report_bw_names[k], "candidates", S->bw_counts[k]);

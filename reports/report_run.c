@@ -199,7 +199,7 @@ static int tstatus(const struct report_table *t, const struct report_trow *r, in
 	if (!*s)
 		return RS_COUNT;
 	for (int i = 0; i < RS_COUNT; i++)
-		if (!strcmp(s, report_status_names[i]))
+		if (!strcmp(s, report_status_name(i)))
 			return i;
 	cr_errf(e, CR_EINPUT, "%s:%ld: column '%s': unknown status '%s' (expected a verdict "
 		"of SPEC §4, or empty when nothing was picked)", t->path, r->line, t->header[c], s);
