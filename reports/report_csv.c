@@ -28,7 +28,7 @@ enum col {
 	C_SAMPLES, C_REASONING_TOKENS, C_COMPLETION_TOKENS, C_MODEL, C_TEMPERATURE,
 	C_TOP_P, C_TOP_K, C_SEED, C_TURN, C_SOURCE_SHA256,
 	C_REQUIRED, /* optional columns follow */
-	C_STRATEGY = C_REQUIRED, C_LABEL, C_NOISY, C_VERIFY_SEED, C_COUNT
+	C_STRATEGY = C_REQUIRED, C_LABEL, C_NOISY, C_VERIFY_SEED, C_GENERATION, C_COUNT
 };
 static const char *const col_names[C_COUNT] = {
 	"run_id", "task", "candidate", "sample", "backend", "device", "status",
@@ -36,7 +36,7 @@ static const char *const col_names[C_COUNT] = {
 	"time_hi_us", "baseline_us", "speedup", "speedup_lo", "speedup_hi",
 	"samples", "reasoning_tokens", "completion_tokens", "model", "temperature",
 	"top_p", "top_k", "seed", "turn", "source_sha256", "strategy", "label", "noisy",
-	"verify_seed",
+	"verify_seed", "generation",
 };
 
 /* Before the noisy column existed the flag was only this detail prefix. */
@@ -223,6 +223,7 @@ static int parse_row(struct load *L, struct report_row *r)
 		return fail(L, "unknown backward '%s'%s", bw, " (expected pass, fail, absent or none)");
 	r->backward = (enum report_bw)i;
 	if (integer(L, C_SAMPLE, 0, &r->sample) || integer(L, C_TURN, -1, &r->turn) ||
+	    integer(L, C_GENERATION, -1, &r->generation) ||
 	    num(L, C_SPEEDUP, 1, &r->speedup) || num(L, C_SPEEDUP_LO, 1, &r->speedup_lo) ||
 	    num(L, C_SPEEDUP_HI, 1, &r->speedup_hi) || num(L, C_TIME_US, 1, &r->time_us) ||
 	    num(L, C_BASELINE_US, 1, &r->baseline_us) ||

@@ -38,6 +38,7 @@ struct report_row {
 	long line;           /* physical line where the record starts (1-based) */
 	long sample;         /* sample index, 0 when empty */
 	long turn;           /* refinement turn, -1 when empty */
+	long generation;     /* evolve generation (optional column), -1 when empty or absent */
 	enum report_rs status;
 	enum report_bw backward;
 	double speedup, speedup_lo, speedup_hi; /* baseline / candidate time */
@@ -86,6 +87,9 @@ void report_opts_default(struct report_opts *o);
 /* A row is correct when status is ok and its backward did not fail (nor is
  * absent under --strict-backward). */
 int report_row_correct(const struct report_row *r, const struct report_opts *o);
+/* A row is fast at p when timed with speedup > p; a noisy figure only at
+ * p <= 0 (it ran and was timed, its speed is not trusted). */
+int report_row_fast(const struct report_row *r, double p);
 
 /* report_csv.c: load one results.csv. On error the message names the file,
  * line and problem, and the status is CR_EINPUT (bad content) or CR_EIO. */
@@ -146,6 +150,25 @@ void report_mw_strata(const struct report_stratum *s, size_t k, double *p_less,
 int report_bucket(double arl);
 extern const char *const report_bucket_names[3];
 
+/* What pass@k counts as one draw (issue 31, docs/REPORTS.md "pass@k of refine and
+ * evolve runs"): a candidate (best-of-n, self-consistency, eval), a refine
+ * trajectory (its turns depend on each other), or an evolve search of a task. */
+enum report_unit { RU_CANDIDATE, RU_TRAJECTORY, RU_SEARCH };
+extern const char *const report_unit_names[3];
+
+/* What run.json beside a results.csv says of the run that wrote it. */
+struct report_runmeta {
+	int found;             /* a run.json was read */
+	int is_run;            /* "command": "run" (crucible run) */
+	char strategy[32];     /* "strategy", else "options"."strategy"; "" absent */
+	long n, turns, keep;   /* "options", -1 absent */
+	long budget_tokens;    /* "options"."budget_tokens", -1 absent, 0 none */
+	long reused, generated; /* "resume": candidates --resume took from disk and made anew, -1 absent */
+};
+/* report_names.c: reads run.json beside csv_path into m (m->found = 0 when
+ * absent or not a json object: the naming reports that error). */
+void report_runmeta_read(const char *csv_path, struct report_runmeta *m);
+
 /* Per-task numbers of one run. */
 struct report_task {
 	const char *name;      /* borrowed from the rows or the task list */
@@ -157,6 +180,10 @@ struct report_task {
 	double median_speedup; /* over correct candidates with a speedup */
 	double arl;            /* mean reasoning_tokens, NAN when none known */
 	int n_tok;             /* rows with reasoning_tokens */
+	/* pass@k's independent draws (issue 31): the candidates themselves, refine's
+	 * trajectories (correct when any turn is) or evolve's one search of the task */
+	int nu, cu;            /* units, units with a correct candidate */
+	int *cu_fast;          /* [np] units with a candidate fast at p (into summary storage) */
 };
 
 /* A group of candidates (bucket or quartile) in the reasoning tables. */
@@ -195,6 +222,27 @@ struct report_summary {
 	double pass_k[32];         /* [nk], NAN when every task has n < k */
 	double fastp_k[32 * 32];   /* [nk * np] */
 	int k_short[32];           /* tasks with 0 < n < k, left out of the mean */
+	/* units (issue 31): pass_k, fastp_k and k_short are over the tasks' units
+	 * (nu, cu); pass_k_cand is the old per-candidate figure, turns or
+	 * generations taken as independent (for comparison only) */
+	enum report_unit unit;
+	struct report_runmeta meta; /* run.json beside the file */
+	char run_name[128];        /* from the strategy and its options, "" when unknown */
+	int *cu_fast_store;        /* [n_tasks * np] */
+	int n_units, nu_max;       /* units over all tasks, most of one task */
+	double pass_k_cand[32];    /* [nk] */
+	/* by step (refine: turn t; evolve: generation g, the draft 0), each unit
+	 * at its best so far: correct at t when one of its candidates of step <= t is */
+	int n_steps;               /* 0: no by-step table (candidates) */
+	long *step_ids;            /* [n_steps] the turns (generations) the rows have, ascending */
+	int *step_cands;           /* [n_steps] candidates of that step */
+	int *step_correct;         /* [n_steps] units correct by then (all tasks) */
+	double *step_pass;         /* [n_steps * nk] pass@k */
+	double *step_fast;         /* [(t * nk + ki) * np + j] fast_p@k at step t */
+	/* evolve: the draft (generation 0) is N independent samples of one prompt:
+	 * its own pass@k over its candidates ([nk], NAN when none has n >= k) */
+	double draft_pass[32];
+	int draft_n, draft_c;      /* its candidates and correct ones, all tasks */
 	/* counts */
 	int status_counts[RS_COUNT];
 	int bw_counts[RB_COUNT];
@@ -222,6 +270,18 @@ enum cr_status report_summary_compute(const struct report_run *run,
 				      const struct report_opts *o,
 				      struct report_summary *s, struct cr_err *e);
 void report_summary_release(struct report_summary *s);
+/* Mean pass@k over n_tasks tasks of n[t] draws and c[t * cstride] correct: a
+ * task with n = 0 counts 0, one with n < k is left out (counted in *short_out,
+ * may be NULL); NAN when no task has n >= k. */
+double report_mean_pass(size_t n_tasks, const int *n, const int *c, size_t cstride, int k,
+			int *short_out);
+/* report_units.c: the units of a summary whose tally is done (tid[i]: row i's
+ * task, -1 left out): nu, cu, cu_fast, the by-step and draft figures. */
+enum cr_status report_units_compute(const struct report_run *run, const long *tid,
+				    struct report_summary *s, struct cr_err *e);
+/* report_names.c: s->run_name from s->meta and the units ("refine, 2
+ * trajectories × 3 turns"); "" when the strategy is unknown or mixed. */
+void report_run_name(struct report_summary *s, const char *strategy);
 /* Fast_p best-of-n at any p (for plots). */
 double report_summary_fast_at(const struct report_summary *s, double p);
 /* pass@k averaged over tasks like pass_k, for any k (for plots). */

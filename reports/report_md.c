@@ -35,15 +35,20 @@ static void print_fast(FILE *f, const struct report_summary *s)
 	fprintf(f, "\n|---|");
 	for (size_t j = 0; j < o->np; j++)
 		fprintf(f, "---:|");
-	fprintf(f, "\n| best-of-n | ");
+	fprintf(f, "\n| %s | ", s->unit == RU_CANDIDATE ? "best-of-n" :
+		s->unit == RU_TRAJECTORY ? "best of every candidate (all trajectories and turns)" :
+		"best of every candidate (all generations)");
 	for (size_t j = 0; j < o->np; j++)
 		fprintf(f, "%s | ", NUM(s->fast_best[j], 4));
-	fprintf(f, "\n| mean over sample indices | ");
+	fprintf(f, "\n| mean over %s | ", s->unit == RU_TRAJECTORY ? "trajectories" :
+		"sample indices");
 	for (size_t j = 0; j < o->np; j++)
 		fprintf(f, "%s | ", NUM(s->fast_sample_mean[j], 4));
 	fprintf(f, "\n");
 	for (size_t si = 0; si < s->n_samples; si++) {
-		fprintf(f, "| sample %ld | ", s->sample_ids[si]);
+		fprintf(f, s->unit == RU_TRAJECTORY ? "| trajectory %ld (best of its turns) | " :
+			s->unit == RU_SEARCH ? "| child index %ld (every generation) | " :
+			"| sample %ld | ", s->sample_ids[si]);
 		for (size_t j = 0; j < o->np; j++)
 			fprintf(f, "%s | ", NUM(s->fast_sample[si * o->np + j], 4));
 		fprintf(f, "\n");
@@ -76,6 +81,26 @@ void report_print_trust_md(FILE *f, const struct report_summary *s)
 			*s->machine_why ? " — " : "", s->machine_why);
 }
 
+/* What n counts in pass@k, by the run's unit (issue 31). */
+static void print_unit_rule(FILE *f, const struct report_summary *s)
+{
+	if (s->unit == RU_TRAJECTORY)
+		fprintf(f, "Refine run: the turns of a trajectory depend on each other (turn t+1 "
+			"is prompted with turn t and its verdict), so they are not independent "
+			"samples. n = the task's trajectories (%d in all), c = those with a correct "
+			"turn (fast_p@k: a turn correct and faster than p) — each trajectory at its "
+			"best so far, as Kevin reports best-of-trajectory.", s->n_units);
+	else if (s->unit == RU_SEARCH)
+		fprintf(f, "Evolve run: the candidates of later generations are children of the "
+			"fittest so far, prompted with every earlier result, so they are not "
+			"independent samples: a task's search is one draw (n = 1), correct when "
+			"any of its candidates is. pass@1 is the fraction of tasks the search "
+			"solved; pass@k for k > 1 is undefined. The draft's own pass@k is below.");
+	else
+		fprintf(f, "n = the task's candidates, c = correct ones (or correct and faster "
+			"than p for fast_p@k).");
+}
+
 static void print_passk(FILE *f, const struct report_summary *s)
 {
 	char nb[8][32];
@@ -83,9 +108,10 @@ static void print_passk(FILE *f, const struct report_summary *s)
 	const struct report_opts *o = &s->opts;
 
 	fprintf(f, "### pass@k and fast_p@k\n\nUnbiased estimator 1 − C(n−c,k)/C(n,k) = "
-		"1 − Π_{i=n−c+1..n} (1 − k/i), averaged over tasks (n candidates, c correct, "
-		"or correct and faster than p for fast_p@k). Defined for k ≤ n; tasks with "
-		"n < k are left out of that k's mean and counted below.\n\n| k | pass@k | ");
+		"1 − Π_{i=n−c+1..n} (1 − k/i), averaged over tasks. ");
+	print_unit_rule(f, s);
+	fprintf(f, " Defined for k ≤ n; tasks with n < k are left out of that k's mean and "
+		"counted below.\n\n| k | pass@k | ");
 	for (size_t j = 0; j < o->np; j++)
 		fprintf(f, "fast_%g@k | ", o->p[j]);
 	fprintf(f, "tasks with n < k |\n|---:|---:|");
@@ -98,6 +124,68 @@ static void print_passk(FILE *f, const struct report_summary *s)
 			fprintf(f, "%s | ", NUM(s->fastp_k[ki * 32 + j], 4));
 		fprintf(f, "%d%s |\n", s->k_short[ki],
 			isnan(s->pass_k[ki]) ? " (n < k for every task: undefined)" : "");
+	}
+	fprintf(f, "\n");
+	if (s->unit == RU_CANDIDATE)
+		return;
+	fprintf(f, "For comparison only, every candidate taken as an independent sample "
+		"(what this table showed before issue 31; not a pass@k of this run):");
+	for (size_t ki = 0; ki < o->nk; ki++)
+		fprintf(f, "%s pass@%d = %s", ki ? "," : "", o->k[ki], NUM(s->pass_k_cand[ki], 4));
+	fprintf(f, ".\n\n");
+	if (s->unit == RU_SEARCH) {
+		fprintf(f, "The draft (generation 0) is N independent samples of one prompt: its "
+			"pass@k over those candidates (%d, %d correct):", s->draft_n, s->draft_c);
+		for (size_t ki = 0; ki < o->nk; ki++)
+			fprintf(f, "%s pass@%d = %s", ki ? "," : "", o->k[ki],
+				NUM(s->draft_pass[ki], 4));
+		fprintf(f, ".\n\n");
+	}
+}
+
+/* pass@k and fast_p@1 by turn (refine) or generation (evolve), each unit at
+ * its best so far. */
+static void print_steps(FILE *f, const struct report_summary *s)
+{
+	char nb[8][32];
+	unsigned nbi = 0;
+	const struct report_opts *o = &s->opts;
+	const char *step = s->unit == RU_TRAJECTORY ? "turn" : "generation";
+	const char *units = s->unit == RU_TRAJECTORY ? "trajectories" : "tasks";
+	size_t k1 = o->nk;
+
+	if (s->unit == RU_CANDIDATE || !s->n_steps)
+		return;
+	for (size_t ki = 0; ki < o->nk && k1 == o->nk; ki++)
+		if (o->k[ki] == 1)
+			k1 = ki;
+	fprintf(f, "### By %s (best so far)\n\nAt %s t a %s counts as correct when one of "
+		"its candidates of %s ≤ t is (fast at p likewise); n is the same at every %s "
+		"(%d %s in all). %s\n\n| %s | candidates of this %s | %s correct so far |", step,
+		step, s->unit == RU_TRAJECTORY ? "trajectory" : "task's search", step, step,
+		s->n_units, units, s->unit == RU_TRAJECTORY ? "fast_p@1 is the mean over tasks of the "
+		"fraction of their trajectories fast at p by then." : "fast_p@1 is the fraction of "
+		"tasks whose search has a candidate fast at p by then.", step, step, units);
+	for (size_t ki = 0; ki < o->nk; ki++)
+		fprintf(f, " pass@%d |", o->k[ki]);
+	if (k1 < o->nk)
+		for (size_t j = 0; j < o->np; j++)
+			fprintf(f, " fast_%g@1 |", o->p[j]);
+	fprintf(f, "\n|---:|---:|---:|");
+	for (size_t ki = 0; ki < o->nk; ki++)
+		fprintf(f, "---:|");
+	if (k1 < o->nk)
+		for (size_t j = 0; j < o->np; j++)
+			fprintf(f, "---:|");
+	fprintf(f, "\n");
+	for (int g = 0; g < s->n_steps; g++) {
+		fprintf(f, "| %ld | %d | %d |", s->step_ids[g], s->step_cands[g], s->step_correct[g]);
+		for (size_t ki = 0; ki < o->nk; ki++)
+			fprintf(f, " %s |", NUM(s->step_pass[(size_t)g * o->nk + ki], 4));
+		if (k1 < o->nk)
+			for (size_t j = 0; j < o->np; j++)
+				fprintf(f, " %s |", NUM(s->step_fast[((size_t)g * o->nk + k1) * o->np + j], 4));
+		fprintf(f, "\n");
 	}
 	fprintf(f, "\n");
 }
@@ -140,20 +228,25 @@ static void print_tasks(FILE *f, const struct report_summary *s)
 		"speedup are over correct candidates with a trusted figure (timed, not noisy); "
 		"beside the best, the median per-call times of that candidate and of the "
 		"baseline; \"noisy\" counts the correct candidates whose figure is not "
-		"trusted.\n\n| task | n | correct |");
+		"trusted.%s\n\n| task | n | correct |%s", s->unit == RU_TRAJECTORY ?
+		" pass@k is over the task's trajectories (n trajectories, c with a correct turn)." :
+		s->unit == RU_SEARCH ? " pass@k is over the task's one search (n = 1)." : "",
+		s->unit == RU_TRAJECTORY ? " trajectories | correct trajectories |" : "");
 	for (size_t ki = 0; ki < o->nk; ki++)
 		fprintf(f, " pass@%d |", o->k[ki]);
 	fprintf(f, " best speedup | its time | baseline time | median speedup | noisy | ARL | "
-		"bucket |\n|---|---:|---:|");
+		"bucket |\n|---|---:|---:|%s", s->unit == RU_TRAJECTORY ? "---:|---:|" : "");
 	for (size_t ki = 0; ki < o->nk; ki++)
 		fprintf(f, "---:|");
 	fprintf(f, "---:|---:|---:|---:|---:|---:|---|\n");
 	for (size_t t = 0; t < s->n_tasks; t++) {
 		const struct report_task *T = &s->tasks[t];
 		fprintf(f, "| %s | %d | %d |", T->name, T->n, T->c);
+		if (s->unit == RU_TRAJECTORY)
+			fprintf(f, " %d | %d |", T->nu, T->cu);
 		for (size_t ki = 0; ki < o->nk; ki++)
-			fprintf(f, " %s |", T->n == 0 ? "0" : T->n < o->k[ki] ? "n < k" :
-				NUM(report_pass_at_k(T->n, T->c, o->k[ki]), 4));
+			fprintf(f, " %s |", T->nu == 0 ? "0" : T->nu < o->k[ki] ? "n < k" :
+				NUM(report_pass_at_k(T->nu, T->cu, o->k[ki]), 4));
 		fprintf(f, " %s | %s | %s | %s | %d | %s | %s |\n", NUM(T->best_speedup, 3),
 			TIME(T->best_time_us), TIME(T->best_base_us),
 			NUM(T->median_speedup, 3), T->c_noisy, NUM(T->arl, 0),
@@ -238,12 +331,20 @@ void report_print_md(FILE *f, const struct report_summary *s, size_t n)
 			s[i].tasks_from_list == 2 ? "every task found in the files given; "
 			"give --task-list for the full set" :
 			"the distinct tasks of the file; give --task-list for the full set", per);
+		if (s[i].unit == RU_TRAJECTORY)
+			fprintf(f, "Trajectories: %d in all, up to %d per task (pass@k counts "
+				"trajectories, not turns).\n\n", s[i].n_units, s[i].nu_max);
+		if (s[i].meta.reused >= 0)
+			fprintf(f, "Resumed (`--resume`): %ld candidate(s) reused from the interrupted "
+				"run, %ld generated anew.\n\n", s[i].meta.reused,
+				s[i].meta.generated < 0 ? 0 : s[i].meta.generated);
 		if (s[i].n_ignored_rows)
 			fprintf(f, "%zu row(s) name tasks outside the task list and are left out.\n\n",
 				s[i].n_ignored_rows);
 		report_print_trust_md(f, &s[i]);
 		print_fast(f, &s[i]);
 		print_passk(f, &s[i]);
+		print_steps(f, &s[i]);
 		print_counts(f, &s[i]);
 		print_tasks(f, &s[i]);
 		print_reasoning(f, &s[i]);
@@ -283,6 +384,9 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, " %s |", NUM(s[i].fast_sample_mean[j], 4));
 	}
+	fprintf(f, "\n| pass@k counts (n) |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %ss (%d) |", report_unit_names[s[i].unit], s[i].n_units);
 	for (size_t ki = 0; ki < o->nk; ki++) {
 		fprintf(f, "\n| pass@%d |", o->k[ki]);
 		for (size_t i = 0; i < n; i++)

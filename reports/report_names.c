@@ -24,7 +24,8 @@ static const char *const key_names[K_COUNT] = {
 };
 
 struct meta {
-	char v[K_COUNT][96]; /* "" unknown */
+	char v[K_COUNT][160]; /* "" unknown */
+	int named;           /* the strategy's own name holds n and turns (issue 31) */
 };
 
 static void json_str(json_t *root, const char *key, char *out, size_t len)
@@ -136,6 +137,11 @@ static void from_rows(const struct report_run *run, const struct report_summary 
 	snprintf(m->v[K_STRATEGY], sizeof m->v[K_STRATEGY], "%s", s->strategy);
 	if (s->max_turn >= 0)
 		snprintf(m->v[K_TURNS], sizeof m->v[K_TURNS], "%d", s->max_turn + 1);
+	if (*s->run_name) {
+		/* "refine, 2 trajectories × 3 turns": n and turns are in it */
+		snprintf(m->v[K_STRATEGY], sizeof m->v[K_STRATEGY], "%s", s->run_name);
+		m->named = 1;
+	}
 	/* a seed the rows agree on, when run.json does not say */
 	if (!*m->v[K_SEED] && run->n_rows && *run->rows[0].verify_seed) {
 		const char *v = run->rows[0].verify_seed;
@@ -165,6 +171,8 @@ static void differing(const struct meta *m, size_t n, size_t i, char *out, size_
 		for (size_t j = 0; j < n && !differ; j++)
 			differ = strcmp(m[j].v[k], m[i].v[k]) != 0;
 		if (!differ)
+			continue;
+		if (m[i].named && (k == K_N || k == K_TURNS))
 			continue;
 		if (k == K_QUICK || k == K_TIMING) {
 			if (!*m[i].v[k])
@@ -265,4 +273,90 @@ void report_machine_read(const char *csv_path, struct report_summary *s)
 	cr_err_init(&e);
 	s->machine_verdict[0] = s->machine_why[0] = '\0';
 	(void)read_run_json(csv_path, &m, s, &e);
+}
+
+static long json_long(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? (long)json_integer_value(v) : -1;
+}
+
+void report_runmeta_read(const char *csv_path, struct report_runmeta *m)
+{
+	char *p = malloc(strlen(csv_path) + sizeof "run.json"), *slash, *buf;
+	json_t *root, *opts, *res;
+	const char *st;
+	size_t len = 0;
+	struct cr_err e;
+
+	memset(m, 0, sizeof *m);
+	m->n = m->turns = m->keep = m->budget_tokens = m->reused = m->generated = -1;
+	if (!p)
+		return;
+	cr_err_init(&e);
+	strcpy(p, csv_path);
+	slash = strrchr(p, '/');
+	strcpy(slash ? slash + 1 : p, "run.json");
+	buf = cr_read_data(NULL, p, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, &e);
+	free(p);
+	if (!buf)
+		return;
+	root = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return;
+	}
+	m->found = 1;
+	m->is_run = !strcmp(json_string_value(json_object_get(root, "command")) ?: "", "run");
+	opts = json_object_get(root, "options");
+	st = json_string_value(json_object_get(root, "strategy"));
+	if (!st)
+		st = json_string_value(json_object_get(opts, "strategy"));
+	if (st) {
+		snprintf(m->strategy, sizeof m->strategy, "%s", st);
+		cr_text_escape_inplace(m->strategy, sizeof m->strategy);
+	}
+	m->n = json_long(opts, "n");
+	m->turns = json_long(opts, "turns");
+	m->keep = json_long(opts, "keep");
+	m->budget_tokens = json_long(opts, "budget_tokens");
+	res = json_object_get(root, "resume");
+	m->reused = json_long(res, "reused");
+	m->generated = json_long(res, "generated");
+	json_decref(root);
+}
+
+void report_run_name(struct report_summary *s, const char *strategy)
+{
+	const struct report_runmeta *m = &s->meta;
+	long last = s->n_steps ? s->step_ids[s->n_steps - 1] : 0;
+	size_t l;
+
+	s->run_name[0] = '\0';
+	if (!strcmp(strategy, "refine")) {
+		/* --n trajectories of --turns turns (the first included) */
+		long j = m->n >= 0 ? m->n : s->nu_max, t = m->turns >= 0 ? m->turns : last + 1;
+		snprintf(s->run_name, sizeof s->run_name, "refine, %ld trajector%s × %ld turn%s", j,
+			 j == 1 ? "y" : "ies", t, t == 1 ? "" : "s");
+	} else if (!strcmp(strategy, "evolve")) {
+		/* a draft of --n, then --turns generations of --n, --keep parents */
+		long g = m->turns >= 0 ? m->turns : last;
+		long n = m->n >= 0 ? m->n : (s->n_max + g) / (g + 1);
+		l = (size_t)snprintf(s->run_name, sizeof s->run_name,
+				     "evolve, %ld generation%s × %ld (the draft and %ld)", g + 1,
+				     g ? "s" : "", n, g);
+		if (m->keep >= 0 && l < sizeof s->run_name)
+			snprintf(s->run_name + l, sizeof s->run_name - l, ", keep %ld", m->keep);
+	} else if (!strcmp(strategy, "best-of-n") || !strcmp(strategy, "self-consistency")) {
+		snprintf(s->run_name, sizeof s->run_name, "%s, n=%ld", strategy,
+			 m->n >= 0 ? m->n : (long)s->n_max);
+	} else {
+		return; /* unknown or mixed: the rows' metadata name it */
+	}
+	l = strlen(s->run_name);
+	if (m->budget_tokens > 0 && l < sizeof s->run_name)
+		snprintf(s->run_name + l, sizeof s->run_name - l, ", budget %ld tokens a task",
+			 m->budget_tokens);
 }

@@ -37,7 +37,62 @@ static json_t *jgroup(const struct report_group *g, const char *name, int with_t
 	return o;
 }
 
+/* pass@k's units (issue 31): what n counts, the per-candidate figure beside
+ * it, the table by turn or generation, evolve's draft, --resume's counts. */
+static json_t *units_json(const struct report_summary *s)
+{
+	const struct report_opts *o = &s->opts;
+	json_t *u = json_pack("{s:s, s:s, s:i}", "unit", report_unit_names[s->unit], "run_name",
+			      s->run_name, "units", s->n_units);
+	json_t *a = json_array(), *steps = json_array();
+
+	if (!u || !a || !steps) {
+		json_decref(u);
+		json_decref(a);
+		json_decref(steps);
+		return NULL;
+	}
+	for (size_t ki = 0; ki < o->nk; ki++)
+		json_array_append_new(a, json_pack("{s:i, s:o}", "k", o->k[ki], "pass",
+						   jnum(s->pass_k_cand[ki])));
+	json_object_set_new(u, "pass_at_k_per_candidate", a);
+	for (int g = 0; g < s->n_steps; g++) {
+		json_t *pk = json_array(), *fk = json_array();
+		for (size_t ki = 0; ki < o->nk; ki++) {
+			json_t *v = json_array();
+			json_array_append_new(pk, jnum(s->step_pass[(size_t)g * o->nk + ki]));
+			for (size_t j = 0; j < o->np; j++)
+				json_array_append_new(v, jnum(s->step_fast[((size_t)g * o->nk + ki) *
+									   o->np + j]));
+			json_array_append_new(fk, v);
+		}
+		json_array_append_new(steps, json_pack("{s:I, s:i, s:i, s:o, s:o}", "step",
+						       (json_int_t)s->step_ids[g], "candidates",
+						       s->step_cands[g], "units_correct",
+						       s->step_correct[g], "pass", pk, "fast_p", fk));
+	}
+	json_object_set_new(u, "by_step", json_pack("{s:s, s:o}", "step", s->unit == RU_TRAJECTORY ?
+						     "turn" : s->unit == RU_SEARCH ? "generation" :
+						     "none", "rows", steps));
+	if (s->unit == RU_SEARCH) {
+		a = json_array();
+		for (size_t ki = 0; ki < o->nk; ki++)
+			json_array_append_new(a, jnum(s->draft_pass[ki]));
+		json_object_set_new(u, "draft", json_pack("{s:i, s:i, s:o}", "candidates",
+							  s->draft_n, "correct", s->draft_c,
+							  "pass", a));
+	} else {
+		json_object_set_new(u, "draft", json_null());
+	}
+	json_object_set_new(u, "resume", s->meta.reused < 0 ? json_null() :
+			    json_pack("{s:I, s:I}", "reused", (json_int_t)s->meta.reused,
+				      "generated", (json_int_t)(s->meta.generated < 0 ? 0 :
+							       s->meta.generated)));
+	return u;
+}
+
 static json_t *run_json(const struct report_summary *s)
+
 {
 	const struct report_opts *o = &s->opts;
 	json_t *r, *fp, *a, *pk, *st, *bw, *tasks, *rl, *bk, *qt;
@@ -90,6 +145,11 @@ static json_t *run_json(const struct report_summary *s)
 						    "tasks_n_lt_k", s->k_short[ki]));
 	}
 	json_object_set_new(r, "pass_at_k", pk);
+	if (!(a = units_json(s))) {
+		json_decref(r);
+		return NULL;
+	}
+	json_object_set_new(r, "pass_at_k_units", a);
 	json_object_set_new(r, "geomean_speedup",
 			    json_pack("{s:o, s:o, s:o, s:i, s:i, s:s, s:s}", "value", jnum(s->gm),
 				      "lo", jnum(s->gm_lo), "hi", jnum(s->gm_hi), "n", s->gm_n,
@@ -121,18 +181,20 @@ static json_t *run_json(const struct report_summary *s)
 		const struct report_task *T = &s->tasks[t];
 		json_t *tk = json_array();
 		for (size_t ki = 0; ki < o->nk; ki++)
-			json_array_append_new(tk, T->n == 0 ? json_real(0) :
-					      jnum(report_pass_at_k(T->n, T->c, o->k[ki])));
+			json_array_append_new(tk, T->nu == 0 ? json_real(0) :
+					      jnum(report_pass_at_k(T->nu, T->cu, o->k[ki])));
 		json_array_append_new(tasks, json_pack(
 			"{s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o}", "task",
 			T->name, "n", T->n, "pass_at_k", tk,
-			"correct", T->c, "pass_at_1", T->n ? jnum(report_pass_at_k(T->n, T->c, 1)) :
+			"correct", T->c, "pass_at_1", T->nu ? jnum(report_pass_at_k(T->nu, T->cu, 1)) :
 			json_real(0), "best_speedup", jnum(T->best_speedup), "best_time_us",
 			jnum(T->best_time_us), "best_baseline_us", jnum(T->best_base_us),
 			"noisy_correct", T->c_noisy, "median_speedup",
 			jnum(T->median_speedup), "arl", jnum(T->arl), "bucket",
 			T->n_tok ? json_string(report_bucket_names[report_bucket(T->arl)]) :
 			json_null()));
+		json_object_set_new(json_array_get(tasks, json_array_size(tasks) - 1), "units",
+				    json_pack("{s:i, s:i}", "n", T->nu, "correct", T->cu));
 	}
 	json_object_set_new(r, "tasks", tasks);
 
@@ -229,6 +291,42 @@ static void csv_group(FILE *f, const struct report_summary *s, const char *table
 	line(f, s, table, name, "tokens_max", g->hi);
 }
 
+/* pass@k's units (issue 31): table pass_at_k_units (row = the unit), the
+ * per-candidate figure, the table by turn or generation, evolve's draft. */
+static void csv_units(FILE *f, const struct report_summary *S)
+{
+	const struct report_opts *o = &S->opts;
+	const char *step = S->unit == RU_TRAJECTORY ? "turn" : "generation";
+	char r[96], c[64];
+
+	line(f, S, "pass_at_k_units", report_unit_names[S->unit], "units", S->n_units);
+	for (size_t ki = 0; ki < o->nk; ki++) {
+		snprintf(r, sizeof r, "k=%d", o->k[ki]);
+		line(f, S, "pass_at_k_per_candidate", r, "pass", S->pass_k_cand[ki]);
+		if (S->unit == RU_SEARCH)
+			line(f, S, "pass_at_k_draft", r, "pass", S->draft_pass[ki]);
+	}
+	for (int g = 0; g < S->n_steps; g++) {
+		snprintf(r, sizeof r, "%s %ld", step, S->step_ids[g]);
+		line(f, S, "pass_at_k_by_step", r, "candidates", S->step_cands[g]);
+		line(f, S, "pass_at_k_by_step", r, "units_correct", S->step_correct[g]);
+		for (size_t ki = 0; ki < o->nk; ki++) {
+			snprintf(c, sizeof c, "pass@%d", o->k[ki]);
+			line(f, S, "pass_at_k_by_step", r, c, S->step_pass[(size_t)g * o->nk + ki]);
+			for (size_t j = 0; j < o->np; j++) {
+				snprintf(c, sizeof c, "fast_%g@%d", o->p[j], o->k[ki]);
+				line(f, S, "pass_at_k_by_step", r, c,
+				     S->step_fast[((size_t)g * o->nk + ki) * o->np + j]);
+			}
+		}
+	}
+	if (S->meta.reused >= 0) {
+		line(f, S, "resume", "all", "reused", (double)S->meta.reused);
+		line(f, S, "resume", "all", "generated",
+		     S->meta.generated < 0 ? 0 : (double)S->meta.generated);
+	}
+}
+
 void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 			   const struct report_runs *R)
 {
@@ -260,6 +358,7 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 			}
 			line(f, S, "pass_at_k", r, "tasks_n_lt_k", S->k_short[ki]);
 		}
+		csv_units(f, S);
 		line(f, S, "geomean_speedup", "all", "value", S->gm);
 		line(f, S, "geomean_speedup", "all", "lo95", S->gm_lo);
 		line(f, S, "geomean_speedup", "all", "hi95", S->gm_hi);
@@ -290,8 +389,10 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 			const struct report_task *T = &S->tasks[t];
 			line(f, S, "tasks", T->name, "n", T->n);
 			line(f, S, "tasks", T->name, "correct", T->c);
+			line(f, S, "tasks", T->name, "units", T->nu);
+			line(f, S, "tasks", T->name, "units_correct", T->cu);
 			line(f, S, "tasks", T->name, "pass_at_1",
-			     T->n ? report_pass_at_k(T->n, T->c, 1) : 0);
+			     T->nu ? report_pass_at_k(T->nu, T->cu, 1) : 0);
 			line(f, S, "tasks", T->name, "best_speedup", T->best_speedup);
 			line(f, S, "tasks", T->name, "best_time_us", T->best_time_us);
 			line(f, S, "tasks", T->name, "best_baseline_us", T->best_base_us);

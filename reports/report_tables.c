@@ -62,7 +62,7 @@ static int trusted(const struct report_row *r)
 
 /* A correct row is fast at p when timed with speedup > p; a noisy figure
  * only at p <= 0 (it says the candidate ran and was timed, not how fast). */
-static int fast_at(const struct report_row *r, double p)
+int report_row_fast(const struct report_row *r, double p)
 {
 	return !isnan(r->speedup) && r->speedup > p && (p <= 0 || r->noisy != 1);
 }
@@ -166,19 +166,25 @@ static void make_label(const struct report_run *run, struct report_summary *s)
 		snprintf(nbuf, sizeof nbuf, " n=%d-%d", s->n_min, s->n_max);
 	if (s->max_turn >= 0)
 		snprintf(turns, sizeof turns, " turns=%d", s->max_turn + 1);
+	if (*s->run_name) {
+		/* the command's own options name the run (issue 31): a refine run
+		 * of 2 trajectories × 3 turns is not "n=6" */
+		snprintf(s->label, sizeof s->label, "%s%s %s", s->model, tbuf, s->run_name);
+		return;
+	}
 	snprintf(s->label, sizeof s->label, "%s%s%s%s%s%s", s->model, tbuf, nbuf,
 		 *s->strategy ? " " : "", s->strategy, turns);
 }
 
-static double mean_pass(const struct report_summary *s, int k, const int *c_of, size_t stride,
+double report_mean_pass(size_t n_tasks, const int *n_of, const int *c_of, size_t stride, int k,
 			int *short_out)
 {
 	double sum = 0;
 	size_t used = 0, eligible = 0;
 	int nshort = 0;
 
-	for (size_t t = 0; t < s->n_tasks; t++) {
-		int n = s->tasks[t].n, c = c_of[t * stride];
+	for (size_t t = 0; t < n_tasks; t++) {
+		int n = n_of[t], c = c_of[t * stride];
 		if (n == 0) {
 			used++; /* a task with no candidate counts as failed */
 		} else if (n < k) {
@@ -198,14 +204,18 @@ static double mean_pass(const struct report_summary *s, int k, const int *c_of, 
 
 double report_summary_pass_at(const struct report_summary *s, int k)
 {
-	int *c = malloc((s->n_tasks ? s->n_tasks : 1) * sizeof *c);
-	double v;
+	size_t nt = s->n_tasks;
+	int *n = malloc((nt ? nt : 1) * sizeof *n), *c = malloc((nt ? nt : 1) * sizeof *c);
+	double v = NAN;
 
-	if (!c)
-		return NAN;
-	for (size_t t = 0; t < s->n_tasks; t++)
-		c[t] = s->tasks[t].c;
-	v = mean_pass(s, k, c, 1, NULL);
+	if (n && c) {
+		for (size_t t = 0; t < nt; t++) {
+			n[t] = s->tasks[t].nu;
+			c[t] = s->tasks[t].cu;
+		}
+		v = report_mean_pass(nt, n, c, 1, k, NULL);
+	}
+	free(n);
 	free(c);
 	return v;
 }
@@ -416,7 +426,7 @@ static enum cr_status tally(const struct report_run *run, const long *tid,
 					    sizeof *s->sample_ids, cmp_long);
 			size_t si = (size_t)(hit - s->sample_ids);
 			for (size_t j = 0; j < np; j++)
-				if (fast_at(r, o->p[j])) {
+				if (report_row_fast(r, o->p[j])) {
 					T->c_fast[j]++;
 					flag[((size_t)tid[i] * s->n_samples + si) * np + j] = 1;
 				}
@@ -469,6 +479,7 @@ enum cr_status report_summary_compute(const struct report_run *run,
 	s->opts = *o;
 	s->n_rows = run->n_rows;
 	s->tasks_from_list = !o->task_list ? 0 : o->task_union ? 2 : 1;
+	report_runmeta_read(run->path, &s->meta);
 	if (o->np > 32 || o->nk > 32)
 		return cr_errf(e, CR_EUSAGE, "at most 32 values of p and of k");
 	st = task_names(run, o, &names, &nt, e);
@@ -482,14 +493,16 @@ enum cr_status report_summary_compute(const struct report_run *run,
 	s->n_tasks = nt;
 	s->tasks = calloc(nt ? nt : 1, sizeof *s->tasks);
 	s->c_fast_store = calloc((nt ? nt : 1) * (o->np ? o->np : 1), sizeof *s->c_fast_store);
+	s->cu_fast_store = calloc((nt ? nt : 1) * (o->np ? o->np : 1), sizeof *s->cu_fast_store);
 	tid = malloc((run->n_rows ? run->n_rows : 1) * sizeof *tid);
-	if (!s->tasks || !s->c_fast_store || !tid) {
+	if (!s->tasks || !s->c_fast_store || !s->cu_fast_store || !tid) {
 		st = cr_errf(e, CR_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t t = 0; t < nt; t++) {
 		s->tasks[t].name = names[t];
 		s->tasks[t].c_fast = s->c_fast_store + t * o->np;
+		s->tasks[t].cu_fast = s->cu_fast_store + t * o->np;
 		s->tasks[t].best_speedup = NAN;
 		s->tasks[t].best_time_us = s->tasks[t].best_base_us = NAN;
 	}
@@ -513,19 +526,35 @@ enum cr_status report_summary_compute(const struct report_run *run,
 	}
 	if (s->n_min < 0)
 		s->n_min = 0;
+	if ((st = report_units_compute(run, tid, s, e)) != CR_OK)
+		goto out;
 	for (size_t ki = 0; ki < o->nk; ki++) {
-		int *c = malloc(nt * sizeof *c);
-		if (!c) {
+		/* pass@k over the units; the per-candidate figure beside it */
+		int *n = malloc((nt ? nt : 1) * sizeof *n), *c = malloc((nt ? nt : 1) * sizeof *c);
+		int *nc = malloc((nt ? nt : 1) * sizeof *nc), *cc = malloc((nt ? nt : 1) * sizeof *cc);
+		if (!n || !c || !nc || !cc) {
+			free(n);
+			free(c);
+			free(nc);
+			free(cc);
 			st = cr_errf(e, CR_ENOMEM, "out of memory");
 			goto out;
 		}
-		for (size_t t = 0; t < nt; t++)
-			c[t] = s->tasks[t].c;
-		s->pass_k[ki] = mean_pass(s, o->k[ki], c, 1, &s->k_short[ki]);
+		for (size_t t = 0; t < nt; t++) {
+			n[t] = s->tasks[t].nu;
+			c[t] = s->tasks[t].cu;
+			nc[t] = s->tasks[t].n;
+			cc[t] = s->tasks[t].c;
+		}
+		s->pass_k[ki] = report_mean_pass(nt, n, c, 1, o->k[ki], &s->k_short[ki]);
+		s->pass_k_cand[ki] = report_mean_pass(nt, nc, cc, 1, o->k[ki], NULL);
 		for (size_t j = 0; j < o->np; j++)
-			s->fastp_k[ki * 32 + j] = mean_pass(s, o->k[ki], s->c_fast_store + j,
-							   o->np, NULL);
+			s->fastp_k[ki * 32 + j] = report_mean_pass(nt, n, s->cu_fast_store + j,
+								   o->np, o->k[ki], NULL);
+		free(n);
 		free(c);
+		free(nc);
+		free(cc);
 	}
 	make_label(run, s);
 out:
@@ -546,6 +575,12 @@ void report_summary_release(struct report_summary *s)
 		return;
 	free(s->tasks);
 	free(s->c_fast_store);
+	free(s->cu_fast_store);
+	free(s->step_ids);
+	free(s->step_cands);
+	free(s->step_correct);
+	free(s->step_pass);
+	free(s->step_fast);
 	free(s->sample_ids);
 	free(s->fast_sample);
 	free(s->speedups);
