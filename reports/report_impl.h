@@ -168,6 +168,14 @@ struct report_runmeta {
 /* report_names.c: reads run.json beside csv_path into m (m->found = 0 when
  * absent or not a json object: the naming reports that error). */
 void report_runmeta_read(const char *csv_path, struct report_runmeta *m);
+/* A run's name from its strategy and options ("refine, 2 trajectories × 3
+ * turns", "evolve, 3 generations × 4 (the draft and 2), keep 2", "best-of-n,
+ * n=8"; ", budget B tokens a task" when budgeted); options run.json lacks
+ * from the rows: n_max samples a request (best-of-n, self-consistency) or
+ * population (evolve), units_max trajectories per task, last the last turn
+ * (generation). "" for another strategy. */
+void report_name_strategy(const char *strategy, const struct report_runmeta *m, long n_max,
+			  long units_max, long last, char *out, size_t len);
 
 /* Per-task numbers of one run. */
 struct report_task {
@@ -492,6 +500,8 @@ struct report_rundir {
 	enum report_strat strategy;        /* run.json */
 	char gen_kind[32];                 /* run.json generator.kind, "" when absent */
 	char model[128];                   /* generator.model's basename, else the rows' one */
+	struct report_runmeta meta;        /* run.json's options and --resume's counts */
+	char name[128];                    /* from the strategy and its options (issue 31) */
 	char **tasks;                      /* [n_tasks] the task set, natural order, owned */
 	size_t n_tasks;
 	int tasks_from_list;               /* --task-list gave the set */

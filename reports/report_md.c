@@ -386,7 +386,8 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 	}
 	fprintf(f, "\n| pass@k counts (n) |");
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, " %ss (%d) |", report_unit_names[s[i].unit], s[i].n_units);
+		fprintf(f, " %s (%d) |", s[i].unit == RU_TRAJECTORY ? "trajectories" :
+			s[i].unit == RU_SEARCH ? "searches" : "candidates", s[i].n_units);
 	for (size_t ki = 0; ki < o->nk; ki++) {
 		fprintf(f, "\n| pass@%d |", o->k[ki]);
 		for (size_t i = 0; i < n; i++)

@@ -7,6 +7,7 @@
  * run.json's "machine" verdict (how loaded the machine was while timing). */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,35 +329,49 @@ void report_runmeta_read(const char *csv_path, struct report_runmeta *m)
 	json_decref(root);
 }
 
-void report_run_name(struct report_summary *s, const char *strategy)
+void report_name_strategy(const char *strategy, const struct report_runmeta *m, long n_max,
+			  long units_max, long last, char *out, size_t len)
 {
-	const struct report_runmeta *m = &s->meta;
-	long last = s->n_steps ? s->step_ids[s->n_steps - 1] : 0;
 	size_t l;
 
-	s->run_name[0] = '\0';
+	out[0] = '\0';
+	if (last > INT_MAX)
+		last = INT_MAX;
 	if (!strcmp(strategy, "refine")) {
 		/* --n trajectories of --turns turns (the first included) */
-		long j = m->n >= 0 ? m->n : s->nu_max, t = m->turns >= 0 ? m->turns : last + 1;
-		snprintf(s->run_name, sizeof s->run_name, "refine, %ld trajector%s × %ld turn%s", j,
+		long j = m->n >= 0 ? m->n : units_max, t = m->turns >= 0 ? m->turns : last + 1;
+		snprintf(out, len, "refine, %ld trajector%s × %ld turn%s", j,
 			 j == 1 ? "y" : "ies", t, t == 1 ? "" : "s");
 	} else if (!strcmp(strategy, "evolve")) {
 		/* a draft of --n, then --turns generations of --n, --keep parents */
 		long g = m->turns >= 0 ? m->turns : last;
-		long n = m->n >= 0 ? m->n : (s->n_max + g) / (g + 1);
-		l = (size_t)snprintf(s->run_name, sizeof s->run_name,
+		long n = m->n >= 0 ? m->n : n_max;
+		l = (size_t)snprintf(out, len,
 				     "evolve, %ld generation%s × %ld (the draft and %ld)", g + 1,
 				     g ? "s" : "", n, g);
-		if (m->keep >= 0 && l < sizeof s->run_name)
-			snprintf(s->run_name + l, sizeof s->run_name - l, ", keep %ld", m->keep);
+		if (m->keep >= 0 && l < len)
+			snprintf(out + l, len - l, ", keep %ld", m->keep);
 	} else if (!strcmp(strategy, "best-of-n") || !strcmp(strategy, "self-consistency")) {
-		snprintf(s->run_name, sizeof s->run_name, "%s, n=%ld", strategy,
-			 m->n >= 0 ? m->n : (long)s->n_max);
+		snprintf(out, len, "%s, n=%ld", strategy,
+			 m->n >= 0 ? m->n : n_max);
 	} else {
 		return; /* unknown or mixed: the rows' metadata name it */
 	}
-	l = strlen(s->run_name);
-	if (m->budget_tokens > 0 && l < sizeof s->run_name)
-		snprintf(s->run_name + l, sizeof s->run_name - l, ", budget %ld tokens a task",
+	l = strlen(out);
+	if (m->budget_tokens > 0 && l < len)
+		snprintf(out + l, len - l, ", budget %ld tokens a task",
 			 m->budget_tokens);
+}
+
+void report_run_name(struct report_summary *s, const char *strategy)
+{
+	long last = s->n_steps ? s->step_ids[s->n_steps - 1] : 0;
+	/* a turn number is any long a file holds: bounded before arithmetic */
+	if (last > INT_MAX)
+		last = INT_MAX;
+	/* evolve without run.json: n_max candidates over last + 1 generations */
+	long n = !strcmp(strategy, "evolve") ? (s->n_max + last) / (last + 1) : s->n_max;
+
+	report_name_strategy(strategy, &s->meta, n, s->nu_max, last, s->run_name,
+			     sizeof s->run_name);
 }

@@ -5,6 +5,7 @@
  * struct report_series. report_run_calc.c computes the tables from them. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,21 @@ static enum cr_status load_meta(struct report_rundir *d, struct cr_err *e)
 	if (json_is_string(json_object_get(g, "model")))
 		snprintf(d->model, sizeof d->model, "%s",
 			 base_name(json_string_value(json_object_get(g, "model"))));
+	{
+		/* the run's name from its own options; what run.json lacks from
+		 * the rows: sample j is trajectory j (refine) or sample j of n */
+		long smax = -1, last = 0;
+		for (size_t i = 0; i < d->results->n_rows; i++) {
+			const struct report_row *r = &d->results->rows[i];
+			long step = d->strategy == RST_EVOLVE ? r->generation : r->turn;
+			smax = r->sample > smax ? r->sample : smax;
+			last = step > last ? step : last;
+		}
+		report_runmeta_read(d->results->path, &d->meta);
+		smax = smax < INT_MAX ? smax + 1 : INT_MAX;
+		report_name_strategy(report_strat_names[d->strategy], &d->meta, smax, smax, last,
+				     d->name, sizeof d->name);
+	}
 	if (!*d->model && d->results->n_rows) {
 		/* no model in run.json: the rows', when they agree */
 		const char *m = d->results->rows[0].model;

@@ -33,8 +33,8 @@ static void md_dirs(FILE *f, const struct report_runs *R)
 {
 	fprintf(f, "## Run directories\n\n%zu run director%s of `crucible run` (run.json, "
 		"results.csv, selected.csv, curve.csv; docs/REPORTS.md, \"Run directories\").\n\n"
-		"| directory | strategy | generator | model | tasks | candidates | picked | "
-		"stopped on budget |\n|---|---|---|---|---:|---:|---:|---:|\n", R->n_dirs,
+		"| directory | run | generator | model | tasks | candidates | picked | "
+		"stopped on budget | --resume reused / generated |\n|---|---|---|---|---:|---:|---:|---:|---:|\n", R->n_dirs,
 		R->n_dirs == 1 ? "y" : "ies");
 	for (size_t i = 0; i < R->n_dirs; i++) {
 		const struct report_rundir *d = &R->dirs[i];
@@ -43,13 +43,20 @@ static void md_dirs(FILE *f, const struct report_runs *R)
 			picked += d->picks[t].picked;
 		fputs("| ", f);
 		cell(f, d->dir);
-		fprintf(f, " | %s | ", report_strat_names[d->strategy]);
+		fputs(" | ", f);
+		cell(f, *d->name ? d->name : report_strat_names[d->strategy]);
+		fputs(" | ", f);
 		cell(f, *d->gen_kind ? d->gen_kind : "?");
 		fputs(" | ", f);
 		cell(f, d->model);
-		fprintf(f, " | %zu%s | %zu | %d | %d |\n", d->n_tasks,
+		fprintf(f, " | %zu%s | %zu | %d | %d | ", d->n_tasks,
 			d->tasks_from_list ? " (--task-list)" : "", d->results->n_rows, picked,
 			d->n_budget_stop);
+		if (d->meta.reused >= 0)
+			fprintf(f, "%ld / %ld |\n", d->meta.reused,
+				d->meta.generated < 0 ? 0 : d->meta.generated);
+		else
+			fprintf(f, "not resumed |\n");
 	}
 	fprintf(f, "\nThe task set of a run is the union of the tasks of its results.csv, "
 		"selected.csv and curve.csv (or --task-list); a task with no pick counts as "
@@ -333,6 +340,13 @@ static json_t *jdirs(const struct report_runs *R)
 			"candidates", (json_int_t)d->results->n_rows, "left_out_rows",
 			(json_int_t)d->n_left_out, "stopped_on_budget", d->n_budget_stop,
 			"tasks_with_a_correct_candidate", d->n_oracle));
+		json_object_set_new(json_array_get(a, json_array_size(a) - 1), "name",
+				    json_string(d->name));
+		json_object_set_new(json_array_get(a, json_array_size(a) - 1), "resume",
+				    d->meta.reused < 0 ? json_null() :
+				    json_pack("{s:I, s:I}", "reused", (json_int_t)d->meta.reused,
+					      "generated", (json_int_t)(d->meta.generated < 0 ? 0 :
+								       d->meta.generated)));
 	}
 	return a;
 }

@@ -7,11 +7,11 @@
  * earlier candidate). So, as the literature reports depth (Kevin-32B:
  * best-of-trajectory at each turn, pass@k over independent trajectories):
  *
- *  - refine: a unit is a trajectory, the rows of one (task, model, sample);
+ *  - refine: a unit is a trajectory, the rows of one (task, sample);
  *    it is correct at turn t when one of its turns <= t is, fast at p when
  *    one of them is fast at p (the best so far); pass@k over the task's
  *    trajectories (n trajectories, c correct by the last turn), and by turn.
- *  - evolve: a unit is the search of a task (its rows of one model): one per
+ *  - evolve: a unit is the search of a task (all its rows): one per
  *    task, solved at generation g when a candidate of generations <= g is
  *    correct, so pass@1 by generation is the fraction of tasks solved so far
  *    and pass@k for k > 1 is undefined (n = 1 < k). The draft (generation 0)
@@ -47,10 +47,10 @@ static const char *file_strategy(const struct report_run *run, const struct repo
 	return st ? st : s->meta.strategy;
 }
 
-/* One row's place: its unit (task, model, key) and its step. */
+/* One row's place: its unit (task, key) and its step. A results.csv holds one
+ * run (one model; an empty model column is unknown, not another model). */
 struct ent {
 	long tid;
-	const char *model;
 	long key;    /* the trajectory (sample) for refine, 0 for a search */
 	long step;   /* turn or generation, >= 0 */
 	size_t row;
@@ -59,12 +59,8 @@ struct ent {
 static int cmp_ent(const void *a, const void *b)
 {
 	const struct ent *x = a, *y = b;
-	int c;
-
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	if ((c = strcmp(x->model, y->model)))
-		return c;
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	return (x->row > y->row) - (x->row < y->row);
@@ -210,7 +206,6 @@ enum cr_status report_units_compute(const struct report_run *run, const long *ti
 		if (tid[i] < 0)
 			continue;
 		v[ne].tid = tid[i];
-		v[ne].model = r->model;
 		v[ne].key = s->unit == RU_TRAJECTORY ? r->sample : 0;
 		v[ne].step = step < 0 ? 0 : step; /* unknown: the first */
 		v[ne].row = i;
@@ -236,8 +231,7 @@ enum cr_status report_units_compute(const struct report_run *run, const long *ti
 		for (size_t j = 0; j < np; j++)
 			ffast[j] = LONG_MAX;
 		/* one unit: v[a .. b) */
-		for (b = a; b < ne && v[b].tid == v[a].tid && !strcmp(v[b].model, v[a].model) &&
-			    v[b].key == v[a].key; b++) {
+		for (b = a; b < ne && v[b].tid == v[a].tid && v[b].key == v[a].key; b++) {
 			const struct report_row *r = &run->rows[v[b].row];
 			s->step_cands[v[b].step]++;
 			if (!report_row_correct(r, o))

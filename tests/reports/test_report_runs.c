@@ -274,8 +274,8 @@ static void test_md(void **state)
 	(void)state;
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(t, "## Run directories"));
-	assert_non_null(strstr(t, "/run_bon | best-of-n | builtin | qwen3-8b.gguf | 3 | 9 | 2 | 1 |"));
-	assert_non_null(strstr(t, "/run_refine | refine | endpoint | remote-coder | 3 | 6 | 2 | 0 |"));
+	assert_non_null(strstr(t, "/run_bon | best-of-n, n=3 | builtin | qwen3-8b.gguf | 3 | 9 | 2 | 1 | not resumed |"));
+	assert_non_null(strstr(t, "/run_refine | refine, 1 trajectory × 2 turns | endpoint | remote-coder | 3 | 6 | 2 | 0 | not resumed |"));
 	/* columns: best-of-n, refine, self-consistency; correct then fast_1 */
 	assert_non_null(strstr(t, "| 250 | 0.3333 | 0.3333 | 0.3333 | 0.0000 | 0.6667 | 0.3333 |"));
 	assert_non_null(strstr(t, "| 400 | 0.3333 | 0.3333 | 0.3333 | 0.0000 | 0.3333 | 0.0000 |"));
