@@ -237,28 +237,29 @@ void report_svg_pass_at_k(FILE *f, const struct report_summary *s, size_t n)
 	int kmax = 1;
 
 	/* every k up to the largest n of any run; a run's curve ends at its own
-	 * largest n (report_summary_pass_at leaves out tasks with n < k) */
+	 * largest n (report_summary_pass_at leaves out tasks with n < k). n counts
+	 * its units: trajectories of a refine run, an evolve run's one search */
 	for (size_t i = 0; i < n; i++)
-		kmax = s[i].n_max > kmax ? s[i].n_max : kmax;
+		kmax = s[i].nu_max > kmax ? s[i].nu_max : kmax;
 	p.xint = 1;
 	p.x0 = 1;
 	p.x1 = kmax > 1 ? kmax : 2;
 	p.y0 = 0;
 	p.y1 = 1.04; /* a curve at 1 stays visible above the frame's edge */
-	plot_begin(&p, f, "pass@k vs k", "k (samples per task; tasks with n < k left out)",
+	plot_begin(&p, f, "pass@k vs k", "k (independent draws per task; tasks with n < k left out)",
 		   "pass@k", (int)n);
 	for (size_t i = 0; i < n; i++) {
 		/* later runs thinner and dashed, drawn on top: coinciding curves show */
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
 			"stroke-dasharray=\"%s\" points=\"", COLOR(i), fmax(1, 3.0 - (double)i * 0.5),
 			DASH(i));
-		for (int k = 1; k <= s[i].n_max; k++) {
+		for (int k = 1; k <= s[i].nu_max; k++) {
 			double v = report_summary_pass_at(&s[i], k);
 			if (!isnan(v))
 				fprintf(f, "%.1f,%.1f ", px(&p, k), py(&p, v));
 		}
 		fprintf(f, "\"/>\n");
-		for (int k = 1; k <= s[i].n_max; k++) {
+		for (int k = 1; k <= s[i].nu_max; k++) {
 			double v = report_summary_pass_at(&s[i], k);
 			if (!isnan(v))
 				marker(f, i, px(&p, k), py(&p, v), kmax > 60 ? 2 : 3.5);
