@@ -159,7 +159,7 @@ static enum cr_status draft(const struct report_run *run, const long *tid,
 	}
 	for (size_t i = 0; i < run->n_rows; i++) {
 		const struct report_row *r = &run->rows[i];
-		if (tid[i] < 0 || r->generation > 0)
+		if (tid[i] < 0 || r->generation != 0) /* later, or unknown: not the draft */
 			continue;
 		n[tid[i]]++;
 		s->draft_n++;
