@@ -29,6 +29,9 @@
 
 const char *const report_unit_names[3] = { "candidate", "trajectory", "search" };
 
+/* The by-step table keeps at most this many turns (generations). */
+#define MAX_STEPS 256
+
 /* The strategy of the rows when they agree (empty ones are unknown), "mixed"
  * when they do not, else run.json's, else "". */
 static const char *file_strategy(const struct report_run *run, const struct report_summary *s)
@@ -72,8 +75,8 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* s->step_ids: the distinct steps of v[ne], ascending; each v[i].step becomes
- * its index there. */
+/* s->step_ids: the distinct steps of v[ne], ascending (at most MAX_STEPS); each
+ * v[i].step becomes the index of the first kept step >= it. */
 static enum cr_status step_index(struct report_summary *s, struct ent *v, size_t ne,
 				 struct cr_err *e)
 {
@@ -88,9 +91,25 @@ static enum cr_status step_index(struct report_summary *s, struct ent *v, size_t
 	for (size_t i = 0; i < ne; i++)
 		if (m == 0 || s->step_ids[m - 1] != s->step_ids[i])
 			s->step_ids[m++] = s->step_ids[i];
+	if (m > MAX_STEPS) {
+		/* MAX_STEPS of them, evenly, the last kept: the table stays
+		 * n_tasks × MAX_STEPS whatever turn numbers a file holds */
+		for (size_t i = 0; i < MAX_STEPS; i++)
+			s->step_ids[i] = s->step_ids[(i + 1) * m / MAX_STEPS - 1];
+		m = MAX_STEPS;
+	}
 	for (size_t i = 0; i < ne; i++) {
-		long *hit = bsearch(&v[i].step, s->step_ids, m, sizeof *s->step_ids, cmp_long);
-		v[i].step = (long)(hit - s->step_ids);
+		/* the first kept step at or after the row's: its best so far
+		 * counts from there */
+		size_t lo = 0, hi = m - 1;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (s->step_ids[mid] < v[i].step)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		v[i].step = (long)lo;
 	}
 	s->n_steps = (int)m;
 	return CR_OK;

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "reports/report_impl.h"
@@ -342,6 +343,53 @@ static void test_json_csv(void **state)
 	report_run_release(&run);
 }
 
+/* A refine file of 1000 turns and one absurd turn number: the by-turn table
+ * keeps 256 of them (the last always), each trajectory at its best so far
+ * from the first kept turn at or after its correct one. */
+static void test_many_turns(void **state)
+{
+	char dir[] = "/tmp/crucible-units-XXXXXX", p[64];
+	struct report_run run;
+	struct report_summary s;
+	struct report_opts o;
+	struct cr_err e;
+	FILE *f;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof p, "%s/results.csv", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, "run_id,task,candidate,sample,backend,device,status,backward,detail,"
+		"max_abs_err,max_rel_err,time_us,time_lo_us,time_hi_us,baseline_us,speedup,"
+		"speedup_lo,speedup_hi,samples,reasoning_tokens,completion_tokens,model,"
+		"temperature,top_p,top_k,seed,turn,source_sha256,strategy\n");
+	for (int t = 0; t < 1000; t++)
+		fprintf(f, "u,t/A,c%d.c,0,cpu,cpu,%s,,,,,,,,,,,,,,,m,,,,,%d,,refine\n", t,
+			t == 500 ? "ok" : "mismatch", t);
+	fprintf(f, "u,t/A,cz.c,1,cpu,cpu,mismatch,,,,,,,,,,,,,,,m,,,,,9000000000000000000,,"
+		"refine\n");
+	fclose(f);
+	cr_err_init(&e);
+	assert_int_equal(report_run_load(p, &run, &e), CR_OK);
+	report_opts_default(&o);
+	assert_int_equal(report_summary_compute(&run, &o, &s, &e), CR_OK);
+	assert_int_equal(s.unit, RU_TRAJECTORY);
+	assert_int_equal(s.n_steps, 256);
+	assert_true(s.step_ids[255] == 9000000000000000000L);
+	assert_int_equal(s.tasks[0].nu, 2);
+	assert_int_equal(s.tasks[0].cu, 1);
+	NEAR(s.pass_k[0], 0.5);
+	/* turn 500 is correct: 0 before the first kept turn >= 500, 1 from it */
+	for (int g = 0; g < 256; g++)
+		assert_int_equal(s.step_correct[g], s.step_ids[g] >= 500);
+	assert_string_equal(s.run_name, "refine, 2 trajectories × 2147483648 turns");
+	report_summary_release(&s);
+	report_run_release(&run);
+	unlink(p);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +400,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ablation_names),
 		cmocka_unit_test(test_no_code_counted),
 		cmocka_unit_test(test_json_csv),
+		cmocka_unit_test(test_many_turns),
 	};
 
 	if (argc > 1)
