@@ -335,8 +335,8 @@ void report_print_md(FILE *f, const struct report_summary *s, size_t n)
 			fprintf(f, "Trajectories: %d in all, up to %d per task (pass@k counts "
 				"trajectories, not turns).\n\n", s[i].n_units, s[i].nu_max);
 		if (s[i].meta.reused >= 0)
-			fprintf(f, "Resumed (`--resume`): %ld candidate(s) reused from the interrupted "
-				"run, %ld generated anew.\n\n", s[i].meta.reused,
+			fprintf(f, "Resumed (`--resume`): %ld candidate completion(s) reused from disk, "
+				"%ld generated anew.\n\n", s[i].meta.reused,
 				s[i].meta.generated < 0 ? 0 : s[i].meta.generated);
 		if (s[i].n_ignored_rows)
 			fprintf(f, "%zu row(s) name tasks outside the task list and are left out.\n\n",

@@ -143,7 +143,7 @@ static void test_refine_names_and_resume(void **state)
 	assert_int_equal(s.meta.reused, 4);
 	assert_int_equal(s.meta.generated, 14);
 	t = md_of(&s);
-	assert_non_null(strstr(t, "Resumed (`--resume`): 4 candidate(s) reused"));
+	assert_non_null(strstr(t, "Resumed (`--resume`): 4 candidate completion(s) reused from disk, 14 generated anew."));
 	assert_non_null(strstr(t, "### By turn (best so far)"));
 	assert_non_null(strstr(t, "| 2 | 6 | 3 | 0.5000 | 0.8333 | 1.0000 |"));
 	assert_non_null(strstr(t, "| 1 | 0.5000 |"));
