@@ -485,7 +485,8 @@ enum cr_status vr_case_init(struct vr *v, struct vr_case *c, enum cr_stage s,
 }
 
 /* Measures c's conditioning on the inputs val (per task tensor) and, for a
- * backward, the output gradients dout, into c->spread (check_cond_spread). */
+ * backward, the output gradients dout, into c->spread (check_cond_spread);
+ * a measurement after the first merges into the spread already there. */
 static enum cr_status case_cond(struct vr *v, struct vr_case *c, const double *const *val,
 				const double *const *dout, struct cr_err *err)
 {
@@ -496,13 +497,14 @@ static enum cr_status case_cond(struct vr *v, struct vr_case *c, const double *c
 	enum cr_status s;
 	size_t total = 0;
 	int n = 0;
-	double *m;
+	double *m = c->spread_mem;
+	bool merge = m != NULL;
 	int64_t t0 = cr_now_ns();
 
 	for (int k = 0; k < c->n_slots; k++)
 		if (st->slots[k].role == CR_SLOT_OUT)
 			total += (size_t)c->numel[k];
-	if (!(m = calloc(total + 1, sizeof *m)))
+	if (!m && !(m = calloc(total + 1, sizeof *m)))
 		return cr_errf(err, CR_ENOMEM, "out of memory for the conditioning of a case of %s", t->name);
 	c->spread_mem = m;
 	memset(&cc, 0, sizeof cc);
@@ -523,16 +525,20 @@ static enum cr_status case_cond(struct vr *v, struct vr_case *c, const double *c
 		m += c->numel[k];
 	}
 	/* the noise from the CSPRNG: nothing the candidate saw or can replay */
-	if (!(s = check_cond_spread(&cc, cr_secure_u64(), outs, n, err)))
+	if (!(s = check_cond_spread(&cc, cr_secure_u64(), outs, n, merge, err)))
 		for (int k = 0, j = 0; k < c->n_slots; k++)
 			if (st->slots[k].role == CR_SLOT_OUT)
 				c->spread[k] = outs[j++].spread;
 	v->ns_cond += cr_now_ns() - t0;
-	v->n_cond_cases++;
+	v->n_cond_cases += !merge;
+	v->n_cond_rounds++;
+	c->cond_rounds++;
 	return s;
 }
 
-enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err)
+/* The case's own inputs again, from its seed (the reference cache keeps
+ * outputs only; a worker's copy is never read back), measured. */
+static enum cr_status cond_from_seed(struct vr *v, struct vr_case *c, struct cr_err *err)
 {
 	const struct task *t = v->t;
 	const double *val[TASK_MAX_TENSORS] = { 0 }, *dout[TASK_MAX_TENSORS] = { 0 };
@@ -540,10 +546,6 @@ enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err)
 	uint64_t seed = task_mix(v->o->seed, c->seed);
 	enum cr_status s;
 
-	if (c->spread_mem)
-		return CR_OK;
-	/* the case's own inputs again, from its seed (the reference cache
-	 * keeps outputs only; a worker's copy is never read back) */
 	if ((s = task_exec_init(&xd, t, &c->dims, true, c->stage == CR_BWD, err)))
 		return s;
 	case_inputs(t, c, seed, &xd);
@@ -558,20 +560,57 @@ enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err)
 	return s;
 }
 
-enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_err *err)
+/* The inputs of a forward case from its slots (c->in); false when some
+ * input or param is not a slot of the plan. */
+static bool inputs_of_slots(const struct vr *v, const struct vr_case *c, const double **val)
 {
 	const struct task *t = v->t;
 	const struct cr_pstage *st = &v->plan.st[c->stage];
-	const double *val[TASK_MAX_TENSORS] = { 0 };
 
-	if (c->spread_mem || c->stage != CR_FWD)
-		return CR_OK;
 	for (int k = 0; k < c->n_slots; k++)
 		if (st->slots[k].role == CR_SLOT_IN && !st->slots[k].grad)
 			val[st->slots[k].tensor] = c->in[k];
 	for (int i = 0; i < t->n_tensors; i++)
 		if (t->tensors[i].role != TASK_OUTPUT && !val[i])
-			return CR_OK; /* an input the plan does not bind: nothing measured */
+			return false;
+	return true;
+}
+
+enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	if (c->spread_mem)
+		return CR_OK;
+	c->cond_in = false;
+	return cond_from_seed(v, c, err);
+}
+
+enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	const double *val[TASK_MAX_TENSORS] = { 0 };
+
+	if (c->spread_mem || c->stage != CR_FWD)
+		return CR_OK;
+	if (!inputs_of_slots(v, c, val))
+		return CR_OK; /* an input the plan does not bind: nothing measured */
+	c->cond_in = true;
+	return case_cond(v, c, val, NULL, err);
+}
+
+bool vr_cond_again(const struct vr_case *c, const struct check_cmp *cmp)
+{
+	return c->spread_mem && !cmp->pass && cmp->n_ill > 0 && c->cond_rounds < CHECK_COND_ROUNDS;
+}
+
+enum cr_status vr_case_cond_more(struct vr *v, struct vr_case *c, struct cr_err *err)
+{
+	const double *val[TASK_MAX_TENSORS] = { 0 };
+
+	if (!c->spread_mem || c->cond_rounds >= CHECK_COND_ROUNDS)
+		return CR_OK;
+	if (!c->cond_in)
+		return cond_from_seed(v, c, err);
+	if (!inputs_of_slots(v, c, val))
+		return CR_OK;
 	return case_cond(v, c, val, NULL, err);
 }
 
@@ -593,6 +632,7 @@ void vr_case_release(struct vr_case *c)
 	c->mem = NULL;
 	free(c->spread_mem);
 	c->spread_mem = NULL;
+	c->cond_rounds = 0;
 }
 
 /* Writes the header for a case into a worker's shared memory. */

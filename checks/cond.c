@@ -74,14 +74,15 @@ static void run_one(const struct check_cond_case *cc, struct task_exec *x, uint6
 }
 
 enum cr_status check_cond_spread(const struct check_cond_case *cc, uint64_t key,
-				 struct check_cond_out *out, int n_out, struct cr_err *err)
+				 struct check_cond_out *out, int n_out, bool merge,
+				 struct cr_err *err)
 {
 	struct task_exec x;
 	enum cr_status st;
 
 	if ((st = task_exec_init(&x, cc->t, &cc->dims, true, cc->bwd, err)))
 		return st;
-	for (int j = 0; j < n_out; j++)
+	for (int j = 0; j < n_out && !merge; j++)
 		memset(out[j].spread, 0, sizeof(double) * (size_t)out[j].n);
 	for (int p = 0; p < CHECK_COND_RUNS; p++) {
 		/* pair p / 2 at its noise level, the second run of a pair with -δ */

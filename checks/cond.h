@@ -42,6 +42,13 @@
  * the noise moves a nonlinearity's argument at least as far as a
  * sequential float sum's rounding does. */
 #define CHECK_COND_NOISE { 8.0, 32.0, 8.0, 32.0, 8.0, 32.0, 8.0, 32.0 }
+/* Measurements of one case at most. The spread is a sample maximum: where
+ * a comparison still fails after a measurement and the case is
+ * ill-conditioned somewhere in that output (a recurrence's gates, a ReLU
+ * band), the case is measured again with a fresh key and the spreads
+ * merged (largest), up to this many measurements in all (checks/stage.c;
+ * docs/VERIFIER.md has the rates). */
+#define CHECK_COND_ROUNDS 4
 
 /* One case's inputs as the reference took them. */
 struct check_cond_case {
@@ -64,10 +71,13 @@ struct check_cond_out {
 };
 
 /* Runs CHECK_COND_RUNS references of cc's inputs perturbed with noise from
- * key (from cr_secure_u64: never the run seed) and fills every out[j].spread.
+ * key (from cr_secure_u64: never the run seed) and fills every out[j].spread
+ * (merge: keeps what out[j].spread holds, each element the larger of it
+ * and this measurement's: another round of the same measurement).
  * The forward of a backward case runs on the perturbed inputs and its
  * outputs are rounded to their dtype, as the reference's are. */
 enum cr_status check_cond_spread(const struct check_cond_case *cc, uint64_t key,
-				 struct check_cond_out *out, int n_out, struct cr_err *err);
+				 struct check_cond_out *out, int n_out, bool merge,
+				 struct cr_err *err);
 
 #endif

@@ -91,6 +91,7 @@ struct cr_result {
 		int cases_reused, cases_computed; /* cases from the reference cache, and not */
 		double cond_s;                /* measuring conditioning (checks/cond.h), part of stages_s */
 		int cases_cond;               /* cases whose conditioning was measured */
+		int cond_rounds;              /* measurements, later rounds of a case included */
 	} cost;
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
 	float raw_cand_us[CR_RAW_MAX], raw_base_us[CR_RAW_MAX]; /* sample i of each side */

@@ -37,6 +37,7 @@ struct vr {
 	                              * outputs) and starting workers (struct cr_cost) */
 	int64_t ns_cond;             /* spent measuring conditioning (vr_case_cond) */
 	int n_cond_cases;            /* cases whose conditioning was measured */
+	int n_cond_rounds;           /* measurements, a case's later rounds included */
 };
 
 /* One case: a stage under one dim set and init profile. Double copies of
@@ -61,6 +62,8 @@ struct vr_case {
 	 * failed without it (vr_case_cond), NULL until then */
 	double *spread[CR_MAX_SLOTS];
 	void *spread_mem;
+	int cond_rounds;             /* measurements merged into spread (CHECK_COND_ROUNDS at most) */
+	bool cond_in;                /* measured on the slots' inputs (vr_case_cond_inputs) */
 };
 
 /* The reference cache's hits and misses in this process (checks/case.c). */
@@ -109,6 +112,16 @@ enum cr_status vr_case_cond(struct vr *v, struct vr_case *c, struct cr_err *err)
  * the timing stage's fresh draws); nothing measured (c->spread stays NULL)
  * when some input or param is not a slot of the plan. */
 enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_err *err);
+/* Whether a comparison cmp of an output of c, made with its measured
+ * spread, warrants another measurement: it still fails, some element of
+ * that output is ill-conditioned (the case is where float rounding
+ * decides branches, and the spread is a sample maximum), and fewer than
+ * CHECK_COND_ROUNDS measurements were made. */
+bool vr_cond_again(const struct vr_case *c, const struct check_cmp *cmp);
+/* One more measurement of c, as the first was made (from the case's seed
+ * or its slots' inputs), merged into c->spread: each element the largest
+ * over all rounds. A no-op at CHECK_COND_ROUNDS or before a first. */
+enum cr_status vr_case_cond_more(struct vr *v, struct vr_case *c, struct cr_err *err);
 /* The rms of every output's reference (rms[0..n_out), returned), and for
  * each output slot k its index there (slot_out[k]): what check_scale takes. */
 int vr_output_rms(const struct vr *v, const struct vr_case *c, double *rms, int *slot_out);

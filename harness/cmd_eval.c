@@ -364,14 +364,15 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 		json_object_set_new(j, "machine", machine_json(&o->snap0, &o->snap1, &o->tally, o->jobs, line, sizeof line));
 	}
 	if (final && o->cost_n)
-		json_object_set_new(j, "cost", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:i}",
+		json_object_set_new(j, "cost", json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:i, s:i}",
 			"candidates", o->cost_n, "verify_s", o->cost_verify_s,
 			"prepare_s", o->cost.prepare_s, "stages_s", o->cost.stages_s,
 			"cases_s", o->cost.cases_s, "worker_start_s", o->cost.worker_start_s,
 			"timing_s", o->cost.timing_s, "timing_wait_s", o->cost.timing_wait_s,
 			"cases_reused", o->cost.cases_reused,
 			"cases_computed", o->cost.cases_computed,
-			"cond_s", o->cost.cond_s, "cases_cond", o->cost.cases_cond));
+			"cond_s", o->cost.cond_s, "cases_cond", o->cost.cases_cond,
+			"cond_rounds", o->cost.cond_rounds));
 	json_object_set_new(j, "sandbox", sandbox_json(o->sandbox_seen));
 	json_object_set_new(j, "complete", json_boolean(final));
 	snprintf(path, sizeof path, "%s/run.json", dir);
@@ -1335,6 +1336,7 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 	x->cost.cases_computed += r->cost.cases_computed;
 	x->cost.cond_s += r->cost.cond_s;
 	x->cost.cases_cond += r->cost.cases_cond;
+	x->cost.cond_rounds += r->cost.cond_rounds;
 	machine_tally_add(&x->tally, r);
 	bad = o->check_expect && m->expect[0] && strcmp(m->expect, check_verdict_name(r->status));
 	progress_done(); /* the row goes where the bar was */
@@ -1685,11 +1687,11 @@ int cr_cmd_eval(int argc, char **argv)
 		double n = emit.verified;
 		fprintf(stderr, "crucible eval: per candidate: %.2f s verifying: bind+compile %.2f s, "
 				"correctness %.2f s (cases %.2f s: %d of %d from the reference cache; "
-				"worker starts %.2f s; conditioning of %d failing cases %.2f s), "
+				"worker starts %.2f s; conditioning of %d failing cases, %d measurements, %.2f s), "
 				"timing %.2f s (+ %.2f s waiting for the timing lock)\n",
 			emit.verify_s / n, c->prepare_s / n, c->stages_s / n, c->cases_s / n,
 			c->cases_reused, c->cases_reused + c->cases_computed, c->worker_start_s / n,
-			c->cases_cond, c->cond_s / n, c->timing_s / n, c->timing_wait_s / n);
+			c->cases_cond, c->cond_rounds, c->cond_s / n, c->timing_s / n, c->timing_wait_s / n);
 		o.cost = emit.cost;
 		o.tally = emit.tally;
 		o.cost_n = emit.verified;
@@ -1917,12 +1919,13 @@ int cr_cmd_check(int argc, char **argv)
 		json_object_set_new(j, "seed", json_string(o.seed_str));
 		json_object_set_new(j, "seed_source", json_string(o.seed_source));
 		json_object_set_new(j, "sandbox", sandbox_json(r.sandbox));
-		json_object_set_new(j, "cost", json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:i}",
+		json_object_set_new(j, "cost", json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:i, s:i}",
 			"prepare_s", r.cost.prepare_s, "stages_s", r.cost.stages_s,
 			"cases_s", r.cost.cases_s, "worker_start_s", r.cost.worker_start_s,
 			"timing_s", r.cost.timing_s, "cases_reused", r.cost.cases_reused,
 			"cases_computed", r.cost.cases_computed,
-			"cond_s", r.cost.cond_s, "cases_cond", r.cost.cases_cond));
+			"cond_s", r.cost.cond_s, "cases_cond", r.cost.cases_cond,
+			"cond_rounds", r.cost.cond_rounds));
 		char *txt = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
 		if (txt)
 			printf("%s\n", txt);

@@ -236,6 +236,7 @@ done:
 	r->cost.worker_start_s = (double)v.ns_start / 1e9;
 	r->cost.cond_s = (double)v.ns_cond / 1e9;
 	r->cost.cases_cond = v.n_cond_cases;
+	r->cost.cond_rounds = v.n_cond_rounds;
 	vr_ref_cache_stats(&h1, &m1);
 	r->cost.cases_reused = (int)(h1 - h0);
 	r->cost.cases_computed = (int)(m1 - m0);

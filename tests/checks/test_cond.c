@@ -117,7 +117,7 @@ static void reference(struct fix *f)
 	task_exec_release(&x);
 }
 
-static void measure(struct fix *f, uint64_t key)
+static void measure_merge(struct fix *f, uint64_t key, bool merge)
 {
 	struct check_cond_case cc;
 	struct check_cond_out o = { .tensor = f->res, .grad = f->bwd, .dtype = TASK_F32, .n = f->n,
@@ -132,7 +132,12 @@ static void measure(struct fix *f, uint64_t key)
 		cc.val[i] = f->val[i];
 		cc.dout[i] = f->dout[i];
 	}
-	assert_int_equal(check_cond_spread(&cc, key, &o, 1, &e), CR_OK);
+	assert_int_equal(check_cond_spread(&cc, key, &o, 1, merge, &e), CR_OK);
+}
+
+static void measure(struct fix *f, uint64_t key)
+{
+	measure_merge(f, key, false);
 }
 
 /* The verifier's rule at the output's own scale, with (spread) or without
@@ -256,6 +261,36 @@ static void test_relu_flip_every_key(void **s)
 	release(&f);
 }
 
+/* A later round (checks/stage.c: a comparison still failing where the
+ * case is ill-conditioned) merges: each element is the largest over the
+ * rounds, never less than what either measured alone, and a round without
+ * merge starts again from nothing. */
+static void test_rounds_merge(void **s)
+{
+	struct fix f;
+	double *a, *b;
+	(void)s;
+	relu_case(&f);
+	a = malloc(sizeof *a * (size_t)f.n);
+	b = malloc(sizeof *b * (size_t)f.n);
+	assert_non_null(a);
+	assert_non_null(b);
+	measure(&f, 11);
+	memcpy(a, f.spread, sizeof *a * (size_t)f.n);
+	measure(&f, 12);
+	memcpy(b, f.spread, sizeof *b * (size_t)f.n);
+	measure(&f, 11);
+	measure_merge(&f, 12, true);
+	for (int64_t i = 0; i < f.n; i++)
+		assert_true(f.spread[i] == fmax(a[i], b[i]));
+	measure(&f, 12);
+	for (int64_t i = 0; i < f.n; i++)
+		assert_true(f.spread[i] == b[i]);
+	free(a);
+	free(b);
+	release(&f);
+}
+
 /* With the ill-conditioned element accepted, a wrong element elsewhere (a
  * well-conditioned row) is still a mismatch, and names that element. */
 static void wrong_elsewhere(struct fix *f, int64_t at)
@@ -362,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_tie_accepted),
 		cmocka_unit_test(test_relu_flip_accepted),
 		cmocka_unit_test(test_relu_flip_every_key),
+		cmocka_unit_test(test_rounds_merge),
 		cmocka_unit_test(test_wrong_well_conditioned),
 		cmocka_unit_test(test_biased_rejected),
 		cmocka_unit_test(test_beyond_spread_rejected),

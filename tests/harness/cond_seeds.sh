@@ -6,7 +6,9 @@
 # reproduces it); each must now be ok. The measurement's noise is a CSPRNG
 # draw, so this is a sample too: 48 of 48 passed when it was calibrated
 # with four pairs; the GRU case failed once in a later test-suite run, and
-# eight pairs passed it 20 of 20 (docs/VERIFIER.md).
+# eight pairs passed it 20 of 20; it failed again in CI under a drawn
+# profile, and a measurement still failing on an ill-conditioned output is
+# now repeated (up to 4 rounds; docs/VERIFIER.md).
 # Usage: cond_seeds.sh CRUCIBLE OUTDIR
 set -euo pipefail
 exe="$1"; out="$2"
@@ -17,6 +19,7 @@ cases=(
 	"L3/1_MLP_plain.c 555818162214283"                   # a ReLU flip reaching 1011 elements of dx
 	"L3/8_ResNetBasicBlock_float.c 102"                  # a ReLU flip, dx 27000x the baseline
 	"L3/8_ResNetBasicBlock_float.c 2176240640688422"     # the same under the offset profile
+	"L3/39_GRU_plain.c 7919"                             # the large profile's gate flipped: 4 in 30 before later rounds
 )
 rm -rf "$out"
 mkdir -p "$out"
