@@ -3,92 +3,137 @@
  *
  * One request is one POST of <url>/chat/completions carrying model,
  * messages, n, seed, temperature, top_p, max_tokens, reasoning_effort (when
- * configured), stop (only when there
- * are stop strings) and top_k / min_p (only when set: the open servers
- * accept them as extra fields). The seed goes out as its low 63 bits, the
- * range of a JSON integer every server parses.
+ * configured), stop (only when there are stop strings), top_k / min_p (only
+ * when set: the open servers accept them as extra fields) and, streaming
+ * (the default; cfg.stream -1 turns it off), "stream": true with
+ * "stream_options": {"include_usage": true}. The seed goes out as its low
+ * 63 bits, the range of a JSON integer every server parses.
  *
- * The answer: choices[i].message.content, the reasoning the server returns
- * apart (`reasoning_content`: vLLM, SGLang, DeepSeek; `reasoning`: newer
- * vLLM, OpenRouter, Ollama) put in front as "<think>" reasoning
- * "</think>\n" content, finish_reason, and usage. Choices land in out[] by
- * their `index`; fewer valid choices than n is an error.
+ * The answer: an event stream (gen_sse.c: data: chunks of choices[].delta,
+ * [DONE], usage in the last chunk; on_progress is called as chunks arrive,
+ * a chunk with text counting one token) or, from a server that answers
+ * application/json, a whole chat.completion. Each choice's content, the
+ * reasoning the server returns apart (`reasoning_content`: vLLM, SGLang,
+ * DeepSeek; `reasoning`: newer vLLM, OpenRouter, Ollama) put in front as
+ * "<think>" reasoning "</think>\n" content, finish_reason. Choices land in
+ * out[] by their `index`; fewer valid choices than n is an error.
  *
- * Token counts. usage counts the whole request, all n choices together, so
- * with n > 1 the per-completion counts are estimates:
- * - prompt_tokens: usage.prompt_tokens for every choice (they share it);
- * - prefill_tokens: prompt_tokens - usage.prompt_tokens_details.cached_tokens
- *   for choice 0 and 0 for the others (the prompt is computed once), -1 for
- *   all when the server does not report cached tokens;
- * - completion_tokens: usage.completion_tokens split over the choices in
- *   proportion to their text bytes (largest remainders, so the parts sum to
- *   the total; equal parts when every text is empty). When the reasoning
- *   total R is known, R is split by reasoning bytes and the rest by content
- *   bytes, and a choice's completion tokens are its two parts, so reasoning
- *   never exceeds completion;
- * - reasoning_tokens: usage.completion_tokens_details.reasoning_tokens split
- *   in proportion to each choice's reasoning bytes (by text bytes when the
- *   server hides its reasoning); when the server does not report it: -1 for
- *   a choice with reasoning, 0 for one without. Reasoning is the separate
- *   field or, from a server without a reasoning parser, a leading
- *   "<think>...</think>" in the content.
- * With n = 1 the counts are the server's own.
+ * Token counts (gen_count.c). Servers disagree on usage with n > 1 (llama.cpp's
+ * server counts one choice, vLLM and OpenAI all, some report none), so each
+ * choice's completion tokens are counted from its text when a tokenizer is
+ * at hand (count_src "tokenizer"):
+ * - cfg.tokenizer a .gguf path: that file's tokenizer alone (no weights),
+ *   no BOS added, special tokens written in the text recognised;
+ * - "server": POST <url less a trailing /v1>/tokenize, llama.cpp's shape
+ *   {"content", "add_special": false} -> {"tokens": [...]}, else vLLM's
+ *   {"model", "prompt", "add_special_tokens": false} -> {"count", "tokens"};
+ *   the shape is probed once, at the first completion;
+ * - NULL: "server" when the probe answers, else usage;
+ * - "usage": the server's usage read as gen_count.c says ("usage" n = 1,
+ *   "usage-split" n > 1, "estimate" without usage).
+ * Reasoning is counted apart (the field, or a leading <think>...</think> of
+ * the content, whose tags count with the content). Re-tokenizing a text can
+ * differ from the ids the server sampled by a token or so a choice (an end
+ * token the text does not hold, merges across a boundary). Every counted
+ * request is checked against usage.completion_tokens (usage_tokens, all
+ * choices of the request): equal to the sum, to one choice's count, absent,
+ * or neither; describe()'s "token_counts" keeps the tallies, the worst
+ * disagreement, the retries and the tokens lost to failed tries.
+ * prompt_tokens is usage.prompt_tokens for every choice; prefill_tokens is
+ * prompt_tokens less usage.prompt_tokens_details.cached_tokens for choice 0
+ * and 0 for the others, -1 when cached tokens are not reported.
  *
- * Failures. HTTP 429, 5xx, timeouts and dropped connections are retried
- * max_retries times, waiting backoff_s, doubled each time, or the server's
- * Retry-After (seconds), at most 60 s, with one line per retry on stderr;
- * then CR_EENV naming the endpoint and the last status. A refused
- * connection or an unknown host is CR_EENV at once; another 4xx is
+ * Timeouts: connecting connect_timeout_s (0: 30); a streamed try with no
+ * byte for idle_timeout_s (0: 300) failed, however long it runs while bytes
+ * come (a progress callback watches the last byte's time; an answer not
+ * streamed is silent until it is whole, so only the request timeout bounds
+ * it); the whole try timeout_s (0: none when streaming, 600 when not).
+ *
+ * Failures. HTTP 429, 5xx, timeouts, dropped connections, a stream cut
+ * before its end (no [DONE] and a choice unfinished) or carrying an error
+ * object without a 4xx code, and, once this endpoint has answered anything
+ * with a 2xx, a refused connection or an unknown host (the server
+ * restarting) are retried: the wait is backoff_s (0: 1) doubled each time up
+ * to 30 s, or the server's Retry-After (seconds, at most 60 s), never past
+ * the window's end; until retry_window_s (0: 600) has passed since the
+ * request's first failure, or max_retries retries (0: only the window; < 0:
+ * no retry). One line per retry on stderr names the endpoint, what failed,
+ * the attempt and the seconds left of the window; then CR_EENV naming the
+ * endpoint, the last failure, the tries and how long they took. A retried
+ * stream is asked for whole again; what the failed try generated (its
+ * text's tokens counted as above, its chunks without a tokenizer) goes to
+ * lost_tokens. A refused connection or an unknown host before any success
+ * is CR_EENV at once (a wrong port fails in milliseconds); another 4xx is
  * CR_EINPUT with the server's message (about 300 bytes, control characters
  * escaped). The API key is read once at open, sent only as the
  * Authorization header and cut out of anything a server sends back.
  *
  * complete() is re-entrant: each call takes an easy handle from a locked
- * pool (kept for connection reuse) and shares nothing else mutable. */
+ * pool (kept for connection reuse); the tokenizer probe is done once under
+ * a lock, the statistics are locked, the rest is read-only. */
 #include "gen/gen_gen.h"
+#include "gen/gen_http_impl.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define RESP_MAX (64u << 20)  /* bytes of one response body */
 #define MSG_MAX 300           /* bytes of a server's error message kept */
-#define DELAY_MAX 60.0        /* seconds between two tries */
+#define RETRY_AFTER_MAX 60.0  /* seconds of a server's Retry-After honoured */
+#define BACKOFF_MAX 30.0      /* seconds between two tries, doubling */
+
+enum tok_how { TOK_AUTO, TOK_GGUF, TOK_SERVER, TOK_USAGE };
+enum tok_api { API_UNKNOWN, API_LLAMA, API_VLLM, API_NONE };
 
 struct ep {
 	char *base;               /* the url as given, less a trailing '/' (messages) */
 	char *post;               /* base + "/chat/completions" */
+	char *tok_url;            /* base less a trailing "/v1", + "/tokenize" */
 	char *model;
 	char *key_env;            /* NULL: no key */
 	char *key;                /* the key (NULL: none); wiped at release */
 	struct curl_slist *hdrs;  /* Content-Type, Expect, Authorization: read-only once built */
 	int concurrency;
 	char *effort;             /* reasoning_effort sent, or NULL */
-	long timeout_ms;
-	int max_retries;
-	double backoff_s;
+	bool stream;
+	double connect_s, idle_s, request_s; /* request_s 0: none */
+	double window_s, backoff_s;
+	int max_retries;          /* 0: only the window; < 0: none */
+	enum tok_how how;
+	char *tok_path;           /* the .gguf of TOK_GGUF */
+	void *gguf;               /* its tokenizer */
+	_Atomic int api;          /* enum tok_api: the server's /tokenize */
+	pthread_mutex_t probe;    /* one probe of /tokenize */
+	atomic_bool ever_ok;      /* a 2xx came from this endpoint */
+	struct gen_count_stats stats;
 	pthread_mutex_t lock;     /* guards pool */
 	CURL **pool;              /* [concurrency] idle handles */
 	int n_pool;
 };
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool over;                /* more than RESP_MAX arrived */
-};
-
-/* What one try gave. */
-struct try {
-	CURLcode cc;
-	long status;              /* HTTP status, 0: none */
-	long os_errno;
+/* One try: what came back and how. */
+struct xfer {
+	struct gen_sbuf body;     /* a body not streamed */
+	bool over;                /* more than GEN_RESP_MAX arrived */
+	struct gen_ans *ans;      /* a streamed answer goes here (NULL: never) */
+	bool sse;                 /* the answer is an event stream */
+	bool sse_stop;            /* gen_sse_feed stopped it */
+	long hstatus;             /* the last status line's code */
+	char ctype[64];
 	double retry_after;       /* seconds, < 0: no header */
+	bool watch_idle;
+	int64_t last_ns;          /* the last byte's time */
+	double idle_s;
+	bool idle;                /* the idle timeout ended it */
+	CURLcode cc;
+	long status, os_errno;
 	char cerr[CURL_ERROR_SIZE];
 };
 
@@ -103,52 +148,100 @@ static void global_init(void)
 
 static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
 {
-	struct buf *b = ud;
+	struct xfer *x = ud;
 	size_t n = sz * nm;
 
-	if (b->len + n > RESP_MAX) {
-		b->over = true;
+	x->last_ns = cr_now_ns();
+	if (!x->sse && x->ans && x->hstatus >= 200 && x->hstatus <= 299 &&
+	    strstr(x->ctype, "text/event-stream"))
+		x->sse = true;
+	if (x->sse) {
+		if (gen_sse_feed(x->ans, p, n)) {
+			x->sse_stop = true;
+			return 0;
+		}
+		return n;
+	}
+	if (x->body.len + n > GEN_RESP_MAX) {
+		x->over = true;
 		return 0;
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
+	if (x->body.len + n + 1 > x->body.cap) {
+		size_t cap = x->body.cap ? x->body.cap : 4096;
 		char *q;
-		while (cap < b->len + n + 1)
+		while (cap < x->body.len + n + 1)
 			cap *= 2;
-		q = realloc(b->p, cap);
+		q = realloc(x->body.p, cap);
 		if (!q)
 			return 0;
-		b->p = q;
-		b->cap = cap;
+		x->body.p = q;
+		x->body.cap = cap;
 	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	memcpy(x->body.p + x->body.len, p, n);
+	x->body.len += n;
+	x->body.p[x->body.len] = '\0';
 	return n;
+}
+
+/* Header line p[0..n) without its line end, NUL-terminated in tmp, or NULL
+ * when it does not start with name. */
+static const char *header_value(const char *p, size_t n, const char *name, char *tmp,
+				size_t cap)
+{
+	size_t nl = strlen(name), k;
+
+	if (n <= nl || strncasecmp(p, name, nl))
+		return NULL;
+	p += nl;
+	n -= nl;
+	while (n && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' '))
+		n--;
+	k = n < cap - 1 ? n : cap - 1;
+	memcpy(tmp, p, k);
+	tmp[k] = '\0';
+	return tmp;
 }
 
 static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
 {
-	struct try *t = ud;
+	struct xfer *x = ud;
 	size_t n = sz * nm;
-	static const char name[] = "retry-after:";
+	char tmp[64], *end;
+	const char *v;
 
-	if (n > sizeof name - 1 && !strncasecmp(p, name, sizeof name - 1)) {
-		char tmp[32], *end;
-		size_t k = n - (sizeof name - 1);
-		double v;
-		if (k >= sizeof tmp)
-			k = sizeof tmp - 1;
-		memcpy(tmp, p + sizeof name - 1, k);
-		tmp[k] = '\0';
+	x->last_ns = cr_now_ns();
+	if (n > 9 && !strncmp(p, "HTTP/", 5)) {
+		const char *sp = memchr(p, ' ', n);
+		x->hstatus = sp ? strtol(sp + 1, NULL, 10) : 0;
+		x->ctype[0] = '\0';
+		x->retry_after = -1;
+	} else if ((v = header_value(p, n, "content-type:", tmp, sizeof tmp))) {
+		snprintf(x->ctype, sizeof x->ctype, "%s", v);
+		for (char *c = x->ctype; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+	} else if ((v = header_value(p, n, "retry-after:", tmp, sizeof tmp))) {
+		double s;
 		errno = 0;
-		v = strtod(tmp, &end);   /* seconds; an HTTP date is not honoured */
-		while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
-			end++;
-		if (!errno && end != tmp && !*end && v >= 0 && isfinite(v))
-			t->retry_after = v;
+		s = strtod(v, &end);   /* seconds; an HTTP date is not honoured */
+		if (!errno && end != v && !*end && s >= 0 && isfinite(s))
+			x->retry_after = s;
 	}
 	return n;
+}
+
+/* Ends a streamed try that has been silent for idle_s. */
+static int on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct xfer *x = ud;
+	(void)dt; (void)dn; (void)ut; (void)un;
+	if (x->watch_idle && (double)(cr_now_ns() - x->last_ns) * 1e-9 > x->idle_s) {
+		x->idle = true;
+		return 1;
+	}
+	return 0;
 }
 
 static CURL *pool_get(struct ep *e)
@@ -177,7 +270,6 @@ static void pool_put(struct ep *e, CURL *h)
 	if (h)
 		curl_easy_cleanup(h);
 }
-
 /* s with every occurrence of the key replaced (malloc'd; NULL: no memory). */
 static char *redact(const struct ep *e, const char *s, size_t n)
 {
@@ -229,7 +321,7 @@ static void escape_msg(const char *s, size_t n, char *dst, size_t cap)
 
 /* The server's own words from an error body: error.message, error,
  * message or detail when it is JSON, else the body itself. */
-static void server_message(const struct ep *e, const struct buf *b, char *dst, size_t cap)
+static void server_message(const struct ep *e, const struct gen_sbuf *b, char *dst, size_t cap)
 {
 	json_t *root = b->len ? json_loadb(b->p, b->len, 0, NULL) : NULL;
 	const char *s = b->p ? b->p : "";
@@ -328,6 +420,11 @@ static enum cr_status build_body(const struct ep *e, const struct gen_req *rq, c
 		bad |= json_object_set_new(root, "top_k", json_integer(rq->top_k));
 	if (rq->min_p > 0)
 		bad |= json_object_set_new(root, "min_p", json_real(rq->min_p));
+	if (e->stream) {
+		bad |= json_object_set_new(root, "stream", json_true());
+		bad |= json_object_set_new(root, "stream_options",
+					   json_pack("{s:b}", "include_usage", 1));
+	}
 	if (bad)
 		goto nomem;
 	/* 7 digits: a float's 0.7f goes out as 0.7 */
@@ -344,57 +441,127 @@ out:
 	return st;
 }
 
-static void try_once(struct ep *e, CURL *h, const char *body, struct buf *b, struct try *t)
+static void try_once(struct ep *e, CURL *h, const char *url, const char *body, bool stream,
+		     struct xfer *x)
 {
-	free(b->p);
-	memset(b, 0, sizeof *b);
-	memset(t, 0, sizeof *t);
-	t->retry_after = -1;
-	curl_easy_setopt(h, CURLOPT_URL, e->post);
+	free(x->body.p);
+	memset(x, 0, offsetof(struct xfer, ans));
+	x->sse = x->sse_stop = x->idle = false;
+	x->hstatus = x->status = x->os_errno = 0;
+	x->ctype[0] = x->cerr[0] = '\0';
+	x->retry_after = -1;
+	x->watch_idle = stream;
+	x->idle_s = e->idle_s;
+	x->last_ns = cr_now_ns();
+	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, e->hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, e->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-			 e->timeout_ms < 30000 ? e->timeout_ms : 30000L);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_xfer);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+	/* 0: none; a stream is bounded by its idle timeout */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+			 (long)(stream ? e->request_s * 1000 : (e->request_s > 0 ? e->request_s : 600) * 1000));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->connect_s * 1000));
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);   /* threads: no SIGALRM for DNS timeouts */
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->cerr);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->cerr);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	t->cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &t->status);
-	curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &t->os_errno);
-	if (!t->cerr[0])
-		snprintf(t->cerr, sizeof t->cerr, "%s", curl_easy_strerror(t->cc));
+	x->cc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+	curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &x->os_errno);
+	if (x->sse && x->cc == CURLE_OK)
+		gen_sse_end(x->ans);
+	if (!x->cerr[0])
+		snprintf(x->cerr, sizeof x->cerr, "%s", curl_easy_strerror(x->cc));
 }
 
-/* What a failed try was, for a message ("HTTP 503", "timed out"). */
-static void try_what(const struct try *t, char *dst, size_t cap)
+enum verdict { V_OK, V_RETRY, V_FINAL };
+
+static int chunks_of(const struct gen_ans *a)
 {
-	if (t->cc == CURLE_OK)
-		snprintf(dst, cap, "HTTP %ld", t->status);
-	else if (t->cc == CURLE_OPERATION_TIMEDOUT)
-		snprintf(dst, cap, "timed out");
-	else if (t->cc == CURLE_GOT_NOTHING)
-		snprintf(dst, cap, "connection closed without an answer");
-	else
-		snprintf(dst, cap, "connection lost (%s)", t->cerr);
+	int c = 0;
+	for (int k = 0; a && k < a->n; k++)
+		c += a->c[k].chunks;
+	return c;
 }
 
-static bool retryable(const struct try *t)
+/* What a try came to; what[] says what failed, *st the final error's status. */
+static enum verdict judge(struct ep *e, struct xfer *x, char *what, size_t cap,
+			  enum cr_status *st)
 {
-	switch (t->cc) {
-	case CURLE_OK:
-		return t->status == 429 || (t->status >= 500 && t->status <= 599);
-	case CURLE_OPERATION_TIMEDOUT: case CURLE_GOT_NOTHING: case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR: case CURLE_PARTIAL_FILE:
-		return true;
+	bool ok2xx = x->status >= 200 && x->status <= 299;
+	bool restart = atomic_load(&e->ever_ok);
+
+	*st = CR_EENV;
+	what[0] = '\0';
+	if (ok2xx)
+		atomic_store(&e->ever_ok, true);
+	if (x->sse) {
+		struct gen_ans *a = x->ans;
+		if (a->err_msg) {
+			char m[MSG_MAX * 4 + 16];
+			escape_msg(a->err_msg, strlen(a->err_msg), m, sizeof m);
+			snprintf(what, cap, "the stream carried an error%s%.0d: %s",
+				 a->err_code ? " " : "", a->err_code, m);
+			if (a->err_code >= 400 && a->err_code <= 499 && a->err_code != 429) {
+				*st = CR_EINPUT;
+				return V_FINAL;
+			}
+			return V_RETRY;
+		}
+		if (a->bad[0]) {
+			snprintf(what, cap, "%s", a->bad);
+			return V_FINAL;
+		}
+		if (x->cc == CURLE_OK && gen_ans_complete(a))
+			return V_OK;
+		snprintf(what, cap, "the stream was cut after %d chunks (%s)", chunks_of(a),
+			 x->idle ? "idle timeout" : x->cc == CURLE_OK ? "no [DONE]" : x->cerr);
+		return V_RETRY;
+	}
+	if (x->cc == CURLE_OK && ok2xx)
+		return V_OK;
+	if (x->cc == CURLE_OK) {
+		snprintf(what, cap, "HTTP %ld", x->status);
+		if (x->status == 429 || (x->status >= 500 && x->status <= 599))
+			return V_RETRY;
+		*st = x->status >= 400 && x->status <= 499 ? CR_EINPUT : CR_EENV;
+		return V_FINAL;
+	}
+	switch (x->cc) {
+	case CURLE_ABORTED_BY_CALLBACK:
+		snprintf(what, cap, "no byte for %g s (idle timeout)", e->idle_s);
+		return x->idle ? V_RETRY : V_FINAL;
+	case CURLE_OPERATION_TIMEDOUT:
+		snprintf(what, cap, "timed out (%s)", x->cerr);
+		return V_RETRY;
+	case CURLE_GOT_NOTHING:
+		snprintf(what, cap, "connection closed without an answer");
+		return V_RETRY;
+	case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: case CURLE_PARTIAL_FILE:
+		snprintf(what, cap, "connection lost (%s)", x->cerr);
+		return V_RETRY;
+	case CURLE_COULDNT_CONNECT:
+		snprintf(what, cap, "%s", x->os_errno == ECONNREFUSED ? "connection refused" : x->cerr);
+		return restart ? V_RETRY : V_FINAL;
+	case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY:
+		snprintf(what, cap, "host not found (%s)", x->cerr);
+		return restart ? V_RETRY : V_FINAL;
+	case CURLE_WRITE_ERROR:
+		if (x->over) {
+			snprintf(what, cap, "the response is larger than %u MiB", GEN_RESP_MAX >> 20);
+			return V_FINAL;
+		}
+		/* fall through */
 	default:
-		return false;
+		snprintf(what, cap, "%s", x->cerr);
+		return V_FINAL;
 	}
 }
 
@@ -405,273 +572,282 @@ static void sleep_s(double s)
 		;
 }
 
-/* The error a failed try ends the request with, CR_OK when it is worth
- * another try. */
-static enum cr_status final_error(const struct ep *e, const struct try *t, const struct buf *b,
-				  struct cr_err *err)
-{
-	char smsg[MSG_MAX * 4 + 16];
+static long lost_of(struct ep *e, const struct gen_choice *c);
 
-	if (retryable(t))
-		return CR_OK;
-	if (t->cc == CURLE_WRITE_ERROR && b->over)
-		return cr_errf(err, CR_EENV, "%s: the response is larger than %u MiB", e->base,
-			       RESP_MAX >> 20);
-	if (t->cc == CURLE_COULDNT_CONNECT)
-		return cr_errf(err, CR_EENV, "%s: %s", e->base,
-			       t->os_errno == ECONNREFUSED ? "connection refused" : t->cerr);
-	if (t->cc == CURLE_COULDNT_RESOLVE_HOST || t->cc == CURLE_COULDNT_RESOLVE_PROXY)
-		return cr_errf(err, CR_EENV, "%s: host not found (%s)", e->base, t->cerr);
-	if (t->cc != CURLE_OK)
-		return cr_errf(err, CR_EENV, "%s: %s", e->base, t->cerr);
-	/* a 4xx but 429 is the request refused; a 1xx or 3xx (redirects are not
-	 * followed) is a server this generator cannot talk to */
-	server_message(e, b, smsg, sizeof smsg);
-	return cr_errf(err, t->status >= 400 && t->status <= 499 ? CR_EINPUT : CR_EENV,
-		       "%s: HTTP %ld: %s", e->base, t->status, smsg[0] ? smsg : "(no message)");
-}
-
-/* POST body until a 2xx arrives (its body in b) or the failure is final. */
-static enum cr_status post(struct ep *e, const char *body, struct buf *b, struct cr_err *err)
+/* POST body to url until an answer comes (the event stream into ans, or a
+ * body into x->body) or the failure is final. lost[] (may be NULL) gains
+ * the tokens each choice of a failed stream had generated. */
+static enum cr_status exchange(struct ep *e, const char *url, const char *body,
+			       const struct gen_req *rq, struct gen_ans *ans, long *lost,
+			       bool probing, struct xfer *x, struct cr_err *err)
 {
 	CURL *h = pool_get(e);
-	struct try t;
-	char what[CURL_ERROR_SIZE + 64], smsg[MSG_MAX * 4 + 16] = "";
-	double delay = e->backoff_s, d;
+	char what[CURL_ERROR_SIZE + MSG_MAX * 4 + 64], smsg[MSG_MAX * 4 + 16];
+	double delay = e->backoff_s, d, spent = 0;
+	int64_t first = 0;
 	enum cr_status st = CR_OK;
+	bool stream = ans && e->stream;
 
 	if (!h)
 		return cr_errf(err, CR_ENOMEM, "%s: curl_easy_init failed", e->base);
-	for (int attempt = 0;; attempt++, delay *= 2) {
-		try_once(e, h, body, b, &t);
-		if (t.cc == CURLE_OK && t.status >= 200 && t.status <= 299)
-			break;
-		if ((st = final_error(e, &t, b, err)))
-			break;
-		try_what(&t, what, sizeof what);
-		if (attempt >= e->max_retries) {
-			if (t.cc == CURLE_OK)
-				server_message(e, b, smsg, sizeof smsg);
-			st = cr_errf(err, CR_EENV, "%s: %s after %d %s%s%s", e->base, what,
-				     attempt + 1, attempt ? "tries" : "try", smsg[0] ? ": " : "",
-				     smsg);
+	x->ans = ans;
+	for (int attempt = 1;; attempt++) {
+		enum verdict v;
+		if (ans) {
+			gen_ans_release(ans);
+			if (gen_ans_init(ans, rq->n)) {
+				st = cr_errf(err, CR_ENOMEM, "%s: out of memory", e->base);
+				break;
+			}
+			ans->on_progress = rq->on_progress;
+			ans->pctx = rq->pctx;
+		}
+		try_once(e, h, url, body, stream, x);
+		v = judge(e, x, what, sizeof what, &st);
+		if (v == V_RETRY && probing && x->status) {
+			v = V_FINAL;   /* a probe answered: no such service */
+			st = CR_EINPUT;
+		}
+		if (v == V_OK) {
+			st = CR_OK;
 			break;
 		}
-		d = t.retry_after >= 0 ? t.retry_after : delay;
-		if (d > DELAY_MAX)
-			d = DELAY_MAX;
-		fprintf(stderr, "run: %s: %s, retry %d/%d in %.*f s\n", e->base, what, attempt + 1,
-			e->max_retries, d < 0.1 ? 2 : 1, d);
+		smsg[0] = '\0';
+		if (x->body.len && x->status && !x->sse)
+			server_message(e, &x->body, smsg, sizeof smsg);
+		if (v == V_FINAL) {
+			st = cr_errf(err, st, "%s: %s%s%s", e->base, what, smsg[0] ? ": " : "", smsg);
+			break;
+		}
+		if (lost && ans && x->sse)
+			for (int k = 0; k < ans->n; k++)
+				lost[k] += lost_of(e, &ans->c[k]);
+		if (!first)
+			first = cr_now_ns();
+		spent = (double)(cr_now_ns() - first) * 1e-9;
+		if ((e->max_retries && attempt > e->max_retries) || spent >= e->window_s) {
+			st = cr_errf(err, CR_EENV, "%s: %s after %d %s, retried for %.1f s (%s)%s%s",
+				     e->base, what, attempt, attempt > 1 ? "tries" : "try", spent,
+				     spent >= e->window_s ? "the retry window is spent"
+				     : "the most retries", smsg[0] ? ": " : "", smsg);
+			break;
+		}
+		d = x->retry_after >= 0 ? fmin(x->retry_after, RETRY_AFTER_MAX) : delay;
+		if (d > e->window_s - spent)
+			d = e->window_s - spent;
+		fprintf(stderr, "run: %s: %s; retry %d in %.*f s, %.0f s left of the retry window\n",
+			e->base, what, attempt, d < 0.1 ? 2 : 1, d, e->window_s - spent);
+		pthread_mutex_lock(&e->stats.lock);
+		e->stats.retries++;
+		pthread_mutex_unlock(&e->stats.lock);
 		sleep_s(d);
+		delay = fmin(delay * 2, BACKOFF_MAX);
 	}
 	pool_put(e, h);
 	return st;
 }
 
-/* Per-choice byte counts: the weights of the token split. */
-struct weights {
-	size_t *r, *c, *t;        /* [n] reasoning, content, both */
-	unsigned long long *rem;  /* [n] scratch */
-	int *part;                /* [n] scratch */
-};
-
-/* part[k] = total split in proportion to w[k] (fall back to fw, then to
- * equal parts, when the weights are all 0), the leftover units to the
- * largest remainders, ties to the lower index: the parts sum to total. */
-static void split(long long total, const size_t *w, const size_t *fw, int n,
-		  const struct weights *ws)
+/* The server's count of text in the shape api, -1 when it did not answer
+ * one; *refused set when it answered 4xx (the shape is not its own). */
+static long server_count(struct ep *e, int api, const char *text, size_t len, bool *refused,
+			 bool probing)
 {
-	unsigned long long W = 0, given = 0;
+	struct xfer x = { 0 };
+	struct cr_err err;
+	json_t *req, *root = NULL, *v;
+	char *body = NULL;
+	long n = -1;
 
-	for (int k = 0; k < n; k++)
-		W += w[k];
-	if (!W && fw) {
-		split(total, fw, NULL, n, ws);
-		return;
-	}
-	for (int k = 0; k < n; k++) {
-		unsigned long long wk = W ? w[k] : 1, ww = W ? W : (unsigned long long)n;
-		unsigned long long num = (unsigned long long)total * wk;
-		ws->part[k] = (int)(num / ww);
-		ws->rem[k] = num % ww;
-		given += (unsigned long long)ws->part[k];
-	}
-	for (; given < (unsigned long long)total; given++) {
-		int best = 0;
-		for (int k = 1; k < n; k++)
-			if (ws->rem[k] > ws->rem[best])
-				best = k;
-		ws->part[best]++;
-		ws->rem[best] = 0;
-	}
-}
-
-/* A non-negative integer field of o (capped at INT32_MAX), -1 when absent. */
-static long long count_of(json_t *o, const char *key)
-{
-	json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-	json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
-	return x < 0 ? -1 : x > INT32_MAX ? INT32_MAX : x;
-}
-
-/* Bytes of a leading "<think>...</think>" in content (a server without a
- * reasoning parser), 0 if none. */
-static size_t inline_reasoning(const char *s, size_t n)
-{
-	size_t i = 0;
-	const char *end;
-
-	while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
-		i++;
-	if (n - i < 7 || memcmp(s + i, "<think>", 7))
+	*refused = false;
+	if (!len)
 		return 0;
-	end = memmem(s + i + 7, n - i - 7, "</think>", 8);
-	return end ? (size_t)(end - (s + i + 7)) : n - i - 7;
-}
-
-static const char *str_of(json_t *o, const char *key, size_t *len)
-{
-	json_t *v = json_object_get(o, key);
-	*len = json_is_string(v) ? json_string_length(v) : 0;
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
-/* choices[i] into out[its index], its bytes into ws. */
-static enum cr_status take_choice(const struct ep *e, json_t *c, size_t i, int n,
-				  struct gen_completion *out, const struct weights *ws,
-				  struct cr_err *err)
-{
-	json_t *msg = json_object_get(c, "message"), *ix = json_object_get(c, "index");
-	json_t *fr = json_object_get(c, "finish_reason");
-	long long k = json_is_integer(ix) ? json_integer_value(ix) : (long long)i;
-	const char *content, *rs;
-	size_t cl, rl;
-	struct gen_completion *o;
-
-	if (!json_is_object(msg))
-		return cr_errf(err, CR_EENV, "%s: choices[%zu] has no message", e->base, i);
-	if (k < 0 || k >= n || out[k].text)
-		return cr_errf(err, CR_EENV, "%s: choices[%zu]: index %lld %s (n=%d)", e->base, i,
-			       k, k >= 0 && k < n ? "repeated" : "out of range", n);
-	o = &out[k];
-	content = str_of(msg, "content", &cl);
-	rs = str_of(msg, "reasoning_content", &rl);
-	if (!rl)
-		rs = str_of(msg, "reasoning", &rl);
-	o->len = rl ? 7 + rl + 9 + cl : cl;
-	o->text = malloc(o->len + 1);
-	if (!o->text)
-		return cr_errf(err, CR_ENOMEM, "%s: out of memory", e->base);
-	if (rl) {
-		memcpy(o->text, "<think>", 7);
-		memcpy(o->text + 7, rs, rl);
-		memcpy(o->text + 7 + rl, "</think>\n", 9);
-	}
-	memcpy(o->text + o->len - cl, content, cl);
-	o->text[o->len] = '\0';
-	snprintf(o->finish, sizeof o->finish, "%s",
-		 json_is_string(fr) ? json_string_value(fr) : "");
-	ws->r[k] = rl ? rl : inline_reasoning(content, cl);
-	ws->c[k] = cl - (rl ? 0 : ws->r[k]);
-	ws->t[k] = ws->r[k] + ws->c[k];
-	return CR_OK;
-}
-
-/* The token counts of out[0..n) from usage (the estimates of the file's
- * comment). */
-static void take_usage(json_t *usage, int n, struct gen_completion *out, const struct weights *ws)
-{
-	long long P = count_of(usage, "prompt_tokens"), C = count_of(usage, "completion_tokens");
-	long long R = count_of(json_object_get(usage, "completion_tokens_details"),
-			       "reasoning_tokens");
-	long long cached = count_of(json_object_get(usage, "prompt_tokens_details"),
-				    "cached_tokens");
-
-	if (C >= 0 && R > C)
-		R = C;
-	for (int k = 0; k < n; k++) {
-		out[k].prompt_tokens = (int)P;
-		out[k].prefill_tokens = P < 0 || cached < 0 ? -1
-			: k || cached > P ? 0 : (int)(P - cached);
-		out[k].completion_tokens = -1;
-		out[k].reasoning_tokens = ws->r[k] ? -1 : 0;
-	}
-	if (R >= 0) {
-		split(R, ws->r, ws->t, n, ws);
-		for (int k = 0; k < n; k++)
-			out[k].reasoning_tokens = ws->part[k];
-	}
-	if (C >= 0 && R >= 0) {
-		split(C - R, ws->c, ws->t, n, ws);
-		for (int k = 0; k < n; k++)
-			out[k].completion_tokens = out[k].reasoning_tokens + ws->part[k];
-	} else if (C >= 0) {
-		split(C, ws->t, NULL, n, ws);
-		for (int k = 0; k < n; k++)
-			out[k].completion_tokens = ws->part[k];
-	}
-}
-
-/* The choices of a 2xx body into out[0..n). */
-static enum cr_status parse(const struct ep *e, const struct gen_req *rq, const struct buf *b,
-			    struct gen_completion *out, struct cr_err *err)
-{
-	json_error_t je;
-	json_t *root = json_loadb(b->p ? b->p : "", b->len, 0, &je), *ch;
-	int n = rq->n, got = 0;
-	struct weights ws = {
-		calloc((size_t)n, sizeof *ws.r), calloc((size_t)n, sizeof *ws.c),
-		calloc((size_t)n, sizeof *ws.t), calloc((size_t)n, sizeof *ws.rem),
-		calloc((size_t)n, sizeof *ws.part),
-	};
-	enum cr_status st = CR_OK;
-	char smsg[MSG_MAX * 4 + 16];
-
-	if (!ws.r || !ws.c || !ws.t || !ws.rem || !ws.part) {
-		st = cr_errf(err, CR_ENOMEM, "%s: out of memory", e->base);
-		goto out;
-	}
-	ch = json_object_get(root, "choices");
-	if (!root || !json_is_array(ch)) {
-		server_message(e, b, smsg, sizeof smsg);
-		if (!root)
-			st = cr_errf(err, CR_EENV,
-				     "%s: the response is not JSON (%s at byte %d): %s", e->base,
-				     je.text, je.position, smsg);
+	req = api == API_LLAMA
+		? json_pack("{s:s%, s:b}", "content", text, len, "add_special", 0)
+		: json_pack("{s:s, s:s%, s:b}", "model", e->model, "prompt", text, len,
+			    "add_special_tokens", 0);
+	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!body)
+		return -1;
+	cr_err_init(&err);
+	switch (exchange(e, e->tok_url, body, NULL, NULL, NULL, probing, &x, &err)) {
+	case CR_OK:
+		root = json_loadb(x.body.p ? x.body.p : "", x.body.len, 0, NULL);
+		v = json_object_get(root, "count");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			n = (long)json_integer_value(v);
+		else if (json_is_array(v = json_object_get(root, "tokens")))
+			n = (long)json_array_size(v);
 		else
-			st = cr_errf(err, CR_EENV, "%s: the response has no choices: %s", e->base,
-				     smsg);
-		goto out;
+			*refused = true;
+		break;
+	case CR_EINPUT:
+		*refused = true;
+		break;
+	default:
+		break;
 	}
-	for (size_t i = 0; i < json_array_size(ch); i++, got++)
-		if ((st = take_choice(e, json_array_get(ch, i), i, n, out, &ws, err)))
-			goto out;
-	if (got < n) {
-		st = cr_errf(err, CR_EENV,
-			     "%s: %d choice%s for n=%d (does the server support n > 1?)", e->base,
-			     got, got == 1 ? "" : "s", n);
-		goto out;
-	}
-	take_usage(json_object_get(root, "usage"), n, out, &ws);
-out:
-	if (st)
-		for (int k = 0; k < n; k++)
-			gen_completion_release(&out[k]);
-	free(ws.r);
-	free(ws.c);
-	free(ws.t);
-	free(ws.rem);
-	free(ws.part);
 	json_decref(root);
-	return st;
+	free(x.body.p);
+	free(body);
+	return n;
+}
+
+/* The server's /tokenize shape, probed once (on text, the first completion's);
+ * API_NONE when it has none, API_UNKNOWN when it could not be asked now. */
+static int server_api(struct ep *e, const char *text, size_t len)
+{
+	int api = atomic_load(&e->api);
+	bool refused;
+
+	if (api != API_UNKNOWN)
+		return api;
+	pthread_mutex_lock(&e->probe);
+	if ((api = atomic_load(&e->api)) == API_UNKNOWN) {
+		static const char probe[] = "int main(void) { return 0; }";
+		if (!len) {
+			text = probe;
+			len = sizeof probe - 1;
+		}
+		if (server_count(e, API_LLAMA, text, len, &refused, true) >= 0)
+			api = API_LLAMA;
+		else if (refused && server_count(e, API_VLLM, text, len, &refused, true) >= 0)
+			api = API_VLLM;
+		else if (refused)
+			api = API_NONE;
+		if (api == API_NONE && e->how == TOK_SERVER)
+			fprintf(stderr, "run: %s: the server has no /tokenize; tokens are counted "
+				"from its usage\n", e->base);
+		atomic_store(&e->api, api);
+	}
+	pthread_mutex_unlock(&e->probe);
+	return api;
+}
+
+/* Tokens of text by the configured tokenizer; -1: none counts. */
+static long count_text(struct ep *e, int api, const char *text, size_t len)
+{
+	bool refused;
+
+	if (e->how == TOK_GGUF)
+		return gen_count_gguf(e->gguf, text, len);
+	if (api == API_LLAMA || api == API_VLLM)
+		return server_count(e, api, text, len, &refused, false);
+	return -1;
+}
+
+/* The tokens a failed try generated for choice c: its text counted, or its
+ * chunks when no tokenizer is decided. */
+static long lost_of(struct ep *e, const struct gen_choice *c)
+{
+	int api = atomic_load(&e->api);
+	long r, t;
+
+	if (!c->content.len && !c->reasoning.len)
+		return 0;
+	if (e->how == TOK_GGUF || api == API_LLAMA || api == API_VLLM) {
+		r = count_text(e, api, c->reasoning.p, c->reasoning.len);
+		t = count_text(e, api, c->content.p, c->content.len);
+		if (r >= 0 && t >= 0)
+			return r + t;
+	}
+	return c->chunks;
+}
+
+/* Each choice's tokens by the tokenizer; false when it cannot count. */
+static bool count_tokens(struct ep *e, const struct gen_ans *a, struct gen_completion *out)
+{
+	int api = API_NONE;
+
+	if (e->how == TOK_USAGE)
+		return false;
+	if (e->how != TOK_GGUF) {
+		const struct gen_choice *c0 = &a->c[0];
+		api = server_api(e, c0->content.len ? c0->content.p : c0->reasoning.p,
+				 c0->content.len ? c0->content.len : c0->reasoning.len);
+		if (api != API_LLAMA && api != API_VLLM)
+			return false;
+	}
+	for (int k = 0; k < a->n; k++) {
+		const struct gen_choice *c = &a->c[k];
+		size_t inl = c->reasoning.len ? 0
+			: gen_inline_reasoning(c->content.p ? c->content.p : "", c->content.len);
+		long r, t;
+		if (c->reasoning.len) {
+			r = count_text(e, api, c->reasoning.p, c->reasoning.len);
+			t = count_text(e, api, c->content.p, c->content.len);
+			t = r >= 0 && t >= 0 ? r + t : -1;
+		} else {
+			const char *open = inl ? strstr(c->content.p, "<think>") + 7 : NULL;
+			r = inl ? count_text(e, api, open, inl) : 0;
+			t = count_text(e, api, c->content.p, c->content.len);
+		}
+		if (r < 0 || t < 0)
+			return false;
+		out[k].completion_tokens = (int)(t > INT32_MAX ? INT32_MAX : t);
+		out[k].reasoning_tokens = (int)(r > t ? t : r);
+		snprintf(out[k].count_src, sizeof out[k].count_src, "tokenizer");
+	}
+	return true;
+}
+
+/* out[0..n) from a whole answer: texts, counts, statistics. */
+static enum cr_status take_answer(struct ep *e, const struct gen_req *rq, const struct gen_ans *a,
+				  const long *lost, struct gen_completion *out, struct cr_err *err)
+{
+	long lost_all = 0;
+
+	for (int k = 0; k < a->n; k++) {
+		const struct gen_choice *c = &a->c[k];
+		struct gen_completion *o = &out[k];
+		size_t rl = c->reasoning.len, cl = c->content.len;
+		o->len = rl ? 7 + rl + 9 + cl : cl;
+		o->text = malloc(o->len + 1);
+		if (!o->text)
+			return cr_errf(err, CR_ENOMEM, "%s: out of memory", e->base);
+		if (rl) {
+			memcpy(o->text, "<think>", 7);
+			memcpy(o->text + 7, c->reasoning.p, rl);
+			memcpy(o->text + 7 + rl, "</think>\n", 9);
+		}
+		if (cl)
+			memcpy(o->text + o->len - cl, c->content.p, cl);
+		o->text[o->len] = '\0';
+		snprintf(o->finish, sizeof o->finish, "%s", c->finish);
+		o->lost_tokens = lost[k];
+		lost_all += lost[k];
+	}
+	gen_count_prompt(a, out);
+	if (count_tokens(e, a, out)) {
+		gen_count_check(&e->stats, a, out, rq->ids ? rq->ids[0] : NULL);
+	} else {
+		int how = gen_count_from_usage(a, rq->max_tokens, out);
+		pthread_mutex_lock(&e->stats.lock);
+		e->stats.requests++;
+		e->stats.tok_failed += e->how == TOK_GGUF ||
+			(e->how != TOK_USAGE && atomic_load(&e->api) != API_NONE);
+		e->stats.split_all += how == 's';
+		e->stats.split_one += how == 'o';
+		e->stats.estimated += how == 'e';
+		e->stats.absent += how == 'e';
+		pthread_mutex_unlock(&e->stats.lock);
+	}
+	pthread_mutex_lock(&e->stats.lock);
+	e->stats.lost_tokens += lost_all;
+	pthread_mutex_unlock(&e->stats.lock);
+	for (int k = 0; rq->on_progress && k < a->n; k++)
+		rq->on_progress(rq->pctx, k, out[k].completion_tokens, out[k].len);
+	return CR_OK;
 }
 
 static enum cr_status ep_complete(void *ctx, const struct gen_req *rq, struct gen_completion *out,
 				  struct cr_err *err)
 {
 	struct ep *e = ctx;
-	struct buf b = { 0 };
-	char *body = NULL;
+	struct xfer x = { 0 };
+	struct gen_ans a = { 0 };
+	char *body = NULL, smsg[MSG_MAX * 4 + 16];
+	long *lost = NULL;
 	int64_t t0 = cr_now_ns();
 	enum cr_status st;
 
@@ -680,26 +856,71 @@ static enum cr_status ep_complete(void *ctx, const struct gen_req *rq, struct ge
 			       rq->n);
 	for (int k = 0; k < rq->n; k++)
 		memset(&out[k], 0, sizeof out[k]);
+	lost = calloc((size_t)rq->n, sizeof *lost);
+	if (!lost)
+		return cr_errf(err, CR_ENOMEM, "%s: out of memory", e->base);
 	st = build_body(e, rq, &body, err);
 	if (!st)
-		st = post(e, body, &b, err);
+		st = exchange(e, e->post, body, rq, &a, lost, false, &x, err);
+	if (!st && !x.sse && gen_ans_from_json(&a, e->base, x.body.p, x.body.len, err) &&
+	    (st = CR_EENV) && a.bad[0]) {
+		server_message(e, &x.body, smsg, sizeof smsg);
+		st = cr_errf(err, CR_EENV, "%s: %s: %s", e->base, a.bad, smsg);
+	}
+	if (!st && x.sse && !a.done)
+		for (int k = 0; k < rq->n && !st; k++)
+			if (!a.c[k].seen)
+				st = cr_errf(err, CR_EENV,
+					     "%s: the stream held no choice %d for n=%d (does the "
+					     "server support n > 1?)", e->base, k, rq->n);
 	if (!st)
-		st = parse(e, rq, &b, out, err);
+		st = take_answer(e, rq, &a, lost, out, err);
 	if (!st)
 		for (int k = 0; k < rq->n; k++)
 			out[k].gen_s = (double)(cr_now_ns() - t0) * 1e-9;
+	else
+		for (int k = 0; k < rq->n; k++)
+			gen_completion_release(&out[k]);
+	gen_ans_release(&a);
+	free(x.body.p);
 	free(body);
-	free(b.p);
+	free(lost);
 	return st;
 }
 
 static json_t *ep_describe(void *ctx)
 {
 	struct ep *e = ctx;
-	return json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind", "endpoint", "url", e->base,
-			 "model", e->model, "api_key_env",
-			 e->key_env ? json_string(e->key_env) : json_null(), "reasoning_effort",
-			 e->effort ? json_string(e->effort) : json_null());
+	int api = atomic_load(&e->api);
+	const char *src = e->how == TOK_GGUF ? "gguf" : e->how == TOK_USAGE ? "usage"
+		: api == API_LLAMA || api == API_VLLM ? "server"
+		: api == API_NONE ? "usage" : NULL;
+	json_t *tc = gen_count_stats_json(&e->stats);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:{s:f, s:f, s:o}, s:{s:f, s:o, s:f}}",
+			      "kind", "endpoint", "url", e->base, "model", e->model,
+			      "api_key_env", e->key_env ? json_string(e->key_env) : json_null(),
+			      "reasoning_effort", e->effort ? json_string(e->effort) : json_null(),
+			      "stream", e->stream,
+			      "timeouts", "connect_s", e->connect_s, "idle_s", e->idle_s,
+			      "request_s", e->request_s > 0 ? json_real(e->request_s)
+			      : e->stream ? json_null() : json_real(600),
+			      "retry", "window_s", e->window_s,
+			      "max_retries", e->max_retries > 0 ? json_integer(e->max_retries)
+			      : e->max_retries < 0 ? json_integer(0) : json_null(),
+			      "backoff_s", e->backoff_s);
+
+	if (!j || !tc) {
+		json_decref(j);
+		json_decref(tc);
+		return NULL;
+	}
+	json_object_set_new(tc, "tokenizer", json_string(e->how == TOK_GGUF ? e->tok_path
+		: e->how == TOK_SERVER ? "server" : e->how == TOK_USAGE ? "usage" : "auto"));
+	json_object_set_new(tc, "source", src ? json_string(src) : json_null());
+	json_object_set_new(tc, "server_api", api == API_LLAMA ? json_string("llama.cpp")
+			    : api == API_VLLM ? json_string("vllm") : json_null());
+	json_object_set_new(j, "token_counts", tc);
+	return j;
 }
 
 static void ep_release(void *ctx)
@@ -718,9 +939,14 @@ static void ep_release(void *ctx)
 		explicit_bzero(e->key, strlen(e->key));
 		free(e->key);
 	}
+	gen_count_gguf_free(e->gguf);
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->probe);
+	pthread_mutex_destroy(&e->stats.lock);
 	free(e->base);
 	free(e->post);
+	free(e->tok_url);
+	free(e->tok_path);
 	free(e->model);
 	free(e->effort);
 	free(e->key_env);
@@ -757,11 +983,16 @@ static enum cr_status read_key(struct ep *e, struct cr_err *err)
 	return CR_OK;
 }
 
+static bool bad_num(double v)
+{
+	return v < 0 || !isfinite(v);
+}
+
 enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_generator *g,
 				 struct cr_err *err)
 {
 	struct ep *e;
-	size_t ul;
+	size_t ul, bl;
 	enum cr_status st = CR_OK;
 	struct curl_slist *s;
 
@@ -771,9 +1002,13 @@ enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_ge
 			       c->url ? c->url : "");
 	if (!c->model || !*c->model)
 		return cr_errf(err, CR_EUSAGE, "%s: no model named", c->url);
-	if (c->concurrency < 0 || c->timeout_s < 0 || c->backoff_s < 0 || !isfinite(c->timeout_s) ||
-	    !isfinite(c->backoff_s))
-		return cr_errf(err, CR_EUSAGE, "%s: negative concurrency, timeout or backoff",
+	if (c->concurrency < 0 || bad_num(c->timeout_s) || bad_num(c->backoff_s) ||
+	    bad_num(c->connect_timeout_s) || bad_num(c->idle_timeout_s) ||
+	    bad_num(c->retry_window_s))
+		return cr_errf(err, CR_EUSAGE,
+			       "%s: a negative concurrency, timeout, retry window or backoff", c->url);
+	if (c->tokenizer && !*c->tokenizer)
+		return cr_errf(err, CR_EUSAGE, "%s: an empty tokenizer (a .gguf, server or usage)",
 			       c->url);
 	pthread_once(&global_once, global_init);
 	if (global_rc)
@@ -783,11 +1018,17 @@ enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_ge
 	if (!e)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->probe, NULL);
+	gen_count_stats_init(&e->stats);
+	atomic_init(&e->api, API_UNKNOWN);
+	atomic_init(&e->ever_ok, false);
 	ul = strlen(c->url);
 	while (ul > 8 && c->url[ul - 1] == '/')
 		ul--;
 	e->base = strndup(c->url, ul);
 	e->post = malloc(ul + sizeof "/chat/completions");
+	bl = ul >= 3 && !memcmp(c->url + ul - 3, "/v1", 3) ? ul - 3 : ul;
+	e->tok_url = malloc(bl + sizeof "/tokenize");
 	e->model = strdup(c->model);
 	e->key_env = c->api_key_env ? strdup(c->api_key_env) : NULL;
 	e->concurrency = c->concurrency ? c->concurrency : 1;
@@ -798,18 +1039,34 @@ enum cr_status gen_endpoint_open(const struct gen_endpoint_cfg *c, struct gen_ge
 			       c->reasoning_effort);
 	}
 	e->effort = c->reasoning_effort ? strdup(c->reasoning_effort) : NULL;
-	e->timeout_ms = (long)((c->timeout_s > 0 ? c->timeout_s : 600) * 1000);
-	if (e->timeout_ms < 1)
-		e->timeout_ms = 1;
-	e->max_retries = c->max_retries ? (c->max_retries < 0 ? 0 : c->max_retries) : 5;
+	e->stream = c->stream >= 0;
+	e->connect_s = c->connect_timeout_s > 0 ? c->connect_timeout_s : 30;
+	e->idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : 300;
+	e->request_s = c->timeout_s;
+	e->window_s = c->retry_window_s > 0 ? c->retry_window_s : 600;
+	e->max_retries = c->max_retries;
 	e->backoff_s = c->backoff_s > 0 ? c->backoff_s : 1;
+	e->how = !c->tokenizer ? TOK_AUTO : !strcmp(c->tokenizer, "server") ? TOK_SERVER
+		: !strcmp(c->tokenizer, "usage") ? TOK_USAGE : TOK_GGUF;
+	if (e->how == TOK_USAGE)
+		atomic_store(&e->api, API_NONE);
 	e->pool = calloc((size_t)e->concurrency, sizeof *e->pool);
-	if (!e->base || !e->post || !e->model || (c->api_key_env && !e->key_env) || !e->pool ||
-	    (c->reasoning_effort && !e->effort)) {
+	if (!e->base || !e->post || !e->tok_url || !e->model || (c->api_key_env && !e->key_env) ||
+	    !e->pool || (c->reasoning_effort && !e->effort)) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
 	snprintf(e->post, ul + sizeof "/chat/completions", "%s/chat/completions", e->base);
+	snprintf(e->tok_url, bl + sizeof "/tokenize", "%.*s/tokenize", (int)bl, e->base);
+	if (e->how == TOK_GGUF) {
+		e->tok_path = strdup(c->tokenizer);
+		if (!e->tok_path) {
+			st = cr_errf(err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((st = gen_count_gguf_open(c->tokenizer, &e->gguf, err)))
+			goto out;
+	}
 	/* the handles made here, so a failure shows at open and the calls only pop them */
 	for (; e->n_pool < e->concurrency; e->n_pool++)
 		if (!(e->pool[e->n_pool] = curl_easy_init())) {

@@ -4,21 +4,62 @@
  *   fake_openai --port-file F --script S --log DIR [--max-requests N]
  *
  * Listens on 127.0.0.1, port 0, and writes the port to F (F.tmp, then
- * renamed, so a reader never sees half a number). Serves one connection at
- * a time, one HTTP/1.1 request per connection (Content-Length bodies,
- * "Expect: 100-continue" answered, every answer "Connection: close").
- * Request i (0-based, arrival order) is logged before it is answered:
- * DIR/req-<i>.json holds the body exactly, DIR/req-<i>.head the request line
- * and headers. It is answered by line i of the script (blank lines and lines
- * starting with '#' are not counted):
+ * renamed, so a reader never sees half a number). Serves each connection
+ * on a thread of its own (a slow stream does not hold up a /tokenize), one
+ * HTTP/1.1 request per connection (Content-Length bodies, "Expect:
+ * 100-continue" answered, every answer "Connection: close"). A POST to
+ * /tokenize is answered apart (below); every other request i (0-based,
+ * arrival order) is logged before it is answered: DIR/req-<i>.json holds the
+ * body exactly, DIR/req-<i>.head the request line and headers. It is
+ * answered by line i of the script (blank lines, lines starting with '#'
+ * and `tokenize` lines are not counted):
  *
- *   STATUS FILE [retry-after=N]  status, body from FILE (relative to the
- *                                script's folder), application/json
- *   sleep MS STATUS FILE [...]   the same after MS milliseconds
- *   close                        the connection closed without an answer
- *   echo                         200, n choices (the request's n) whose
- *                                content is the file $FAKE_OPENAI_ECHO_FILE,
- *                                usage at 4 bytes a token
+ *   [sleep MS] STATUS FILE [retry-after=N]
+ *                       status, body from FILE (relative to the script's
+ *                       folder), application/json, after MS milliseconds
+ *   [sleep MS] close    the connection closed without an answer
+ *   [sleep MS] echo [OPTION...]
+ *                       200, n choices (the request's n) of the file
+ *                       $FAKE_OPENAI_ECHO_FILE, made and counted with the toy
+ *                       tokenizer (below); at most the request's max_tokens
+ *                       tokens a choice, finish_reason "length" when cut
+ *                       there, else "stop". Streamed as server-sent events
+ *                       (chunked, one token a chunk, choices in turn,
+ *                       [DONE] last) when the request has "stream": true,
+ *                       else one JSON body. DIR/gen-<i>.json says what was
+ *                       made: {"tokens": [each choice's tokens, reasoning
+ *                       included], "reasoning": [...], "sent": [tokens that
+ *                       went out], "usage": U or null, "dropped": bool}.
+ *                       OPTIONs:
+ *     usage=sum|one|none  usage.completion_tokens: the sum over the choices
+ *                       (vLLM, OpenAI; the default), choice 0's alone
+ *                       (llama.cpp's server with n > 1), or no usage
+ *     chunk-ms=MS       MS milliseconds before each chunk (a slow stream)
+ *     drop-after=K      the connection closed after K chunks (all choices),
+ *                       the stream unfinished
+ *     stall-after=K stall-ms=MS  silent for MS milliseconds after K chunks
+ *     nocode            the text is prose with no code block
+ *     think             each choice carries reasoning_content first
+ *     vary              choice k has k more lines ("// variant k") after the
+ *                       text, so the choices' counts differ
+ *     nostream          one JSON body even when the request asks a stream
+ *   refuse MS           the request is closed unanswered, the listening
+ *                       socket closed, and the SAME port listened on again
+ *                       after MS milliseconds (a server restart)
+ *   tokenize [llama|vllm]  (anywhere; not a request) serve POST /tokenize
+ *                       with the toy tokenizer: llama.cpp's shape
+ *                       ({"content": text} -> {"tokens": [...]}; the default)
+ *                       or vLLM's ({"prompt": text} -> {"count": N, "tokens":
+ *                       [...]}, 400 without "prompt"). Without the line,
+ *                       /tokenize is 404. Each call is logged as
+ *                       DIR/tok-<j>.json.
+ *
+ * The toy tokenizer (about 0.4 tokens a byte on C; BPE gives 0.25-0.35):
+ * greedy from the left, a token is a space and up to 8 of [A-Za-z0-9_]
+ * after it, up to 8 of [A-Za-z0-9_], up to 8 of space, tab, CR, LF,
+ * another ASCII character and up to 3 more but space, tab, CR, LF, or one
+ * non-ASCII UTF-8 character; a prefix of whole tokens tokenizes to those
+ * tokens.
  *
  * Past the script's end: 500 {"error":{"message":"script exhausted"}}.
  * Exits on SIGTERM, after --max-requests answers, or when its parent dies.
@@ -28,8 +69,12 @@
 #include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +88,8 @@
 #define HEAD_MAX (64 << 10)
 #define BODY_MAX (64 << 20)
 
-enum kind { REPLY, CLOSE, ECHO };
+enum kind { REPLY, CLOSE, ECHO, REFUSE };
+enum usage { U_SUM, U_ONE, U_NONE };
 
 struct line {
 	enum kind kind;
@@ -52,10 +98,21 @@ struct line {
 	int retry_after;          /* -1: no header */
 	char *body;
 	size_t len;
+	/* echo */
+	enum usage usage;
+	int chunk_ms, drop_after, stall_after, stall_ms;
+	bool nocode, think, vary, nostream;
+	int refuse_ms;
 };
 
 static const char *log_dir;
 static const char exhausted[] = "{\"error\":{\"message\":\"script exhausted\"}}";
+static struct line *g_lines;
+static int g_n_lines;
+static int g_tokenize;        /* 0: off, 1: llama.cpp, 2: vLLM */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_next, g_next_tok;         /* request numbers given */
+static atomic_int g_answered, g_refuse_ms;
 
 static void die(const char *fmt, const char *a, const char *b)
 {
@@ -103,29 +160,76 @@ static int parse_int(const char *s, const char *what, const char *raw)
 	return (int)v;
 }
 
-static void parse_line(char *s, const char *dir, struct line *l)
+static void echo_option(struct line *l, const char *t, const char *raw)
 {
-	char raw[512], *tok[6], *save = NULL, path[PATH_MAX];
+	if (!strcmp(t, "usage=sum"))
+		l->usage = U_SUM;
+	else if (!strcmp(t, "usage=one"))
+		l->usage = U_ONE;
+	else if (!strcmp(t, "usage=none"))
+		l->usage = U_NONE;
+	else if (!strncmp(t, "chunk-ms=", 9))
+		l->chunk_ms = parse_int(t + 9, "chunk-ms", raw);
+	else if (!strncmp(t, "drop-after=", 11))
+		l->drop_after = parse_int(t + 11, "drop-after", raw);
+	else if (!strncmp(t, "stall-after=", 12))
+		l->stall_after = parse_int(t + 12, "stall-after", raw);
+	else if (!strncmp(t, "stall-ms=", 9))
+		l->stall_ms = parse_int(t + 9, "stall-ms", raw);
+	else if (!strcmp(t, "nocode"))
+		l->nocode = true;
+	else if (!strcmp(t, "think"))
+		l->think = true;
+	else if (!strcmp(t, "vary"))
+		l->vary = true;
+	else if (!strcmp(t, "nostream"))
+		l->nostream = true;
+	else
+		die("unknown echo option '%s' in '%s'", t, raw);
+}
+
+/* false: a line that is no request (tokenize) */
+static bool parse_line(char *s, const char *dir, struct line *l)
+{
+	char raw[512], *tok[16] = { 0 }, *save = NULL, path[PATH_MAX];
 	int nt = 0, i = 0;
 
 	snprintf(raw, sizeof raw, "%s", s);
-	for (char *t = strtok_r(s, " \t", &save); t && nt < 6; t = strtok_r(NULL, " \t", &save))
+	for (char *t = strtok_r(s, " \t", &save); t && nt < 16; t = strtok_r(NULL, " \t", &save))
 		tok[nt++] = t;
 	memset(l, 0, sizeof *l);
 	l->retry_after = -1;
-	if (nt == 1 && !strcmp(tok[0], "close")) {
-		l->kind = CLOSE;
-		return;
+	l->drop_after = l->stall_after = -1;
+	if (!nt)
+		die("an empty script line%s%s", "", "");
+	if (!strcmp(tok[0], "tokenize")) {
+		if (nt > 2 || (nt == 2 && strcmp(tok[1], "llama") && strcmp(tok[1], "vllm")))
+			die("tokenize takes llama or vllm: '%s'%s", raw, "");
+		g_tokenize = nt == 2 && !strcmp(tok[1], "vllm") ? 2 : 1;
+		return false;
 	}
-	if (nt == 1 && !strcmp(tok[0], "echo")) {
-		l->kind = ECHO;
-		return;
+	if (!strcmp(tok[0], "refuse")) {
+		if (nt != 2)
+			die("refuse takes milliseconds: '%s'%s", raw, "");
+		l->kind = REFUSE;
+		l->refuse_ms = parse_int(tok[1], "milliseconds", raw);
+		return true;
 	}
-	if (nt >= 1 && !strcmp(tok[0], "sleep")) {
-		if (nt < 2)
-			die("sleep without milliseconds: '%s'%s", raw, "");
+	if (!strcmp(tok[0], "sleep")) {
+		if (nt < 3)
+			die("sleep without milliseconds or answer: '%s'%s", raw, "");
 		l->sleep_ms = parse_int(tok[1], "milliseconds", raw);
 		i = 2;
+	}
+	if (nt - i == 1 && !strcmp(tok[i], "close")) {
+		l->kind = CLOSE;
+		return true;
+	}
+	if (!strcmp(tok[i], "echo")) {
+		l->kind = ECHO;
+		for (int j = i + 1; j < nt; j++)
+			echo_option(l, tok[j], raw);
+		return true;
 	}
 	if (nt - i < 2 || nt - i > 3)
 		die("cannot read script line '%s'%s", raw, "");
@@ -145,6 +249,7 @@ static void parse_line(char *s, const char *dir, struct line *l)
 	l->body = slurp(path, &l->len);
 	if (!l->body)
 		die("cannot read %s (%s)", path, strerror(errno));
+	return true;
 }
 
 static struct line *read_script(const char *path, int *n)
@@ -172,7 +277,8 @@ static struct line *read_script(const char *path, int *n)
 			if (!ls)
 				die("out of memory%s%s", "", "");
 		}
-		parse_line(s, dir, &ls[(*n)++]);
+		if (parse_line(s, dir, &ls[*n]))
+			(*n)++;
 	}
 	free(text);
 	free(dcopy);
@@ -223,31 +329,141 @@ static void answer(int fd, int status, const char *body, size_t len, int retry_a
 		send_all(fd, body, len);
 }
 
-static void write_log(int i, const char *ext, const char *p, size_t n)
+static void answer_json(int fd, int status, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (s)
+		answer(fd, status, s, strlen(s), -1);
+	else
+		answer(fd, 500, "{}", 2, -1);
+	free(s);
+	json_decref(j);
+}
+
+static void write_log(const char *kind, int i, const char *ext, const char *p, size_t n)
 {
 	char path[PATH_MAX];
 	FILE *f;
 
-	snprintf(path, sizeof path, "%s/req-%d.%s", log_dir, i, ext);
+	snprintf(path, sizeof path, "%s/%s-%d.%s", log_dir, kind, i, ext);
 	f = fopen(path, "wb");
 	if (!f || fwrite(p, 1, n, f) != n || fclose(f))
 		die("cannot write %s%s", path, "");
 }
 
-/* ceil(bytes / 4): the echo's token count */
-static long long tokens(size_t bytes)
+static void sleep_ms(int ms)
 {
-	return (long long)((bytes + 3) / 4);
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
-/* The echo line's answer: n copies of the candidate as a completion. */
-static void echo(int fd, const char *req, size_t len)
+static bool is_word(unsigned char c)
+{
+	return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+static bool is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The toy tokenizer: the byte length of the token at s[0..n). */
+static size_t toy_next(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t k = 1;
+
+	if (u[0] == ' ' && n > 1 && is_word(u[1])) {
+		while (k < n && k < 9 && is_word(u[k]))
+			k++;
+	} else if (is_word(u[0])) {
+		while (k < n && k < 8 && is_word(u[k]))
+			k++;
+	} else if (is_space(u[0])) {
+		while (k < n && k < 8 && is_space(u[k]))
+			k++;
+	} else if (u[0] >= 0x80) {
+		while (k < n && (u[k] & 0xc0) == 0x80)
+			k++;
+	} else {
+		while (k < n && k < 4 && u[k] < 0x80 && !is_space(u[k]))
+			k++;
+	}
+	return k;
+}
+
+/* Token boundaries of s: off[0..*nt] (off[*nt] == n), malloc'd. */
+static size_t *toy_tokens(const char *s, size_t n, size_t *nt)
+{
+	size_t *off = malloc((n + 1) * sizeof *off), i = 0, k = 0;
+
+	if (!off)
+		die("out of memory%s%s", "", "");
+	while (i < n) {
+		off[k++] = i;
+		i += toy_next(s + i, n - i);
+	}
+	off[k] = n;
+	*nt = k;
+	return off;
+}
+
+static const char prose[] =
+	"I cannot write this kernel without knowing more about the shapes it will see, "
+	"so here is what I would try first: fuse the loads, keep the loop simple and "
+	"let the compiler vectorise it.";
+
+struct choice {
+	char *reason, *text;      /* malloc'd */
+	size_t rl, tl;
+	size_t *roff, *toff;      /* token boundaries */
+	size_t rn, tn;            /* tokens made (after max_tokens) */
+	bool length;
+	size_t sent;              /* tokens that went out */
+	bool finished;
+};
+
+static void send_event(int fd, json_t *j, bool *ok)
+{
+	char *s = json_dumps(j, JSON_COMPACT), head[32];
+	size_t n = s ? strlen(s) + 8 : 0;
+
+	json_decref(j);
+	if (!s || !*ok) {
+		free(s);
+		*ok = false;
+		return;
+	}
+	snprintf(head, sizeof head, "%zx\r\ndata: ", n);
+	*ok = send_all(fd, head, strlen(head)) && send_all(fd, s, strlen(s)) &&
+	      send_all(fd, "\n\n\r\n", 4);
+	free(s);
+}
+
+static json_t *chunk(const char *model, int k, const char *field, const char *p, size_t n,
+		     const char *finish)
+{
+	json_t *d = json_object();
+	if (field)
+		json_object_set_new(d, field, json_stringn(p, n));
+	return json_pack("{s:s, s:s, s:s, s:[{s:i, s:o, s:o}]}", "id", "fake", "object",
+			 "chat.completion.chunk", "model", model, "choices", "index", k, "delta", d,
+			 "finish_reason", finish ? json_string(finish) : json_null());
+}
+
+/* The echo line's answer for request i. */
+static void echo(int fd, int i, const struct line *l, const char *req, size_t len)
 {
 	const char *path = getenv("FAKE_OPENAI_ECHO_FILE");
-	json_t *rq = json_loadb(req, len, 0, NULL), *resp, *ch, *v;
-	size_t cl = 0, pb = 0;
-	char *cand = path ? slurp(path, &cl) : NULL, *out;
-	long long n = 1;
+	json_t *rq = json_loadb(req, len, 0, NULL), *v, *log, *ju;
+	size_t cl = 0;
+	char *cand = l->nocode ? strdup(prose) : path ? slurp(path, &cl) : NULL, *s;
+	long long n = 1, maxt = -1, U = 0;
+	const char *model;
+	struct choice *ch;
+	bool stream, ok = true, dropped = false;
+	int sent = 0;
 
 	if (!cand || !rq) {
 		static const char e1[] =
@@ -261,31 +477,160 @@ static void echo(int fd, const char *req, size_t len)
 		json_decref(rq);
 		return;
 	}
+	if (l->nocode)
+		cl = strlen(cand);
 	v = json_object_get(rq, "n");
-	if (json_is_integer(v) && json_integer_value(v) > 0)
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 64)
 		n = json_integer_value(v);
-	v = json_object_get(rq, "messages");
-	for (size_t i = 0; i < json_array_size(v); i++)
-		pb += json_string_length(json_object_get(json_array_get(v, i), "content"));
-	ch = json_array();
-	for (long long k = 0; k < n; k++)
-		json_array_append_new(ch, json_pack("{s:I, s:{s:s, s:s%}, s:s}", "index", k,
-			"message", "role", "assistant", "content", cand, cl,
-			"finish_reason", "stop"));
+	v = json_object_get(rq, "max_tokens");
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		maxt = json_integer_value(v);
 	v = json_object_get(rq, "model");
-	resp = json_pack("{s:s, s:s, s:O, s:o, s:{s:I, s:I, s:I}}", "id", "fake", "object",
-			 "chat.completion", "model", json_is_string(v) ? v : json_null(),
-			 "choices", ch, "usage", "prompt_tokens", tokens(pb),
-			 "completion_tokens", n * tokens(cl), "total_tokens",
-			 tokens(pb) + n * tokens(cl));
-	out = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
-	if (out)
-		answer(fd, 200, out, strlen(out), -1);
-	else
-		answer(fd, 500, "{}", 2, -1);
-	free(out);
+	model = json_is_string(v) ? json_string_value(v) : "fake";
+	stream = json_is_true(json_object_get(rq, "stream")) && !l->nostream;
+	ch = calloc((size_t)n, sizeof *ch);
+	if (!ch)
+		die("out of memory%s%s", "", "");
+	for (long long k = 0; k < n; k++) {
+		struct choice *c = &ch[k];
+		size_t rn, tn, cap = cl + 32 * (size_t)(l->vary ? k : 0) + 1;
+		c->text = malloc(cap);
+		c->reason = malloc(128);
+		if (!c->text || !c->reason)
+			die("out of memory%s%s", "", "");
+		memcpy(c->text, cand, cl);
+		c->tl = cl;
+		for (long long j = 0; l->vary && j < k; j++)
+			c->tl += (size_t)snprintf(c->text + c->tl, cap - c->tl, "\n// variant %lld", k);
+		c->text[c->tl] = '\0';
+		c->rl = l->think ? (size_t)snprintf(c->reason, 128,
+			"Let me think about choice %lld: a plain loop will do.", k) : 0;
+		c->roff = toy_tokens(c->reason, c->rl, &rn);
+		c->toff = toy_tokens(c->text, c->tl, &tn);
+		c->rn = maxt >= 0 && (long long)rn > maxt ? (size_t)maxt : rn;
+		c->tn = maxt >= 0 && (long long)(c->rn + tn) > maxt ? (size_t)maxt - c->rn : tn;
+		c->length = c->rn + c->tn < rn + tn;
+		U += l->usage == U_SUM || k == 0 ? (long long)(c->rn + c->tn) : 0;
+	}
+	ju = l->usage == U_NONE ? json_null()
+		: json_pack("{s:i, s:I, s:I}", "prompt_tokens", 11, "completion_tokens", U,
+			    "total_tokens", 11 + U);
+	if (!stream) {
+		json_t *arr = json_array(), *resp;
+		for (long long k = 0; k < n; k++) {
+			struct choice *c = &ch[k];
+			json_t *m = json_pack("{s:s, s:s%}", "role", "assistant", "content", c->text,
+					      c->toff[c->tn]);
+			if (c->rl)
+				json_object_set_new(m, "reasoning_content",
+						    json_stringn(c->reason, c->roff[c->rn]));
+			json_array_append_new(arr, json_pack("{s:I, s:o, s:s}", "index", k,
+				"message", m, "finish_reason", c->length ? "length" : "stop"));
+			c->sent = c->rn + c->tn;
+		}
+		resp = json_pack("{s:s, s:s, s:s, s:o, s:O}", "id", "fake", "object",
+				 "chat.completion", "model", model, "choices", arr, "usage", ju);
+		answer_json(fd, 200, resp);
+	} else {
+		static const char done[] = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+		static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+			"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+		bool more = true;
+		ok = send_all(fd, head, sizeof head - 1);
+		while (ok && more && !dropped) {
+			more = false;
+			for (long long k = 0; k < n && ok && !dropped; k++) {
+				struct choice *c = &ch[k];
+				size_t t = c->sent;
+				if (c->finished)
+					continue;
+				more = true;
+				if (l->chunk_ms)
+					sleep_ms(l->chunk_ms);
+				if (t < c->rn)
+					send_event(fd, chunk(model, (int)k, "reasoning_content",
+							     c->reason + c->roff[t],
+							     c->roff[t + 1] - c->roff[t], NULL), &ok);
+				else if (t < c->rn + c->tn)
+					send_event(fd, chunk(model, (int)k, "content",
+							     c->text + c->toff[t - c->rn],
+							     c->toff[t - c->rn + 1] - c->toff[t - c->rn],
+							     NULL), &ok);
+				if (t < c->rn + c->tn) {
+					c->sent++;
+					sent++;
+					if (sent == l->drop_after)
+						dropped = true;
+					if (sent == l->stall_after)
+						sleep_ms(l->stall_ms);
+				} else {
+					send_event(fd, chunk(model, (int)k, NULL, NULL, 0,
+							     c->length ? "length" : "stop"), &ok);
+					c->finished = true;
+				}
+			}
+		}
+		if (ok && !dropped && !json_is_null(ju))
+			send_event(fd, json_pack("{s:s, s:s, s:s, s:[], s:O}", "id", "fake", "object",
+						 "chat.completion.chunk", "model", model, "choices",
+						 "usage", ju), &ok);
+		if (ok && !dropped)
+			ok = send_all(fd, done, sizeof done - 1);
+	}
+	log = json_pack("{s:[], s:[], s:[], s:O, s:b}", "tokens", "reasoning", "sent", "usage",
+			json_is_null(ju) ? ju : json_object_get(ju, "completion_tokens"),
+			"dropped", dropped);
+	for (long long k = 0; k < n; k++) {
+		json_array_append_new(json_object_get(log, "tokens"),
+				      json_integer((json_int_t)(ch[k].rn + ch[k].tn)));
+		json_array_append_new(json_object_get(log, "reasoning"),
+				      json_integer((json_int_t)ch[k].rn));
+		json_array_append_new(json_object_get(log, "sent"),
+				      json_integer((json_int_t)ch[k].sent));
+		free(ch[k].text);
+		free(ch[k].reason);
+		free(ch[k].roff);
+		free(ch[k].toff);
+	}
+	s = json_dumps(log, JSON_COMPACT);
+	if (s)
+		write_log("gen", i, "json", s, strlen(s));
+	free(s);
+	json_decref(log);
+	json_decref(ju);
+	free(ch);
 	free(cand);
-	json_decref(resp);
+	json_decref(rq);
+}
+
+/* POST /tokenize with the toy tokenizer, in the configured server's shape. */
+static void tokenize(int fd, const char *req, size_t len)
+{
+	json_t *rq = json_loadb(req, len, 0, NULL);
+	json_t *t = json_object_get(rq, g_tokenize == 2 ? "prompt" : "content"), *ids;
+	size_t nt, *off;
+
+	if (!json_is_string(t)) {
+		answer_json(fd, g_tokenize == 2 ? 400 : 500, json_pack("{s:{s:s, s:i}}", "error",
+			"message", g_tokenize == 2 ? "prompt: field required" : "content missing",
+			"code", g_tokenize == 2 ? 400 : 500));
+		json_decref(rq);
+		return;
+	}
+	off = toy_tokens(json_string_value(t), json_string_length(t), &nt);
+	ids = json_array();
+	for (size_t k = 0; k < nt; k++) {
+		unsigned h = 5381;
+		for (size_t b = off[k]; b < off[k + 1]; b++)
+			h = h * 33 + (unsigned char)json_string_value(t)[b];
+		json_array_append_new(ids, json_integer(h % 32000));
+	}
+	free(off);
+	if (g_tokenize == 2)
+		answer_json(fd, 200, json_pack("{s:I, s:i, s:o}", "count", (json_int_t)nt,
+					       "max_model_len", 8192, "tokens", ids));
+	else
+		answer_json(fd, 200, json_pack("{s:o}", "tokens", ids));
 	json_decref(rq);
 }
 
@@ -347,45 +692,89 @@ bad:
 	return false;
 }
 
-static bool serve(int fd, int i, const struct line *ls, int n_lines)
+static atomic_int g_lfd = -1;
+
+static void *serve(void *p)
 {
+	int fd = (int)(intptr_t)p, i;
 	char *head, *body;
 	size_t hlen, blen;
-	const struct line *l = i < n_lines ? &ls[i] : NULL;
+	const struct line *l;
+	struct timeval tv = { 10, 0 };   /* a silent client does not hang its thread */
 
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	if (!read_request(fd, &head, &hlen, &body, &blen))
-		return false;
-	write_log(i, "json", body, blen);
-	write_log(i, "head", head, hlen);
+		goto out;   /* a connection that sent no request is not counted */
+	if (strstr(head, "/tokenize ") && strstr(head, "/tokenize ") < strstr(head, "\r\n")) {
+		pthread_mutex_lock(&g_lock);
+		i = g_next_tok++;
+		pthread_mutex_unlock(&g_lock);
+		write_log("tok", i, "json", body, blen);
+		if (g_tokenize)
+			tokenize(fd, body, blen);
+		else
+			answer(fd, 404, "{\"error\":{\"code\":404,\"message\":\"File Not Found\"}}",
+			       49, -1);
+		goto done;
+	}
+	pthread_mutex_lock(&g_lock);
+	i = g_next++;
+	pthread_mutex_unlock(&g_lock);
+	write_log("req", i, "json", body, blen);
+	write_log("req", i, "head", head, hlen);
+	l = i < g_n_lines ? &g_lines[i] : NULL;
+	if (l && l->sleep_ms)
+		sleep_ms(l->sleep_ms);
 	if (!l) {
 		answer(fd, 500, exhausted, sizeof exhausted - 1, -1);
 	} else if (l->kind == ECHO) {
-		echo(fd, body, blen);
+		echo(fd, i, l, body, blen);
 	} else if (l->kind == REPLY) {
-		if (l->sleep_ms) {
-			struct timespec ts = { l->sleep_ms / 1000,
-						(l->sleep_ms % 1000) * 1000000L };
-			while (nanosleep(&ts, &ts) && errno == EINTR)
-				;
-		}
 		answer(fd, l->status, l->body, l->len, l->retry_after);
+	} else if (l->kind == REFUSE) {
+		atomic_store(&g_refuse_ms, l->refuse_ms);
+		shutdown(atomic_load(&g_lfd), SHUT_RDWR);   /* wakes the accept loop */
 	}
+	atomic_fetch_add(&g_answered, 1);
+done:
 	free(head);
 	free(body);
-	return true;
+out:
+	shutdown(fd, SHUT_WR);
+	close(fd);
+	return NULL;
+}
+
+static int listen_on(struct sockaddr_in *a)
+{
+	int one = 1;
+
+	for (int tries = 0; tries < 200; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) &&
+		    !bind(fd, (struct sockaddr *)a, sizeof *a) && !listen(fd, 64))
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		if (errno != EADDRINUSE)
+			break;
+		sleep_ms(10);
+	}
+	die("cannot listen on 127.0.0.1 (%s)%s", strerror(errno), "");
+	return -1;
 }
 
 int main(int argc, char **argv)
 {
 	const char *port_file = NULL, *script = NULL;
 	long max_req = -1;
-	struct line *ls;
-	int n_lines, lfd, one = 1;
+	int lfd;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof a;
 	pid_t parent = getppid();
 	char tmp[PATH_MAX];
 	FILE *f;
+	pthread_attr_t attr;
 
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
@@ -407,35 +796,45 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent)
 		return 0;   /* the parent is already gone */
 	signal(SIGPIPE, SIG_IGN);
-	ls = read_script(script, &n_lines);
+	g_lines = read_script(script, &g_n_lines);
+	atomic_store(&g_refuse_ms, -1);
 	if (mkdir(log_dir, 0755) && errno != EEXIST)
 		die("cannot create %s (%s)", log_dir, strerror(errno));
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-	    bind(lfd, (struct sockaddr *)&a, sizeof a) || listen(lfd, 64) ||
-	    getsockname(lfd, (struct sockaddr *)&a, &al))
-		die("cannot listen on 127.0.0.1 (%s)%s", strerror(errno), "");
+	lfd = listen_on(&a);
+	if (getsockname(lfd, (struct sockaddr *)&a, &al))
+		die("getsockname: %s%s", strerror(errno), "");
+	atomic_store(&g_lfd, lfd);
 	snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
 	f = fopen(tmp, "w");
 	if (!f || fprintf(f, "%d\n", ntohs(a.sin_port)) < 0 || fclose(f) || rename(tmp, port_file))
 		die("cannot write %s (%s)", port_file, strerror(errno));
-	for (int i = 0; max_req < 0 || i < max_req;) {
-		struct timeval tv = { 10, 0 };   /* a silent client does not hang the server */
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	while (max_req < 0 || atomic_load(&g_answered) < max_req) {
+		struct pollfd pf = { .fd = lfd, .events = POLLIN };
+		int ms = atomic_exchange(&g_refuse_ms, -1), fd;
+		pthread_t th;
+		if (ms >= 0) {
+			close(lfd);   /* a restart: refused until it listens again */
+			sleep_ms(ms);
+			lfd = listen_on(&a);
+			atomic_store(&g_lfd, lfd);
+			continue;
+		}
+		if (poll(&pf, 1, 50) <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			if (errno == EINTR || errno == ECONNABORTED || errno == EINVAL ||
+			    errno == EAGAIN)
 				continue;
 			die("accept: %s%s", strerror(errno), "");
 		}
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		if (serve(fd, i, ls, n_lines))
-			i++;   /* a connection that sent no request is not counted */
-		shutdown(fd, SHUT_WR);
-		close(fd);
+		if (pthread_create(&th, &attr, serve, (void *)(intptr_t)fd)) {
+			close(fd);
+			continue;
+		}
 	}
-	close(lfd);
-	for (int i = 0; i < n_lines; i++)
-		free(ls[i].body);
-	free(ls);
+	sleep_ms(50);   /* the last answers go out */
 	return 0;
 }

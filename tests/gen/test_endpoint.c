@@ -134,6 +134,19 @@ static json_t *req_json(int i)
 	return j;
 }
 
+/* log/gen-I.json of the running fake: what its echo made. */
+static json_t *gen_log(int i)
+{
+	char *s = req_log(i, "json"), p[PATH_MAX + 32];
+	json_t *j;
+	free(s);
+	snprintf(p, sizeof p, "%s/log/gen-%d.json", g_fake.dir, i);
+	j = json_load_file(p, 0, NULL);
+	if (!j)
+		fail_msg("no %s", p);
+	return j;
+}
+
 static int n_logged(void)
 {
 	int n = 0;
@@ -298,8 +311,10 @@ static void test_optional_fields(void **state)
 	g.release(g.ctx);
 }
 
-/* n=3: the choices arrive as 2, 0, 1 and land by index; the 100 usage
- * tokens split 10:20:30 by bytes are 16.7, 33.3, 50 -> 17, 33, 50. */
+/* n=3: the choices arrive as 2, 0, 1 and land by index. Choice 1 finished
+ * by "length", so it made max_tokens (256) tokens and usage 100 cannot be
+ * the sum: it is one choice's, and the other two get 100 scaled by their
+ * bytes over their mean bytes (10:30 of 20): 50 and 150. */
 static void test_n3_index_order(void **state)
 {
 	struct gen_generator g;
@@ -322,11 +337,13 @@ static void test_n3_index_order(void **state)
 	assert_string_equal(out[1].text, "choice one is 20 b..");
 	assert_string_equal(out[2].text, "choice two: thirty bytes long!");
 	assert_string_equal(out[1].finish, "length");
-	assert_int_equal(out[0].completion_tokens, 17);
-	assert_int_equal(out[1].completion_tokens, 33);
-	assert_int_equal(out[2].completion_tokens, 50);
-	assert_int_equal(out[0].completion_tokens + out[1].completion_tokens +
-			 out[2].completion_tokens, 100);
+	assert_int_equal(out[0].completion_tokens, 50);
+	assert_int_equal(out[1].completion_tokens, 256);
+	assert_int_equal(out[2].completion_tokens, 150);
+	for (int k = 0; k < 3; k++) {
+		assert_string_equal(out[k].count_src, "usage-split");
+		assert_int_equal(out[k].usage_tokens, 100);
+	}
 	for (int k = 0; k < 3; k++) {
 		assert_int_equal(out[k].prompt_tokens, 50);
 		assert_int_equal(out[k].reasoning_tokens, 0);
@@ -363,8 +380,9 @@ static void test_reasoning_content(void **state)
 }
 
 /* `reasoning`, none, and an inline <think>, no reasoning count reported:
- * reasoning -1, 0, -1; 30 tokens over 15:5:20 bytes are 11.25, 3.75, 15
- * -> 11, 4, 15. */
+ * reasoning -1, 0, -1. Choice 2 finished by "length" (256 tokens), so
+ * usage 30 is one choice's: the others get 30 scaled by their bytes over
+ * their mean (15:5 of 10): 45 and 15. */
 static void test_reasoning_unreported(void **state)
 {
 	struct gen_generator g;
@@ -385,9 +403,9 @@ static void test_reasoning_unreported(void **state)
 	assert_int_equal(out[0].reasoning_tokens, -1);
 	assert_int_equal(out[1].reasoning_tokens, 0);
 	assert_int_equal(out[2].reasoning_tokens, -1);
-	assert_int_equal(out[0].completion_tokens, 11);
-	assert_int_equal(out[1].completion_tokens, 4);
-	assert_int_equal(out[2].completion_tokens, 15);
+	assert_int_equal(out[0].completion_tokens, 45);
+	assert_int_equal(out[1].completion_tokens, 15);
+	assert_int_equal(out[2].completion_tokens, 256);
 	assert_string_equal(out[2].finish, "length");
 	release_all(out, 3);
 	g.release(g.ctx);
@@ -736,9 +754,12 @@ static void *work(void *p)
 }
 
 /* Four complete() calls at once from four threads, concurrency 4, against
- * the echo: all succeed with the candidate, 4 bytes a token. */
+ * the echo: all succeed with the candidate, counted as the fake made it
+ * (its usage is the sum: the bytes say so). */
 static void test_concurrent(void **state)
 {
+	json_t *gl;
+	int toy;
 	struct gen_generator g;
 	struct gen_endpoint_cfg c;
 	struct worker w[4];
@@ -765,12 +786,16 @@ static void test_concurrent(void **state)
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	pthread_barrier_destroy(&bar);
+	gl = gen_log(0);
+	toy = (int)json_integer_value(json_array_get(json_object_get(gl, "tokens"), 0));
+	json_decref(gl);
+	assert_true(toy > 0);
 	for (int i = 0; i < 4; i++) {
 		if (w[i].st)
 			fail_msg("thread %d: %s", i, w[i].err.msg);
 		for (int k = 0; k < 2; k++) {
 			assert_string_equal(w[i].out[k].text, cand);
-			assert_int_equal(w[i].out[k].completion_tokens, (int)((len + 3) / 4));
+			assert_int_equal(w[i].out[k].completion_tokens, toy);
 		}
 		release_all(w[i].out, 2);
 	}
