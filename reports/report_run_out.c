@@ -34,7 +34,8 @@ static void md_dirs(FILE *f, const struct report_runs *R)
 	fprintf(f, "## Run directories\n\n%zu run director%s of `crucible run` (run.json, "
 		"results.csv, selected.csv, curve.csv; docs/REPORTS.md, \"Run directories\").\n\n"
 		"| directory | run | generator | model | tasks | candidates | picked | "
-		"stopped on budget | --resume reused / generated |\n|---|---|---|---|---:|---:|---:|---:|---:|\n", R->n_dirs,
+		"stopped on budget | --resume reused / generated |\n"
+		"|---|---|---|---|---:|---:|---:|---:|---:|\n", R->n_dirs,
 		R->n_dirs == 1 ? "y" : "ies");
 	for (size_t i = 0; i < R->n_dirs; i++) {
 		const struct report_rundir *d = &R->dirs[i];
