@@ -635,8 +635,9 @@ static enum cr_status exchange(struct ep *e, const char *url, const char *body,
 		d = x->retry_after >= 0 ? fmin(x->retry_after, RETRY_AFTER_MAX) : delay;
 		if (d > e->window_s - spent)
 			d = e->window_s - spent;
-		fprintf(stderr, "run: %s: %s; retry %d in %.*f s, %.0f s left of the retry window\n",
-			e->base, what, attempt, d < 0.1 ? 2 : 1, d, e->window_s - spent);
+		fprintf(stderr, "run: %s: %s; retry %d in %.*f s, %.*f s left of the retry window\n",
+			e->base, what, attempt, d < 0.1 ? 2 : 1, d, e->window_s - spent < 10 ? 1 : 0,
+			e->window_s - spent);
 		pthread_mutex_lock(&e->stats.lock);
 		e->stats.retries++;
 		pthread_mutex_unlock(&e->stats.lock);

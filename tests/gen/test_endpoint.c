@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "gen/gen_gen.h"
+#include "gen/gen_http_impl.h"
 
 #define KEY_ENV "CRUCIBLE_TEST_ENDPOINT_KEY"
 #define KEY "sk-crucible-test-4242"
@@ -804,6 +805,482 @@ static void test_concurrent(void **state)
 	g.release(g.ctx);
 }
 
+/* ---- issue 31: streaming, timeouts, retries over a window, token counts ---- */
+
+/* The echo's candidate for every test below. */
+static void echo_file(void)
+{
+	setenv("FAKE_OPENAI_ECHO_FILE", fixture_path("echo_cand.txt"), 1);
+}
+
+/* gen-I.json's per-choice array FIELD, element k. */
+static int gen_at(int i, const char *field, int k)
+{
+	json_t *g = gen_log(i);
+	int v = (int)json_integer_value(json_array_get(json_object_get(g, field), (size_t)k));
+	json_decref(g);
+	return v;
+}
+
+static json_t *token_counts(struct gen_generator *g)
+{
+	json_t *d = g->describe(g->ctx), *tc;
+	assert_non_null(d);
+	tc = json_incref(json_object_get(d, "token_counts"));
+	assert_non_null(tc);
+	json_decref(d);
+	return tc;
+}
+
+static long long tc_int(json_t *tc, const char *key)
+{
+	json_t *v = json_object_get(tc, key);
+	if (!json_is_integer(v))
+		fail_msg("token_counts.%s is not an integer", key);
+	return json_integer_value(v);
+}
+
+/* The event stream parser alone: CRLF, CR and LF line ends, comments,
+ * fields other than data, a multi-line data event, three choices
+ * interleaved with reasoning, usage in the last chunk, [DONE]; fed whole
+ * and one byte at a time. */
+static const char sse_text[] =
+	": keep-alive\r\n\r\n"
+	"event: message\r\n"
+	"data: {\"choices\":[{\"index\":2,\"delta\":{\"role\":\"assistant\"}}]}\r\n\r\n"
+	"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Hm\"}}]}\n\n"
+	"data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"B1\"}}]}\r\r"
+	"data: {\"choices\":[{\"index\":2,\r\n"
+	"data: \"delta\":{\"reasoning\":\"r2\"}}]}\n\n"
+	"data:{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"A\\n\"}}]}\n\n"
+	"data: {\"choices\":[{\"index\":2,\"delta\":{\"content\":\"C\"},\"finish_reason\":\"length\"}]}\n\n"
+	"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"},"
+	"{\"index\":1,\"delta\":{\"content\":\"2\"},\"finish_reason\":\"stop\"}]}\n\n"
+	"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":7}}\n\n"
+	"data: [DONE]\n\n";
+
+struct prog {
+	pthread_mutex_t lock;
+	int calls, last_tokens[4];
+	size_t last_bytes[4];
+	bool backwards;
+};
+
+static void on_prog(void *p, int k, int tokens, size_t bytes)
+{
+	struct prog *g = p;
+	pthread_mutex_lock(&g->lock);
+	g->calls++;
+	if (k >= 0 && k < 4) {
+		if (bytes < g->last_bytes[k])
+			g->backwards = true;
+		g->last_tokens[k] = tokens;
+		g->last_bytes[k] = bytes;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void check_sse(struct gen_ans *a, const struct prog *p)
+{
+	assert_true(a->done);
+	assert_true(gen_ans_complete(a));
+	assert_string_equal(a->c[0].reasoning.p, "Hm");
+	assert_string_equal(a->c[0].content.p, "A\n");
+	assert_string_equal(a->c[1].content.p, "B12");
+	assert_int_equal(a->c[1].reasoning.len, 0);
+	assert_string_equal(a->c[2].reasoning.p, "r2");
+	assert_string_equal(a->c[2].content.p, "C");
+	assert_string_equal(a->c[0].finish, "stop");
+	assert_string_equal(a->c[1].finish, "stop");
+	assert_string_equal(a->c[2].finish, "length");
+	assert_int_equal(a->c[0].chunks, 2);
+	assert_int_equal(a->c[1].chunks, 2);
+	assert_int_equal(a->c[2].chunks, 2);
+	assert_int_equal(json_integer_value(json_object_get(a->usage, "completion_tokens")), 7);
+	assert_int_equal(p->calls, 6);
+	assert_int_equal(p->last_tokens[1], 2);
+	assert_int_equal(p->last_bytes[1], 3);
+	assert_false(p->backwards);
+}
+
+static void test_sse_parse(void **state)
+{
+	struct gen_ans a;
+	struct prog p;
+	size_t n = sizeof sse_text - 1;
+	(void)state;
+
+	for (int way = 0; way < 2; way++) {
+		memset(&p, 0, sizeof p);
+		pthread_mutex_init(&p.lock, NULL);
+		assert_int_equal(gen_ans_init(&a, 3), 0);
+		a.on_progress = on_prog;
+		a.pctx = &p;
+		if (way == 0) {
+			assert_int_equal(gen_sse_feed(&a, sse_text, n), 0);
+		} else {
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(gen_sse_feed(&a, sse_text + i, 1), 0);
+		}
+		gen_sse_end(&a);
+		if (a.bad[0])
+			fail_msg("%s", a.bad);
+		check_sse(&a, &p);
+		gen_ans_release(&a);
+		pthread_mutex_destroy(&p.lock);
+	}
+	/* an error object in the stream stops it with its code and message */
+	assert_int_equal(gen_ans_init(&a, 1), 0);
+	assert_int_equal(gen_sse_feed(&a, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+				      "\"x\"}}]}\n\ndata: {\"error\":{\"code\":503,\"message\":"
+				      "\"overloaded\"}}\n\n", 112), -1);
+	assert_int_equal(a.err_code, 503);
+	assert_string_equal(a.err_msg, "overloaded");
+	assert_false(gen_ans_complete(&a));
+	gen_ans_release(&a);
+	/* an index past n is malformed */
+	assert_int_equal(gen_ans_init(&a, 1), 0);
+	assert_int_equal(gen_sse_feed(&a, "data: {\"choices\":[{\"index\":1,\"delta\":{}}]}\n\n", 46),
+			 -1);
+	assert_non_null(strstr(a.bad, "out of range"));
+	gen_ans_release(&a);
+}
+
+/* llama.cpp's way: n = 3 streamed, reasoning apart, usage of choice 0 alone,
+ * /tokenize offered: every choice's count is the toy tokenizer's, exactly;
+ * usage matched one choice and describe() says so. The request asked a
+ * stream with usage. */
+static void test_llama_usage_n3(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	struct prog p = { 0 };
+	json_t *b, *tc, *d;
+	(void)state;
+
+	echo_file();
+	fake_start("llama_n3.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	pthread_mutex_init(&p.lock, NULL);
+	rq.on_progress = on_prog;
+	rq.pctx = &p;
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	b = req_json(0);
+	assert_true(json_is_true(json_object_get(b, "stream")));
+	assert_true(json_is_true(json_object_get(json_object_get(b, "stream_options"),
+						 "include_usage")));
+	json_decref(b);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_int_equal(out[k].reasoning_tokens, gen_at(0, "reasoning", k));
+		assert_string_equal(out[k].count_src, "tokenizer");
+		assert_int_equal(out[k].usage_tokens, gen_at(0, "tokens", 0));
+		assert_int_equal(out[k].lost_tokens, 0);
+		assert_true(!strncmp(out[k].text, "<think>Let me think about choice", 32));
+		assert_string_equal(out[k].finish, "stop");
+	}
+	assert_true(out[2].completion_tokens > out[0].completion_tokens);
+	assert_true(p.calls >= out[0].completion_tokens);
+	assert_int_equal(p.last_tokens[2], out[2].completion_tokens);
+	tc = token_counts(&g);
+	assert_string_equal(json_string_value(json_object_get(tc, "source")), "server");
+	assert_string_equal(json_string_value(json_object_get(tc, "server_api")), "llama.cpp");
+	assert_string_equal(json_string_value(json_object_get(tc, "tokenizer")), "auto");
+	assert_int_equal(tc_int(tc, "requests"), 1);
+	assert_int_equal(tc_int(tc, "usage_matched_one_choice"), 1);
+	assert_int_equal(tc_int(tc, "usage_matched_sum"), 0);
+	assert_int_equal(tc_int(tc, "usage_disagreed"), 0);
+	json_decref(tc);
+	d = g.describe(g.ctx);
+	assert_true(json_is_true(json_object_get(d, "stream")));
+	assert_true(json_is_object(json_object_get(d, "timeouts")));
+	assert_true(json_is_object(json_object_get(d, "retry")));
+	json_decref(d);
+	release_all(out, 3);
+	g.release(g.ctx);
+	pthread_mutex_destroy(&p.lock);
+}
+
+/* vLLM's /tokenize shape (probed after llama.cpp's is refused), usage the
+ * sum; the stream off: one JSON answer, no stream fields sent. */
+static void test_vllm_usage_sum(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	json_t *tc, *b;
+	(void)state;
+
+	echo_file();
+	fake_start("vllm_n3.script");
+	c = cfg_for(g_fake.url);
+	c.stream = -1;
+	c.tokenizer = "server";
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	b = req_json(0);
+	assert_null(json_object_get(b, "stream"));
+	json_decref(b);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_string_equal(out[k].count_src, "tokenizer");
+	}
+	tc = token_counts(&g);
+	assert_string_equal(json_string_value(json_object_get(tc, "server_api")), "vllm");
+	assert_int_equal(tc_int(tc, "usage_matched_sum"), 1);
+	json_decref(tc);
+	release_all(out, 3);
+	g.release(g.ctx);
+}
+
+/* llama.cpp's usage with no /tokenize: read as one choice's from the bytes
+ * (never the sum split three ways); each choice within a tenth of what the
+ * fake made. */
+static void test_one_choice_usage_no_tokenizer(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	json_t *tc;
+	(void)state;
+
+	echo_file();
+	fake_start("one_notok.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	for (int k = 0; k < 3; k++) {
+		int made = gen_at(0, "tokens", k);
+		assert_string_equal(out[k].count_src, "usage-split");
+		if (abs(out[k].completion_tokens - made) * 10 > made)
+			fail_msg("choice %d: %d tokens counted, %d made", k,
+				 out[k].completion_tokens, made);
+	}
+	tc = token_counts(&g);
+	assert_string_equal(json_string_value(json_object_get(tc, "source")), "usage");
+	assert_int_equal(tc_int(tc, "usage_read_as_one_choice"), 1);
+	json_decref(tc);
+	release_all(out, 3);
+	g.release(g.ctx);
+}
+
+/* No usage: counted by the tokenizer, usage absent; with tokenizer "usage",
+ * an estimate. */
+static void test_usage_absent(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(2);
+	struct gen_completion out[2];
+	struct cr_err err;
+	json_t *tc;
+	(void)state;
+
+	echo_file();
+	fake_start("nousage.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_int_equal(out[k].usage_tokens, -1);
+	}
+	tc = token_counts(&g);
+	assert_int_equal(tc_int(tc, "usage_absent"), 1);
+	json_decref(tc);
+	release_all(out, 2);
+	g.release(g.ctx);
+	fake_stop(NULL);
+
+	fake_start("nousage.script");
+	c = cfg_for(g_fake.url);
+	c.tokenizer = "usage";
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	for (int k = 0; k < 2; k++) {
+		assert_string_equal(out[k].count_src, "estimate");
+		assert_int_equal(out[k].completion_tokens, (int)((out[k].len + 3) / 4));
+	}
+	tc = token_counts(&g);
+	assert_string_equal(json_string_value(json_object_get(tc, "source")), "usage");
+	assert_int_equal(tc_int(tc, "estimated"), 1);
+	json_decref(tc);
+	release_all(out, 2);
+	g.release(g.ctx);
+}
+
+/* A stream slower than the idle timeout in all (60-odd chunks 20 ms apart,
+ * idle 0.4 s, no request timeout) but never silent that long completes. */
+static void test_slow_stream(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	double t0;
+	(void)state;
+
+	echo_file();
+	fake_start("slow.script");
+	c = cfg_for(g_fake.url);
+	c.timeout_s = 0;
+	c.idle_timeout_s = 0.4;
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	t0 = now_s();
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_true(now_s() - t0 > 0.6);
+	assert_int_equal(n_logged(), 1);
+	assert_int_equal(out[0].completion_tokens, gen_at(0, "tokens", 0));
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* Silent for 3 s after 5 chunks: the idle timeout (0.5 s) ends the try, the
+ * request is retried whole, and the 5 tokens of the failed try are lost. */
+static void test_idle_timeout_retried(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	json_t *tc;
+	double t0;
+	(void)state;
+
+	echo_file();
+	fake_start("stall.script");
+	c = cfg_for(g_fake.url);
+	c.idle_timeout_s = 0.5;
+	c.timeout_s = 0;
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	t0 = now_s();
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_true(now_s() - t0 < 2.9);
+	assert_int_equal(n_logged(), 2);
+	assert_int_equal(out[0].completion_tokens, gen_at(1, "tokens", 0));
+	assert_int_equal(out[0].lost_tokens, 5);
+	tc = token_counts(&g);
+	assert_int_equal(tc_int(tc, "retries"), 1);
+	assert_int_equal(tc_int(tc, "lost_tokens"), 5);
+	json_decref(tc);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* The connection dropped after 7 chunks: retried whole, 7 tokens lost. */
+static void test_drop_mid_stream(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	echo_file();
+	fake_start("drop.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_int_equal(n_logged(), 2);
+	assert_int_equal(gen_at(0, "sent", 0), 7);
+	assert_int_equal(out[0].lost_tokens, 7);
+	assert_int_equal(out[0].completion_tokens, gen_at(1, "tokens", 0));
+	assert_string_equal(out[0].count_src, "tokenizer");
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* After a success the server restarts: the request is closed unanswered and
+ * the port refuses for 1.5 s; the request is retried through it. */
+static void test_restart_survived(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	double t0;
+	(void)state;
+
+	echo_file();
+	fake_start("restart.script");
+	c = cfg_for(g_fake.url);
+	c.max_retries = 0;
+	c.backoff_s = 0.1;
+	c.retry_window_s = 20;
+	c.tokenizer = "usage";
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete 1: %s", err.msg);
+	release_all(out, 1);
+	t0 = now_s();
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete 2: %s", err.msg);
+	assert_true(now_s() - t0 > 1.2);
+	assert_true(now_s() - t0 < 10);
+	assert_int_equal(n_logged(), 3);
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
+/* 503 until the window (0.6 s) is spent: CR_EENV naming the endpoint, the
+ * failure and the window. */
+static void test_window_spent(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	double t0;
+	(void)state;
+
+	fake_start("window.script");
+	c = cfg_for(g_fake.url);
+	c.max_retries = 0;
+	c.backoff_s = 0.05;
+	c.retry_window_s = 0.6;
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	t0 = now_s();
+	assert_int_equal(g.complete(g.ctx, &rq, out, &err), CR_EENV);
+	assert_true(now_s() - t0 >= 0.55);
+	assert_true(now_s() - t0 < 5);
+	assert_non_null(strstr(err.msg, g_fake.url));
+	assert_non_null(strstr(err.msg, "HTTP 50"));
+	assert_non_null(strstr(err.msg, "retry window"));
+	assert_true(n_logged() >= 3);
+	g.release(g.ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -826,6 +1303,16 @@ int main(void)
 		cmocka_unit_test_teardown(test_fewer_choices, fake_stop),
 		cmocka_unit_test_teardown(test_not_json, fake_stop),
 		cmocka_unit_test_teardown(test_concurrent, fake_stop),
+		cmocka_unit_test(test_sse_parse),
+		cmocka_unit_test_teardown(test_llama_usage_n3, fake_stop),
+		cmocka_unit_test_teardown(test_vllm_usage_sum, fake_stop),
+		cmocka_unit_test_teardown(test_one_choice_usage_no_tokenizer, fake_stop),
+		cmocka_unit_test_teardown(test_usage_absent, fake_stop),
+		cmocka_unit_test_teardown(test_slow_stream, fake_stop),
+		cmocka_unit_test_teardown(test_idle_timeout_retried, fake_stop),
+		cmocka_unit_test_teardown(test_drop_mid_stream, fake_stop),
+		cmocka_unit_test_teardown(test_restart_survived, fake_stop),
+		cmocka_unit_test_teardown(test_window_spent, fake_stop),
 	};
 	fixtures = getenv("FAKE_OPENAI_FIXTURES");
 	if (!fixtures || !getenv("FAKE_OPENAI")) {
