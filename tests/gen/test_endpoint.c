@@ -27,6 +27,11 @@
 
 #include "gen/gen_gen.h"
 #include "gen/gen_http_impl.h"
+#include "decode/model/dec_vocab.h"
+#include "decode/model/gguf.h"
+#include "decode/quant/dec_quant.h"
+#include "decode/tok/dec_tok.h"
+#include "dec_testutil.h"
 
 #define KEY_ENV "CRUCIBLE_TEST_ENDPOINT_KEY"
 #define KEY "sk-crucible-test-4242"
@@ -1281,6 +1286,70 @@ static void test_window_spent(void **state)
 	g.release(g.ctx);
 }
 
+/* cfg.tokenizer a .gguf: its tokenizer alone counts each choice (as
+ * dec_tok_encode does, no BOS), no /tokenize is asked, and the toy usage
+ * disagrees with it: describe() keeps the worst disagreement. */
+static void test_gguf_tokenizer(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(2);
+	struct gen_completion out[2];
+	struct cr_err err;
+	struct tiny_spec s;
+	struct dec_gguf *gg;
+	struct dec_tok *tok;
+	char path[PATH_MAX];
+	json_t *tc, *w;
+	(void)state;
+
+	tiny_spec_default(&s, "qwen2", DEC_T_F32);
+	s.dim = 64;
+	s.hidden = 64;
+	s.n_layers = 1;
+	tiny_tmpname(path, sizeof path, ".gguf");
+	assert_int_equal(tiny_model_write(&s, path), 0);
+	echo_file();
+	fake_start("one_notok.script");
+	c = cfg_for(g_fake.url);
+	c.tokenizer = path;
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_int_equal(dec_gguf_open(path, &gg, &err), CR_OK);
+	assert_int_equal(dec_vocab_tokenizer(gg, &tok, &err), CR_OK);
+	for (int k = 0; k < 2; k++) {
+		int32_t *ids;
+		size_t n;
+		assert_int_equal(dec_tok_encode(tok, out[k].text, out[k].len, 1, 0, &ids, &n, &err),
+				 CR_OK);
+		assert_int_equal(out[k].completion_tokens, (int)n);
+		assert_string_equal(out[k].count_src, "tokenizer");
+		free(ids);
+	}
+	dec_tok_free(tok);
+	dec_gguf_free(gg);
+	{
+		char tp[PATH_MAX + 32];
+		snprintf(tp, sizeof tp, "%s/log/tok-0.json", g_fake.dir);
+		assert_int_equal(access(tp, F_OK), -1);   /* no /tokenize asked */
+	}
+	tc = token_counts(&g);
+	assert_string_equal(json_string_value(json_object_get(tc, "source")), "gguf");
+	assert_string_equal(json_string_value(json_object_get(tc, "tokenizer")), path);
+	assert_int_equal(tc_int(tc, "usage_disagreed"), 1);
+	w = json_object_get(tc, "worst_disagreement");
+	assert_int_equal(json_integer_value(json_object_get(w, "usage")), out[0].usage_tokens);
+	assert_int_equal(json_integer_value(json_object_get(w, "counted")),
+			 out[0].completion_tokens + out[1].completion_tokens);
+	assert_string_equal(json_string_value(json_object_get(w, "id")), "c0");
+	json_decref(tc);
+	release_all(out, 2);
+	g.release(g.ctx);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1313,6 +1382,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_drop_mid_stream, fake_stop),
 		cmocka_unit_test_teardown(test_restart_survived, fake_stop),
 		cmocka_unit_test_teardown(test_window_spent, fake_stop),
+		cmocka_unit_test_teardown(test_gguf_tokenizer, fake_stop),
 	};
 	fixtures = getenv("FAKE_OPENAI_FIXTURES");
 	if (!fixtures || !getenv("FAKE_OPENAI")) {
