@@ -868,7 +868,7 @@ static enum cr_status ep_complete(void *ctx, const struct gen_req *rq, struct ge
 		server_message(e, &x.body, smsg, sizeof smsg);
 		st = cr_errf(err, CR_EENV, "%s: %s: %s", e->base, a.bad, smsg);
 	}
-	if (!st && x.sse && !a.done)
+	if (!st && x.sse)
 		for (int k = 0; k < rq->n && !st; k++)
 			if (!a.c[k].seen)
 				st = cr_errf(err, CR_EENV,

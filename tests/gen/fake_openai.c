@@ -26,8 +26,8 @@
  *                       there, else "stop". Streamed as server-sent events
  *                       (chunked, one token a chunk, choices in turn,
  *                       [DONE] last) when the request has "stream": true,
- *                       else one JSON body. DIR/gen-<i>.json says what was
- *                       made: {"tokens": [each choice's tokens, reasoning
+ *                       else one JSON body. DIR/gen-<i>.json, written before
+ *                       the answer ends, says what was made: {"tokens": [each choice's tokens, reasoning
  *                       included], "reasoning": [...], "sent": [tokens that
  *                       went out], "usage": U or null, "dropped": bool}.
  *                       OPTIONs:
@@ -452,13 +452,36 @@ static json_t *chunk(const char *model, int k, const char *field, const char *p,
 			 "finish_reason", finish ? json_string(finish) : json_null());
 }
 
+/* DIR/gen-I.json: what the echo made and sent. */
+static void log_gen(int i, const struct choice *ch, long long n, json_t *ju, bool dropped)
+{
+	json_t *log = json_pack("{s:[], s:[], s:[], s:O, s:b}", "tokens", "reasoning", "sent",
+				"usage", json_is_null(ju) ? ju : json_object_get(ju, "completion_tokens"),
+				"dropped", dropped);
+	char *s;
+
+	for (long long k = 0; k < n; k++) {
+		json_array_append_new(json_object_get(log, "tokens"),
+				      json_integer((json_int_t)(ch[k].rn + ch[k].tn)));
+		json_array_append_new(json_object_get(log, "reasoning"),
+				      json_integer((json_int_t)ch[k].rn));
+		json_array_append_new(json_object_get(log, "sent"),
+				      json_integer((json_int_t)ch[k].sent));
+	}
+	s = json_dumps(log, JSON_COMPACT);
+	if (s)
+		write_log("gen", i, "json", s, strlen(s));
+	free(s);
+	json_decref(log);
+}
+
 /* The echo line's answer for request i. */
 static void echo(int fd, int i, const struct line *l, const char *req, size_t len)
 {
 	const char *path = getenv("FAKE_OPENAI_ECHO_FILE");
-	json_t *rq = json_loadb(req, len, 0, NULL), *v, *log, *ju;
+	json_t *rq = json_loadb(req, len, 0, NULL), *v, *ju;
 	size_t cl = 0;
-	char *cand = l->nocode ? strdup(prose) : path ? slurp(path, &cl) : NULL, *s;
+	char *cand = l->nocode ? strdup(prose) : path ? slurp(path, &cl) : NULL;
 	long long n = 1, maxt = -1, U = 0;
 	const char *model;
 	struct choice *ch;
@@ -530,6 +553,7 @@ static void echo(int fd, int i, const struct line *l, const char *req, size_t le
 		}
 		resp = json_pack("{s:s, s:s, s:s, s:o, s:O}", "id", "fake", "object",
 				 "chat.completion", "model", model, "choices", arr, "usage", ju);
+		log_gen(i, ch, n, ju, false);   /* before the answer: a client that has it finds the log */
 		answer_json(fd, 200, resp);
 	} else {
 		static const char done[] = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
@@ -570,6 +594,7 @@ static void echo(int fd, int i, const struct line *l, const char *req, size_t le
 				}
 			}
 		}
+		log_gen(i, ch, n, ju, dropped);   /* before the stream's end (or the drop) */
 		if (ok && !dropped && !json_is_null(ju))
 			send_event(fd, json_pack("{s:s, s:s, s:s, s:[], s:O}", "id", "fake", "object",
 						 "chat.completion.chunk", "model", model, "choices",
@@ -577,26 +602,12 @@ static void echo(int fd, int i, const struct line *l, const char *req, size_t le
 		if (ok && !dropped)
 			ok = send_all(fd, done, sizeof done - 1);
 	}
-	log = json_pack("{s:[], s:[], s:[], s:O, s:b}", "tokens", "reasoning", "sent", "usage",
-			json_is_null(ju) ? ju : json_object_get(ju, "completion_tokens"),
-			"dropped", dropped);
 	for (long long k = 0; k < n; k++) {
-		json_array_append_new(json_object_get(log, "tokens"),
-				      json_integer((json_int_t)(ch[k].rn + ch[k].tn)));
-		json_array_append_new(json_object_get(log, "reasoning"),
-				      json_integer((json_int_t)ch[k].rn));
-		json_array_append_new(json_object_get(log, "sent"),
-				      json_integer((json_int_t)ch[k].sent));
 		free(ch[k].text);
 		free(ch[k].reason);
 		free(ch[k].roff);
 		free(ch[k].toff);
 	}
-	s = json_dumps(log, JSON_COMPACT);
-	if (s)
-		write_log("gen", i, "json", s, strlen(s));
-	free(s);
-	json_decref(log);
 	json_decref(ju);
 	free(ch);
 	free(cand);

@@ -1350,6 +1350,33 @@ static void test_gguf_tokenizer(void **state)
 	unlink(path);
 }
 
+/* An answer with no code block comes back as it is (the strategies say
+ * "no code block found"); the fake made it with the toy tokenizer. */
+static void test_nocode_answer(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(1);
+	struct gen_completion out[1];
+	struct cr_err err;
+	(void)state;
+
+	echo_file();
+	fake_start("nocode.script");
+	c = cfg_for(g_fake.url);
+	c.tokenizer = "usage";
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_null(strstr(out[0].text, "```"));
+	assert_true(out[0].len > 40);
+	assert_int_equal(out[0].completion_tokens, gen_at(0, "tokens", 0));
+	assert_string_equal(out[0].count_src, "usage");
+	release_all(out, 1);
+	g.release(g.ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1383,6 +1410,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_restart_survived, fake_stop),
 		cmocka_unit_test_teardown(test_window_spent, fake_stop),
 		cmocka_unit_test_teardown(test_gguf_tokenizer, fake_stop),
+		cmocka_unit_test_teardown(test_nocode_answer, fake_stop),
 	};
 	fixtures = getenv("FAKE_OPENAI_FIXTURES");
 	if (!fixtures || !getenv("FAKE_OPENAI")) {
