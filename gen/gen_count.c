@@ -4,8 +4,10 @@
  * keeps of both.
  *
  * Usage without a tokenizer. Servers differ: llama.cpp's server reports
- * usage.completion_tokens U of ONE choice when n > 1, vLLM and OpenAI the
- * sum over all choices, some none. With n = 1 U is the count ("usage").
+ * usage.completion_tokens U of ONE choice when n > 1 (streaming, a usage
+ * chunk for each choice: then every choice has its own, "usage"), vLLM and
+ * OpenAI the sum over all choices, some none. With n = 1 U is the count
+ * ("usage").
  * With n > 1 the reading is decided from facts ("usage-split"):
  * - a choice that finished by "length" generated exactly max_tokens M
  *   tokens (L such choices): U < L*M cannot be the sum, U > M cannot be one
@@ -50,7 +52,7 @@ json_t *gen_count_stats_json(struct gen_count_stats *s)
 		w = json_pack("{s:I, s:s, s:I, s:I}", "request", (json_int_t)s->worst_req, "id",
 			      s->worst_id, "usage", (json_int_t)s->worst_usage, "counted",
 			      (json_int_t)s->worst_count);
-	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}",
+	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		      "requests", (json_int_t)s->requests,
 		      "usage_matched_sum", (json_int_t)s->matched_sum,
 		      "usage_matched_one_choice", (json_int_t)s->matched_one,
@@ -59,6 +61,7 @@ json_t *gen_count_stats_json(struct gen_count_stats *s)
 		      "worst_disagreement", w ? w : json_null(),
 		      "usage_read_as_sum", (json_int_t)s->split_all,
 		      "usage_read_as_one_choice", (json_int_t)s->split_one,
+		      "usage_per_choice", (json_int_t)s->per_choice,
 		      "estimated", (json_int_t)s->estimated,
 		      "tokenizer_failed", (json_int_t)s->tok_failed,
 		      "retries", (json_int_t)s->retries,
@@ -216,6 +219,21 @@ int gen_count_from_usage(const struct gen_ans *a, int max_tokens, struct gen_com
 		R = U;
 	for (int k = 0; k < n; k++)
 		out[k].reasoning_tokens = b.r[k] ? -1 : 0;
+	for (int k = 0; k < n; k++)
+		if (a->c[k].usage_c < 0)
+			break;
+		else if (k == n - 1 && n > 1) {
+			rc = 'p';   /* every choice its own usage (llama.cpp's stream) */
+			for (int j = 0; j < n; j++) {
+				const struct gen_choice *c = &a->c[j];
+				out[j].completion_tokens = (int)c->usage_c;
+				if (c->usage_r >= 0)
+					out[j].reasoning_tokens = (int)(c->usage_r < c->usage_c
+									? c->usage_r : c->usage_c);
+				snprintf(out[j].count_src, sizeof out[j].count_src, "usage");
+			}
+			goto out;
+		}
 	if (U < 0) {
 		rc = 'e';
 		for (int k = 0; k < n; k++) {

@@ -29,8 +29,9 @@
  *   {"model", "prompt", "add_special_tokens": false} -> {"count", "tokens"};
  *   the shape is probed once, at the first completion;
  * - NULL: "server" when the probe answers, else usage;
- * - "usage": the server's usage read as gen_count.c says ("usage" n = 1,
- *   "usage-split" n > 1, "estimate" without usage).
+ * - "usage": the server's usage read as gen_count.c says ("usage" n = 1 or
+ *   a usage chunk for each choice, "usage-split" n > 1, "estimate" without
+ *   usage).
  * Reasoning is counted apart (the field, or a leading <think>...</think> of
  * the content, whose tags count with the content). Re-tokenizing a text can
  * differ from the ids the server sampled by a token or so a choice (an end
@@ -829,6 +830,7 @@ static enum cr_status take_answer(struct ep *e, const struct gen_req *rq, const 
 			(e->how != TOK_USAGE && atomic_load(&e->api) != API_NONE);
 		e->stats.split_all += how == 's';
 		e->stats.split_one += how == 'o';
+		e->stats.per_choice += how == 'p';
 		e->stats.estimated += how == 'e';
 		e->stats.absent += how == 'e';
 		pthread_mutex_unlock(&e->stats.lock);

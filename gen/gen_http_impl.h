@@ -25,13 +25,19 @@ struct gen_choice {
 	                           * llama.cpp and vLLM) */
 	char finish[16];          /* "" until the server says */
 	bool seen;
+	/* this choice's own usage (completion, reasoning tokens; -1: none):
+	 * llama.cpp's server streams a usage chunk after each choice's end */
+	long long usage_c, usage_r;
 };
 
 /* What one try answered, streamed or whole. */
 struct gen_ans {
 	int n;
 	struct gen_choice *c;     /* [n] by index */
-	json_t *usage;            /* the last usage object seen, or NULL */
+	json_t *usage;            /* the last usage object seen, or NULL; when several
+	                           * usage-only chunks came (one a choice), their sum */
+	int n_usage;              /* usage-only chunks (choices empty) */
+	int last_end;             /* the choice that ended last, -1: none yet */
 	bool done;                /* "data: [DONE]" seen */
 	size_t bytes;             /* text bytes of all choices */
 	/* an error object in the stream: its code (HTTP-like, 0: none) and message */
@@ -71,6 +77,7 @@ struct gen_count_stats {
 	long requests;            /* completed requests */
 	long matched_sum, matched_one, absent, disagreed;
 	long split_all, split_one, estimated; /* without a tokenizer: how usage was read */
+	long per_choice;          /* ... as each choice's own (a usage chunk a choice) */
 	long tok_failed;          /* requests a tokenizer could not count (usage used) */
 	long worst_req;           /* -1: none */
 	char worst_id[64];
@@ -90,7 +97,8 @@ long gen_count_gguf(void *tok, const char *text, size_t len);
 /* Counts from the server's usage alone (no tokenizer): fills
  * completion/reasoning tokens and count_src of out[0..n) from a's texts, the
  * request's max_tokens and usage; returns 's' (usage read as the sum of the
- * choices), 'o' (as one choice's), 'u' (n = 1), 'e' (no usage: estimate). */
+ * choices), 'o' (as one choice's), 'p' (each choice had its own), 'u' (n = 1),
+ * 'e' (no usage: estimate). */
 int gen_count_from_usage(const struct gen_ans *a, int max_tokens, struct gen_completion *out);
 /* prompt_tokens, prefill_tokens, usage_tokens of out[0..n) from usage. */
 void gen_count_prompt(const struct gen_ans *a, struct gen_completion *out);

@@ -7,7 +7,11 @@
  * ends; other fields are ignored. An event's data is "[DONE]" or a JSON
  * chunk: choices[] of {index, delta: {content, reasoning_content |
  * reasoning}, finish_reason}, and usage (the last chunk, choices empty,
- * when the request asked stream_options.include_usage). A chunk holding an
+ * when the request asked stream_options.include_usage; llama.cpp's server
+ * with n > 1 sends such a chunk after each choice's end: each is kept on
+ * the choice that ended last, and the stream's usage is their sum; usage
+ * on chunks with choices, vLLM's continuous stats, counts only when no
+ * usage-only chunk came). A chunk holding an
  * "error" object ends the try with the error's code and message. A chunk
  * whose choice carries text counts one chunk for that choice: llama.cpp's
  * server and vLLM send one token a chunk, so chunks are the tokens so far
@@ -43,6 +47,9 @@ int gen_ans_init(struct gen_ans *a, int n)
 	memset(a, 0, sizeof *a);
 	a->n = n;
 	a->c = calloc((size_t)n, sizeof *a->c);
+	a->last_end = -1;
+	for (int k = 0; a->c && k < n; k++)
+		a->c[k].usage_c = a->c[k].usage_r = -1;
 	return a->c ? 0 : -1;
 }
 
@@ -125,8 +132,10 @@ static int take(struct gen_ans *a, json_t *c, size_t i, const char *field, bool 
 		return -1;
 	}
 	a->bytes += sl + rl;
-	if (json_is_string(fr))
+	if (json_is_string(fr)) {
 		snprintf(ch->finish, sizeof ch->finish, "%s", json_string_value(fr));
+		a->last_end = (int)k;
+	}
 	if (stream && (sl || rl)) {
 		ch->chunks++;
 		if (a->on_progress)
@@ -142,6 +151,43 @@ static void take_usage(struct gen_ans *a, json_t *root)
 	if (json_is_object(u)) {
 		json_decref(a->usage);
 		a->usage = json_incref(u);
+	}
+}
+
+static long long count_in(json_t *o, const char *key)
+{
+	json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? json_integer_value(v) : -1;
+}
+
+/* A chunk whose choices are empty and that carries usage: the stream's
+ * usage, or (llama.cpp's server, n > 1) one choice's, the one that just
+ * ended: kept on it, and a->usage becomes the sum of them all. */
+static void take_usage_chunk(struct gen_ans *a, json_t *u)
+{
+	json_t *d = json_object_get(u, "completion_tokens_details");
+	long long c = count_in(u, "completion_tokens"), r = count_in(d, "reasoning_tokens");
+
+	if (a->last_end >= 0 && a->c[a->last_end].usage_c < 0) {
+		a->c[a->last_end].usage_c = c;
+		a->c[a->last_end].usage_r = r;
+	}
+	if (++a->n_usage == 1 || !a->usage) {
+		json_decref(a->usage);
+		a->usage = json_deep_copy(u);
+		return;
+	}
+	if (c >= 0) {
+		long long s = count_in(a->usage, "completion_tokens");
+		json_object_set_new(a->usage, "completion_tokens", json_integer(s < 0 ? c : s + c));
+	}
+	if (r >= 0) {
+		json_t *sd = json_object_get(a->usage, "completion_tokens_details");
+		long long s = count_in(sd, "reasoning_tokens");
+		if (!json_is_object(sd))
+			json_object_set_new(a->usage, "completion_tokens_details",
+					    sd = json_object());
+		json_object_set_new(sd, "reasoning_tokens", json_integer(s < 0 ? r : s + r));
 	}
 }
 
@@ -188,7 +234,10 @@ static int dispatch(struct gen_ans *a)
 	ch = json_object_get(root, "choices");
 	for (size_t i = 0; i < json_array_size(ch) && !rc; i++)
 		rc = take(a, json_array_get(ch, i), i, "delta", true);
-	take_usage(a, root);
+	if (!json_array_size(ch) && json_is_object(json_object_get(root, "usage")))
+		take_usage_chunk(a, json_object_get(root, "usage"));
+	else if (!a->n_usage)
+		take_usage(a, root);   /* usage on every chunk (vLLM's continuous stats) */
 out:
 	json_decref(root);
 	return rc;

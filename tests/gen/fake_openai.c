@@ -31,9 +31,11 @@
  *                       included], "reasoning": [...], "sent": [tokens that
  *                       went out], "usage": U or null, "dropped": bool}.
  *                       OPTIONs:
- *     usage=sum|one|none  usage.completion_tokens: the sum over the choices
- *                       (vLLM, OpenAI; the default), choice 0's alone
- *                       (llama.cpp's server with n > 1), or no usage
+ *     usage=sum|one|each|none  usage.completion_tokens: the sum over the
+ *                       choices (vLLM, OpenAI; the default), choice 0's alone
+ *                       (llama.cpp's server with n > 1, not streaming), each
+ *                       choice's in a usage chunk after its end (llama.cpp's
+ *                       server streaming; a JSON body: choice 0's), or none
  *     chunk-ms=MS       MS milliseconds before each chunk (a slow stream)
  *     drop-after=K      the connection closed after K chunks (all choices),
  *                       the stream unfinished
@@ -89,7 +91,7 @@
 #define BODY_MAX (64 << 20)
 
 enum kind { REPLY, CLOSE, ECHO, REFUSE };
-enum usage { U_SUM, U_ONE, U_NONE };
+enum usage { U_SUM, U_ONE, U_EACH, U_NONE };
 
 struct line {
 	enum kind kind;
@@ -166,6 +168,8 @@ static void echo_option(struct line *l, const char *t, const char *raw)
 		l->usage = U_SUM;
 	else if (!strcmp(t, "usage=one"))
 		l->usage = U_ONE;
+	else if (!strcmp(t, "usage=each"))
+		l->usage = U_EACH;
 	else if (!strcmp(t, "usage=none"))
 		l->usage = U_NONE;
 	else if (!strncmp(t, "chunk-ms=", 9))
@@ -591,11 +595,16 @@ static void echo(int fd, int i, const struct line *l, const char *req, size_t le
 					send_event(fd, chunk(model, (int)k, NULL, NULL, 0,
 							     c->length ? "length" : "stop"), &ok);
 					c->finished = true;
+					if (l->usage == U_EACH)   /* llama.cpp's server, streaming */
+						send_event(fd, json_pack("{s:s, s:s, s:s, s:[], s:{s:i, s:I}}",
+							"id", "fake", "object", "chat.completion.chunk",
+							"model", model, "choices", "usage", "prompt_tokens", 11,
+							"completion_tokens", (json_int_t)(c->rn + c->tn)), &ok);
 				}
 			}
 		}
 		log_gen(i, ch, n, ju, dropped);   /* before the stream's end (or the drop) */
-		if (ok && !dropped && !json_is_null(ju))
+		if (ok && !dropped && !json_is_null(ju) && l->usage != U_EACH)
 			send_event(fd, json_pack("{s:s, s:s, s:s, s:[], s:O}", "id", "fake", "object",
 						 "chat.completion.chunk", "model", model, "choices",
 						 "usage", ju), &ok);

@@ -1377,6 +1377,57 @@ static void test_nocode_answer(void **state)
 	g.release(g.ctx);
 }
 
+/* llama.cpp's server streaming n = 3 sends a usage chunk after each
+ * choice's end: without a tokenizer each choice gets its own count
+ * exactly; with one, the chunks' sum matches the counted sum. */
+static void test_usage_each_choice(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(3);
+	struct gen_completion out[3];
+	struct cr_err err;
+	json_t *tc;
+	int sum = 0;
+	(void)state;
+
+	echo_file();
+	fake_start("each_n3.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_string_equal(out[k].count_src, "usage");
+		sum += out[k].completion_tokens;
+	}
+	assert_int_equal(out[0].usage_tokens, sum);
+	tc = token_counts(&g);
+	assert_int_equal(tc_int(tc, "usage_per_choice"), 1);
+	json_decref(tc);
+	release_all(out, 3);
+	g.release(g.ctx);
+	fake_stop(NULL);
+
+	fake_start("each_tok.script");
+	c = cfg_for(g_fake.url);
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_string_equal(out[k].count_src, "tokenizer");
+	}
+	tc = token_counts(&g);
+	assert_int_equal(tc_int(tc, "usage_matched_sum"), 1);
+	json_decref(tc);
+	release_all(out, 3);
+	g.release(g.ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1411,6 +1462,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_spent, fake_stop),
 		cmocka_unit_test_teardown(test_gguf_tokenizer, fake_stop),
 		cmocka_unit_test_teardown(test_nocode_answer, fake_stop),
+		cmocka_unit_test_teardown(test_usage_each_choice, fake_stop),
 	};
 	fixtures = getenv("FAKE_OPENAI_FIXTURES");
 	if (!fixtures || !getenv("FAKE_OPENAI")) {
