@@ -9,6 +9,9 @@
  * OpenAI the sum over all choices, some none. With n = 1 U is the count
  * ("usage").
  * With n > 1 the reading is decided from facts ("usage-split"):
+ * - a streamed answer whose text chunks sum to U, or whose one choice's
+ *   chunks are U, sends one token a chunk (llama.cpp's server, vLLM): each
+ *   choice's chunks are its tokens, exactly; otherwise
  * - a choice that finished by "length" generated exactly max_tokens M
  *   tokens (L such choices): U < L*M cannot be the sum, U > M cannot be one
  *   choice's;
@@ -193,6 +196,29 @@ static bool read_as_one(long long U, int max_tokens, const struct gen_ans *a,
 	return fabs(log(U / (tb / n) / TOKENS_PER_BYTE)) < fabs(log(U / tb / TOKENS_PER_BYTE));
 }
 
+/* Whether a's stream chunks are its tokens: every choice streamed, and the
+ * chunks sum to U ('s') or one choice's chunks are U ('o', llama.cpp's
+ * server), U over 1 so an empty stream proves nothing. A server that sends
+ * several tokens in a chunk (a held-back stop string, a split UTF-8
+ * character) fails the test and is read from bytes. */
+static bool chunks_are_tokens(const struct gen_ans *a, long long U, int *rc)
+{
+	long long sum = 0;
+	bool one = false;
+
+	for (int k = 0; k < a->n; k++) {
+		const struct gen_choice *c = &a->c[k];
+		if (!c->chunks && (c->content.len || c->reasoning.len))
+			return false;
+		sum += c->chunks;
+		one |= c->chunks == U;
+	}
+	if (U <= 1 || !sum)
+		return false;
+	*rc = sum == U ? 's' : one ? 'o' : 0;
+	return *rc != 0;
+}
+
 int gen_count_from_usage(const struct gen_ans *a, int max_tokens, struct gen_completion *out)
 {
 	int n = a->n, rc;
@@ -245,6 +271,16 @@ int gen_count_from_usage(const struct gen_ans *a, int max_tokens, struct gen_com
 		out[0].completion_tokens = (int)U;
 		if (R >= 0)
 			out[0].reasoning_tokens = (int)R;
+	} else if (chunks_are_tokens(a, U, &rc)) {
+		/* a streamed answer whose chunks add up to usage (the sum, or one
+		 * choice's): one token a chunk, each choice counted exactly */
+		for (int k = 0; k < n; k++) {
+			const struct gen_choice *c = &a->c[k];
+			out[k].completion_tokens = c->chunks;
+			if (b.r[k] && (R >= 0 || !b.c[k]))
+				out[k].reasoning_tokens = (int)llround(
+					(double)c->chunks * (double)b.r[k] / (double)b.t[k]);
+		}
 	} else {
 		long long M = max_tokens, L = 0;
 		bool one = read_as_one(U, max_tokens, a, &b);

@@ -1048,9 +1048,10 @@ static void test_vllm_usage_sum(void **state)
 	g.release(g.ctx);
 }
 
-/* llama.cpp's usage with no /tokenize: read as one choice's from the bytes
- * (never the sum split three ways); each choice within a tenth of what the
- * fake made. */
+/* llama.cpp's usage with no /tokenize. Streamed: one choice's chunks equal
+ * usage, so chunks are tokens and each choice is counted exactly. Not
+ * streamed: read as one choice's from the bytes (never the sum split three
+ * ways), each choice within a tenth of what the fake made. */
 static void test_one_choice_usage_no_tokenizer(void **state)
 {
 	struct gen_generator g;
@@ -1069,7 +1070,17 @@ static void test_one_choice_usage_no_tokenizer(void **state)
 	if (g.complete(g.ctx, &rq, out, &err))
 		fail_msg("complete: %s", err.msg);
 	for (int k = 0; k < 3; k++) {
-		int made = gen_at(0, "tokens", k);
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_string_equal(out[k].count_src, "usage-split");
+	}
+	release_all(out, 3);
+	g.release(g.ctx);
+	c.stream = -1;
+	open_ok(&c, &g);
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	for (int k = 0; k < 3; k++) {
+		int made = gen_at(1, "tokens", k);
 		assert_string_equal(out[k].count_src, "usage-split");
 		if (abs(out[k].completion_tokens - made) * 10 > made)
 			fail_msg("choice %d: %d tokens counted, %d made", k,
