@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const char *names[] = {
-	"format_error", "compile_error", "runtime_error", "timeout", "out_of_bounds",
+	"no_code", "format_error", "compile_error", "runtime_error", "timeout", "out_of_bounds",
 	"input_mutated", "degenerate", "mismatch", "nondeterministic", "stale_result", "ok", "compiled",
 };
 
@@ -20,3 +20,5 @@ int check_verdict_parse(const char *s)
 			return i;
 	return -1;
 }
+
+_Static_assert(sizeof names / sizeof names[0] == CHECK_VERDICT_COUNT, "a verdict without a name");

@@ -12,6 +12,7 @@ extern "C" {
 
 /* Verdicts in SPEC §4 order: a candidate gets the first that fails. */
 enum check_verdict {
+	CHECK_NO_CODE,           /* `crucible run`: the completion has no fenced code block; never compiled */
 	CHECK_FORMAT_ERROR,
 	CHECK_COMPILE_ERROR,
 	CHECK_RUNTIME_ERROR,

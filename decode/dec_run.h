@@ -121,6 +121,9 @@ enum cr_status dec_opt_bytes(const char *opt, const char *v, uint64_t lo, uint64
  * an unterminated last block runs to the end; without any block, the text
  * after the last </think> (or all of it). */
 void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e);
+/* Whether text[0..n) has a fence line (```, after blanks), as dec_extract_code
+ * reads them: 0 when the candidate would be the fallback text. */
+int dec_has_code_block(const char *text, size_t n);
 /* The candidate file of a completion: its code block (dec_extract_code)
  * with a `// @task TASK` line put first when it has none. malloc'd. */
 char *dec_candidate_code(const char *text, size_t n, const char *task);

@@ -49,6 +49,20 @@ void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e)
 	*e = n;
 }
 
+int dec_has_code_block(const char *text, size_t n)
+{
+	for (const char *p = text, *end = text + n; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+
+		while (p < le && (*p == ' ' || *p == '\t'))
+			p++;
+		if (le - p >= 3 && !memcmp(p, "```", 3))
+			return 1;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
 int dec_has_task_line(const char *s, size_t n)
 {
 	for (const char *p = s; p && p < s + n;) {

@@ -1,8 +1,9 @@
 /* gen_feedback.c — what refine and evolve tell the model about a
  * candidate, rendered from its result struct (never from the verifier's
- * printed text): the failing stage and why, one worst element for a
- * mismatch, or the speedup of a correct candidate. Nothing here can carry
- * a reference array (the result holds none) or a seed (redacted). */
+ * printed text): a missing code block, the failing stage and why, one
+ * worst element for a mismatch, or the speedup of a correct candidate.
+ * Nothing here can carry a reference array (the result holds none) or a
+ * seed (redacted). */
 #include "gen/gen_run.h"
 
 #include <inttypes.h>
@@ -58,6 +59,13 @@ char *gen_feedback(const struct gen_cand *c, const uint64_t *seeds, int n_seeds)
 		return NULL;
 	trimmed(r->detail, det, sizeof det);
 	switch (r->status) {
+	case CHECK_NO_CODE:
+		/* nothing was compiled: the prose is not the problem, the missing fence is */
+		n = snprintf(out, cap, "Your answer had no code block, so there was nothing to compile. Answer "
+			     "with one fenced code block (a line ``` before the code and a line ``` after it) "
+			     "holding the whole candidate file in the format asked for, its // @task and "
+			     "// @forward directives included.");
+		break;
 	case CHECK_FORMAT_ERROR:
 		n = snprintf(out, cap, "Your answer could not be used as a candidate (format error):\n%s\n"
 			     "Answer with one code block in the format asked for.", det);

@@ -43,6 +43,8 @@ struct job {
 	struct cr_err err;
 	int done;
 	double paused0;           /* L->paused_total when it was queued */
+	const struct gen_req *rq; /* its on_progress */
+	int *told;                /* [r.n] the token counts last reported */
 };
 
 struct local {
@@ -139,6 +141,23 @@ static void reap(struct local *L, enum cr_status st, const struct cr_err *e)
 	pthread_cond_broadcast(&L->cv);
 }
 
+/* After a step, on the serving thread: each sample's tokens so far to its
+ * request's on_progress, when they moved. The list of jobs in the engine
+ * is this thread's own (complete() only queues and waits), and no job
+ * leaves it before reap, so it is read without the lock. */
+static void report_progress(struct local *L)
+{
+	for (struct job *j = L->in_engine; j; j = j->next) {
+		if (!j->rq->on_progress || !j->told)
+			continue;
+		for (int k = 0; k < j->r.n; k++)
+			if (j->outs[k].n_tokens != j->told[k]) {
+				j->told[k] = j->outs[k].n_tokens;
+				j->rq->on_progress(j->rq->pctx, k, j->outs[k].n_tokens, j->outs[k].text_len);
+			}
+	}
+}
+
 static void *serve(void *arg)
 {
 	struct local *L = arg;
@@ -166,6 +185,8 @@ static void *serve(void *arg)
 		pthread_mutex_unlock(&L->mu);
 		cr_err_init(&e);
 		st = dec_engine_step(L->eng, &e);
+		if (!st)
+			report_progress(L);
 		pthread_mutex_lock(&L->mu);
 		reap(L, st, &e);
 	}
@@ -188,6 +209,10 @@ static void fill(struct local *L, const struct job *j, int n_prompt, struct gen_
 		/* the completions share one prefill: the first one carries it */
 		c->prefill_tokens = k ? 0 : j->r.prefill_tokens;
 		snprintf(c->finish, sizeof c->finish, "%s", o->finish ? o->finish : "");
+		/* the decoder counted what it sampled; no server, nothing lost */
+		snprintf(c->count_src, sizeof c->count_src, "decoder");
+		c->usage_tokens = -1;
+		c->lost_tokens = 0;
 	}
 }
 
@@ -214,7 +239,9 @@ static enum cr_status local_complete(void *ctx, const struct gen_req *rq,
 			       "%d max tokens)", task, rq->n, rq->n_msgs, rq->max_tokens);
 	msgs = malloc((size_t)rq->n_msgs * sizeof *msgs);
 	j.outs = calloc((size_t)rq->n, sizeof *j.outs);
-	if (!msgs || !j.outs) {
+	j.told = calloc((size_t)rq->n, sizeof *j.told);
+	j.rq = rq;
+	if (!msgs || !j.outs || !j.told) {
 		st = cr_errf(err, CR_ENOMEM, "builtin generator: out of memory");
 		goto out;
 	}
@@ -261,6 +288,7 @@ out:
 			dec_gen_out_release(&j.outs[k]);
 	}
 	free(j.outs);
+	free(j.told);
 	free(ids);
 	free(chat);
 	free(msgs);

@@ -1,7 +1,9 @@
 /* gen_replay.c — completions on disk: the replay generator (--replay DIR)
  * and the loader `--resume` uses for its own run directory. A completion
  * is DIR/cand/<task>/<id>.txt; its sidecar <id>.json, when present, gives
- * its token counts and finish reason. */
+ * its token counts (completion, usage, lost), finish reason and, for
+ * --resume, how its count was made; a replay's count source is "sidecar",
+ * or "estimate" (four bytes a token) without one. */
 #include "gen/gen_gen.h"
 #include "gen/gen_impl.h"
 #include "common/cr_text.h"
@@ -40,7 +42,7 @@ enum cr_status gen_completion_load(const char *dir, const char *task, const char
 		return errno == ENOENT ? CR_OK : err->status ? err->status : CR_EINPUT;
 	out->len = len;
 	out->prompt_tokens = out->reasoning_tokens = out->prefill_tokens = -1;
-	out->completion_tokens = -1;
+	out->completion_tokens = out->usage_tokens = -1;
 	snprintf(out->finish, sizeof out->finish, "replay");
 	snprintf(rel, sizeof rel, "cand/%s/%s.json", task, id);
 	if ((buf = cr_read_data(dir, rel, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, err))) {
@@ -60,9 +62,17 @@ enum cr_status gen_completion_load(const char *dir, const char *task, const char
 		out->completion_tokens = jint(j, "completion_tokens", -1);
 		out->reasoning_tokens = jint(j, "reasoning_tokens", -1);
 		out->prefill_tokens = jint(j, "prefill_tokens", -1);
+		out->usage_tokens = jint(j, "usage_tokens", -1);
+		/* tokens the recorded run lost to failed tries: it spent them */
+		out->lost_tokens = jint(j, "lost_tokens", 0) > 0 ? jint(j, "lost_tokens", 0) : 0;
 		json_t *f = json_object_get(j, "finish_reason");
 		if (json_is_string(f))
 			snprintf(out->finish, sizeof out->finish, "%s", json_string_value(f));
+		/* --resume keeps how its own run counted */
+		json_t *src = json_object_get(j, "count_src");
+		if (out->completion_tokens >= 0)
+			snprintf(out->count_src, sizeof out->count_src, "%s",
+				 json_is_string(src) ? json_string_value(src) : "sidecar");
 		json_t *g = json_object_get(j, "gen_s");
 		if (json_is_number(g))
 			out->gen_s = json_number_value(g);
@@ -96,6 +106,9 @@ static enum cr_status replay_complete(void *ctx, const struct gen_req *rq, struc
 			return st;
 		}
 		out[k].prefill_tokens = 0; /* nothing computed here */
+		/* the sidecar's count, or four bytes a token */
+		snprintf(out[k].count_src, sizeof out[k].count_src, "%s",
+			 out[k].completion_tokens >= 0 ? "sidecar" : "estimate");
 	}
 	return CR_OK;
 }

@@ -25,6 +25,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,11 @@ struct request {
 	struct cr_err err;
 	struct gen_completion *outs; /* [n] */
 	struct request *next;
+	/* progress (under run.pmu) */
+	struct run *R;
+	int *tok;                    /* [n] tokens so far of each completion, as reported */
+	long tok_sum;
+	int64_t t_start;             /* when a generator thread took it */
 };
 
 struct task_state {
@@ -84,7 +90,7 @@ struct task_state {
 	long spent;                  /* completion tokens of the candidates verified so far */
 	long reserved;               /* of requests not yet verified */
 	int outstanding;             /* requests not yet done */
-	bool budget_stop, finished;
+	bool budget_stop, over_budget, finished;
 	int evolve_gen;              /* evolve: the generation being verified */
 	uint64_t probe_seed;         /* self-consistency: the probes' inputs, a CSPRNG draw per task
 				      * and process (0: not drawn yet), never from the run seed */
@@ -105,7 +111,27 @@ struct run {
 	/* the loop's own cost: wall time not spent verifying or waiting */
 	int64_t wait_ns, verify_ns;
 	int n_cands;
+	struct gen_run_stats st;     /* under mu where generator threads touch it */
+	/* progress on stderr (under pmu): the status line of a terminal */
+	pthread_mutex_t pmu;
+	bool tty, drawn;
+	int64_t last_draw, busy_ns, busy_since;
+	long p_tokens;               /* tokens reported by generators so far, this process */
+	int p_inflight, p_finished, p_planned;
+	struct request *live[16];    /* requests in flight shown on the line */
+	int n_live;
 };
+
+const char *const gen_run_count_srcs[8] = { "decoder", "tokenizer", "usage", "usage-split",
+					    "sidecar", "estimate", "unknown", "other" };
+
+static int count_src_index(const char *s)
+{
+	for (int i = 0; i < 6; i++)
+		if (!strcmp(s, gen_run_count_srcs[i]))
+			return i;
+	return s[0] && strcmp(s, "unknown") ? 7 : 6;
+}
 
 static char *xstrdup(const char *s)
 {
@@ -177,8 +203,10 @@ static json_t *count(int n)
 	return n >= 0 ? json_integer(n) : json_null();
 }
 
-/* The sidecar (SPEC §3): generation fields, and once the candidate's
- * place in its task is known (full), the lineage and the tokens so far. */
+/* The sidecar (SPEC §3): generation fields and token counts (count_src,
+ * usage_tokens, lost_tokens: gen_gen.h), and once the candidate's place in
+ * its task is known (full), the tokens so far and whether the completion
+ * had a code block (none: "status": "no_code"). */
 static enum cr_status write_sidecar(const struct run *R, const char *task, const struct gen_cand *c,
 				    bool full, struct cr_err *err)
 {
@@ -205,11 +233,18 @@ static enum cr_status write_sidecar(const struct run *R, const char *task, const
 	json_object_set_new(j, "prompt_tokens", count(c->prompt_tokens));
 	json_object_set_new(j, "prefill_tokens", count(c->prefill_tokens));
 	json_object_set_new(j, "completion_tokens", json_integer(c->completion_tokens));
+	json_object_set_new(j, "count_src", json_string(c->count_src));
+	json_object_set_new(j, "usage_tokens", count(c->usage_tokens));
+	json_object_set_new(j, "lost_tokens", json_integer(c->lost_tokens));
 	json_object_set_new(j, "reasoning_tokens", count(c->reasoning_tokens));
 	json_object_set_new(j, "finish_reason", json_string(c->finish));
 	json_object_set_new(j, "gen_s", json_real(c->gen_s));
-	if (full)
+	if (full) {
 		json_object_set_new(j, "cumulative_tokens", json_integer(c->cumulative_tokens));
+		json_object_set_new(j, "code_block", json_boolean(!c->no_code));
+		if (c->no_code)
+			json_object_set_new(j, "status", json_string(check_verdict_name(CHECK_NO_CODE)));
+	}
 	txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6) | JSON_SORT_KEYS);
 	json_decref(j);
 	if (!txt)
@@ -221,7 +256,7 @@ static enum cr_status write_sidecar(const struct run *R, const char *task, const
 }
 
 /* Takes a completion into its candidate: counts (estimated at four bytes
- * a token where the generator gave none) and text. */
+ * a token where the generator gave none, count_src "estimate") and text. */
 static void take_completion(struct gen_cand *c, struct gen_completion *o)
 {
 	c->text = o->text;
@@ -229,10 +264,159 @@ static void take_completion(struct gen_cand *c, struct gen_completion *o)
 	c->prompt_tokens = o->prompt_tokens;
 	c->completion_tokens = o->completion_tokens >= 0 ? o->completion_tokens
 							 : (int)((o->len + 3) / 4);
+	snprintf(c->count_src, sizeof c->count_src, "%s",
+		 o->completion_tokens < 0 ? "estimate" : o->count_src[0] ? o->count_src : "unknown");
+	c->usage_tokens = o->usage_tokens;
+	c->lost_tokens = o->lost_tokens > 0 ? o->lost_tokens : 0;
 	c->reasoning_tokens = o->reasoning_tokens;
 	c->prefill_tokens = o->prefill_tokens;
 	c->gen_s = o->gen_s;
 	snprintf(c->finish, sizeof c->finish, "%s", o->finish[0] ? o->finish : "?");
+}
+
+/* ---- progress on stderr ----
+ *
+ * On a terminal one status line, redrawn at most 4 times a second from the
+ * generators' progress callbacks; every other line clears it first (it
+ * comes back with the next callback). Elsewhere a line per finished
+ * completion, never the status line. */
+
+#define DRAW_NS 250000000 /* the status line at most 4 times a second */
+
+/* With pmu held: the status line wiped, for a line of its own. */
+static void line_clear(struct run *R)
+{
+	if (R->drawn) {
+		fputs("\r\033[K", stderr);
+		R->drawn = false;
+	}
+}
+
+/* A line of its own on stderr (fmt ends with a newline). */
+static void say(struct run *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct run *R, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&R->pmu);
+	line_clear(R);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+	pthread_mutex_unlock(&R->pmu);
+}
+
+/* Before a verifier callback, which may print. */
+static void quiet(struct run *R)
+{
+	pthread_mutex_lock(&R->pmu);
+	line_clear(R);
+	fflush(stderr);
+	pthread_mutex_unlock(&R->pmu);
+}
+
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (*n >= cap)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	*n = k < 0 ? cap : *n + (size_t)k < cap ? *n + (size_t)k : cap - 1;
+}
+
+/* With pmu held: the status line, unless it was drawn less than DRAW_NS ago. */
+static void draw(struct run *R)
+{
+	int64_t now = cr_now_ns(), busy = R->busy_ns + (R->p_inflight ? now - R->busy_since : 0);
+	char line[400];
+	size_t n = 0;
+
+	if (!R->tty || now - R->last_draw < DRAW_NS)
+		return;
+	R->last_draw = now;
+	append(line, sizeof line, &n, "run: %d/%d candidates, %d in flight", R->p_finished, R->p_planned,
+	       R->p_inflight);
+	for (int i = 0; i < R->n_live && n < 200; i++) {
+		const struct request *q = R->live[i];
+		const char *t = R->ts[q->task].name, *b = strrchr(t, '/');
+		append(line, sizeof line, &n, "%s%s %s%s %ld", i ? ", " : " (", b ? b + 1 : t, q->ids[0],
+		       q->n > 1 ? "+" : "", q->tok_sum);
+	}
+	append(line, sizeof line, &n, "%s, %ld tokens, %.1f tokens/s", R->n_live ? ")" : "", R->p_tokens,
+	       busy > 0 ? (double)R->p_tokens * 1e9 / (double)busy : 0.0);
+	/* one terminal line: a status line that wraps cannot be redrawn */
+	if (n > 159)
+		memcpy(line + 156, "...", 4);
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	R->drawn = true;
+}
+
+/* gen_req.on_progress: completion k of request pctx has tokens so far. */
+static void on_progress(void *pctx, int k, int tokens, size_t bytes)
+{
+	struct request *q = pctx;
+	struct run *R = q->R;
+
+	(void)bytes;
+	if (k < 0 || k >= q->n || tokens < 0)
+		return;
+	pthread_mutex_lock(&R->pmu);
+	q->tok_sum += tokens - q->tok[k];
+	R->p_tokens += tokens - q->tok[k];
+	q->tok[k] = tokens;
+	draw(R);
+	pthread_mutex_unlock(&R->pmu);
+}
+
+/* A generator thread takes q (start) or is done with it. */
+static void live(struct run *R, struct request *q, bool start, bool ok)
+{
+	int64_t now = cr_now_ns();
+
+	pthread_mutex_lock(&R->pmu);
+	if (start) {
+		if (!R->p_inflight++)
+			R->busy_since = now;
+		q->t_start = now;
+		if (R->n_live < (int)(sizeof R->live / sizeof R->live[0]))
+			R->live[R->n_live++] = q;
+	} else {
+		if (!--R->p_inflight)
+			R->busy_ns += now - R->busy_since;
+		for (int i = 0; i < R->n_live; i++)
+			if (R->live[i] == q) {
+				memmove(R->live + i, R->live + i + 1, sizeof *R->live * (size_t)(R->n_live - i - 1));
+				R->n_live--;
+				break;
+			}
+		if (ok)
+			R->p_finished += q->n;
+		/* the counts as stored replace the estimates of the stream */
+		for (int k = 0; k < q->n && ok; k++) {
+			long fin = q->cands[k]->completion_tokens + q->cands[k]->lost_tokens;
+			R->p_tokens += fin - q->tok[k];
+			q->tok_sum += fin - q->tok[k];
+			q->tok[k] = (int)fin;
+		}
+		R->last_draw = 0;
+		draw(R);
+	}
+	pthread_mutex_unlock(&R->pmu);
+}
+
+/* With mu held: the run's token books. */
+static void count_completion(struct run *R, const struct gen_cand *c)
+{
+	R->st.completion_tokens += c->completion_tokens;
+	R->st.lost_tokens += c->lost_tokens;
+	R->st.by_src[count_src_index(c->count_src)]++;
 }
 
 /* ---- the generator threads ---- */
@@ -290,14 +474,30 @@ static void *gen_thread(void *arg)
 				      .ids = (const char *const *)q->ids, .seed = q->seed,
 				      .sample0 = q->sample0, .max_tokens = q->max_tokens,
 				      .temperature = R->cfg->temperature, .top_p = R->cfg->top_p,
-				      .min_p = R->cfg->min_p, .top_k = R->cfg->top_k };
+				      .min_p = R->cfg->min_p, .top_k = R->cfg->top_k,
+				      .on_progress = on_progress, .pctx = q };
+		live(R, q, true, false);
 		cr_err_init(&q->err);
 		q->st = R->g->complete(R->g->ctx, &rq, q->outs, &q->err);
 		if (!q->st)
 			q->st = store(R, q, &q->err);
+		live(R, q, false, !q->st);
+		for (int k = 0; k < q->n && !q->st && !R->tty; k++) {
+			const struct gen_cand *c = q->cands[k];
+			char lost[64] = "";
+			if (c->lost_tokens)
+				snprintf(lost, sizeof lost, ", %ld more lost to failed tries", c->lost_tokens);
+			say(R, "run: %s %s: generated, %d tokens (%s)%s, finish %s, %.1f s\n", R->ts[q->task].name,
+			    c->id, c->completion_tokens, c->count_src, lost, c->finish, c->gen_s);
+		}
 		pthread_mutex_lock(&R->mu);
 		q->done = true;
 		R->busy--;
+		if (!q->st) {
+			R->st.generated += q->n;
+			for (int k = 0; k < q->n; k++)
+				count_completion(R, q->cands[k]);
+		}
 		pthread_cond_broadcast(&R->cv_main);
 	}
 	pthread_mutex_unlock(&R->mu);
@@ -346,6 +546,7 @@ static void free_request(struct request *q)
 	free(q->ids);
 	free(q->outs);
 	free(q->cands);
+	free(q->tok);
 	free(q);
 }
 
@@ -385,8 +586,8 @@ static enum cr_status issue(struct run *R, struct task_state *t, struct gen_cand
 	}
 	if (mt < MIN_REQUEST_TOKENS && mt < R->cfg->max_tokens) {
 		if (!t->budget_stop)
-			fprintf(stderr, "run: %s: token budget %ld reached (%ld spent, %ld held by requests in "
-				"flight); no more requests\n", t->name, R->cfg->budget_tokens, t->spent, t->reserved);
+			say(R, "run: %s: token budget %ld reached (%ld spent, %ld held by requests in "
+			    "flight); no more requests\n", t->name, R->cfg->budget_tokens, t->spent, t->reserved);
 		t->budget_stop = true;
 		/* the candidates named for it are dropped: they are the task's last */
 		for (int k = 0; k < n; k++) {
@@ -404,10 +605,12 @@ static enum cr_status issue(struct run *R, struct task_state *t, struct gen_cand
 	q->max_tokens = mt;
 	q->reserved = (long)n * mt;
 	snprintf(q->conv, sizeof q->conv, "%s", conv ? conv : "");
+	q->R = R;
 	q->cands = malloc(sizeof *q->cands * (size_t)n);
 	q->ids = calloc((size_t)n, sizeof *q->ids);
 	q->outs = calloc((size_t)n, sizeof *q->outs);
-	if (!q->cands || !q->ids || !q->outs) {
+	q->tok = calloc((size_t)n, sizeof *q->tok);
+	if (!q->cands || !q->ids || !q->outs || !q->tok) {
 		free_request(q);
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	}
@@ -418,12 +621,17 @@ static enum cr_status issue(struct run *R, struct task_state *t, struct gen_cand
 	/* --resume: what is on disk is not asked for again */
 	for (int k = 0; k < n && all_on_disk; k++) {
 		bool found;
+		char side[1400];
+		struct stat sb;
 		enum cr_status st = gen_completion_load(R->cfg->out, t->name, q->ids[k], &q->outs[k], &found, err);
 		if (st) {
 			free_request(q);
 			return st;
 		}
-		all_on_disk &= found;
+		/* whole only with its sidecar, renamed into place after the .txt:
+		 * a .txt alone was cut short of its counts by the kill */
+		cand_file(R, t->name, q->ids[k], "json", side, sizeof side);
+		all_on_disk &= found && !lstat(side, &sb) && S_ISREG(sb.st_mode);
 	}
 	if (!all_on_disk)
 		for (int k = 0; k < n; k++)
@@ -436,6 +644,14 @@ static enum cr_status issue(struct run *R, struct task_state *t, struct gen_cand
 	if (all_on_disk) {
 		q->on_disk = q->taken = q->done = true;
 		q->st = store(R, q, &q->err);
+		R->st.reused += n;
+		for (int k = 0; k < n; k++) {
+			cands[k]->from_disk = true;
+			count_completion(R, cands[k]);
+		}
+		pthread_mutex_lock(&R->pmu);
+		R->p_finished += n;
+		pthread_mutex_unlock(&R->pmu);
 	}
 	pthread_cond_broadcast(&R->cv_gen);
 	pthread_mutex_unlock(&R->mu);
@@ -822,14 +1038,42 @@ static enum cr_status materialize(struct run *R, struct task_state *t, struct ge
 	const char *ext = strcmp(R->cfg->backend, "cpu") ? "cu" : "c";
 	enum cr_status st;
 
-	c->cumulative_tokens = (c->seq ? t->c[c->seq - 1]->cumulative_tokens : 0) + c->completion_tokens;
-	c->code = dec_candidate_code(c->text ? c->text : "", c->text ? strlen(c->text) : 0, t->name);
+	size_t len = c->text ? strlen(c->text) : 0;
+
+	c->cumulative_tokens = (c->seq ? t->c[c->seq - 1]->cumulative_tokens : 0) + c->completion_tokens +
+			       c->lost_tokens;
+	/* no fence: the file keeps what dec_candidate_code falls back to (the
+	 * text after </think>, or all of it), for the reader; it is not compiled */
+	c->no_code = !dec_has_code_block(c->text ? c->text : "", len);
+	if (c->no_code)
+		R->st.no_code++;
+	c->code = dec_candidate_code(c->text ? c->text : "", len, t->name);
 	if (!c->code)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	cand_file(R, t->name, c->id, ext, c->path, sizeof c->path);
 	if ((st = write_atomic(c->path, c->code, strlen(c->code), err)))
 		return st;
 	return write_sidecar(R, t->name, c, true, err);
+}
+
+/* The budget's books once c is verified (or probed): what it spent instead
+ * of what its request held. A completion past the budget (a replayed one
+ * longer than its request, or tokens lost to retried tries) is said, and
+ * the task's selection says over_budget. */
+static void spend(struct run *R, struct task_state *t, const struct gen_cand *c, const struct request *q)
+{
+	long b = R->cfg->budget_tokens;
+
+	t->spent += c->completion_tokens + c->lost_tokens;
+	t->reserved -= q->max_tokens;
+	if (b > 0 && t->spent > b && !t->over_budget) {
+		t->over_budget = true;
+		R->st.over_budget++;
+		say(R, "run: warning: %s %s: %d tokens%s against its request's max_tokens %d: the task has "
+		    "spent %ld of its budget of %ld (stopped = over_budget)\n", t->name, c->id,
+		    c->completion_tokens + (int)c->lost_tokens, c->lost_tokens ? " (lost tries included)" : "",
+		    q->max_tokens, t->spent, b);
+	}
 }
 
 /* After c's verdict: the budget's books, then what the strategy does next. */
@@ -839,8 +1083,7 @@ static enum cr_status on_verdict(struct run *R, struct task_state *t, struct gen
 	char why[200];
 	enum cr_status st = CR_OK;
 
-	t->spent += c->completion_tokens;
-	t->reserved -= q->max_tokens;
+	spend(R, t, c, q);
 	if (R->cfg->strategy != GEN_SELF_CONSISTENCY)
 		curve_row(R, t, c, select_best(t, c->seq + 1, why, sizeof why));
 	if (R->cfg->strategy == GEN_REFINE && !t->budget_stop)
@@ -856,11 +1099,12 @@ static enum cr_status on_verdict(struct run *R, struct task_state *t, struct gen
 	return st;
 }
 
-static void progress(const struct run *R, const struct task_state *t, const struct gen_cand *c)
+static void progress(struct run *R, const struct task_state *t, const struct gen_cand *c)
 {
-	fprintf(stderr, "run: [%d/%d] %s %s: %s%s%s (%d tokens, %ld so far)\n", t->idx + 1, R->cfg->n_tasks,
-		t->name, c->id, check_verdict_name(c->r.status), c->r.timed && isfinite(c->r.speedup) ? " " : "",
-		c->r.timed && isfinite(c->r.speedup) ? "timed" : "", c->completion_tokens, c->cumulative_tokens);
+	say(R, "run: [%d/%d] %s %s: %s%s%s (%d tokens, finish %s, %ld so far)\n", t->idx + 1, R->cfg->n_tasks,
+	    t->name, c->id, check_verdict_name(c->r.status), c->r.timed && isfinite(c->r.speedup) ? " " : "",
+	    c->r.timed && isfinite(c->r.speedup) ? "timed" : "", c->completion_tokens, c->finish,
+	    c->cumulative_tokens);
 }
 
 /* The verifier on c, timed for the overhead figure. */
@@ -868,15 +1112,31 @@ static enum cr_status verify(struct run *R, struct task_state *t, struct gen_can
 			     struct cr_err *err)
 {
 	int64_t t0 = cr_now_ns();
-	enum cr_status st = R->v->verify(R->v->ctx, t->name, c, group, err);
+	enum cr_status st;
 
+	quiet(R);
+	st = R->v->verify(R->v->ctx, t->name, c, group, err);
 	R->verify_ns += cr_now_ns() - t0;
 	if (st)
 		return st;
 	c->verified = true;
 	R->n_cands++;
+	R->st.verified++;
 	progress(R, t, c);
 	return CR_OK;
+}
+
+/* The candidates a task gets when no budget stops it. */
+static int planned_per_task(const struct gen_run_cfg *cfg)
+{
+	switch (cfg->strategy) {
+	case GEN_REFINE:
+		return cfg->n * cfg->turns;
+	case GEN_EVOLVE:
+		return cfg->n * (cfg->turns + 1);
+	default:
+		return cfg->n;
+	}
 }
 
 static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_err *err)
@@ -903,14 +1163,15 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 				t->probe_seed = cr_secure_u64() | 1;
 			uint64_t ps = t->probe_seed;
 			int64_t t0 = cr_now_ns();
+			quiet(R);
 			st = R->v->probe(R->v->ctx, t->name, c, ps, err);
 			R->verify_ns += cr_now_ns() - t0;
 			if (st)
 				return st;
-			t->spent += c->completion_tokens;
-			t->reserved -= q->max_tokens;
-			fprintf(stderr, "run: [%d/%d] %s %s: probe %s (%d tokens)\n", t->idx + 1, R->cfg->n_tasks,
-				t->name, c->id, c->probe_ok ? "ran" : "did not run", c->completion_tokens);
+			spend(R, t, c, q);
+			say(R, "run: [%d/%d] %s %s: probe %s (%d tokens)\n", t->idx + 1, R->cfg->n_tasks,
+			    t->name, c->id, c->no_code ? "not run (no code block)" : c->probe_ok ? "ran" : "did not run",
+			    c->completion_tokens);
 		} else {
 			if ((st = verify(R, t, c, NULL, err)) || (st = on_verdict(R, t, c, q, err)))
 				return st;
@@ -935,11 +1196,20 @@ static enum cr_status run_task(struct run *R, struct task_state *t, struct cr_er
 	} else {
 		sel = select_best(t, t->n_c, why, sizeof why);
 	}
-	if (t->budget_stop) {
+	if (t->over_budget) {
+		size_t l = strlen(why);
+		snprintf(why + l, sizeof why - l, "; a completion took the task past its token budget");
+	} else if (t->budget_stop) {
 		size_t l = strlen(why);
 		snprintf(why + l, sizeof why - l, "; the token budget stopped the search");
 	}
-	return R->v->selected(R->v->ctx, t->name, sel, why, t->spent, t->n_c, t->budget_stop, err);
+	/* the candidates the plan counted that the budget never asked for */
+	pthread_mutex_lock(&R->pmu);
+	R->p_planned -= planned_per_task(R->cfg) - t->n_c;
+	pthread_mutex_unlock(&R->pmu);
+	quiet(R);
+	return R->v->selected(R->v->ctx, t->name, sel, why, t->spent, t->n_c,
+			      t->over_budget ? "over_budget" : t->budget_stop ? "budget" : "done", err);
 }
 
 static void task_release(struct run *R, struct task_state *t)
@@ -960,7 +1230,7 @@ static void task_release(struct run *R, struct task_state *t)
 }
 
 enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
-		       const struct gen_verifier *v, struct cr_err *err)
+		       const struct gen_verifier *v, struct gen_run_stats *stats, struct cr_err *err)
 {
 	struct run R = { .cfg = cfg, .g = g, .v = v };
 	int n_threads = g->max_inflight > 0 ? g->max_inflight : 1;
@@ -976,6 +1246,9 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&R.mu, NULL);
+	pthread_mutex_init(&R.pmu, NULL);
+	R.tty = cfg->progress == 2 || (cfg->progress == 0 && isatty(STDERR_FILENO));
+	R.p_planned = cfg->n_tasks * planned_per_task(cfg);
 	pthread_cond_init(&R.cv_gen, NULL);
 	pthread_cond_init(&R.cv_main, NULL);
 	snprintf(path, sizeof path, "%s/curve.csv", cfg->out);
@@ -1018,7 +1291,7 @@ enum cr_status gen_run(const struct gen_run_cfg *cfg, struct gen_generator *g,
 	}
 	if (!st && R.n_cands > 0) {
 		int64_t wall = cr_now_ns() - wall0, own = wall - R.wait_ns - R.verify_ns;
-		fprintf(stderr, "run: loop overhead %.3f ms per candidate (%d candidates: %.2f s wall, "
+		say(&R, "run: loop overhead %.3f ms per candidate (%d candidates: %.2f s wall, "
 			"%.2f s verifying, %.2f s waiting for the generator)\n",
 			(double)own / 1e6 / R.n_cands, R.n_cands, (double)wall / 1e9,
 			(double)R.verify_ns / 1e9, (double)R.wait_ns / 1e9);
@@ -1039,6 +1312,10 @@ out:
 	}
 	if (R.curve && fclose(R.curve) && !st)
 		st = cr_errf(err, CR_EIO, "cannot write %s/curve.csv", cfg->out);
+	quiet(&R);
+	if (stats)
+		*stats = R.st;
+	pthread_mutex_destroy(&R.pmu);
 	pthread_mutex_destroy(&R.mu);
 	pthread_cond_destroy(&R.cv_gen);
 	pthread_cond_destroy(&R.cv_main);

@@ -67,10 +67,29 @@ static const char usage[] =
 	"                      over the one detected from the GGUF (docs/TOKENIZER.md)\n"
 	"  --no-think          built-in decoder: Qwen3's thinking switch off\n"
 	"  --reasoning EFFORT  endpoint: reasoning_effort low, medium or high in every request\n"
+	"  --stream | --no-stream  endpoint: server-sent events (default), so a slow request\n"
+	"                      shows progress and loses nothing to a timeout; or one answer\n"
+	"  --request-timeout S endpoint: one HTTP request, whole (default 0: none when streaming,\n"
+	"                      600 s when not)\n"
+	"  --connect-timeout S endpoint: connecting (default 30)\n"
+	"  --idle-timeout S    endpoint: no byte from the server for S seconds fails the try\n"
+	"                      (default 300)\n"
+	"  --retry-window S    endpoint: failed tries (a dropped or refused connection, a 429 or\n"
+	"                      5xx) are retried with backoff until S seconds after a request's\n"
+	"                      first failure (default 600), so a server restart is survived;\n"
+	"                      when it is spent the run stops (exit 3), its rows kept: --resume\n"
+	"  --max-retries N     endpoint: at most N retries of one request (default: the window's)\n"
+	"  --tokenizer T       endpoint: how completion tokens are counted: FILE.gguf (that\n"
+	"                      model's tokenizer), server (its /tokenize), usage (the server's\n"
+	"                      usage only); default: server when it answers, else usage\n"
 	"  --system TEXT       system message\n"
-	"  --no-timing --quick --timeout S   as for eval\n"
-	"  --resume            continue a killed run in DIR (same options)\n"
-	"Exit: 0 done, 2 usage or input, 3 environment (generator unreachable, no GPU).\n";
+	"  --no-timing --quick --timeout S   as for eval (--timeout: a candidate's call)\n"
+	"  --resume            continue a killed or stopped run in DIR (same options); says how\n"
+	"                      many completions it reused and how many it generated\n"
+	"Progress: on a terminal one status line (candidates done/planned, requests in flight\n"
+	"with their tokens so far, tokens, tokens/s); otherwise a line per generated completion.\n"
+	"Exit: 0 done, 2 usage or input, 3 environment (generator unreachable after its retry\n"
+	"window, no GPU): the rows so far are kept and --resume finishes the run.\n";
 
 struct run_opts {
 	int strategy;
@@ -88,6 +107,11 @@ struct run_opts {
 	uint64_t seed;
 	bool seed_given, resume, no_timing, quick;
 	double timeout;
+	/* endpoint: gen_endpoint_cfg's; 0 its default */
+	double req_timeout, connect_timeout, idle_timeout, retry_window;
+	int max_retries, stream;     /* stream: 1 on, -1 off, 0 default (on) */
+	const char *tokenizer;
+	bool endpoint_opt;           /* one of them was given */
 };
 
 /* ---- the verifier side ---- */
@@ -362,7 +386,15 @@ static enum cr_status v_verify(void *ctx, const char *task, struct gen_cand *c, 
 		verify_opts(x, c->verify_seed, &vo);
 		cr_result_init(&c->r);
 		cr_cand_load(&f, c->path);
-		if (!f.src) {
+		if (c->no_code) {
+			/* prose is not compiled: what the model answered without a
+			 * fence says so, not a compiler's complaint about it */
+			c->r.status = CHECK_NO_CODE;
+			snprintf(c->r.detail, sizeof c->r.detail,
+				 "no code block found in the completion (%zu bytes)", c->text ? strlen(c->text) : 0);
+			if (f.src)
+				snprintf(c->r.sha256, sizeof c->r.sha256, "%s", f.sha256);
+		} else if (!f.src) {
 			c->r.status = CHECK_FORMAT_ERROR;
 			snprintf(c->r.detail, sizeof c->r.detail, "%s", f.error);
 		} else {
@@ -411,6 +443,13 @@ static enum cr_status v_probe(void *ctx, const char *task, struct gen_cand *c, u
 		free(p);
 		return err->status;
 	}
+	if (c->no_code) {
+		/* nothing to run: it joins no group */
+		free(p);
+		c->probed = true;
+		c->probe_ok = false;
+		return CR_OK;
+	}
 	verify_opts(x, seed, &vo);
 	vo.on_timing = NULL;
 	cr_cand_load(&f, c->path);
@@ -447,12 +486,12 @@ static void v_probe_free(void *ctx, struct gen_cand *c)
 }
 
 static enum cr_status v_selected(void *ctx, const char *task, const struct gen_cand *c,
-				 const char *reason, long tokens_spent, int n_cands, bool budget_stop,
+				 const char *reason, long tokens_spent, int n_cands, const char *stopped,
 				 struct cr_err *err)
 {
 	struct vctx *x = ctx;
 	char spent[32], nc[16], why[400];
-	const char *extra[4] = { why, spent, nc, budget_stop ? "budget" : "done" };
+	const char *extra[4] = { why, spent, nc, stopped };
 	struct cr_meta m;
 	struct cr_result none;
 	struct cr_row row;
@@ -511,13 +550,45 @@ static int float_arg(const char *opt, const char *v, double lo, double hi, float
 	return 0;
 }
 
+static int double_arg(const char *opt, const char *v, double lo, double hi, double *out)
+{
+	float f;
+	int rc = float_arg(opt, v, lo, hi, &f);
+
+	*out = rc ? 0 : strtod(v, NULL);
+	return rc;
+}
+
+/* --tokenizer: server, usage, or a GGUF file that is there to read. */
+static int tokenizer_arg(const char *v)
+{
+	struct stat sb;
+	size_t n = strlen(v);
+
+	if (!strcmp(v, "server") || !strcmp(v, "usage"))
+		return 0;
+	if (n < 5 || strcmp(v + n - 5, ".gguf"))
+		return bad("--tokenizer", v, "a .gguf file, server or usage");
+	errno = 0;
+	if (stat(v, &sb) || !S_ISREG(sb.st_mode) || access(v, R_OK)) {
+		char esc[1100];
+		cr_text_escape(v, n, esc, sizeof esc);
+		fprintf(stderr, "crucible run: --tokenizer %s: %s\n", esc,
+			errno == ENOENT ? "no such file" : "not a readable file");
+		return 2;
+	}
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_STRATEGY = 256, O_MODEL, O_ENDPOINT, O_API_MODEL, O_API_KEY_ENV, O_REPLAY, O_TASKS,
 	       O_TASK, O_BACKEND, O_OUT, O_N, O_TURNS, O_KEEP, O_BUDGET, O_MAX_TOKENS, O_TEMP, O_TOP_P,
 	       O_TOP_K, O_MIN_P, O_SEED, O_RESUME, O_CONC, O_BATCH, O_THREADS, O_CTX, O_SYSTEM,
 	       O_NO_TIMING, O_QUICK, O_TIMEOUT, O_DEVICE, O_KV_MEM, O_MBT, O_DRAFT, O_DRAFT_MODEL,
-	       O_DRAFT_TOKENS, O_CHAT_TEMPLATE, O_NO_THINK, O_REASONING, O_HELP };
+	       O_DRAFT_TOKENS, O_CHAT_TEMPLATE, O_NO_THINK, O_REASONING, O_STREAM, O_NO_STREAM,
+	       O_REQ_TIMEOUT, O_CONNECT_TIMEOUT, O_IDLE_TIMEOUT, O_RETRY_WINDOW, O_MAX_RETRIES,
+	       O_TOKENIZER, O_HELP };
 	static const struct option opts[] = {
 		{ "strategy", 1, 0, O_STRATEGY }, { "model", 1, 0, O_MODEL },
 		{ "endpoint", 1, 0, O_ENDPOINT }, { "api-model", 1, 0, O_API_MODEL },
@@ -535,7 +606,11 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "max-batch-tokens", 1, 0, O_MBT }, { "draft", 1, 0, O_DRAFT },
 		{ "draft-model", 1, 0, O_DRAFT_MODEL }, { "draft-tokens", 1, 0, O_DRAFT_TOKENS },
 		{ "chat-template", 1, 0, O_CHAT_TEMPLATE }, { "no-think", 0, 0, O_NO_THINK },
-		{ "reasoning", 1, 0, O_REASONING },
+		{ "reasoning", 1, 0, O_REASONING }, { "stream", 0, 0, O_STREAM },
+		{ "no-stream", 0, 0, O_NO_STREAM }, { "request-timeout", 1, 0, O_REQ_TIMEOUT },
+		{ "connect-timeout", 1, 0, O_CONNECT_TIMEOUT }, { "idle-timeout", 1, 0, O_IDLE_TIMEOUT },
+		{ "retry-window", 1, 0, O_RETRY_WINDOW }, { "max-retries", 1, 0, O_MAX_RETRIES },
+		{ "tokenizer", 1, 0, O_TOKENIZER },
 		{ 0, 0, 0, 0 } };
 	int c, rc = 0, sources;
 	long l;
@@ -607,6 +682,41 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			if (strcmp(optarg, "low") && strcmp(optarg, "medium") && strcmp(optarg, "high"))
 				rc = bad("--reasoning", optarg, "low, medium or high");
 			o->reasoning = optarg;
+			break;
+		case O_STREAM:
+		case O_NO_STREAM:
+			if (o->stream && o->stream != (c == O_STREAM ? 1 : -1)) {
+				fprintf(stderr, "crucible run: --stream and --no-stream exclude each other\n");
+				rc = 2;
+			}
+			o->stream = c == O_STREAM ? 1 : -1;
+			o->endpoint_opt = true;
+			break;
+		case O_REQ_TIMEOUT:
+			rc = double_arg("--request-timeout", optarg, 0, 86400, &o->req_timeout);
+			o->endpoint_opt = true;
+			break;
+		case O_CONNECT_TIMEOUT:
+			rc = double_arg("--connect-timeout", optarg, 0.01, 3600, &o->connect_timeout);
+			o->endpoint_opt = true;
+			break;
+		case O_IDLE_TIMEOUT:
+			rc = double_arg("--idle-timeout", optarg, 0.01, 86400, &o->idle_timeout);
+			o->endpoint_opt = true;
+			break;
+		case O_RETRY_WINDOW:
+			rc = double_arg("--retry-window", optarg, 0.01, 86400, &o->retry_window);
+			o->endpoint_opt = true;
+			break;
+		case O_MAX_RETRIES:
+			rc = int_arg("--max-retries", optarg, 1, 100000, &l);
+			o->max_retries = (int)l;
+			o->endpoint_opt = true;
+			break;
+		case O_TOKENIZER:
+			rc = tokenizer_arg(optarg);
+			o->tokenizer = optarg;
+			o->endpoint_opt = true;
 			break;
 		case O_DRAFT_TOKENS:
 			rc = int_arg("--draft-tokens", optarg, 1, 64, &l);
@@ -680,6 +790,12 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		fprintf(stderr, "crucible run: --reasoning is sent to an endpoint (--endpoint); the built-in "
 				"decoder's templates (chatml, llama3, deepseek-r1, phi3, gemma) have no reasoning-effort "
 				"setting (Qwen3's thinking switch is --no-think)\n");
+		return 2;
+	}
+	if (o->endpoint_opt && !o->endpoint) {
+		fprintf(stderr, "crucible run: --stream, --no-stream, --request-timeout, --connect-timeout, "
+				"--idle-timeout, --retry-window, --max-retries and --tokenizer are the endpoint's: "
+				"they need --endpoint\n");
 		return 2;
 	}
 	if (o->draft_ngram && o->draft_model) {
@@ -760,22 +876,73 @@ static int resume_check(struct run_opts *o, json_t *opts, const char *path)
 	return rc;
 }
 
+static void utc_now(char when[32])
+{
+	time_t now = time(NULL);
+	strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+}
+
+/* The endpoint's connection options as given (0: the generator's default;
+ * its describe() says what it used). Kept apart from "options", which
+ * --resume compares: a resumed run may wait longer for its server. */
+static json_t *endpoint_json(const struct run_opts *o)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:i, s:s, s:s}", "request_timeout", o->req_timeout,
+			 "connect_timeout", o->connect_timeout, "idle_timeout", o->idle_timeout,
+			 "retry_window", o->retry_window, "max_retries", o->max_retries,
+			 "stream", o->stream < 0 ? "off" : "on", "tokenizer",
+			 o->tokenizer ? o->tokenizer : "default");
+}
+
+/* What the run did (end): its completions and tokens by where their
+ * counts came from, and for --resume what it reused. */
+static json_t *stats_json(const struct run_opts *o, const struct gen_run_stats *s, bool complete)
+{
+	json_t *src = json_object(), *j;
+
+	for (int i = 0; i < 8; i++)
+		if (s->by_src[i])
+			json_object_set_new(src, gen_run_count_srcs[i], json_integer(s->by_src[i]));
+	j = json_pack("{s:b, s:i, s:i, s:i, s:i, s:I, s:I, s:o}", "complete", complete,
+		      "completions", s->reused + s->generated, "verified", s->verified, "no_code", s->no_code,
+		      "tasks_over_budget", s->over_budget, "completion_tokens", (json_int_t)s->completion_tokens,
+		      "lost_tokens", (json_int_t)s->lost_tokens, "count_src", src);
+	if (o->resume)
+		json_object_set_new(j, "resume", json_pack("{s:i, s:i}", "reused", s->reused,
+							   "generated", s->generated));
+	return j;
+}
+
+/* run.json, written whole (tmp + rename) at the start and again at the end
+ * (end != NULL): the generator's describe() then holds what is only known
+ * at the end (an endpoint's token-count statistics). */
 static int write_run_json(const char *path, const struct run_opts *o, json_t *opts,
-			  struct gen_generator *g, uint64_t seed, const char *run_id, const char *device)
+			  struct gen_generator *g, uint64_t seed, const char *run_id, const char *device,
+			  const char *started, const struct gen_run_stats *end, bool complete)
 {
 	char hex[65], tmp[1200];
 	json_t *j = json_object();
-	time_t now = time(NULL);
-	char when[32];
 
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	json_object_set_new(j, "command", json_string("run"));
 	json_object_set_new(j, "run_id", json_string(run_id));
 	json_object_set_new(j, "crucible", json_string(CRUCIBLE_VERSION));
 	json_object_set_new(j, "revision", json_string(CRUCIBLE_REVISION));
-	json_object_set_new(j, "started", json_string(when));
+	json_object_set_new(j, "started", json_string(started));
+	if (end) {
+		char when[32];
+		json_t *sj = stats_json(o, end, complete), *r = json_object_get(sj, "resume");
+
+		utc_now(when);
+		json_object_set_new(j, "ended", json_string(when));
+		if (r)
+			json_object_set(j, "resume", r);
+		json_object_del(sj, "resume");
+		json_object_set_new(j, "run", sj);
+	}
 	json_object_set_new(j, "strategy", json_string(gen_strategy_name(o->strategy)));
 	json_object_set_new(j, "generator", g->describe ? g->describe(g->ctx) : json_null());
+	if (o->endpoint)
+		json_object_set_new(j, "endpoint_options", endpoint_json(o));
 	json_object_set_new(j, "options", json_incref(opts));
 	json_object_set_new(j, "device", json_string(device));
 	if (cr_seed_is_secret()) {
@@ -816,8 +983,9 @@ int cr_cmd_run(int argc, char **argv)
 	struct gen_generator g = { 0 };
 	struct vctx x = { .o = &o, .g = &g };
 	struct dec_task_source src;
+	struct gen_run_stats stats = { 0 };
 	struct cr_err err;
-	char **names = NULL, path[1200], label[256] = "";
+	char **names = NULL, path[1200], label[256] = "", started[32] = "";
 	size_t n_names = 0;
 	json_t *opts = NULL;
 	enum cr_backend be;
@@ -900,7 +1068,10 @@ int cr_cmd_run(int argc, char **argv)
 	} else if (o.endpoint) {
 		struct gen_endpoint_cfg ec = { .url = o.endpoint, .model = o.api_model,
 					       .api_key_env = o.api_key_env, .concurrency = o.concurrency,
-					       .reasoning_effort = o.reasoning };
+					       .timeout_s = o.req_timeout, .connect_timeout_s = o.connect_timeout,
+					       .idle_timeout_s = o.idle_timeout, .retry_window_s = o.retry_window,
+					       .max_retries = o.max_retries, .stream = o.stream ? o.stream : 1,
+					       .tokenizer = o.tokenizer, .reasoning_effort = o.reasoning };
 		st = gen_endpoint_open(&ec, &g, &err);
 		snprintf(label, sizeof label, "%s", o.api_model);
 	} else {
@@ -910,7 +1081,8 @@ int cr_cmd_run(int argc, char **argv)
 	if (st)
 		goto fail;
 	snprintf(x.run_id, sizeof x.run_id, "%lld-%d", (long long)time(NULL), (int)getpid());
-	if ((rc = write_run_json(path, &o, opts, &g, o.seed, x.run_id, x.device)))
+	utc_now(started);
+	if ((rc = write_run_json(path, &o, opts, &g, o.seed, x.run_id, x.device, started, NULL, false)))
 		goto out;
 	/* results.csv and samples.csv are appended (resume keeps what is done);
 	 * selected.csv is written anew: the selection is recomputed from verdicts */
@@ -961,16 +1133,32 @@ int cr_cmd_run(int argc, char **argv)
 			 * derived apart from both, so no request carries it */
 			.seed = cr_seed_is_secret() ? task_mix(mixed, 0x67656e) >> 1 : o.seed, .verify_seed = task_mix(mixed, 0x766572696679),
 			.system = o.system, .batch = o.model ? o.batch : 0, .resume = o.resume,
-			.prompt = prompt_cb, .prompt_ctx = &src };
+			.progress = 0, .prompt = prompt_cb, .prompt_ctx = &src };
 		struct gen_verifier v = { .ctx = &x, .verify = v_verify, .probe = v_probe, .agree = v_agree,
 					  .probe_free = v_probe_free, .selected = v_selected,
 					  .on_timing = on_timing };
 		fprintf(stderr, "run: %s, %zu task(s), generator %s (%s), out %s\n",
 			gen_strategy_name(cfg.strategy), n_names, g.kind, label, o.out);
-		st = gen_run(&cfg, &g, &v, &err);
+		st = gen_run(&cfg, &g, &v, &stats, &err);
 	}
 	rmdir(tmpl);
 	x.workroot = NULL;
+	/* run.json again: what the run did, and the generator's end-of-run
+	 * figures; a stopped run's too (--resume rewrites it) */
+	snprintf(path, sizeof path, "%s/run.json", o.out);
+	if ((rc = write_run_json(path, &o, opts, &g, o.seed, x.run_id, x.device, started, &stats, !st)))
+		goto out;
+	if (o.resume)
+		fprintf(stderr, "run: --resume reused %d completion(s) from disk and generated %d\n",
+			stats.reused, stats.generated);
+	if (st == CR_EENV) {
+		fprintf(stderr, "crucible run: %s\n", err.msg[0] ? err.msg : cr_status_name(err.status));
+		fprintf(stderr, "run: stopped: the %d row(s) so far are in %s/results.csv and every completion "
+			"received is on disk; run the same command with --resume to finish\n",
+			stats.verified, o.out);
+		rc = 3;
+		goto out;
+	}
 	if (st)
 		goto fail;
 	fprintf(stderr, "run: done: %s/results.csv, selected.csv, curve.csv\n", o.out);

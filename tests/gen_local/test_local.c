@@ -550,6 +550,56 @@ static void test_pause(void **state)
 
 /* ---- describe and errors ------------------------------------------------ */
 
+/* issue 31: the decoder reports each sample's tokens as they are sampled
+ * (from its serving thread), and counts them itself ("decoder") */
+struct prog {
+	pthread_mutex_t mu;
+	int calls, last[2], bad;
+};
+
+static void on_prog(void *pctx, int k, int tokens, size_t bytes)
+{
+	struct prog *p = pctx;
+
+	(void)bytes;
+	pthread_mutex_lock(&p->mu);
+	p->calls++;
+	if (k < 0 || k > 1 || tokens < p->last[k])
+		p->bad++;
+	else
+		p->last[k] = tokens;
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void test_progress(void **state)
+{
+	struct gen_generator g = open_gen(1, 2, 1, 0);
+	const struct gen_msg m[] = { { "user", "Write relu." } };
+	struct gen_req rq = greedy_req(NULL, m, 1, 12);
+	struct gen_completion out[2] = { { 0 } };
+	struct prog p = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+	(void)state;
+	rq.n = 2;
+	rq.temperature = 1;
+	rq.on_progress = on_prog;
+	rq.pctx = &p;
+	complete_ok(&g, &rq, out);
+	assert_int_equal(p.bad, 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(p.last[k], out[k].completion_tokens);
+		assert_string_equal(out[k].count_src, "decoder");
+		assert_int_equal(out[k].usage_tokens, -1);
+		assert_int_equal(out[k].lost_tokens, 0);
+	}
+	/* one call per token at most, and more than one for a sample of many */
+	assert_true(p.calls >= 2 && p.calls <= out[0].completion_tokens + out[1].completion_tokens);
+	assert_true(out[0].completion_tokens > 1 || out[1].completion_tokens > 1);
+	for (int k = 0; k < 2; k++)
+		gen_completion_release(&out[k]);
+	g.release(g.ctx);
+}
+
 static void test_describe(void **state)
 {
 	struct gen_generator g = open_gen(1, 1, 1, 0);
@@ -648,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_conv_reuse),
 		cmocka_unit_test(test_pause),
 		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

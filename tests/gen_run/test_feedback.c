@@ -1,5 +1,5 @@
 /* test_feedback.c — refine's and evolve's feedback (gen/gen_feedback.c):
- * what each verdict tells the model, one worst element for a mismatch,
+ * what each verdict tells the model (an answer without a code block too), one worst element for a mismatch,
  * never a seed, and the optimisation memory's lines. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +31,23 @@ static void test_compile_error_has_log(void **state)
 	assert_non_null(strstr(f, "did not compile"));
 	assert_non_null(strstr(f, "cand.c:9:41: error: 'zero' undeclared"));
 	free(f);
+}
+
+/* issue 31: prose without a fence was compiled; now it is no_code and the
+ * model is asked for a fenced block, not told about a compiler error */
+static void test_no_code_block(void **state)
+{
+	struct gen_cand c;
+	(void)state;
+	cand(&c, CHECK_NO_CODE, "no code block found in the completion (240 bytes)");
+	char *f = gen_feedback(&c, NULL, 0);
+	assert_non_null(strstr(f, "had no code block"));
+	assert_non_null(strstr(f, "one fenced code block"));
+	assert_null(strstr(f, "compile:"));
+	free(f);
+	char line[200];
+	gen_memory_line(&c, line, sizeof line);
+	assert_string_equal(line, "- r0t1: no_code");
 }
 
 static void test_path_is_file_name(void **state)
@@ -120,7 +137,8 @@ static void test_memory_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_compile_error_has_log), cmocka_unit_test(test_path_is_file_name), cmocka_unit_test(test_mismatch_one_element),
+		cmocka_unit_test(test_compile_error_has_log), cmocka_unit_test(test_no_code_block),
+		cmocka_unit_test(test_path_is_file_name), cmocka_unit_test(test_mismatch_one_element),
 		cmocka_unit_test(test_seeds_redacted), cmocka_unit_test(test_correct_speedup),
 		cmocka_unit_test(test_anticheat_reason), cmocka_unit_test(test_memory_line),
 	};
