@@ -24,8 +24,9 @@ serve() { # name script: starts the server, sets $url
 stop() { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
 run() { # name args...
 	local name=$1; shift
+	# counted by usage: a /tokenize probe would take a line of the script
 	"$exe" run --endpoint "$url" --api-model fake-coder --task smoke/relu --no-timing --timeout 2 \
-		--out "$out/$name" "$@" >"$out/$name.stdout" 2>"$out/$name.err"
+		--tokenizer usage --retry-window 10 --out "$out/$name" "$@" >"$out/$name.stdout" 2>"$out/$name.err"
 }
 
 serve bon echo.script
@@ -39,6 +40,11 @@ grep -q '"model": *"fake-coder"' "$req" && ok || no "best-of-n did not send the 
 [ ! -e "$out/bon.log/req-1.json" ] && ok || no "best-of-n sent more than one request"
 want "best-of-n statuses" "$(col "$out/bon/results.csv" status)" "ok ok ok"
 grep -q '"kind": "endpoint"' "$out/bon/run.json" && ok || no "run.json lacks the endpoint"
+# the connection options as given, apart from the options --resume compares
+grep -q '"retry_window": 10' "$out/bon/run.json" && grep -q '"tokenizer": "usage"' "$out/bon/run.json" && ok ||
+	no "run.json lacks the endpoint options"
+grep -q '"usage_tokens": ' "$out/bon/cand/smoke/relu/s0.json" && grep -q '"count_src": "usage' "$out/bon/cand/smoke/relu/s0.json" &&
+	ok || no "the sidecar lacks its count's source and the server's usage"
 ! grep -q 'reasoning_effort' "$req" && ok || no "best-of-n sent a reasoning_effort nobody asked for"
 
 # --reasoning: sent with every request and recorded; a bad value or no endpoint is exit 2
