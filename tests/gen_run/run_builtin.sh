@@ -47,14 +47,23 @@ args=(run --strategy refine --n 3 --turns 3 "${common[@]}")
 "$exe" "${args[@]}" --out "$out/whole" >/dev/null 2>&1 || no "uninterrupted refine failed"
 "$exe" "${args[@]}" --out "$out/cut" >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 400); do
-	[ "$(wc -l < "$out/cut/results.csv" 2>/dev/null || echo 0)" -ge 3 ] && break
-	sleep 0.02
+# killed as soon as a first completion is whole on disk: the tiny model's
+# answers have no code block (no_code, nothing compiled), so the whole run
+# takes a fraction of a second and a kill timed by rows would often land
+# after the end; later turns wait for earlier verdicts, so this is mid-run
+for _ in $(seq 1 2000); do
+	compgen -G "$out/cut/cand/smoke/relu/r*t0.json" >/dev/null && break
+	sleep 0.005
 done
 kill -9 "$pid"; wait "$pid" 2>/dev/null
-rows=$(($(wc -l < "$out/cut/results.csv") - 1))
-if [ "$rows" -ge 1 ] && [ "$rows" -lt 9 ]; then ok; else no "the kill did not land mid-run ($rows rows)"; fi
+rows=$(($(wc -l < "$out/cut/results.csv" 2>/dev/null || echo 1) - 1))
+if [ "$rows" -lt 9 ]; then ok; else no "the kill did not land mid-run ($rows rows)"; fi
 "$exe" "${args[@]}" --out "$out/cut" --resume >/dev/null 2>"$out/resume.err" || no "resume: $(cat "$out/resume.err")"
+grep -q 'run: --resume reused [1-9][0-9]* completion(s) from disk and generated [1-9]' "$out/resume.err" && ok ||
+	no "resume does not say what it reused: $(cat "$out/resume.err")"
+# the decoder counts its own tokens; the tiny model's answers have no code block
+grep -q '"count_src": "decoder"' "$out/whole/cand/smoke/relu/r0t0.json" && ok || no "r0t0's count is not the decoder's"
+want "the tiny model's answers" "$(col "$out/whole/results.csv" status | tr ' ' '\n' | sort -u)" "no_code"
 for c in candidate status turn parent completion_tokens cumulative_tokens verify_seed; do
 	a=$("$csvq" "$out/whole/results.csv" "$c" | sed "s#$out/whole#D#")
 	b=$("$csvq" "$out/cut/results.csv" "$c" | sed "s#$out/cut#D#")
