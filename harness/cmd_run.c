@@ -7,6 +7,7 @@
 #include "harness/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -913,6 +914,37 @@ static json_t *stats_json(const struct run_opts *o, const struct gen_run_stats *
 	return j;
 }
 
+/* path through tmp (a fresh file: whatever is planted there is removed,
+ * never written through), fsynced before the rename, so a crash leaves the
+ * old run.json or the new one, whole: --resume reads it. */
+static int write_whole(const char *path, const char *tmp, const char *txt)
+{
+	size_t n = strlen(txt), off = 0;
+	int fd;
+
+	if (unlink(tmp) && errno != ENOENT)
+		goto fail;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+		goto fail;
+	while (off < n) {
+		ssize_t w = write(fd, txt + off, n - off);
+		if (w <= 0) {
+			close(fd);
+			unlink(tmp);
+			goto fail;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) | close(fd) || rename(tmp, path)) {
+		unlink(tmp);
+		goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "crucible run: cannot write %s: %s\n", path, strerror(errno));
+	return 3;
+}
+
 /* run.json, written whole (tmp + rename) at the start and again at the end
  * (end != NULL): the generator's describe() then holds what is only known
  * at the end (an endpoint's token-count statistics). */
@@ -954,17 +986,13 @@ static int write_run_json(const char *path, const struct run_opts *o, json_t *op
 	json_object_set_new(j, "seed_sha256", json_string(hex));
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	{
-		struct cr_err e;
+		char *txt = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+		int rc = txt ? write_whole(path, tmp, txt) : 3;
 
-		cr_err_init(&e);
-		if (cr_json_write(j, path, tmp, JSON_INDENT(2) | JSON_SORT_KEYS, &e)) {
-			fprintf(stderr, "crucible run: %s\n", e.msg);
-			json_decref(j);
-			return 3;
-		}
+		free(txt);
+		json_decref(j);
+		return rc;
 	}
-	json_decref(j);
-	return 0;
 }
 
 /* ---- the command ---- */
