@@ -345,8 +345,8 @@ static void draw(struct run *R)
 	for (int i = 0; i < R->n_live && n < 200; i++) {
 		const struct request *q = R->live[i];
 		const char *t = R->ts[q->task].name, *b = strrchr(t, '/');
-		append(line, sizeof line, &n, "%s%s %s%s %ld", i ? ", " : " (", b ? b + 1 : t, q->ids[0],
-		       q->n > 1 ? "+" : "", q->tok_sum);
+		append(line, sizeof line, &n, "%s%s %s%s%s %ld", i ? ", " : " (", b ? b + 1 : t, q->ids[0],
+		       q->n > 1 ? ".." : "", q->n > 1 ? q->ids[q->n - 1] : "", q->tok_sum);
 	}
 	append(line, sizeof line, &n, "%s, %ld tokens, %.1f tokens/s", R->n_live ? ")" : "", R->p_tokens,
 	       busy > 0 ? (double)R->p_tokens * 1e9 / (double)busy : 0.0);
