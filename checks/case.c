@@ -504,7 +504,8 @@ static enum cr_status case_cond(struct vr *v, struct vr_case *c, const double *c
 	for (int k = 0; k < c->n_slots; k++)
 		if (st->slots[k].role == CR_SLOT_OUT)
 			total += (size_t)c->numel[k];
-	if (!m && !(m = calloc(total + 1, sizeof *m)))
+	/* [0, total): the spread over every round; [total, 2 total): the first's */
+	if (!m && !(m = calloc(2 * total + 1, sizeof *m)))
 		return cr_errf(err, CR_ENOMEM, "out of memory for the conditioning of a case of %s", t->name);
 	c->spread_mem = m;
 	memset(&cc, 0, sizeof cc);
@@ -527,8 +528,13 @@ static enum cr_status case_cond(struct vr *v, struct vr_case *c, const double *c
 	/* the noise from the CSPRNG: nothing the candidate saw or can replay */
 	if (!(s = check_cond_spread(&cc, cr_secure_u64(), outs, n, merge, err)))
 		for (int k = 0, j = 0; k < c->n_slots; k++)
-			if (st->slots[k].role == CR_SLOT_OUT)
+			if (st->slots[k].role == CR_SLOT_OUT) {
 				c->spread[k] = outs[j++].spread;
+				c->spread1[k] = c->spread[k] + total;
+				if (!merge)
+					memcpy(c->spread1[k], c->spread[k],
+					       sizeof(double) * (size_t)c->numel[k]);
+			}
 	v->ns_cond += cr_now_ns() - t0;
 	v->n_cond_cases += !merge;
 	v->n_cond_rounds++;
@@ -596,9 +602,20 @@ enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_er
 	return case_cond(v, c, val, NULL, err);
 }
 
+void vr_cond_tol(const struct vr_case *c, int k, struct check_tol *tl)
+{
+	tl->spread = c->spread_mem ? c->spread[k] : NULL;
+	tl->spread_first = c->spread_mem && c->cond_rounds > 1 ? c->spread1[k] : NULL;
+	tl->cond_rounds = c->cond_rounds;
+}
+
 bool vr_cond_again(const struct vr_case *c, const struct check_cmp *cmp)
 {
-	return c->spread_mem && !cmp->pass && cmp->n_ill > 0 && c->cond_rounds < CHECK_COND_ROUNDS;
+	if (!c->spread_mem || cmp->pass || cmp->n_ill <= 0 || c->cond_rounds >= CHECK_COND_ROUNDS)
+		return false;
+	/* an element failure where the reference did not move at all: a
+	 * stable element, which no later round will find ill-conditioned */
+	return cmp->failed != CHECK_BOUND_ELEMENT || cmp->spread > 0;
 }
 
 enum cr_status vr_case_cond_more(struct vr *v, struct vr_case *c, struct cr_err *err)

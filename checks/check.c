@@ -33,6 +33,7 @@ void check_tol_default(struct check_tol *tol, double atol, double rtol, double s
 	tol->bias_floor = CHECK_BIAS_FLOOR;
 	tol->few_floor = CHECK_FEW_FLOOR;
 	tol->cond_factor = CHECK_COND_FACTOR;
+	tol->cond_factor_later = CHECK_COND_FACTOR_LATER;
 }
 
 double check_scale(const double *rms, int n_out, int k)
@@ -44,15 +45,23 @@ double check_scale(const double *rms, int n_out, int k)
 	return rms[k] < CHECK_NEAR_ZERO * top ? top : rms[k];
 }
 
-/* The conditioning allowance of element i (check.h): cond_factor × the
- * reference's spread there where that exceeds its tolerance lim, else 0. */
+double check_cond_allowance(const struct check_tol *tol, int64_t i)
+{
+	double a = tol->cond_factor * (tol->spread_first ? tol->spread_first[i] : tol->spread[i]);
+	if (tol->spread_first)
+		a = fmax(a, tol->cond_factor_later * tol->spread[i]);
+	return isfinite(a) ? a : 0;
+}
+
+/* The conditioning allowance of element i (check.h): check_cond_allowance
+ * where that exceeds its tolerance lim, else 0. */
 static double cond_allow(const struct check_tol *tol, int64_t i, double lim)
 {
 	double a;
 	if (!tol->spread)
 		return 0;
-	a = tol->cond_factor * tol->spread[i];
-	return isfinite(a) && a > lim ? a : 0;
+	a = check_cond_allowance(tol, i);
+	return a > lim ? a : 0;
 }
 
 /* The worst-element bound; fills everything but the distribution figures. */
@@ -121,11 +130,9 @@ static void compare_distribution(const double *got, const double *exp, const dou
 	int64_t m = 0, mbn = 0;
 
 	for (int64_t i = 0; i < n; i++) {
-		double a = tol->spread ? tol->cond_factor * tol->spread[i] : 0, e;
+		double a = tol->spread ? check_cond_allowance(tol, i) : 0, e;
 		if (!isfinite(exp[i]) || !isfinite(got[i]))
 			continue;
-		if (!isfinite(a))
-			a = 0;
 		if (a > tol->atol * tol->scale + tol->rtol * fabs(exp[i]))
 			out->n_ill++;
 		e = beyond(got[i] - exp[i], a);
@@ -185,12 +192,14 @@ void check_compare_tol(const double *got, const double *exp, const double *base,
 	compare_elements(got, exp, base, n, tol, out);
 	if (!out->pass)
 		out->failed = CHECK_BOUND_ELEMENT;
-	out->spread = NAN;
+	out->spread = out->spread_first = NAN;
 	if (out->worst >= 0) {
 		out->got = got[out->worst];
 		out->exp = exp[out->worst];
 		if (tol->spread)
 			out->spread = tol->spread[out->worst];
+		if (tol->spread_first)
+			out->spread_first = tol->spread_first[out->worst];
 	}
 	if (tol->dist && base)
 		compare_distribution(got, exp, base, n, tol, out);
@@ -206,6 +215,20 @@ void check_compare(const double *got, const double *exp, const double *base, int
 	check_compare_tol(got, exp, base, n, &tol, out);
 }
 
+/* What the distribution bounds counted, after a measurement (snprintf's
+ * return). */
+static int cond_str(const struct check_tol *tol, const struct check_cmp *c, char *buf, size_t cap)
+{
+	if (!tol->spread_first)
+		return snprintf(buf, cap, "; errors counted beyond %g × the reference's spread under "
+				"float-level noise, %lld elements ill-conditioned", tol->cond_factor,
+				(long long)c->n_ill);
+	return snprintf(buf, cap, "; errors counted beyond the larger of %g × the reference's "
+			"spread under float-level noise in the first of %d measurements and %g × "
+			"its spread in all, %lld elements ill-conditioned", tol->cond_factor,
+			tol->cond_rounds, tol->cond_factor_later, (long long)c->n_ill);
+}
+
 void check_cmp_str(const struct check_cmp *c, const struct check_tol *tol, char *buf, size_t cap)
 {
 	int w = 0;
@@ -215,28 +238,30 @@ void check_cmp_str(const struct check_cmp *c, const struct check_tol *tol, char 
 			     "(%g × the f32 baseline's %.3g + %.3g × (atol+rtol)",
 			     c->agg, c->scale, c->agg_bound, tol->agg_factor, c->base_agg, c->agg_floor);
 		if (tol->spread && w >= 0 && (size_t)w < cap)
-			w += snprintf(buf + w, cap - (size_t)w, "; errors counted beyond %g × the "
-				      "reference's spread under float-level noise, %lld elements "
-				      "ill-conditioned", tol->cond_factor, (long long)c->n_ill);
+			w += cond_str(tol, c, buf + w, cap - (size_t)w);
 		break;
 	case CHECK_BOUND_BIAS:
 		w = snprintf(buf, cap, "mean signed error %.3g of the output's scale %.3g, above the bound %.3g "
 			     "(%g × the f32 baseline's %.3g + its noise, + %.3g × (atol+rtol)",
 			     c->bias, c->scale, c->bias_bound, tol->bias_factor, c->base_bias, c->bias_floor);
 		if (tol->spread && w >= 0 && (size_t)w < cap)
-			w += snprintf(buf + w, cap - (size_t)w, "; errors counted beyond %g × the "
-				      "reference's spread under float-level noise, %lld elements "
-				      "ill-conditioned", tol->cond_factor, (long long)c->n_ill);
+			w += cond_str(tol, c, buf + w, cap - (size_t)w);
 		break;
 	default:
 		w = snprintf(buf, cap, "element %lld: got %.9g, expected %.9g (%lld of %lld outside "
 			     "atol %g × scale %.3g + rtol %g × |expected|",
 			     (long long)c->worst, c->got, c->exp, (long long)c->n_bad, (long long)c->n,
 			     tol->atol, c->scale, tol->rtol);
-		if (tol->spread && w >= 0 && (size_t)w < cap)
+		if (tol->spread && w >= 0 && (size_t)w < cap && !tol->spread_first)
 			w += snprintf(buf + w, cap - (size_t)w, "; the reference moves by %.3g there "
 				      "under float-level noise, %g × that allowed", c->spread,
 				      tol->cond_factor);
+		else if (tol->spread && w >= 0 && (size_t)w < cap)
+			w += snprintf(buf + w, cap - (size_t)w, "; the reference moves by %.3g there "
+				      "under float-level noise in the first of %d measurements, %.3g "
+				      "in all: the larger of %g × the first and %g × all allowed",
+				      c->spread_first, tol->cond_rounds, c->spread, tol->cond_factor,
+				      tol->cond_factor_later);
 		break;
 	}
 	if (w >= 0 && (size_t)w < cap)

@@ -41,6 +41,13 @@ struct check_tol {
 	 * until measured (only for a comparison that failed without it) */
 	const double *spread;
 	double cond_factor;    /* element: or <= this × spread[i] */
+	/* later rounds (checks/cond.h CHECK_COND_ROUNDS): spread is then the
+	 * largest over all of them and spread_first the first round's alone;
+	 * the allowance is the larger of cond_factor × spread_first[i] and
+	 * cond_factor_later × spread[i]. NULL: one round */
+	const double *spread_first;
+	double cond_factor_later;
+	int cond_rounds;       /* measurements merged into spread (messages) */
 };
 
 /* The verifier's margins (docs/VERIFIER.md, "Scale-aware tolerance"). */
@@ -60,6 +67,12 @@ struct check_tol {
  * float-level noise (checks/cond.h); it widens an element's bound
  * only where the spread exceeds 1/this of its tolerance. */
 #define CHECK_COND_FACTOR 4.0
+/* The factor on the spread merged over later rounds: a maximum over more
+ * runs is larger where the spread is heavy-tailed (a recurrence's
+ * cascades), so the margin the first round's factor gives is not given
+ * again on it: later rounds find the elements a float kernel may flip,
+ * and allow about the flip they saw (docs/VERIFIER.md). */
+#define CHECK_COND_FACTOR_LATER 1.5
 /* An output whose reference rms is below this fraction of the largest rms
  * among the same case's outputs is zero in exact arithmetic (rounding noise
  * of the double reference): it is judged at the other outputs' scale. */
@@ -70,6 +83,11 @@ struct check_tol {
  * or a sigmoid's tail) an honest float formula is accurate relative to the
  * input, not to the tiny result (docs/VERIFIER.md). */
 #define CHECK_SMALL_OUTPUT 64
+
+/* What the conditioning allows element i (tol->spread set): cond_factor ×
+ * the first round's spread, or cond_factor_later × the spread over all
+ * rounds when larger; 0 where not finite. */
+double check_cond_allowance(const struct check_tol *tol, int64_t i);
 
 /* The verifier's rule for one output at the given scale. */
 void check_tol_default(struct check_tol *tol, double atol, double rtol, double scale);
@@ -89,6 +107,7 @@ struct check_cmp {
 	double agg_floor, bias_floor; /* their floors' fractions of (atol+rtol) at this n */
 	int64_t n_cond;         /* elements within bounds only by the conditioning allowance */
 	double spread;          /* tol->spread at worst (NaN: not measured) */
+	double spread_first;    /* tol->spread_first at worst (NaN: one round) */
 	int64_t n_ill;          /* ill-conditioned elements: cond_factor × spread above their tolerance */
 	enum check_bound failed;
 	bool pass;

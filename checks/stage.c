@@ -234,7 +234,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 		if (!cmp.pass && v->status > CHECK_MISMATCH) {
 			if ((*st_out = vr_case_cond(v, c, err)))
 				return false;
-			tl.spread = c->spread[k];
+			vr_cond_tol(c, k, &tl);
 			if (tl.spread)
 				check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
 			/* still failing where the case is ill-conditioned: the
@@ -242,6 +242,7 @@ static bool run_case(struct vr *v, struct cr_proc *w, struct vr_case *c, bool re
 			while (tl.spread && vr_cond_again(c, &cmp)) {
 				if ((*st_out = vr_case_cond_more(v, c, err)))
 					return false;
+				vr_cond_tol(c, k, &tl);
 				check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
 			}
 		}

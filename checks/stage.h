@@ -61,6 +61,7 @@ struct vr_case {
 	 * noise (checks/cond.h); measured only when a comparison of the case
 	 * failed without it (vr_case_cond), NULL until then */
 	double *spread[CR_MAX_SLOTS];
+	double *spread1[CR_MAX_SLOTS]; /* the first measurement's alone (later rounds merge into spread) */
 	void *spread_mem;
 	int cond_rounds;             /* measurements merged into spread (CHECK_COND_ROUNDS at most) */
 	bool cond_in;                /* measured on the slots' inputs (vr_case_cond_inputs) */
@@ -115,9 +116,14 @@ enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_er
 /* Whether a comparison cmp of an output of c, made with its measured
  * spread, warrants another measurement: it still fails, some element of
  * that output is ill-conditioned (the case is where float rounding
- * decides branches, and the spread is a sample maximum), and fewer than
- * CHECK_COND_ROUNDS measurements were made. */
+ * decides branches, and the spread is a sample maximum), the worst
+ * element of an element failure moved under the noise (one that never
+ * moved is stable), and fewer than CHECK_COND_ROUNDS measurements were
+ * made. */
 bool vr_cond_again(const struct vr_case *c, const struct check_cmp *cmp);
+/* Sets tl's conditioning from output slot k of c (check.h: spread, and
+ * spread_first after later rounds); NULL spread when not measured. */
+void vr_cond_tol(const struct vr_case *c, int k, struct check_tol *tl);
 /* One more measurement of c, as the first was made (from the case's seed
  * or its slots' inputs), merged into c->spread: each element the largest
  * over all rounds. A no-op at CHECK_COND_ROUNDS or before a first. */

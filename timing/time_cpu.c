@@ -149,6 +149,7 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 	c->spread_mem = NULL;
 	c->cond_rounds = 0;
 	memset(c->spread, 0, sizeof c->spread);
+	memset(c->spread1, 0, sizeof c->spread1);
 	/* the correctness stage's rule (checks/stage.c): each output at its own
 	 * scale, a near-zero one at the others' */
 	double rms[CR_MAX_SLOTS];
@@ -165,13 +166,15 @@ static enum cr_status recheck_set(struct vr *v, struct vr_case *c, struct cr_pro
 		if (!cmp.pass && v->status > CHECK_STALE_RESULT) {
 			if ((s = vr_case_cond_inputs(v, c, err)))
 				return s;
-			if ((tl.spread = c->spread[k]))
+			vr_cond_tol(c, k, &tl);
+			if (tl.spread)
 				check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
 			/* still failing where the case is ill-conditioned: the spread
 			 * is a sample maximum, measured again (merged) */
 			while (tl.spread && vr_cond_again(c, &cmp)) {
 				if ((s = vr_case_cond_more(v, c, err)))
 					return s;
+				vr_cond_tol(c, k, &tl);
 				check_compare_tol(c->got[k], c->ref[k], c->base[k], c->numel[k], &tl, &cmp);
 			}
 		}

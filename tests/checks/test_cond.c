@@ -291,6 +291,42 @@ static void test_rounds_merge(void **s)
 	release(&f);
 }
 
+/* After later rounds an element is allowed the larger of 4 × the first
+ * round's spread and 1.5 × the spread over all rounds, never 4 × the
+ * merged maximum (a white-box attack pushed a chaotic GRU's elements to
+ * 2.5 × its own replicas' range, inside 4 × a 64-run maximum 19 times in
+ * 20): an error of 3 × the merged spread is a mismatch, 1.4 × passes. */
+static void test_later_rounds_factor(void **s)
+{
+	struct check_tol tol;
+	struct check_cmp c;
+	double exp[2] = { 1.0, 1.0 }, first[2] = { 0.0, 0.25 }, all[2] = { 0.5, 0.25 };
+	double base[2] = { 1.0, 1.0 }, got[2];
+	(void)s;
+	check_tol_default(&tol, 1e-4, 1e-4, 1.0);
+	tol.dist = false;
+	tol.spread = all;
+	tol.spread_first = first;
+	tol.cond_rounds = 2;
+	assert_true(check_cond_allowance(&tol, 0) == CHECK_COND_FACTOR_LATER * 0.5);
+	assert_true(check_cond_allowance(&tol, 1) == CHECK_COND_FACTOR * 0.25);
+	got[0] = 1.0 + 3 * 0.5;   /* within 4 × the merged spread, beyond 1.5 × */
+	got[1] = 1.0;
+	check_compare_tol(got, exp, base, 2, &tol, &c);
+	assert_false(c.pass);
+	assert_int_equal(c.worst, 0);
+	got[0] = 1.0 + 1.4 * 0.5;
+	check_compare_tol(got, exp, base, 2, &tol, &c);
+	assert_true(c.pass);
+	got[1] = 1.0 + 0.9;        /* 4 × the first round's 0.25 covers it */
+	check_compare_tol(got, exp, base, 2, &tol, &c);
+	assert_true(c.pass);
+	tol.spread_first = NULL;   /* one round: 4 × the spread */
+	got[0] = 1.0 + 3 * 0.5;
+	check_compare_tol(got, exp, base, 2, &tol, &c);
+	assert_true(c.pass);
+}
+
 /* With the ill-conditioned element accepted, a wrong element elsewhere (a
  * well-conditioned row) is still a mismatch, and names that element. */
 static void wrong_elsewhere(struct fix *f, int64_t at)
@@ -398,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_relu_flip_accepted),
 		cmocka_unit_test(test_relu_flip_every_key),
 		cmocka_unit_test(test_rounds_merge),
+		cmocka_unit_test(test_later_rounds_factor),
 		cmocka_unit_test(test_wrong_well_conditioned),
 		cmocka_unit_test(test_biased_rejected),
 		cmocka_unit_test(test_beyond_spread_rejected),
