@@ -491,7 +491,8 @@ struct report_pick {
 	int correct;         /* report_row_correct's rule on its status and backward */
 	double speedup;      /* NAN when untimed */
 	double tokens_spent; /* NAN when empty */
-	int budget_stop;     /* stopped == budget */
+	int budget_stop;     /* stopped == budget or over_budget */
+	int over_budget;     /* stopped == over_budget: spent past the budget */
 };
 
 struct report_rundir {
@@ -510,6 +511,7 @@ struct report_rundir {
 	                                    * picked = 0, line = 0 */
 	size_t n_selected;                 /* rows of selected.csv */
 	int n_budget_stop;
+	int n_over_budget;                 /* of them, past the budget */
 	int n_oracle;                      /* tasks with some correct candidate in results.csv */
 	int *oracle;                       /* [n_tasks] 1: some correct candidate */
 };

@@ -361,9 +361,9 @@ static enum cr_status load_selected(struct report_rundir *d, const struct report
 		else if (b == RB_COUNT)
 			return cr_errf(e, CR_EINPUT, "%s:%ld: column 'backward': expected pass, fail, "
 				       "absent, none or empty, got '%s'", t->path, r->line, bw);
-		if (strcmp(stop, "done") && strcmp(stop, "budget"))
-			return cr_errf(e, CR_EINPUT, "%s:%ld: column 'stopped': expected done or "
-				       "budget, got '%s'", t->path, r->line, stop);
+		if (strcmp(stop, "done") && strcmp(stop, "budget") && strcmp(stop, "over_budget"))
+			return cr_errf(e, CR_EINPUT, "%s:%ld: column 'stopped': expected done, budget "
+				       "or over_budget, got '%s'", t->path, r->line, stop);
 		if (ti < 0) {
 			d->n_left_out++;
 			continue;
@@ -382,8 +382,12 @@ static enum cr_status load_selected(struct report_rundir *d, const struct report
 		p->picked = status != RS_COUNT;
 		p->correct = status == RS_OK && b != RB_FAIL &&
 			     !(o->strict_backward && b == RB_ABSENT);
-		p->budget_stop = !strcmp(stop, "budget");
+		/* over_budget: a completion took the task past its budget (a
+		 * replay, a retried stream's lost tokens): a budget stop too */
+		p->budget_stop = !strcmp(stop, "budget") || !strcmp(stop, "over_budget");
+		p->over_budget = !strcmp(stop, "over_budget");
 		d->n_budget_stop += p->budget_stop;
+		d->n_over_budget += p->over_budget;
 	}
 	return CR_OK;
 }

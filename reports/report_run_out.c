@@ -50,9 +50,12 @@ static void md_dirs(FILE *f, const struct report_runs *R)
 		cell(f, *d->gen_kind ? d->gen_kind : "?");
 		fputs(" | ", f);
 		cell(f, d->model);
-		fprintf(f, " | %zu%s | %zu | %d | %d | ", d->n_tasks,
+		fprintf(f, " | %zu%s | %zu | %d | %d", d->n_tasks,
 			d->tasks_from_list ? " (--task-list)" : "", d->results->n_rows, picked,
 			d->n_budget_stop);
+		if (d->n_over_budget)
+			fprintf(f, " (%d past it)", d->n_over_budget);
+		fputs(" | ", f);
 		if (d->meta.reused >= 0)
 			fprintf(f, "%ld / %ld |\n", d->meta.reused,
 				d->meta.generated < 0 ? 0 : d->meta.generated);
@@ -341,6 +344,8 @@ static json_t *jdirs(const struct report_runs *R)
 			"candidates", (json_int_t)d->results->n_rows, "left_out_rows",
 			(json_int_t)d->n_left_out, "stopped_on_budget", d->n_budget_stop,
 			"tasks_with_a_correct_candidate", d->n_oracle));
+		json_object_set_new(json_array_get(a, json_array_size(a) - 1), "over_budget",
+				    json_integer(d->n_over_budget));
 		json_object_set_new(json_array_get(a, json_array_size(a) - 1), "name",
 				    json_string(d->name));
 		json_object_set_new(json_array_get(a, json_array_size(a) - 1), "resume",

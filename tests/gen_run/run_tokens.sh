@@ -64,6 +64,10 @@ want "over_budget tokens spent" "$(col "$out/over/selected.csv" tokens_spent)" "
 grep -q 'warning: smoke/relu s0: 500 tokens.*budget of 300' "$out/over.err" && ok ||
 	no "no over-budget warning: $(cat "$out/over.err")"
 grep -q '"tasks_over_budget": 1' "$out/over/run.json" && ok || no "run.json does not count the task over budget"
+# report reads it: a budget stop, said to be past the budget
+"$exe" report "$out/over" --format md > "$out/over.md" 2> "$out/over-report.err"; rc=$?
+want "report over_budget exit" "$rc" 0
+grep -q '| 1 (1 past it) |' "$out/over.md" && ok || no "report does not say the task went past its budget: $(grep -i 'budget' "$out/over.md" "$out/over-report.err" | head -5)"
 # within the budget: done, no warning
 run under --strategy best-of-n --n 2 --max-tokens 100; rc=$?
 want "no budget: stopped" "$(col "$out/under/selected.csv" stopped)" "done"
