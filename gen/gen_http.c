@@ -605,8 +605,11 @@ static enum cr_status exchange(struct ep *e, const char *url, const char *body,
 		}
 		try_once(e, h, url, body, stream, x);
 		v = judge(e, x, what, sizeof what, &st);
-		if (v == V_RETRY && probing && x->status) {
-			v = V_FINAL;   /* a probe answered: no such service */
+		if (v == V_RETRY && (probing || !ans) && x->status) {
+			/* /tokenize answered an error: a probe learns there is no
+			 * such service; a count is not worth a retry window (the
+			 * completion is counted from usage, tokenizer_failed) */
+			v = V_FINAL;
 			st = CR_EINPUT;
 		}
 		if (v == V_OK) {

@@ -48,13 +48,16 @@
  *   refuse MS           the request is closed unanswered, the listening
  *                       socket closed, and the SAME port listened on again
  *                       after MS milliseconds (a server restart)
- *   tokenize [llama|vllm]  (anywhere; not a request) serve POST /tokenize
+ *   tokenize [llama|vllm] [fail-from=J]
+ *                       (anywhere; not a request) serve POST /tokenize
  *                       with the toy tokenizer: llama.cpp's shape
  *                       ({"content": text} -> {"tokens": [...]}; the default)
  *                       or vLLM's ({"prompt": text} -> {"count": N, "tokens":
  *                       [...]}, 400 without "prompt"). Without the line,
  *                       /tokenize is 404. Each call is logged as
- *                       DIR/tok-<j>.json.
+ *                       DIR/tok-<j>.json. fail-from=J: calls j >= J (from
+ *                       0) answer 503 (a /tokenize that breaks after the
+ *                       probe).
  *
  * The toy tokenizer (about 0.4 tokens a byte on C; BPE gives 0.25-0.35):
  * greedy from the left, a token is a space and up to 8 of [A-Za-z0-9_]
@@ -112,6 +115,7 @@ static const char exhausted[] = "{\"error\":{\"message\":\"script exhausted\"}}"
 static struct line *g_lines;
 static int g_n_lines;
 static int g_tokenize;        /* 0: off, 1: llama.cpp, 2: vLLM */
+static int g_tok_fail_from = -1; /* /tokenize calls from this one on answer 503 (-1: none) */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_next, g_next_tok;         /* request numbers given */
 static atomic_int g_answered, g_refuse_ms;
@@ -207,9 +211,15 @@ static bool parse_line(char *s, const char *dir, struct line *l)
 	if (!nt)
 		die("an empty script line%s%s", "", "");
 	if (!strcmp(tok[0], "tokenize")) {
-		if (nt > 2 || (nt == 2 && strcmp(tok[1], "llama") && strcmp(tok[1], "vllm")))
-			die("tokenize takes llama or vllm: '%s'%s", raw, "");
-		g_tokenize = nt == 2 && !strcmp(tok[1], "vllm") ? 2 : 1;
+		int k = 1;
+		if (nt > k && (!strcmp(tok[k], "llama") || !strcmp(tok[k], "vllm")))
+			g_tokenize = !strcmp(tok[k++], "vllm") ? 2 : 1;
+		else
+			g_tokenize = 1;
+		if (nt > k && !strncmp(tok[k], "fail-from=", 10))
+			g_tok_fail_from = parse_int(tok[k++] + 10, "a /tokenize call", raw);
+		if (nt > k)
+			die("tokenize takes llama or vllm, then fail-from=J: '%s'%s", raw, "");
 		return false;
 	}
 	if (!strcmp(tok[0], "refuse")) {
@@ -730,7 +740,9 @@ static void *serve(void *p)
 		i = g_next_tok++;
 		pthread_mutex_unlock(&g_lock);
 		write_log("tok", i, "json", body, blen);
-		if (g_tokenize)
+		if (g_tokenize && g_tok_fail_from >= 0 && i >= g_tok_fail_from)
+			answer(fd, 503, "{\"error\":{\"code\":503,\"message\":\"busy\"}}", 39, -1);
+		else if (g_tokenize)
 			tokenize(fd, body, blen);
 		else
 			answer(fd, 404, "{\"error\":{\"code\":404,\"message\":\"File Not Found\"}}",

@@ -1143,6 +1143,46 @@ static void test_usage_absent(void **state)
 	g.release(g.ctx);
 }
 
+/* /tokenize answers the probe, then 503 for every count: the completion is
+ * counted from usage at once (a /tokenize that answers an error is not
+ * worth a retry window; the default window is 600 s), and describe()
+ * counts the failure. */
+static void test_tokenize_fails_after_probe(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(2);
+	struct gen_completion out[2];
+	struct cr_err err;
+	json_t *tc;
+	int64_t t0;
+	(void)state;
+
+	echo_file();
+	fake_start("tokfail.script");
+	c = cfg_for(g_fake.url);
+	c.retry_window_s = 600;
+	c.max_retries = 0;   /* only the window: retried, a count would wait minutes */
+	open_ok(&c, &g);
+	cr_err_init(&err);
+	t0 = cr_now_ns();
+	if (g.complete(g.ctx, &rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+	assert_true(cr_now_ns() - t0 < 20 * 1000000000LL);
+	for (int k = 0; k < 2; k++) {
+		assert_string_not_equal(out[k].count_src, "tokenizer");
+		assert_int_equal(out[k].usage_tokens,
+				 gen_at(0, "tokens", 0) + gen_at(0, "tokens", 1));
+	}
+	assert_int_equal(out[0].completion_tokens + out[1].completion_tokens,
+			 gen_at(0, "tokens", 0) + gen_at(0, "tokens", 1));
+	tc = token_counts(&g);
+	assert_true(tc_int(tc, "tokenizer_failed") >= 1);
+	json_decref(tc);
+	release_all(out, 2);
+	g.release(g.ctx);
+}
+
 /* A stream slower than the idle timeout in all (60-odd chunks 20 ms apart,
  * idle 0.4 s, no request timeout) but never silent that long completes. */
 static void test_slow_stream(void **state)
@@ -1472,6 +1512,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_restart_survived, fake_stop),
 		cmocka_unit_test_teardown(test_window_spent, fake_stop),
 		cmocka_unit_test_teardown(test_gguf_tokenizer, fake_stop),
+		cmocka_unit_test_teardown(test_tokenize_fails_after_probe, fake_stop),
 		cmocka_unit_test_teardown(test_nocode_answer, fake_stop),
 		cmocka_unit_test_teardown(test_usage_each_choice, fake_stop),
 	};
