@@ -8,11 +8,7 @@
 set -uo pipefail
 exe="$1"; csvq="$2"; mk="$3"; out="$4"
 rm -rf "$out"; mkdir -p "$out"
-fail=0; pass=0
-ok() { pass=$((pass + 1)); }
-no() { echo "FAIL: $*"; fail=$((fail + 1)); }
-want() { if [ "$2" = "$3" ]; then ok; else no "$1: got '$2', want '$3'"; fi; }
-col() { "$csvq" "$@" | paste -sd' ' -; }
+. "$(dirname "$0")/lib.sh"
 "$mk" "$out/tiny.gguf" || { echo "FAIL: mk_tiny"; exit 1; }
 common=(--model "$out/tiny.gguf" --task smoke/relu --no-timing --quick --timeout 2 --max-tokens 24
         --threads 1 --seed 11)

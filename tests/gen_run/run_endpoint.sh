@@ -7,21 +7,8 @@
 set -uo pipefail
 exe="$1"; csvq="$2"; fake="$3"; fix="$4"; out="$5"
 rm -rf "$out"; mkdir -p "$out"
-fail=0; pass=0
-ok() { pass=$((pass + 1)); }
-no() { echo "FAIL: $*"; fail=$((fail + 1)); }
-want() { if [ "$2" = "$3" ]; then ok; else no "$1: got '$2', want '$3'"; fi; }
-col() { "$csvq" "$@" | paste -sd' ' -; }
+. "$(dirname "$0")/lib.sh"
 export FAKE_OPENAI_ECHO_FILE="$fix/echo_relu.txt"
-server_pid=
-serve() { # name script: starts the server, sets $url
-	mkdir -p "$out/$1.log"
-	"$fake" --port-file "$out/$1.port" --script "$fix/$2" --log "$out/$1.log" &
-	server_pid=$!
-	for _ in $(seq 1 100); do [ -s "$out/$1.port" ] && break; sleep 0.05; done
-	url="http://127.0.0.1:$(cat "$out/$1.port")/v1"
-}
-stop() { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
 run() { # name args...
 	local name=$1; shift
 	# counted by usage: a /tokenize probe would take a line of the script

@@ -7,22 +7,8 @@
 set -uo pipefail
 exe="$1"; csvq="$2"; fake="$3"; fix="$4"; out="$5"
 rm -rf "$out"; mkdir -p "$out"
-fail=0; pass=0
-ok() { pass=$((pass + 1)); }
-no() { echo "FAIL: $*"; fail=$((fail + 1)); }
-want() { if [ "$2" = "$3" ]; then ok; else no "$1: got '$2', want '$3'"; fi; }
-col() { "$csvq" "$@" | paste -sd' ' -; }
+. "$(dirname "$0")/lib.sh"
 export FAKE_OPENAI_ECHO_FILE="$fix/echo_relu.txt"
-server_pid=
-serve() { # name script [fake options]: starts the server, sets $url
-	local name=$1 script=$2; shift 2
-	mkdir -p "$out/$name.log"
-	"$fake" --port-file "$out/$name.port" --script "$fix/$script" --log "$out/$name.log" "$@" &
-	server_pid=$!
-	for _ in $(seq 1 100); do [ -s "$out/$name.port" ] && break; sleep 0.05; done
-	url="http://127.0.0.1:$(cat "$out/$name.port")/v1"
-}
-stop() { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
 args=(--api-model fake-coder --task smoke/relu --no-timing --timeout 2 --strategy refine --n 1 --turns 3
       --seed 11 --tokenizer usage)
 

@@ -9,11 +9,7 @@
 set -uo pipefail
 exe="$1"; csvq="$2"; fake="$3"; fix="$4"; efix="$5"; out="$6"
 rm -rf "$out"; mkdir -p "$out"
-fail=0; pass=0
-ok() { pass=$((pass + 1)); }
-no() { echo "FAIL: $*"; fail=$((fail + 1)); }
-want() { if [ "$2" = "$3" ]; then ok; else no "$1: got '$2', want '$3'"; fi; }
-col() { "$csvq" "$@" | paste -sd' ' -; }
+. "$(dirname "$0")/lib.sh"
 run() { # name args...
 	local name=$1; shift
 	"$exe" run --replay "$fix" --task smoke/relu --no-timing --timeout 2 --out "$out/$name" "$@" \
@@ -42,14 +38,11 @@ grep -q '"no_code": 1' "$out/nocode/run.json" && ok || no "run.json does not cou
 # refine's next prompt says the answer had no code block (fake_openai
 # records it): the first answer is prose, the second the echo
 export FAKE_OPENAI_ECHO_FILE="$efix/echo_relu.txt"
-mkdir -p "$out/fb.log"
-"$fake" --port-file "$out/fb.port" --script "$efix/nocode.script" --log "$out/fb.log" &
-fpid=$!
-for _ in $(seq 1 100); do [ -s "$out/fb.port" ] && break; sleep 0.05; done
-"$exe" run --endpoint "http://127.0.0.1:$(cat "$out/fb.port")/v1" --api-model fake-coder --no-stream --tokenizer usage --retry-window 5 \
+fix="$efix" serve fb nocode.script
+"$exe" run --endpoint "$url" --api-model fake-coder --no-stream --tokenizer usage --retry-window 5 \
 	--task smoke/relu --no-timing --timeout 2 --strategy refine --n 1 --turns 2 --out "$out/fb" \
 	>/dev/null 2>"$out/fb.err"; rc=$?
-kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null
+stop
 want "refine after no code exit" "$rc" 0
 want "refine after no code statuses" "$(col "$out/fb/results.csv" status)" "no_code ok"
 grep -q 'had no code block' "$out/fb.log/req-1.json" && ok || no "refine's second prompt does not say there was no code block"
