@@ -201,6 +201,15 @@ static void open_ok(const struct gen_endpoint_cfg *c, struct gen_generator *g)
 	assert_string_equal(g->kind, "endpoint");
 }
 
+/* g->complete of rq into out, failing the test with its message. */
+static void complete_ok(struct gen_generator *g, const struct gen_req *rq, struct gen_completion *out)
+{
+	struct cr_err err;
+	cr_err_init(&err);
+	if (g->complete(g->ctx, rq, out, &err))
+		fail_msg("complete: %s", err.msg);
+}
+
 static void release_all(struct gen_completion *out, int n)
 {
 	for (int k = 0; k < n; k++)
@@ -660,7 +669,6 @@ static void test_timeout_retry(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(1);
 	struct gen_completion out[1];
-	struct cr_err err;
 	(void)state;
 
 	fake_start("timeout.script");
@@ -668,9 +676,7 @@ static void test_timeout_retry(void **state)
 	c.timeout_s = 0.3;
 	c.backoff_s = 0.6;   /* the retry arrives when the server is done sleeping */
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	assert_string_equal(out[0].text, ok1_text);
 	assert_int_equal(n_logged(), 2);
 	assert_true(out[0].gen_s >= 0.85);
@@ -685,15 +691,12 @@ static void test_close_retry(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(1);
 	struct gen_completion out[1];
-	struct cr_err err;
 	(void)state;
 
 	fake_start("close.script");
 	c = cfg_for(g_fake.url);
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	assert_string_equal(out[0].text, ok1_text);
 	assert_int_equal(n_logged(), 2);
 	release_all(out, 1);
@@ -961,7 +964,6 @@ static void test_llama_usage_n3(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(3);
 	struct gen_completion out[3];
-	struct cr_err err;
 	struct prog p = { 0 };
 	json_t *b, *tc, *d;
 	(void)state;
@@ -973,9 +975,7 @@ static void test_llama_usage_n3(void **state)
 	pthread_mutex_init(&p.lock, NULL);
 	rq.on_progress = on_prog;
 	rq.pctx = &p;
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	b = req_json(0);
 	assert_true(json_is_true(json_object_get(b, "stream")));
 	assert_true(json_is_true(json_object_get(json_object_get(b, "stream_options"),
@@ -1020,7 +1020,6 @@ static void test_vllm_usage_sum(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(3);
 	struct gen_completion out[3];
-	struct cr_err err;
 	json_t *tc, *b;
 	(void)state;
 
@@ -1030,9 +1029,7 @@ static void test_vllm_usage_sum(void **state)
 	c.stream = -1;
 	c.tokenizer = "server";
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	b = req_json(0);
 	assert_null(json_object_get(b, "stream"));
 	json_decref(b);
@@ -1066,9 +1063,7 @@ static void test_one_choice_usage_no_tokenizer(void **state)
 	fake_start("one_notok.script");
 	c = cfg_for(g_fake.url);
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	for (int k = 0; k < 3; k++) {
 		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
 		assert_string_equal(out[k].count_src, "usage-split");
@@ -1102,7 +1097,6 @@ static void test_usage_absent(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(2);
 	struct gen_completion out[2];
-	struct cr_err err;
 	json_t *tc;
 	(void)state;
 
@@ -1110,9 +1104,7 @@ static void test_usage_absent(void **state)
 	fake_start("nousage.script");
 	c = cfg_for(g_fake.url);
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	for (int k = 0; k < 2; k++) {
 		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
 		assert_int_equal(out[k].usage_tokens, -1);
@@ -1128,9 +1120,7 @@ static void test_usage_absent(void **state)
 	c = cfg_for(g_fake.url);
 	c.tokenizer = "usage";
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	for (int k = 0; k < 2; k++) {
 		assert_string_equal(out[k].count_src, "estimate");
 		assert_int_equal(out[k].completion_tokens, (int)((out[k].len + 3) / 4));
@@ -1254,16 +1244,13 @@ static void test_drop_mid_stream(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(1);
 	struct gen_completion out[1];
-	struct cr_err err;
 	(void)state;
 
 	echo_file();
 	fake_start("drop.script");
 	c = cfg_for(g_fake.url);
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	assert_int_equal(n_logged(), 2);
 	assert_int_equal(gen_at(0, "sent", 0), 7);
 	assert_int_equal(out[0].lost_tokens, 7);
@@ -1365,9 +1352,7 @@ static void test_gguf_tokenizer(void **state)
 	c = cfg_for(g_fake.url);
 	c.tokenizer = path;
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	assert_int_equal(dec_gguf_open(path, &gg, &err), CR_OK);
 	assert_int_equal(dec_vocab_tokenizer(gg, &tok, &err), CR_OK);
 	for (int k = 0; k < 2; k++) {
@@ -1409,7 +1394,6 @@ static void test_nocode_answer(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(1);
 	struct gen_completion out[1];
-	struct cr_err err;
 	(void)state;
 
 	echo_file();
@@ -1417,9 +1401,7 @@ static void test_nocode_answer(void **state)
 	c = cfg_for(g_fake.url);
 	c.tokenizer = "usage";
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	assert_null(strstr(out[0].text, "```"));
 	assert_true(out[0].len > 40);
 	assert_int_equal(out[0].completion_tokens, gen_at(0, "tokens", 0));
@@ -1437,7 +1419,6 @@ static void test_usage_each_choice(void **state)
 	struct gen_endpoint_cfg c;
 	struct gen_req rq = req_n(3);
 	struct gen_completion out[3];
-	struct cr_err err;
 	json_t *tc;
 	int sum = 0;
 	(void)state;
@@ -1446,9 +1427,7 @@ static void test_usage_each_choice(void **state)
 	fake_start("each_n3.script");
 	c = cfg_for(g_fake.url);
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	for (int k = 0; k < 3; k++) {
 		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
 		assert_string_equal(out[k].count_src, "usage");
@@ -1465,9 +1444,7 @@ static void test_usage_each_choice(void **state)
 	fake_start("each_tok.script");
 	c = cfg_for(g_fake.url);
 	open_ok(&c, &g);
-	cr_err_init(&err);
-	if (g.complete(g.ctx, &rq, out, &err))
-		fail_msg("complete: %s", err.msg);
+	complete_ok(&g, &rq, out);
 	for (int k = 0; k < 3; k++) {
 		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
 		assert_string_equal(out[k].count_src, "tokenizer");
