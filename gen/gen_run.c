@@ -1040,8 +1040,9 @@ static enum cr_status materialize(struct run *R, struct task_state *t, struct ge
 
 	size_t len = c->text ? strlen(c->text) : 0;
 
-	c->cumulative_tokens = (c->seq ? t->c[c->seq - 1]->cumulative_tokens : 0) + c->completion_tokens +
-			       c->lost_tokens;
+	/* the completions the search received; tokens lost to failed tries are
+	 * the server's failure, no strategy's spend (recorded apart) */
+	c->cumulative_tokens = (c->seq ? t->c[c->seq - 1]->cumulative_tokens : 0) + c->completion_tokens;
 	/* no fence: the file keeps what dec_candidate_code falls back to (the
 	 * text after </think>, or all of it), for the reader; it is not compiled */
 	c->no_code = !dec_has_code_block(c->text ? c->text : "", len);
@@ -1057,22 +1058,24 @@ static enum cr_status materialize(struct run *R, struct task_state *t, struct ge
 }
 
 /* The budget's books once c is verified (or probed): what it spent instead
- * of what its request held. A completion past the budget (a replayed one
- * longer than its request, or tokens lost to retried tries) is said, and
- * the task's selection says over_budget. */
+ * of what its request held: its completion tokens. Tokens lost to retried
+ * tries are not charged (a server's failure would otherwise cost one
+ * strategy and not another at random; they are recorded apart: sidecar,
+ * run.json), so a server that honours max_tokens never takes a task past
+ * its budget. A completion past the budget (a replayed one longer than its
+ * request) is said, and the task's selection says over_budget. */
 static void spend(struct run *R, struct task_state *t, const struct gen_cand *c, const struct request *q)
 {
 	long b = R->cfg->budget_tokens;
 
-	t->spent += c->completion_tokens + c->lost_tokens;
+	t->spent += c->completion_tokens;
 	t->reserved -= q->max_tokens;
 	if (b > 0 && t->spent > b && !t->over_budget) {
 		t->over_budget = true;
 		R->st.over_budget++;
-		say(R, "run: warning: %s %s: %d tokens%s against its request's max_tokens %d: the task has "
+		say(R, "run: warning: %s %s: %d tokens against its request's max_tokens %d: the task has "
 		    "spent %ld of its budget of %ld (stopped = over_budget)\n", t->name, c->id,
-		    c->completion_tokens + (int)c->lost_tokens, c->lost_tokens ? " (lost tries included)" : "",
-		    q->max_tokens, t->spent, b);
+		    c->completion_tokens, q->max_tokens, t->spent, b);
 	}
 }
 

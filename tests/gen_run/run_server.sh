@@ -40,8 +40,9 @@ grep -q '"complete": true' "$out/r/run.json" && ok || no "run.json does not say 
 # usage for one choice of three, drops a stream, restarts (refused for 3 s)
 # and answers once without a code block. The run finishes without
 # --resume; every sidecar's count is what the server generated for it,
-# a dropped stream's tokens are lost tokens, the budget holds and counts
-# them, and the prose answer is no_code.
+# a dropped stream's tokens are lost tokens (recorded, not charged: the
+# budget spends the completions the search received), the budget holds,
+# and the prose answer is no_code.
 serve e2e restart.script
 "$exe" run --endpoint "$url" --api-model fake-coder --task smoke/relu --no-timing --timeout 2 \
 	--strategy evolve --n 3 --keep 1 --turns 1 --concurrency 1 --budget-tokens 2000 --retry-window 30 \
@@ -61,19 +62,20 @@ gen_tok() { # request choice: the tokens the fake made for it
 gen_sent() {
 	tr -d ' \n' < "$out/e2e.log/gen-$1.json" | sed 's/.*"sent":\[\([0-9,]*\)\].*/\1/' | cut -d, -f$(($2 + 1))
 }
-spent=0
+spent=0; lost=0
 for pair in g0c0:0:0 g0c1:0:1 g0c2:0:2 g1c0:2:0 g1c1:4:0 g1c2:5:0; do
 	id=${pair%%:*}; rest=${pair#*:}; req=${rest%%:*}; k=${rest#*:}
 	got=$(jq_int "$d/$id.json" completion_tokens)
 	want "restart: $id's tokens are the server's" "$got" "$(gen_tok "$req" "$k")"
-	lost=$(jq_int "$d/$id.json" lost_tokens)
-	spent=$((spent + got + lost))
+	lost=$((lost + $(jq_int "$d/$id.json" lost_tokens)))
+	spent=$((spent + got))
 done
 want "restart: the dropped stream's tokens are lost tokens" "$(jq_int "$d/g1c0.json" lost_tokens)" "$(gen_sent 1 0)"
 grep -q '"dropped": *true' "$out/e2e.log/gen-1.json" && ok || no "the fake did not drop request 1"
 [ "$(gen_tok 0 0)" != "$(gen_tok 0 1)" ] && ok || no "the draft's choices have one length"
 want "restart: tokens spent" "$(col "$out/e2e/selected.csv" tokens_spent)" "$spent"
 [ "$spent" -le 2000 ] && ok || no "the budget of 2000 did not hold: $spent"
+grep -q "\"lost_tokens\": $lost," "$out/e2e/run.json" && ok || no "run.json does not record the $lost lost tokens"
 want "restart: stopped" "$(col "$out/e2e/selected.csv" stopped)" "done"
 grep -q '"complete": true' "$out/e2e/run.json" && ok || no "run.json does not say the run is complete"
 want "restart: a line per completion" "$(grep -c ': generated, ' "$out/e2e.err")" 6
