@@ -55,7 +55,7 @@ json_t *gen_count_stats_json(struct gen_count_stats *s)
 		w = json_pack("{s:I, s:s, s:I, s:I}", "request", (json_int_t)s->worst_req, "id",
 			      s->worst_id, "usage", (json_int_t)s->worst_usage, "counted",
 			      (json_int_t)s->worst_count);
-	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		      "requests", (json_int_t)s->requests,
 		      "usage_matched_sum", (json_int_t)s->matched_sum,
 		      "usage_matched_one_choice", (json_int_t)s->matched_one,
@@ -68,7 +68,8 @@ json_t *gen_count_stats_json(struct gen_count_stats *s)
 		      "estimated", (json_int_t)s->estimated,
 		      "tokenizer_failed", (json_int_t)s->tok_failed,
 		      "retries", (json_int_t)s->retries,
-		      "lost_tokens", (json_int_t)s->lost_tokens);
+		      "lost_tokens", (json_int_t)s->lost_tokens,
+		      "raised_to_stream_or_usage", (json_int_t)s->floored);
 	pthread_mutex_unlock(&s->lock);
 	return j;
 }
@@ -347,6 +348,40 @@ void gen_count_prompt(const struct gen_ans *a, struct gen_completion *out)
 static bool near(long long u, long long c, int n)
 {
 	return llabs(u - c) <= n + c / 50;
+}
+
+int gen_count_floor(struct gen_count_stats *s, const struct gen_ans *a, struct gen_completion *out)
+{
+	long long U = count_of(a->usage, "completion_tokens");
+	int raised = 0;
+	bool own = true;   /* every choice had its own usage chunk (llama.cpp's stream) */
+
+	for (int k = 0; k < a->n; k++)
+		own &= a->c[k].usage_c >= 0;
+	for (int k = 0; k < a->n; k++) {
+		const struct gen_choice *c = &a->c[k];
+		long long f = c->chunks, have = out[k].completion_tokens;
+		const char *src = "chunks";
+		if (own && c->usage_c > f) {
+			f = c->usage_c;
+			src = "usage";
+		}
+		if (a->n == 1 && U > f) {
+			f = U;
+			src = "usage";
+		}
+		if (have < 0 || (f > have && !near(f, have, 1))) {
+			out[k].completion_tokens = (int)(f > INT32_MAX ? INT32_MAX : f);
+			snprintf(out[k].count_src, sizeof out[k].count_src, "%s", src);
+			raised++;
+		}
+	}
+	if (raised) {
+		pthread_mutex_lock(&s->lock);
+		s->floored++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return raised;
 }
 
 int gen_count_check(struct gen_count_stats *s, const struct gen_ans *a,

@@ -60,7 +60,8 @@ struct gen_completion {
 	 * tokenized with the model's tokenizer: a GGUF file or the server's
 	 * /tokenize), "usage" (the server's usage, n = 1), "usage-split"
 	 * (one usage over n > 1 choices), "sidecar" (replay), "estimate"
-	 * (bytes / 4) */
+	 * (bytes / 4), "chunks" (its stream chunks with text, a token each at
+	 * least: a floor the others fell below, gen_http.c) */
 	char count_src[16];
 	int usage_tokens;            /* the server's usage.completion_tokens for this
 	                              * completion's request as it was sent (all its

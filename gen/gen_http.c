@@ -86,6 +86,7 @@
 #include <string.h>
 #include <time.h>
 
+#define TOKENIZE_S 30          /* a /tokenize call, whole, connecting included */
 #define MSG_MAX 300           /* bytes of a server's error message kept */
 #define RETRY_AFTER_MAX 60.0  /* seconds of a server's Retry-After honoured */
 #define BACKOFF_MAX 30.0      /* seconds between two tries, doubling */
@@ -466,9 +467,11 @@ static void try_once(struct ep *e, CURL *h, const char *url, const char *body, b
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_xfer);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
-	/* 0: none; a stream is bounded by its idle timeout */
+	/* 0: none; a stream is bounded by its idle timeout; a /tokenize call
+	 * (no answer struct) by TOKENIZE_S */
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-			 (long)(stream ? e->request_s * 1000 : (e->request_s > 0 ? e->request_s : 600) * 1000));
+			 (long)(!x->ans ? TOKENIZE_S * 1000 : stream ? e->request_s * 1000
+				: (e->request_s > 0 ? e->request_s : 600) * 1000));
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->connect_s * 1000));
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);   /* threads: no SIGALRM for DNS timeouts */
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->cerr);
@@ -580,7 +583,7 @@ static long lost_of(struct ep *e, const struct gen_choice *c);
  * the tokens each choice of a failed stream had generated. */
 static enum cr_status exchange(struct ep *e, const char *url, const char *body,
 			       const struct gen_req *rq, struct gen_ans *ans, long *lost,
-			       bool probing, struct xfer *x, struct cr_err *err)
+			       struct xfer *x, struct cr_err *err)
 {
 	CURL *h = pool_get(e);
 	char what[CURL_ERROR_SIZE + MSG_MAX * 4 + 64], smsg[MSG_MAX * 4 + 16];
@@ -605,12 +608,14 @@ static enum cr_status exchange(struct ep *e, const char *url, const char *body,
 		}
 		try_once(e, h, url, body, stream, x);
 		v = judge(e, x, what, sizeof what, &st);
-		if (v == V_RETRY && (probing || !ans) && x->status) {
-			/* /tokenize answered an error: a probe learns there is no
-			 * such service; a count is not worth a retry window (the
-			 * completion is counted from usage, tokenizer_failed) */
+		if (v == V_RETRY && !ans) {
+			/* /tokenize (asked right after a completion arrived, so the
+			 * server is up) failed: a probe learns there is no such
+			 * service (answered) or none that works (dropped, timed
+			 * out); a count is not worth a retry window (the completion
+			 * is counted from usage and its stream, tokenizer_failed) */
 			v = V_FINAL;
-			st = CR_EINPUT;
+			st = x->status ? CR_EINPUT : CR_EENV;
 		}
 		if (v == V_OK) {
 			st = CR_OK;
@@ -653,9 +658,9 @@ static enum cr_status exchange(struct ep *e, const char *url, const char *body,
 }
 
 /* The server's count of text in the shape api, -1 when it did not answer
- * one; *refused set when it answered 4xx (the shape is not its own). */
-static long server_count(struct ep *e, int api, const char *text, size_t len, bool *refused,
-			 bool probing)
+ * one; *refused set when it answered an error (the shape is not its own, or
+ * no /tokenize works there). One try, at most TOKENIZE_S. */
+static long server_count(struct ep *e, int api, const char *text, size_t len, bool *refused)
 {
 	struct xfer x = { 0 };
 	struct cr_err err;
@@ -675,7 +680,7 @@ static long server_count(struct ep *e, int api, const char *text, size_t len, bo
 	if (!body)
 		return -1;
 	cr_err_init(&err);
-	switch (exchange(e, e->tok_url, body, NULL, NULL, NULL, probing, &x, &err)) {
+	switch (exchange(e, e->tok_url, body, NULL, NULL, NULL, &x, &err)) {
 	case CR_OK:
 		root = json_loadb(x.body.p ? x.body.p : "", x.body.len, 0, NULL);
 		v = json_object_get(root, "count");
@@ -714,15 +719,16 @@ static int server_api(struct ep *e, const char *text, size_t len)
 			text = probe;
 			len = sizeof probe - 1;
 		}
-		if (server_count(e, API_LLAMA, text, len, &refused, true) >= 0)
+		if (server_count(e, API_LLAMA, text, len, &refused) >= 0)
 			api = API_LLAMA;
-		else if (refused && server_count(e, API_VLLM, text, len, &refused, true) >= 0)
+		else if (refused && server_count(e, API_VLLM, text, len, &refused) >= 0)
 			api = API_VLLM;
-		else if (refused)
-			api = API_NONE;
+		else
+			api = API_NONE;   /* refused, dropped or timed out: not asked again */
 		if (api == API_NONE && e->how == TOK_SERVER)
-			fprintf(stderr, "run: %s: the server has no /tokenize; tokens are counted "
-				"from its usage\n", e->base);
+			fprintf(stderr, "run: %s: the server has no working /tokenize%s; tokens are "
+				"counted from its usage and stream\n", e->base,
+				refused ? "" : " (it failed to answer)");
 		atomic_store(&e->api, api);
 	}
 	pthread_mutex_unlock(&e->probe);
@@ -737,7 +743,7 @@ static long count_text(struct ep *e, int api, const char *text, size_t len)
 	if (e->how == TOK_GGUF)
 		return gen_count_gguf(e->gguf, text, len);
 	if (api == API_LLAMA || api == API_VLLM)
-		return server_count(e, api, text, len, &refused, false);
+		return server_count(e, api, text, len, &refused);
 	return -1;
 }
 
@@ -825,6 +831,7 @@ static enum cr_status take_answer(struct ep *e, const struct gen_req *rq, const 
 	gen_count_prompt(a, out);
 	if (count_tokens(e, a, out)) {
 		gen_count_check(&e->stats, a, out, rq->ids ? rq->ids[0] : NULL);
+		gen_count_floor(&e->stats, a, out);
 	} else {
 		int how = gen_count_from_usage(a, rq->max_tokens, out);
 		pthread_mutex_lock(&e->stats.lock);
@@ -837,6 +844,7 @@ static enum cr_status take_answer(struct ep *e, const struct gen_req *rq, const 
 		e->stats.estimated += how == 'e';
 		e->stats.absent += how == 'e';
 		pthread_mutex_unlock(&e->stats.lock);
+		gen_count_floor(&e->stats, a, out);
 	}
 	pthread_mutex_lock(&e->stats.lock);
 	e->stats.lost_tokens += lost_all;
@@ -867,7 +875,7 @@ static enum cr_status ep_complete(void *ctx, const struct gen_req *rq, struct ge
 		return cr_errf(err, CR_ENOMEM, "%s: out of memory", e->base);
 	st = build_body(e, rq, &body, err);
 	if (!st)
-		st = exchange(e, e->post, body, rq, &a, lost, false, &x, err);
+		st = exchange(e, e->post, body, rq, &a, lost, &x, err);
 	if (!st && !x.sse && gen_ans_from_json(&a, e->base, x.body.p, x.body.len, err) &&
 	    (st = CR_EENV) && a.bad[0]) {
 		server_message(e, &x.body, smsg, sizeof smsg);

@@ -83,6 +83,8 @@ struct gen_count_stats {
 	char worst_id[64];
 	long worst_usage, worst_count;
 	long retries, lost_tokens;
+	long floored;             /* requests where a count was raised to a lower bound the
+	                           * answer itself gives (gen_count_floor) */
 };
 
 void gen_count_stats_init(struct gen_count_stats *s);
@@ -100,6 +102,15 @@ long gen_count_gguf(void *tok, const char *text, size_t len);
  * choices), 'o' (as one choice's), 'p' (each choice had its own), 'u' (n = 1),
  * 'e' (no usage: estimate). */
 int gen_count_from_usage(const struct gen_ans *a, int max_tokens, struct gen_completion *out);
+/* Raises each completion's count to what the answer itself proves it
+ * holds, when it is short of that beyond a re-tokenization's slack: its
+ * stream chunks with text (each carries a token at least), its own usage
+ * chunk when every choice had one, and with n = 1 the request's usage (count_src "chunks" or
+ * "usage"). A text can re-tokenize far shorter than what was sampled (one
+ * character a token, control tokens a server strips) and a server can
+ * report 0; the budget must not spend less than was seen. Returns how many
+ * completions were raised (counted in s). */
+int gen_count_floor(struct gen_count_stats *s, const struct gen_ans *a, struct gen_completion *out);
 /* prompt_tokens, prefill_tokens, usage_tokens of out[0..n) from usage. */
 void gen_count_prompt(const struct gen_ans *a, struct gen_completion *out);
 /* The cross-check of counted (tokenizer) totals against usage, into s:

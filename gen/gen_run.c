@@ -122,15 +122,15 @@ struct run {
 	int n_live;
 };
 
-const char *const gen_run_count_srcs[8] = { "decoder", "tokenizer", "usage", "usage-split",
-					    "sidecar", "estimate", "unknown", "other" };
+const char *const gen_run_count_srcs[GEN_RUN_COUNT_SRCS] = { "decoder", "tokenizer", "usage",
+	"usage-split", "chunks", "sidecar", "estimate", "unknown", "other" };
 
 static int count_src_index(const char *s)
 {
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < GEN_RUN_COUNT_SRCS - 2; i++)
 		if (!strcmp(s, gen_run_count_srcs[i]))
 			return i;
-	return s[0] && strcmp(s, "unknown") ? 7 : 6;
+	return s[0] && strcmp(s, "unknown") ? GEN_RUN_COUNT_SRCS - 1 : GEN_RUN_COUNT_SRCS - 2;
 }
 
 static char *xstrdup(const char *s)

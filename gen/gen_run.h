@@ -102,6 +102,10 @@ struct gen_run_cfg {
 	void *prompt_ctx;
 };
 
+/* The count sources a run tallies (gen_completion.count_src, then "unknown"
+ * and "other"). */
+#define GEN_RUN_COUNT_SRCS 9
+
 /* What a run did, for run.json (filled on every path, failures included). */
 struct gen_run_stats {
 	int reused;                  /* completions taken from disk (--resume) */
@@ -111,9 +115,9 @@ struct gen_run_stats {
 	int over_budget;             /* tasks a completion took past the budget */
 	long completion_tokens;      /* of the completions returned or reused */
 	long lost_tokens;            /* thrown away with failed tries */
-	int by_src[8];               /* completions per count source, gen_run_count_srcs order */
+	int by_src[GEN_RUN_COUNT_SRCS]; /* completions per count source, gen_run_count_srcs order */
 };
-extern const char *const gen_run_count_srcs[8];
+extern const char *const gen_run_count_srcs[GEN_RUN_COUNT_SRCS];
 
 /* Runs the search for every task. Candidate files, sidecars and
  * completions go under cfg->out/cand/, curve.csv next to them; rows and

@@ -901,7 +901,7 @@ static json_t *stats_json(const struct run_opts *o, const struct gen_run_stats *
 {
 	json_t *src = json_object(), *j;
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < GEN_RUN_COUNT_SRCS; i++)
 		if (s->by_src[i])
 			json_object_set_new(src, gen_run_count_srcs[i], json_integer(s->by_src[i]));
 	j = json_pack("{s:b, s:i, s:i, s:i, s:i, s:I, s:I, s:o}", "complete", complete,

@@ -48,7 +48,7 @@
  *   refuse MS           the request is closed unanswered, the listening
  *                       socket closed, and the SAME port listened on again
  *                       after MS milliseconds (a server restart)
- *   tokenize [llama|vllm] [fail-from=J]
+ *   tokenize [llama|vllm] [fail-from=J | drop-from=J]
  *                       (anywhere; not a request) serve POST /tokenize
  *                       with the toy tokenizer: llama.cpp's shape
  *                       ({"content": text} -> {"tokens": [...]}; the default)
@@ -57,7 +57,7 @@
  *                       /tokenize is 404. Each call is logged as
  *                       DIR/tok-<j>.json. fail-from=J: calls j >= J (from
  *                       0) answer 503 (a /tokenize that breaks after the
- *                       probe).
+ *                       probe); drop-from=J: they are closed unanswered.
  *
  * The toy tokenizer (about 0.4 tokens a byte on C; BPE gives 0.25-0.35):
  * greedy from the left, a token is a space and up to 8 of [A-Za-z0-9_]
@@ -116,6 +116,7 @@ static struct line *g_lines;
 static int g_n_lines;
 static int g_tokenize;        /* 0: off, 1: llama.cpp, 2: vLLM */
 static int g_tok_fail_from = -1; /* /tokenize calls from this one on answer 503 (-1: none) */
+static int g_tok_drop_from = -1; /* ... are closed unanswered (-1: none) */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_next, g_next_tok;         /* request numbers given */
 static atomic_int g_answered, g_refuse_ms;
@@ -218,8 +219,10 @@ static bool parse_line(char *s, const char *dir, struct line *l)
 			g_tokenize = 1;
 		if (nt > k && !strncmp(tok[k], "fail-from=", 10))
 			g_tok_fail_from = parse_int(tok[k++] + 10, "a /tokenize call", raw);
+		else if (nt > k && !strncmp(tok[k], "drop-from=", 10))
+			g_tok_drop_from = parse_int(tok[k++] + 10, "a /tokenize call", raw);
 		if (nt > k)
-			die("tokenize takes llama or vllm, then fail-from=J: '%s'%s", raw, "");
+			die("tokenize takes llama or vllm, then fail-from=J or drop-from=J: '%s'%s", raw, "");
 		return false;
 	}
 	if (!strcmp(tok[0], "refuse")) {
@@ -740,7 +743,9 @@ static void *serve(void *p)
 		i = g_next_tok++;
 		pthread_mutex_unlock(&g_lock);
 		write_log("tok", i, "json", body, blen);
-		if (g_tokenize && g_tok_fail_from >= 0 && i >= g_tok_fail_from)
+		if (g_tokenize && g_tok_drop_from >= 0 && i >= g_tok_drop_from)
+			;   /* closed unanswered */
+		else if (g_tokenize && g_tok_fail_from >= 0 && i >= g_tok_fail_from)
 			answer(fd, 503, "{\"error\":{\"code\":503,\"message\":\"busy\"}}", 39, -1);
 		else if (g_tokenize)
 			tokenize(fd, body, blen);

@@ -1090,7 +1090,9 @@ static void test_one_choice_usage_no_tokenizer(void **state)
 }
 
 /* No usage: counted by the tokenizer, usage absent; with tokenizer "usage",
- * an estimate. */
+ * not the estimate of 4 bytes a token, which is below what the stream
+ * proves (a chunk with text is a token at least; the toy tokenizer makes
+ * about 0.4 a byte): the chunks (gen_count_floor). */
 static void test_usage_absent(void **state)
 {
 	struct gen_generator g;
@@ -1122,8 +1124,9 @@ static void test_usage_absent(void **state)
 	open_ok(&c, &g);
 	complete_ok(&g, &rq, out);
 	for (int k = 0; k < 2; k++) {
-		assert_string_equal(out[k].count_src, "estimate");
-		assert_int_equal(out[k].completion_tokens, (int)((out[k].len + 3) / 4));
+		assert_string_equal(out[k].count_src, "chunks");
+		assert_int_equal(out[k].completion_tokens, gen_at(0, "tokens", k));
+		assert_true(out[k].completion_tokens > (int)((out[k].len + 3) / 4));
 	}
 	tc = token_counts(&g);
 	assert_string_equal(json_string_value(json_object_get(tc, "source")), "usage");
@@ -1171,6 +1174,89 @@ static void test_tokenize_fails_after_probe(void **state)
 	json_decref(tc);
 	release_all(out, 2);
 	g.release(g.ctx);
+}
+
+/* /tokenize closes every call unanswered, the probe included: the first
+ * completion is counted from usage and its stream at once (no retry window
+ * spent on a count), /tokenize is not asked again for the second, and the
+ * counts are exact (the toy stream is a token a chunk). */
+static void test_tokenize_drops(void **state)
+{
+	struct gen_generator g;
+	struct gen_endpoint_cfg c;
+	struct gen_req rq = req_n(2);
+	struct gen_completion out[2];
+	char tp[PATH_MAX + 16];
+	int64_t t0;
+	(void)state;
+
+	echo_file();
+	fake_start("tokdrop.script");
+	c = cfg_for(g_fake.url);
+	c.retry_window_s = 600;
+	c.max_retries = 0;
+	open_ok(&c, &g);
+	t0 = cr_now_ns();
+	for (int r = 0; r < 2; r++) {
+		complete_ok(&g, &rq, out);
+		for (int k = 0; k < 2; k++) {
+			assert_string_not_equal(out[k].count_src, "tokenizer");
+			assert_int_equal(out[k].completion_tokens, gen_at(r, "tokens", k));
+		}
+		release_all(out, 2);
+	}
+	assert_true(cr_now_ns() - t0 < 20 * 1000000000LL);
+	snprintf(tp, sizeof tp, "%s/log/tok-0.json", g_fake.dir);
+	assert_int_equal(access(tp, F_OK), 0);    /* the probe was made */
+	snprintf(tp, sizeof tp, "%s/log/tok-1.json", g_fake.dir);
+	assert_int_equal(access(tp, F_OK), -1);   /* and not again */
+	g.release(g.ctx);
+}
+
+/* The counts never fall below what the answer itself proves
+ * (gen_count_floor): a text that re-tokenizes to 108 tokens while 870
+ * chunks streamed with usage 871 (n = 1) is counted 871 from usage; with
+ * n = 2, a choice counted 10 that streamed 50 chunks is 50 ("chunks"), one
+ * usage chunk that not every choice had is no floor, and a count within a
+ * re-tokenization's slack is kept. */
+static void test_count_floor(void **state)
+{
+	struct gen_ans a;
+	struct gen_completion out[2];
+	struct gen_count_stats s;
+	(void)state;
+
+	gen_count_stats_init(&s);
+	assert_int_equal(gen_ans_init(&a, 1), 0);
+	a.c[0].chunks = 870;
+	a.usage = json_pack("{s:i}", "completion_tokens", 871);   /* the end token too */
+	memset(out, 0, sizeof out);
+	out[0].completion_tokens = 108;
+	snprintf(out[0].count_src, sizeof out[0].count_src, "tokenizer");
+	assert_int_equal(gen_count_floor(&s, &a, out), 1);
+	assert_int_equal(out[0].completion_tokens, 871);
+	assert_string_equal(out[0].count_src, "usage");
+	out[0].completion_tokens = 870;   /* the end token the text does not hold */
+	snprintf(out[0].count_src, sizeof out[0].count_src, "tokenizer");
+	assert_int_equal(gen_count_floor(&s, &a, out), 0);
+	assert_string_equal(out[0].count_src, "tokenizer");
+	gen_ans_release(&a);
+
+	assert_int_equal(gen_ans_init(&a, 2), 0);
+	a.c[0].chunks = 50;
+	a.c[1].chunks = 60;
+	a.c[1].usage_c = 500;             /* not every choice's own: no floor */
+	a.usage = json_pack("{s:i}", "completion_tokens", 500);
+	memset(out, 0, sizeof out);
+	out[0].completion_tokens = 10;
+	out[1].completion_tokens = 60;
+	assert_int_equal(gen_count_floor(&s, &a, out), 1);
+	assert_int_equal(out[0].completion_tokens, 50);
+	assert_string_equal(out[0].count_src, "chunks");
+	assert_int_equal(out[1].completion_tokens, 60);
+	gen_ans_release(&a);
+	assert_int_equal(s.floored, 1 + 1);
+	pthread_mutex_destroy(&s.lock);
 }
 
 /* A stream slower than the idle timeout in all (60-odd chunks 20 ms apart,
@@ -1490,6 +1576,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_spent, fake_stop),
 		cmocka_unit_test_teardown(test_gguf_tokenizer, fake_stop),
 		cmocka_unit_test_teardown(test_tokenize_fails_after_probe, fake_stop),
+		cmocka_unit_test_teardown(test_tokenize_drops, fake_stop),
+		cmocka_unit_test(test_count_floor),
 		cmocka_unit_test_teardown(test_nocode_answer, fake_stop),
 		cmocka_unit_test_teardown(test_usage_each_choice, fake_stop),
 	};
