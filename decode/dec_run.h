@@ -117,12 +117,15 @@ enum cr_status dec_opt_real(const char *opt, const char *v, double lo, double hi
 enum cr_status dec_opt_bytes(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
 			     struct cr_err *err);
 
-/* [*b, *e) = the body of the last fenced (```) code block of text[0..n);
- * an unterminated last block runs to the end; without any block, the text
- * after the last </think> (or all of it). */
+/* [*b, *e) = the body of the last fenced (```) code block of the answer in
+ * text[0..n): the answer is what follows the last </think> (nothing when a
+ * <think> never closes; all of it without markers), fences as CommonMark
+ * reads them (up to 3 spaces of indent, 3 or more backticks, the closing
+ * fence at least as long and bare); an unterminated last block runs to the
+ * end; without any block, the answer itself. */
 void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e);
-/* Whether text[0..n) has a fence line (```, after blanks), as dec_extract_code
- * reads them: 0 when the candidate would be the fallback text. */
+/* Whether the answer in text[0..n) has a fenced code block, as
+ * dec_extract_code reads it: 0 when the candidate would be the fallback text. */
 int dec_has_code_block(const char *text, size_t n);
 /* The candidate file of a completion: its code block (dec_extract_code)
  * with a `// @task TASK` line put first when it has none. malloc'd. */

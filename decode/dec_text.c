@@ -3,64 +3,95 @@
  * candidates, reasoning-length counting, UTF-8 repair for JSON output. */
 #include "decode/dec_run.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The body of the last fenced code block (``` lines), or the text after the
- * last </think> when there is none. Returns [*b, *e) within text. */
-void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e)
+/* Where the answer starts: after the last </think>; the end (no answer)
+ * when a <think> is never closed (a completion cut inside its reasoning);
+ * else the start. A fence inside the reasoning is no answer: the model's
+ * sketch, not its reply. */
+static size_t answer_start(const char *text, size_t n)
 {
-	const char *open = NULL, *close = NULL, *p = text, *end = text + n, *think;
-	const char *last_open = NULL, *last_close = NULL;
-	int inside = 0;
+	const char *end = text + n, *close = NULL, *open;
+
+	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "</think>", 8)); s += 8)
+		close = s + 8;
+	if (close)
+		return (size_t)(close - text);
+	open = memmem(text, n, "<think>", 7);
+	return open ? n : 0;
+}
+
+/* A fence line at p..le (CommonMark's rule): up to 3 spaces, then 3 or more
+ * backticks; an opening fence's info string holds no backtick, a closing
+ * one (need > 0: at least need backticks) nothing but blanks. Returns the
+ * number of backticks, 0 when it is no such fence. */
+static size_t fence_len(const char *p, const char *le, size_t need)
+{
+	size_t ind = 0, k = 0;
+
+	while (p < le && *p == ' ' && ind < 4)
+		p++, ind++;
+	if (ind > 3)
+		return 0;
+	while (p + k < le && p[k] == '`')
+		k++;
+	if (k < 3 || (need && k < need))
+		return 0;
+	for (p += k; p < le; p++)
+		if (need ? (*p != ' ' && *p != '\t' && *p != '\r') : *p == '`')
+			return 0;
+	return k;
+}
+
+/* The body [*b, *e) of the last fenced code block of text[from, n): the
+ * last closed one, or an unclosed one after it (to the end). false: none. */
+static bool last_block(const char *text, size_t from, size_t n, size_t *b, size_t *e)
+{
+	const char *p = text + from, *end = text + n, *open = NULL;
+	size_t k = 0;
+	bool found = false;
 
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+		size_t f;
 
-		while (q < le && (*q == ' ' || *q == '\t'))
-			q++;
-		if (le - q >= 3 && !memcmp(q, "```", 3)) {
-			if (!inside) {
-				open = nl ? nl + 1 : end;
-				close = NULL;
-			} else {
-				close = p;
-				last_open = open;
-				last_close = close;
-			}
-			inside = !inside;
+		if (!open && (f = fence_len(p, le, 0))) {
+			open = nl ? nl + 1 : end;
+			k = f;
+		} else if (open && fence_len(p, le, k)) {
+			*b = (size_t)(open - text);
+			*e = (size_t)(p - text);
+			found = true;
+			open = NULL;
 		}
 		p = nl ? nl + 1 : end;
 	}
-	if (inside && open) { /* unterminated last block: take it to the end */
-		last_open = open;
-		last_close = end;
+	if (open) { /* unterminated last block: take it to the end */
+		*b = (size_t)(open - text);
+		*e = n;
+		found = true;
 	}
-	if (last_open) {
-		*b = (size_t)(last_open - text);
-		*e = (size_t)(last_close - text);
-		return;
+	return found;
+}
+
+void dec_extract_code(const char *text, size_t n, size_t *b, size_t *e)
+{
+	size_t from = answer_start(text, n);
+
+	if (!last_block(text, from, n, b, e)) {
+		*b = from;
+		*e = n;
 	}
-	think = NULL;
-	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "</think>", 8)); s += 8)
-		think = s + 8;
-	*b = think ? (size_t)(think - text) : 0;
-	*e = n;
 }
 
 int dec_has_code_block(const char *text, size_t n)
 {
-	for (const char *p = text, *end = text + n; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+	size_t b, e;
 
-		while (p < le && (*p == ' ' || *p == '\t'))
-			p++;
-		if (le - p >= 3 && !memcmp(p, "```", 3))
-			return 1;
-		p = nl ? nl + 1 : end;
-	}
-	return 0;
+	return last_block(text, answer_start(text, n), n, &b, &e);
 }
 
 int dec_has_task_line(const char *s, size_t n)

@@ -27,7 +27,7 @@
  * - "server": POST <url less a trailing /v1>/tokenize, llama.cpp's shape
  *   {"content", "add_special": false} -> {"tokens": [...]}, else vLLM's
  *   {"model", "prompt", "add_special_tokens": false} -> {"count", "tokens"};
- *   the shape is probed once, at the first completion;
+ *   the shape is probed once, at the first completion (one try, no retry);
  * - NULL: "server" when the probe answers, else usage;
  * - "usage": the server's usage read as gen_count.c says ("usage" n = 1 or
  *   a usage chunk for each choice, "usage-split" n > 1, "estimate" without
@@ -39,7 +39,11 @@
  * request is checked against usage.completion_tokens (usage_tokens, all
  * choices of the request): equal to the sum, to one choice's count, absent,
  * or neither; describe()'s "token_counts" keeps the tallies, the worst
- * disagreement, the retries and the tokens lost to failed tries.
+ * disagreement, the retries and the tokens lost to failed tries. No count
+ * is left below what the answer proves (gen_count_floor: its stream chunks
+ * with text, every choice's own usage, usage with n = 1), beyond a
+ * re-tokenization's slack. A /tokenize call is one try of at most
+ * TOKENIZE_S; a probe that fails in any way means none works there.
  * prompt_tokens is usage.prompt_tokens for every choice; prefill_tokens is
  * prompt_tokens less usage.prompt_tokens_details.cached_tokens for choice 0
  * and 0 for the others, -1 when cached tokens are not reported.

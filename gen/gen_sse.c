@@ -260,6 +260,13 @@ static int end_line(struct gen_ans *a)
 		size_t v = f < n ? f + 1 : n;
 		if (v < n && l[v] == ' ')
 			v++;
+		/* one event's data lines in all, not each alone: many lines with
+		 * no blank line between them are one event */
+		if (a->data.len + (n - v) + 1 > GEN_RESP_MAX) {
+			snprintf(a->bad, sizeof a->bad, "an event's data is over %u MiB",
+				 GEN_RESP_MAX >> 20);
+			return -1;
+		}
 		if (sbuf_add(&a->data, l + v, n - v) || sbuf_add(&a->data, "\n", 1)) {
 			snprintf(a->bad, sizeof a->bad, "out of memory");
 			rc = -1;

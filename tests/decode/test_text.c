@@ -46,6 +46,49 @@ static void test_extract(void **st)
 	free(c);
 }
 
+/* The answer is what follows the reasoning, and fences are CommonMark's
+ * (white-box attack on issue 31): an unclosed fence in the reasoning does
+ * not swallow the answer's block; a fence only in the reasoning is no code
+ * block; a ``` indented 4 spaces or carrying backticks after it is no
+ * fence; a closing fence is at least as long as its opening and bare. */
+static void test_extract_answer(void **st)
+{
+	static const char *const none[] = {
+		"<think>\n```c\nint x;\n```\n</think>I cannot write this kernel",
+		"<think>cut inside the reasoning\n```c\nint z;\n```\n",
+		"```not code``` said the model\n",
+		"    ```\nindented four: code, not a fence\n    ```\n",
+		"only prose",
+	};
+	char *c;
+
+	(void)st;
+	c = code_of("<think>sketch:\n```c\nvoid f(\n</think>\nAnswer:\n```c\nint good;\n```\n");
+	assert_string_equal(c, "int good;\n");
+	free(c);
+	c = code_of("```c\n/* a comment\n    ```\n*/\nint y;\n```\n");
+	assert_string_equal(c, "/* a comment\n    ```\n*/\nint y;\n");
+	free(c);
+	c = code_of("````c\nuse ``` inside\n```\n````\n");
+	assert_string_equal(c, "use ``` inside\n```\n");
+	free(c);
+	c = code_of("```c\na\n```c\nb\n```\n");
+	assert_string_equal(c, "a\n```c\nb\n");
+	free(c);
+	c = code_of("```c\r\nint w;\r\n```\r\n");
+	assert_string_equal(c, "int w;\r\n");
+	free(c);
+	for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+		assert_false(dec_has_code_block(none[i], strlen(none[i])));
+	assert_true(dec_has_code_block("x\n```\ny\n", 9));
+	c = code_of(none[0]);
+	assert_string_equal(c, "I cannot write this kernel");
+	free(c);
+	c = code_of(none[1]);   /* all reasoning: no answer */
+	assert_string_equal(c, "");
+	free(c);
+}
+
 static void test_task_line(void **st)
 {
 	const char *a = "#include <x>\n// @task L1/relu\nvoid f();", *b = "//@task smoke/relu\n";
@@ -122,6 +165,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extract),
+		cmocka_unit_test(test_extract_answer),
 		cmocka_unit_test(test_task_line),
 		cmocka_unit_test(test_reasoning),
 		cmocka_unit_test(test_utf8),

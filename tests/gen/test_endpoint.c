@@ -937,6 +937,25 @@ static void test_sse_parse(void **state)
 		gen_ans_release(&a);
 		pthread_mutex_destroy(&p.lock);
 	}
+	/* data lines with no blank line between them are one event: their sum
+	 * is held to the response cap, not each line alone */
+	{
+		size_t ln = 1u << 20;
+		char *big = malloc(ln + 8);
+		int rc = 0;
+		assert_non_null(big);
+		memcpy(big, "data: ", 6);
+		memset(big + 6, 'x', ln);
+		big[ln + 6] = '\n';
+		assert_int_equal(gen_ans_init(&a, 1), 0);
+		for (int i = 0; i < 80 && !rc; i++)
+			rc = gen_sse_feed(&a, big, ln + 7);
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(a.bad, "MiB"));
+		assert_true(a.data.len <= GEN_RESP_MAX);
+		gen_ans_release(&a);
+		free(big);
+	}
 	/* an error object in the stream stops it with its code and message */
 	assert_int_equal(gen_ans_init(&a, 1), 0);
 	assert_int_equal(gen_sse_feed(&a, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":"
