@@ -116,10 +116,8 @@ enum cr_status vr_case_cond_inputs(struct vr *v, struct vr_case *c, struct cr_er
 /* Whether a comparison cmp of an output of c, made with its measured
  * spread, warrants another measurement: it still fails, some element of
  * that output is ill-conditioned (the case is where float rounding
- * decides branches, and the spread is a sample maximum), the worst
- * element of an element failure moved under the noise (one that never
- * moved is stable), and fewer than CHECK_COND_ROUNDS measurements were
- * made. */
+ * decides branches, and the spread is a sample maximum), and fewer than
+ * CHECK_COND_ROUNDS measurements were made. */
 bool vr_cond_again(const struct vr_case *c, const struct check_cmp *cmp);
 /* Sets tl's conditioning from output slot k of c (check.h: spread, and
  * spread_first after later rounds); NULL spread when not measured. */
