@@ -8,41 +8,63 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where the answer starts: after the last </think>; the end (no answer)
- * when a <think> is never closed (a completion cut inside its reasoning);
- * else the start. A fence inside the reasoning is no answer: the model's
- * sketch, not its reply. */
+static size_t fence_len(const char *p, const char *le, size_t need, char *ch);
+
+/* Where the answer starts. Reasoning is a <think> that opens the text
+ * (after blanks: how gen/ writes a server's reasoning field, and how a
+ * model thinks) up to the first </think> after it, all of the text when it
+ * never closes (a completion cut inside its reasoning); or, where the
+ * chat template opened the think block in the prompt, the text up to a
+ * </think> that comes before any fence line. A marker anywhere else is
+ * text (a kernel's string, prose about tags), and a fence inside the
+ * reasoning is the model's sketch, not its reply. */
 static size_t answer_start(const char *text, size_t n)
 {
-	const char *end = text + n, *close = NULL, *open;
+	const char *end = text + n, *p = text, *close;
+	char ch;
 
-	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "</think>", 8)); s += 8)
-		close = s + 8;
-	if (close)
-		return (size_t)(close - text);
-	open = memmem(text, n, "<think>", 7);
-	return open ? n : 0;
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	if (end - p >= 7 && !memcmp(p, "<think>", 7)) {
+		close = memmem(p + 7, (size_t)(end - p - 7), "</think>", 8);
+		return close ? (size_t)(close + 8 - text) : n;
+	}
+	close = memmem(text, n, "</think>", 8);
+	if (!close)
+		return 0;
+	for (p = text; p < close;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+		if (fence_len(p, le, 0, &ch))
+			return 0;   /* a fence first: the </think> is in the answer */
+		p = nl ? nl + 1 : end;
+	}
+	return (size_t)(close + 8 - text);
 }
 
 /* A fence line at p..le (CommonMark's rule): up to 3 spaces, then 3 or more
- * backticks; an opening fence's info string holds no backtick, a closing
- * one (need > 0: at least need backticks) nothing but blanks. Returns the
- * number of backticks, 0 when it is no such fence. */
-static size_t fence_len(const char *p, const char *le, size_t need)
+ * backticks or tildes; an opening fence (need 0) sets *ch, and its info
+ * string holds no backtick after backticks; a closing one (need > 0) is at
+ * least need of the opening's *ch and nothing but blanks after. Returns
+ * the fence's length, 0 when it is no such fence. */
+static size_t fence_len(const char *p, const char *le, size_t need, char *ch)
 {
 	size_t ind = 0, k = 0;
+	char c;
 
 	while (p < le && *p == ' ' && ind < 4)
 		p++, ind++;
-	if (ind > 3)
+	if (ind > 3 || p >= le || (*p != '`' && *p != '~') || (need && *p != *ch))
 		return 0;
-	while (p + k < le && p[k] == '`')
+	c = *p;
+	while (p + k < le && p[k] == c)
 		k++;
 	if (k < 3 || (need && k < need))
 		return 0;
 	for (p += k; p < le; p++)
-		if (need ? (*p != ' ' && *p != '\t' && *p != '\r') : *p == '`')
+		if (need ? (*p != ' ' && *p != '\t' && *p != '\r') : (c == '`' && *p == '`'))
 			return 0;
+	if (!need)
+		*ch = c;
 	return k;
 }
 
@@ -52,16 +74,17 @@ static bool last_block(const char *text, size_t from, size_t n, size_t *b, size_
 {
 	const char *p = text + from, *end = text + n, *open = NULL;
 	size_t k = 0;
+	char ch = '`';
 	bool found = false;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
 		size_t f;
 
-		if (!open && (f = fence_len(p, le, 0))) {
+		if (!open && (f = fence_len(p, le, 0, &ch))) {
 			open = nl ? nl + 1 : end;
 			k = f;
-		} else if (open && fence_len(p, le, k)) {
+		} else if (open && fence_len(p, le, k, &ch)) {
 			*b = (size_t)(open - text);
 			*e = (size_t)(p - text);
 			found = true;

@@ -376,6 +376,33 @@ int gen_count_floor(struct gen_count_stats *s, const struct gen_ans *a, struct g
 			raised++;
 		}
 	}
+	/* n > 1: the choices hold U tokens at least whether usage counts all
+	 * of them or one (llama.cpp's server): a sum short of it beyond the
+	 * slack is topped up by the choices' text bytes */
+	if (a->n > 1 && U > 0) {
+		long long S = 0;
+		for (int k = 0; k < a->n; k++)
+			S += out[k].completion_tokens;
+		if (U > S && !near(U, S, a->n)) {
+			size_t *w = calloc((size_t)a->n, sizeof *w);
+			long long *part = calloc((size_t)a->n, sizeof *part);
+			if (w && part) {
+				for (int k = 0; k < a->n; k++)
+					w[k] = a->c[k].content.len + a->c[k].reasoning.len;
+				split(U - S, w, NULL, a->n, part);
+				for (int k = 0; k < a->n; k++) {
+					long long t = out[k].completion_tokens + part[k];
+					if (!part[k])
+						continue;
+					out[k].completion_tokens = (int)(t > INT32_MAX ? INT32_MAX : t);
+					snprintf(out[k].count_src, sizeof out[k].count_src, "usage");
+				}
+				raised++;
+			}
+			free(w);
+			free(part);
+		}
+	}
 	if (raised) {
 		pthread_mutex_lock(&s->lock);
 		s->floored++;

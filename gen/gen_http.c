@@ -41,8 +41,8 @@
  * or neither; describe()'s "token_counts" keeps the tallies, the worst
  * disagreement, the retries and the tokens lost to failed tries. No count
  * is left below what the answer proves (gen_count_floor: its stream chunks
- * with text, every choice's own usage, usage with n = 1), beyond a
- * re-tokenization's slack. A /tokenize call is one try of at most
+ * with text, every choice's own usage, usage with n = 1, and with n > 1 the
+ * sum at least usage), beyond a re-tokenization's slack. A /tokenize call is one try of at most
  * TOKENIZE_S; a probe that fails in any way means none works there.
  * prompt_tokens is usage.prompt_tokens for every choice; prefill_tokens is
  * prompt_tokens less usage.prompt_tokens_details.cached_tokens for choice 0

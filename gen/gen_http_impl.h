@@ -105,7 +105,9 @@ int gen_count_from_usage(const struct gen_ans *a, int max_tokens, struct gen_com
 /* Raises each completion's count to what the answer itself proves it
  * holds, when it is short of that beyond a re-tokenization's slack: its
  * stream chunks with text (each carries a token at least), its own usage
- * chunk when every choice had one, and with n = 1 the request's usage (count_src "chunks" or
+ * chunk when every choice had one, and with n = 1 the request's usage;
+ * with n > 1 the choices' sum is topped up to the request's usage by their
+ * bytes (it counts all of them or one: either way they hold that much) (count_src "chunks" or
  * "usage"). A text can re-tokenize far shorter than what was sampled (one
  * character a token, control tokens a server strips) and a server can
  * report 0; the budget must not spend less than was seen. Returns how many

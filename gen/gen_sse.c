@@ -167,12 +167,16 @@ static void take_usage_chunk(struct gen_ans *a, json_t *u)
 {
 	json_t *d = json_object_get(u, "completion_tokens_details");
 	long long c = count_in(u, "completion_tokens"), r = count_in(d, "reasoning_tokens");
+	bool fresh = a->last_end >= 0 && a->c[a->last_end].usage_c < 0;
 
-	if (a->last_end >= 0 && a->c[a->last_end].usage_c < 0) {
+	if (fresh) {
 		a->c[a->last_end].usage_c = c;
 		a->c[a->last_end].usage_r = r;
 	}
-	if (++a->n_usage == 1 || !a->usage) {
+	/* the sum only of llama.cpp's usage chunk a choice (n > 1, each after a
+	 * choice's end); with n = 1, or a chunk no new choice ended before, a
+	 * usage chunk repeated (a proxy) replaces the last, never adds */
+	if (++a->n_usage == 1 || !a->usage || a->n == 1 || !fresh) {
 		json_decref(a->usage);
 		a->usage = json_deep_copy(u);
 		return;

@@ -89,6 +89,34 @@ static void test_extract_answer(void **st)
 	free(c);
 }
 
+/* Think markers count only where reasoning is (attack round 2 on issue
+ * 31): a <think> opening the text up to its first </think>, or a </think>
+ * before any fence (the template opened the block); a tag in prose after
+ * the kernel or in its code is text. ~~~ fences are fences, and a ```
+ * inside a ~~~ block is its content. */
+static void test_think_markers(void **st)
+{
+	static const char *const code_after[][2] = {
+		{ "```c\nint k;\n```\nI did not need a <think> phase.\n", "int k;\n" },
+		{ "```c\n// strips <think> blocks\nint k;\n```\n", "// strips <think> blocks\nint k;\n" },
+		{ "<think>plan</think>\n```c\nint k;\n```\n(The `</think>` tag above closes it.)\n", "int k;\n" },
+		{ "```c\nstatic const char *t = \"</think>\";\n```\nDone.\n",
+		  "static const char *t = \"</think>\";\n" },
+		{ "template-opened reasoning\n</think>\n```c\nint k;\n```\n", "int k;\n" },
+		{ "~~~c\nint k;\n~~~\n", "int k;\n" },
+		{ "```c\nint k;\n```\n~~~markdown\nan example:\n```\nx\n```\n~~~\n",
+		  "an example:\n```\nx\n```\n" },
+		{ "~~~c\nint k;\n```\n~~~\n", "int k;\n```\n" },
+	};
+	(void)st;
+	for (size_t i = 0; i < sizeof code_after / sizeof *code_after; i++) {
+		char *c = code_of(code_after[i][0]);
+		assert_true(dec_has_code_block(code_after[i][0], strlen(code_after[i][0])));
+		assert_string_equal(c, code_after[i][1]);
+		free(c);
+	}
+}
+
 static void test_task_line(void **st)
 {
 	const char *a = "#include <x>\n// @task L1/relu\nvoid f();", *b = "//@task smoke/relu\n";
@@ -166,6 +194,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extract),
 		cmocka_unit_test(test_extract_answer),
+		cmocka_unit_test(test_think_markers),
 		cmocka_unit_test(test_task_line),
 		cmocka_unit_test(test_reasoning),
 		cmocka_unit_test(test_utf8),

@@ -1232,12 +1232,25 @@ static void test_tokenize_drops(void **state)
 	g.release(g.ctx);
 }
 
+/* b holds n bytes of text (what gen_ans_release frees). */
+static int sbuf_fill(struct gen_sbuf *b, size_t n)
+{
+	if (!(b->p = malloc(n + 1)))
+		return -1;
+	memset(b->p, 'x', n);
+	b->p[n] = '\0';
+	b->len = n;
+	b->cap = n + 1;
+	return 0;
+}
+
 /* The counts never fall below what the answer itself proves
  * (gen_count_floor): a text that re-tokenizes to 108 tokens while 870
  * chunks streamed with usage 871 (n = 1) is counted 871 from usage; with
  * n = 2, a choice counted 10 that streamed 50 chunks is 50 ("chunks"), one
- * usage chunk that not every choice had is no floor, and a count within a
- * re-tokenization's slack is kept. */
+ * usage chunk that not every choice had is no floor, a count within a
+ * re-tokenization's slack is kept, and the choices' sum is at least the
+ * request's usage. */
 static void test_count_floor(void **state)
 {
 	struct gen_ans a;
@@ -1264,8 +1277,8 @@ static void test_count_floor(void **state)
 	assert_int_equal(gen_ans_init(&a, 2), 0);
 	a.c[0].chunks = 50;
 	a.c[1].chunks = 60;
-	a.c[1].usage_c = 500;             /* not every choice's own: no floor */
-	a.usage = json_pack("{s:i}", "completion_tokens", 500);
+	a.c[1].usage_c = 100;             /* not every choice's own: no floor */
+	a.usage = json_pack("{s:i}", "completion_tokens", 100);   /* below the sum */
 	memset(out, 0, sizeof out);
 	out[0].completion_tokens = 10;
 	out[1].completion_tokens = 60;
@@ -1274,8 +1287,42 @@ static void test_count_floor(void **state)
 	assert_string_equal(out[0].count_src, "chunks");
 	assert_int_equal(out[1].completion_tokens, 60);
 	gen_ans_release(&a);
-	assert_int_equal(s.floored, 1 + 1);
+
+	/* n = 2, not streamed, a tokenizer counting 209 + 209 where usage says
+	 * 1800: the choices hold 1800 at least under either reading of usage
+	 * (the sum, or one choice's), so the sum is topped up by bytes */
+	assert_int_equal(gen_ans_init(&a, 2), 0);
+	assert_int_equal(sbuf_fill(&a.c[0].content, 300), 0);
+	assert_int_equal(sbuf_fill(&a.c[1].content, 100), 0);
+	a.usage = json_pack("{s:i}", "completion_tokens", 1800);
+	memset(out, 0, sizeof out);
+	out[0].completion_tokens = out[1].completion_tokens = 209;
+	assert_int_equal(gen_count_floor(&s, &a, out), 1);
+	assert_int_equal(out[0].completion_tokens + out[1].completion_tokens, 1800);
+	assert_true(out[0].completion_tokens > out[1].completion_tokens);
+	assert_string_equal(out[0].count_src, "usage");
+	gen_ans_release(&a);
+	assert_int_equal(s.floored, 3);
 	pthread_mutex_destroy(&s.lock);
+}
+
+/* n = 1: a usage chunk repeated (a proxy) replaces the last, never adds
+ * (it counted 248 for 124) */
+static void test_usage_chunk_repeated(void **state)
+{
+	static const char s[] =
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ab\"}}]}\n\n"
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+		"data: {\"choices\":[],\"usage\":{\"completion_tokens\":124}}\n\n"
+		"data: {\"choices\":[],\"usage\":{\"completion_tokens\":124}}\n\n"
+		"data: [DONE]\n\n";
+	struct gen_ans a;
+	(void)state;
+	assert_int_equal(gen_ans_init(&a, 1), 0);
+	assert_int_equal(gen_sse_feed(&a, s, sizeof s - 1), 0);
+	gen_sse_end(&a);
+	assert_int_equal(json_integer_value(json_object_get(a.usage, "completion_tokens")), 124);
+	gen_ans_release(&a);
 }
 
 /* A stream slower than the idle timeout in all (60-odd chunks 20 ms apart,
@@ -1597,6 +1644,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tokenize_fails_after_probe, fake_stop),
 		cmocka_unit_test_teardown(test_tokenize_drops, fake_stop),
 		cmocka_unit_test(test_count_floor),
+		cmocka_unit_test(test_usage_chunk_repeated),
 		cmocka_unit_test_teardown(test_nocode_answer, fake_stop),
 		cmocka_unit_test_teardown(test_usage_each_choice, fake_stop),
 	};
