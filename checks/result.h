@@ -89,8 +89,11 @@ struct cr_result {
 		double prepare_s, stages_s, cases_s, worker_start_s, timing_s;
 		double timing_wait_s;         /* eval --jobs: waiting for the timing lock */
 		int cases_reused, cases_computed; /* cases from the reference cache, and not */
-		double cond_s;                /* measuring conditioning (checks/cond.h), part of stages_s */
-		int cases_cond;               /* cases whose conditioning was measured */
+		/* conditioning (checks/cond.h): the correctness stages' measurements
+		 * (in stages_s) and the timing stage's re-checks of timed calls (in
+		 * timing_s) together */
+		double cond_s;                /* measuring it */
+		int cases_cond;               /* cases (and timed calls) measured */
 		int cond_rounds;              /* measurements, later rounds of a case included */
 	} cost;
 	int n_raw;               /* timed samples kept (the first CR_RAW_MAX), in time order */
