@@ -14,8 +14,9 @@ static size_t fence_len(const char *p, const char *le, size_t need, char *ch);
  * (after blanks: how gen/ writes a server's reasoning field, and how a
  * model thinks) up to the first </think> after it, all of the text when it
  * never closes (a completion cut inside its reasoning); or, where the
- * chat template opened the think block in the prompt, the text up to a
- * </think> that comes before any fence line. A marker anywhere else is
+ * chat template opened the think block in the prompt, the text up to the
+ * first </think> alone on its line, else up to a </think> that comes
+ * before any fence line. A marker anywhere else is
  * text (a kernel's string, prose about tags), and a fence inside the
  * reasoning is the model's sketch, not its reply. */
 static size_t answer_start(const char *text, size_t n)
@@ -28,6 +29,22 @@ static size_t answer_start(const char *text, size_t n)
 	if (end - p >= 7 && !memcmp(p, "<think>", 7)) {
 		close = memmem(p + 7, (size_t)(end - p - 7), "</think>", 8);
 		return close ? (size_t)(close + 8 - text) : n;
+	}
+	/* a </think> alone on its line ends reasoning wherever it falls: models
+	 * write it so, and no kernel has such a line (its sketches do have
+	 * fences) */
+	for (p = text; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
+		while (q < le && (*q == ' ' || *q == '\t'))
+			q++;
+		if (le - q >= 8 && !memcmp(q, "</think>", 8)) {
+			const char *r = q + 8;
+			while (r < le && (*r == ' ' || *r == '\t' || *r == '\r'))
+				r++;
+			if (r == le)
+				return (size_t)(q + 8 - text);
+		}
+		p = nl ? nl + 1 : end;
 	}
 	close = memmem(text, n, "</think>", 8);
 	if (!close)

@@ -905,6 +905,33 @@ static enum cr_status refine_start(struct run *R, struct task_state *t, struct c
 /* Evolve: after generation g is verified, the K fittest of everything so
  * far parent N children, each prompted with its parent's code and
  * feedback and the task's optimisation memory. */
+#define FENCE_TICKS "````````````````````````````````````````````````````````````````"
+
+/* Backticks of a fence that no line of code closes (CommonMark: a closing
+ * fence is at least as long as the opening one): one more than the longest
+ * run opening a line (after up to 3 spaces), at least 3, at most 64 (a
+ * longer run than that in a line of code is cut to fit, never matched). */
+static int fence_for(const char *code)
+{
+	int best = 2;
+
+	for (const char *p = code; *p;) {
+		const char *q = p;
+		int k = 0, ind = 0;
+		while (*q == ' ' && ind < 3)
+			q++, ind++;
+		while (q[k] == '`')
+			k++;
+		if (k > best)
+			best = k;
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+	return best + 1 > 64 ? 64 : best + 1;
+}
+
 static enum cr_status evolve_next(struct run *R, struct task_state *t, struct cr_err *err)
 {
 	int g = t->evolve_gen + 1, k = R->cfg->keep, n_par;
@@ -954,10 +981,16 @@ static enum cr_status evolve_next(struct run *R, struct task_state *t, struct cr
 			st = cr_errf(err, CR_ENOMEM, "out of memory");
 			break;
 		}
-		fprintf(uf, "%s\n\nAn earlier attempt (%s):\n```\n%s\n```\nHow it fared: %s\n\n"
+		/* the fence longer than any backtick run opening a line of the
+		 * code, so no line of it closes the block early (a ``` in a
+		 * comment would put the rest of the code, and any text it
+		 * holds, outside as if it were crucible's words) */
+		int fl = fence_for(par->code ? par->code : "");
+		fprintf(uf, "%s\n\nAn earlier attempt (%s):\n%.*s\n%s\n%.*s\nHow it fared: %s\n\n"
 			"What attempts at this task have tried so far:\n%s\n"
 			"Write an improved kernel: correct first, then faster. Answer with one code block.",
-			t->prompt, par->id, par->code ? par->code : "", fb, memory ? memory : "");
+			t->prompt, par->id, fl, FENCE_TICKS, par->code ? par->code : "", fl, FENCE_TICKS,
+			fb, memory ? memory : "");
 		fclose(uf);
 		free(fb);
 		m = msgs_new(R, 1, &nm);

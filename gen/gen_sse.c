@@ -90,6 +90,28 @@ size_t gen_inline_reasoning(const char *s, size_t n)
 	return end ? (size_t)(end - (s + i + 7)) : n - i - 7;
 }
 
+/* Text into b with every NUL as U+FFFD: a model may sample a byte token
+ * <0x00> and a server send it as \u0000, which is valid JSON; the text is
+ * a C string from here on (files, prompts), so it never holds a NUL. */
+static int sbuf_add_text(struct gen_sbuf *b, const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		const char *z = memchr(p + i, '\0', n - i);
+		size_t k = z ? (size_t)(z - (p + i)) : n - i;
+		if (sbuf_add(b, p + i, k))
+			return -1;
+		i += k;
+		if (z) {
+			if (sbuf_add(b, "\xEF\xBF\xBD", 3))
+				return -1;
+			i++;
+		}
+	}
+	return 0;
+}
+
 static const char *str_of(json_t *o, const char *key, size_t *len)
 {
 	json_t *v = json_object_get(o, key);
@@ -127,7 +149,7 @@ static int take(struct gen_ans *a, json_t *c, size_t i, const char *field, bool 
 			 GEN_RESP_MAX >> 20);
 		return -1;
 	}
-	if (sbuf_add(&ch->content, s, sl) || sbuf_add(&ch->reasoning, r, rl)) {
+	if (sbuf_add_text(&ch->content, s, sl) || sbuf_add_text(&ch->reasoning, r, rl)) {
 		snprintf(a->bad, sizeof a->bad, "out of memory");
 		return -1;
 	}
@@ -183,7 +205,8 @@ static void take_usage_chunk(struct gen_ans *a, json_t *u)
 	}
 	if (c >= 0) {
 		long long s = count_in(a->usage, "completion_tokens");
-		json_object_set_new(a->usage, "completion_tokens", json_integer(s < 0 ? c : s + c));
+		json_object_set_new(a->usage, "completion_tokens",
+				    json_integer(s < 0 ? c : s > INT32_MAX - c ? INT32_MAX : s + c));
 	}
 	if (r >= 0) {
 		json_t *sd = json_object_get(a->usage, "completion_tokens_details");
@@ -191,7 +214,8 @@ static void take_usage_chunk(struct gen_ans *a, json_t *u)
 		if (!json_is_object(sd))
 			json_object_set_new(a->usage, "completion_tokens_details",
 					    sd = json_object());
-		json_object_set_new(sd, "reasoning_tokens", json_integer(s < 0 ? r : s + r));
+		json_object_set_new(sd, "reasoning_tokens",
+				    json_integer(s < 0 ? r : s > INT32_MAX - r ? INT32_MAX : s + r));
 	}
 }
 
@@ -223,7 +247,7 @@ static int dispatch(struct gen_ans *a)
 		a->done = true;
 		return 0;
 	}
-	root = json_loadb(d, n, 0, &je);
+	root = json_loadb(d, n, JSON_ALLOW_NUL, &je);
 	if (!json_is_object(root)) {
 		snprintf(a->bad, sizeof a->bad, "a stream event is not a JSON object (%s)",
 			 root ? "not an object" : je.text);
@@ -323,7 +347,7 @@ enum cr_status gen_ans_from_json(struct gen_ans *a, const char *base, const char
 				 size_t len, struct cr_err *err)
 {
 	json_error_t je;
-	json_t *root = json_loadb(body ? body : "", len, 0, &je), *ch;
+	json_t *root = json_loadb(body ? body : "", len, JSON_ALLOW_NUL, &je), *ch;
 	enum cr_status st = CR_OK;
 	int got = 0;
 

@@ -59,6 +59,7 @@ static void test_extract_answer(void **st)
 		"```not code``` said the model\n",
 		"    ```\nindented four: code, not a fence\n    ```\n",
 		"only prose",
+		"sketch:\n```c\nint s;\n```\n</think>\nI cannot provide a kernel.\n",
 	};
 	char *c;
 
@@ -107,6 +108,10 @@ static void test_think_markers(void **st)
 		{ "```c\nint k;\n```\n~~~markdown\nan example:\n```\nx\n```\n~~~\n",
 		  "an example:\n```\nx\n```\n" },
 		{ "~~~c\nint k;\n```\n~~~\n", "int k;\n```\n" },
+		/* template-opened reasoning sketching a fence: the </think> alone
+		 * on its line ends it (attack round 3) */
+		{ "Idea:\n```\nuse a plain loop\n</think>\nHere is the kernel:\n```c\nint k;\n```\n",
+		  "int k;\n" },
 	};
 	(void)st;
 	for (size_t i = 0; i < sizeof code_after / sizeof *code_after; i++) {

@@ -1325,6 +1325,32 @@ static void test_usage_chunk_repeated(void **state)
 	gen_ans_release(&a);
 }
 
+/* A \u0000 in a chunk or a body is valid JSON (a byte token <0x00>): it
+ * is taken as U+FFFD, never ending the request nor cutting the text */
+static void test_nul_in_text(void **state)
+{
+	static const char s[] =
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\\u0000b\"}}]}\n\n"
+		"data: [DONE]\n\n";
+	static const char body[] =
+		"{\"choices\":[{\"index\":0,\"message\":{\"content\":\"x\\u0000y\"},"
+		"\"finish_reason\":\"stop\"}]}";
+	struct gen_ans a;
+	struct cr_err err;
+	(void)state;
+	assert_int_equal(gen_ans_init(&a, 1), 0);
+	assert_int_equal(gen_sse_feed(&a, s, sizeof s - 1), 0);
+	gen_sse_end(&a);
+	assert_int_equal(a.c[0].content.len, 5);
+	assert_memory_equal(a.c[0].content.p, "a\xEF\xBF\xBD" "b", 5);
+	gen_ans_release(&a);
+	assert_int_equal(gen_ans_init(&a, 1), 0);
+	cr_err_init(&err);
+	assert_int_equal(gen_ans_from_json(&a, "test", body, sizeof body - 1, &err), CR_OK);
+	assert_memory_equal(a.c[0].content.p, "x\xEF\xBF\xBD" "y", 5);
+	gen_ans_release(&a);
+}
+
 /* A stream slower than the idle timeout in all (60-odd chunks 20 ms apart,
  * idle 0.4 s, no request timeout) but never silent that long completes. */
 static void test_slow_stream(void **state)
@@ -1645,6 +1671,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tokenize_drops, fake_stop),
 		cmocka_unit_test(test_count_floor),
 		cmocka_unit_test(test_usage_chunk_repeated),
+		cmocka_unit_test(test_nul_in_text),
 		cmocka_unit_test_teardown(test_nocode_answer, fake_stop),
 		cmocka_unit_test_teardown(test_usage_each_choice, fake_stop),
 	};
