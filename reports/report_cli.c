@@ -2,14 +2,17 @@
  * loading the files and handing the summaries to a printer; plus
  * report_print_summary() for `crucible eval`. Exit codes are SPEC §1's. */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cr_cli.h"
 #include "reports/report.h"
 #include "reports/report_impl.h"
+#include "tasks/task_registry.h"
 
 static const char report_usage[] =
 	"usage: crucible report (RESULTS.csv | DIR)... [options]\n"
@@ -17,7 +20,9 @@ static const char report_usage[] =
 	"Fast_p, pass@k / fast_p@k, geometric-mean speedup, status counts, a per-task\n"
 	"table and reasoning-length tables of one or more results.csv files (a\n"
 	"directory stands for its results.csv). Several files give an ablation table\n"
-	"with a column per file (run).\n"
+	"with a column per file (run). Every format begins with each run's provenance\n"
+	"from the run.json beside its results.csv (crucible version and revision,\n"
+	"device, seed and its source, dates, noisy rows; \"unknown\" without run.json).\n"
 	"\n"
 	"A run directory of `crucible run` (run.json says \"command\": \"run\"; it also\n"
 	"holds selected.csv and curve.csv) adds scaling curves (correct and fast_1 of\n"
@@ -25,24 +30,26 @@ static const char report_usage[] =
 	"reward-hacking rate per strategy and per model, and self-consistency's\n"
 	"majority pick against a best-of-n run's verifier pick (docs/REPORTS.md).\n"
 	"\n"
-	"options:\n"
+	"OPTIONS\n"
 	"  --format md|html|json|csv  output format (default md)\n"
 	"  --p LIST          Fast_p thresholds, comma separated (default 0,0.5,0.8,1,1.5,2)\n"
 	"  --k LIST          pass@k values of k (default 1,5,10)\n"
-	"  --out FILE        write to FILE instead of stdout\n"
+	"  -o, --out FILE    write to FILE instead of stdout (missing folders are made)\n"
 	"  --task-list FILE  the task set, one name per line: tasks with no candidate\n"
-	"                    count as failed (default: the tasks found in the files)\n"
+	"                    count as failed (default: the tasks found in the files); a\n"
+	"                    name neither in the task registry nor in the files is an\n"
+	"                    error naming FILE:LINE\n"
 	"  --strict-backward count backward=absent as incorrect\n"
-	"  --help            this text\n"
+	"  -h, --help        this text\n"
 	"\n"
 	"A candidate is correct when status is ok and backward is not fail. A timing\n"
 	"figure flagged noisy (results.csv column noisy) is not trusted: the row counts\n"
 	"for fast_0 but not for fast_p at p > 0 (a lower bound then), nor in the\n"
 	"speedup medians; the geometric mean keeps it (a mean over many rows moves\n"
-	"little with one row's noise). Every format says how many timed rows\n"
-	"were noisy and, from run.json, how loaded the machine was. Intervals are\n"
-	"within-run: they say nothing about run-to-run variation.\n"
-	"exit: 0 ok, 2 bad usage or bad input file.\n";
+	"little with one row's noise). A run that was not timed (eval --no-timing) or\n"
+	"only compiled (--compile-only) shows its speedups (and, compile-only, its\n"
+	"correctness) as \"not measured\" (n/a, json null), never as 0. Intervals are\n"
+	"within-run: they say nothing about run-to-run variation.\n";
 
 static const char gate_usage[] =
 	"usage: crucible gate --baseline A.csv --current B.csv [options]\n"
@@ -60,7 +67,7 @@ static const char gate_usage[] =
 	"needs its whole ratio interval beyond the threshold. Undecided noisy tasks are\n"
 	"INCONCLUSIVE, never a failure.\n"
 	"\n"
-	"options (--opt VALUE or --opt=VALUE):\n"
+	"OPTIONS (--opt VALUE or --opt=VALUE)\n"
 	"  --baseline FILE   results.csv of the baseline (required)\n"
 	"  --current FILE    results.csv of the current run (required)\n"
 	"  --threshold X     relative change that matters, in [0, 1) (default 0.15: what\n"
@@ -82,10 +89,61 @@ static const char gate_usage[] =
 	"  --junit FILE      write JUnit XML (one testcase per task)\n"
 	"  --markdown FILE   write a pull-request comment in markdown\n"
 	"  --json FILE       write the verdicts as json (\"-\": stdout, no text)\n"
-	"  --help            this text\n"
+	"                    (the folders of these three files are made when missing)\n"
+	"  -h, --help        this text\n"
 	"\n"
-	"exit: 0 clean, 1 regression or floor missed, 2 bad usage or bad input file.\n"
 	"See docs/REPORTS.md for the decision rule and its measured noise figures.\n";
+
+static void report_help(FILE *f)
+{
+	fputs(report_usage, f);
+	cr_cli_help_tail(f,
+			 "  0  the report was written\n"
+			 "  2  bad usage or bad input: an unreadable or malformed results.csv,\n"
+			 "     run.json or samples.csv, a --task-list line naming no task (the\n"
+			 "     message names the file and line)\n"
+			 "  3  the environment: the output could not be written\n",
+			 CR_ENV_DATADIR);
+}
+
+static void gate_help(FILE *f)
+{
+	fputs(gate_usage, f);
+	cr_cli_help_tail(f,
+			 "  0  passed (also PASS (inconclusive): nothing surely regressed)\n"
+			 "  1  a task LOST, MISSING or SLOWER, or the --min-fast1 floor missed\n"
+			 "  2  bad usage or bad input (the message names the file and line)\n"
+			 "  3  the environment: an output file could not be written\n",
+			 /* --confirm re-runs `crucible eval`, which reads these */
+			 CR_ENV_DATADIR | CR_ENV_SEED | CR_ENV_CACHE | CR_ENV_CUDA | CR_ENV_TMPDIR);
+}
+
+/* The message said once, and SPEC §1's exit code of the status (a file that
+ * cannot be read is bad input: 2; the environment, e.g. a write, 3). */
+static int say(const char *cmd, const struct cr_err *e)
+{
+	if (e->msg[0])
+		cr_cli_error(cmd, "%s", e->msg);
+	return cr_status_exit_code(e->status);
+}
+
+/* mkdir -p of the folder holding FILE (nothing for "-" or a bare name). */
+static enum cr_status make_parent(const char *file, struct cr_err *e)
+{
+	const char *slash = strrchr(file, '/');
+	char *dir;
+	enum cr_status st;
+
+	if (!strcmp(file, "-") || !slash || slash == file)
+		return CR_OK;
+	if (!(dir = strndup(file, (size_t)(slash - file))))
+		return cr_errf(e, CR_ENOMEM, "out of memory");
+	st = cr_mkdir_p(dir, e);
+	free(dir);
+	if (st == CR_EIO)
+		st = e->status = CR_EENV; /* a folder that cannot be made: the environment */
+	return st;
+}
 
 /* A number option: the whole string must be a finite number in [lo, hi]
  * (hi_open: [lo, hi)). On error prints "crucible CMD: --OPT: ..." and
@@ -198,6 +256,48 @@ out:
 	return st;
 }
 
+/* --task-list: every name must be a task of the registry (a task file under
+ * $CRUCIBLE_DATADIR/tasks) or of the rows of a file given (a private or
+ * renamed set); anything else is a typo, CR_EINPUT naming FILE:LINE, with
+ * the nearest task of the files when one is near. */
+static enum cr_status check_task_list(const struct report_opts *o, const struct report_run *runs,
+				      size_t nf, struct cr_err *e)
+{
+	const char **names = NULL;
+	size_t nn = 0, total = 0;
+	enum cr_status st = CR_OK;
+
+	if (!o->task_list || !o->task_list_lines)
+		return CR_OK;
+	for (size_t i = 0; i < nf; i++)
+		total += runs[i].n_rows;
+	if (!(names = malloc((total ? total : 1) * sizeof *names)))
+		return cr_errf(e, CR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < nf; i++)
+		for (size_t r = 0; r < runs[i].n_rows; r++)
+			names[nn++] = runs[i].rows[r].task;
+	for (size_t t = 0; t < o->n_task_list && st == CR_OK; t++) {
+		const char *name = o->task_list[t], *near;
+		int found = 0;
+
+		for (size_t j = 0; j < nn && !found; j++)
+			found = !strcmp(names[j], name);
+		if (found || task_registry_exists(name))
+			continue;
+		near = cr_cli_suggest(name, names, nn > INT_MAX ? INT_MAX : (int)nn);
+		if (near)
+			st = cr_errf(e, CR_EINPUT, "%s:%ld: unknown task '%s' (did you mean '%s'?): "
+				     "not in the task registry (%s/tasks) nor in the files given",
+				     o->task_list_path, o->task_list_lines[t], name, near, task_datadir());
+		else
+			st = cr_errf(e, CR_EINPUT, "%s:%ld: unknown task '%s': not in the task registry "
+				     "(%s/tasks) nor in the files given", o->task_list_path,
+				     o->task_list_lines[t], name, task_datadir());
+	}
+	free(names);
+	return st;
+}
+
 /* Loads and summarises every input (a results.csv or a directory holding
  * one); prints in the format asked, with the run-directory sections when
  * some inputs are run directories. */
@@ -226,6 +326,8 @@ static enum cr_status run_report(char **args, size_t nf, const struct report_opt
 	for (; loaded < nf; loaded++)
 		if ((st = report_run_load(files[loaded], &runs[loaded], e)) != CR_OK)
 			goto out;
+	if ((st = check_task_list(o, runs, nf, e)) != CR_OK)
+		goto out;
 	/* Several runs without a task list: N is every task of every file, so a
 	 * task one run lacks counts as failed there. */
 	if (!o->task_list && nf > 1) {
@@ -260,7 +362,7 @@ static enum cr_status run_report(char **args, size_t nf, const struct report_opt
 		break;
 	case RF_JSON:
 		if (report_print_json_runs(out, sums, nf, have_runs ? &R : NULL))
-			st = cr_errf(e, CR_EIO, "cannot write the json output");
+			st = cr_errf(e, CR_EENV, "cannot write the json output");
 		break;
 	case RF_CSV:
 		report_print_csv_runs(out, sums, nf, have_runs ? &R : NULL);
@@ -292,10 +394,11 @@ int report_main(int argc, char **argv)
 	struct cr_err e;
 	enum report_fmt fmt = RF_MD;
 	char **files = NULL, **tasks = NULL;
+	long *lines = NULL;
 	const char *out_path = NULL, *list_path = NULL;
 	size_t nf = 0, nt = 0;
 	FILE *out = stdout;
-	int rc = 2, c;
+	int rc = CR_EXIT_USAGE, c;
 	enum cr_status st;
 	static const struct option lo[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -312,14 +415,14 @@ int report_main(int argc, char **argv)
 	cr_err_init(&e);
 	files = calloc((size_t)argc + 1, sizeof *files);
 	if (!files)
-		goto out;
+		return CR_EXIT_ENV;
 	optind = 0; /* glibc: full reset, the tests call this more than once */
-	while ((c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
+	while ((c = cr_cli_getopt("report", argc, argv, "ho:", lo)) != -1) {
 		const char *v = optarg;
 		switch (c) {
 		case 'h':
-			fputs(report_usage, stdout);
-			rc = 0;
+			report_help(stdout);
+			rc = CR_EXIT_OK;
 			goto out;
 		case 'B':
 			o.strict_backward = 1;
@@ -334,22 +437,22 @@ int report_main(int argc, char **argv)
 			else if (!strcmp(v, "csv"))
 				fmt = RF_CSV;
 			else {
-				fprintf(stderr, "crucible report: --format: expected md, html, json or "
-					"csv, got '%s'\n", v);
+				rc = cr_cli_usage("report", "--format: expected md, html, json or csv, "
+						  "got '%s'", v);
 				goto out;
 			}
 			break;
 		case 'p':
 			if (parse_p_list(v, &o)) {
-				fprintf(stderr, "crucible report: --p: expected up to 32 numbers >= 0, "
-					"comma separated (e.g. 0,1,1.5), got '%s'\n", v);
+				rc = cr_cli_usage("report", "--p: expected up to 32 numbers >= 0, comma "
+						  "separated (e.g. 0,1,1.5), got '%s'", v);
 				goto out;
 			}
 			break;
 		case 'k':
 			if (parse_k_list(v, &o)) {
-				fprintf(stderr, "crucible report: --k: expected up to 32 integers in "
-					"[1, 1000000], comma separated (e.g. 1,5,10), got '%s'\n", v);
+				rc = cr_cli_usage("report", "--k: expected up to 32 integers in [1, 1000000], "
+						  "comma separated (e.g. 1,5,10), got '%s'", v);
 				goto out;
 			}
 			break;
@@ -359,43 +462,55 @@ int report_main(int argc, char **argv)
 		case 't':
 			list_path = v;
 			break;
-		default:
-			fprintf(stderr, "crucible report: see --help\n");
+		default: /* '?': cr_cli_getopt said what and how */
 			goto out;
 		}
 	}
 	for (int i = optind; i < argc; i++)
 		files[nf++] = argv[i];
 	if (nf == 0) {
-		fprintf(stderr, "crucible report: no results.csv or directory given (see --help)\n");
+		rc = cr_cli_usage("report", "no results.csv or directory given");
 		goto out;
 	}
 	if (list_path) {
-		if (report_task_list_load(list_path, &tasks, &nt, &e) != CR_OK) {
-			fprintf(stderr, "crucible report: %s\n", e.msg);
-			rc = cr_status_exit_code(e.status);
+		if (report_task_list_load_lines(list_path, &tasks, &lines, &nt, &e) != CR_OK) {
+			rc = say("report", &e);
 			goto out;
 		}
 		o.task_list = tasks;
 		o.n_task_list = nt;
+		o.task_list_path = list_path;
+		o.task_list_lines = lines;
 	}
-	if (out_path && !(out = fopen(out_path, "w"))) {
-		fprintf(stderr, "crucible report: cannot write %s: %s\n", out_path, strerror(errno));
-		out = stdout;
-		goto out;
+	if (out_path) {
+		if (make_parent(out_path, &e) != CR_OK) {
+			rc = say("report", &e);
+			goto out;
+		}
+		if (!(out = fopen(out_path, "w"))) {
+			cr_cli_error("report", "cannot write %s: %s", out_path, strerror(errno));
+			out = stdout;
+			rc = CR_EXIT_ENV;
+			goto out;
+		}
 	}
 	st = run_report(files, nf, &o, fmt, out, &e);
-	if (st != CR_OK)
-		fprintf(stderr, "crucible report: %s\n", e.msg);
-	rc = cr_status_exit_code(st);
-	if (fflush(out) && rc == 0) {
-		fprintf(stderr, "crucible report: write error\n");
-		rc = 2;
+	rc = st == CR_OK ? CR_EXIT_OK : say("report", &e);
+	if (out != stdout) {
+		int bad = fflush(out) != 0 || ferror(out);
+		if (fclose(out) && !bad)
+			bad = 1;
+		out = stdout;
+		if (bad && rc == CR_EXIT_OK) {
+			cr_cli_error("report", "cannot write %s", out_path);
+			rc = CR_EXIT_ENV;
+		}
 	}
 out:
 	if (out != stdout)
 		fclose(out);
 	report_task_list_free(tasks, nt);
+	free(lines);
 	free(files);
 	return rc;
 }
@@ -459,14 +574,14 @@ static FILE *open_out(const char *path, struct cr_err *e)
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 
 	if (!f)
-		cr_errf(e, CR_EIO, "cannot write %s: %s", path, strerror(errno));
+		cr_errf(e, CR_EENV, "cannot write %s: %s", path, strerror(errno));
 	return f;
 }
 
 static int close_out(FILE *f, const char *path, struct cr_err *e)
 {
 	if (f == stdout ? fflush(f) : fclose(f)) {
-		cr_errf(e, CR_EIO, "write error on %s", path);
+		cr_errf(e, CR_EENV, "write error on %s", path);
 		return -1;
 	}
 	return 0;
@@ -504,14 +619,14 @@ int report_gate_main(int argc, char **argv)
 	cr_err_init(&e);
 	report_gate_opts_default(&o);
 	if (!(eval_args = calloc((size_t)argc + 1, sizeof *eval_args)))
-		return 2;
+		return CR_EXIT_ENV;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = cr_cli_getopt("gate", argc, argv, "h", lo)) != -1) {
 		const char *v = optarg;
 		switch (c) {
 		case 'h':
-			fputs(gate_usage, stdout);
-			rc = 0;
+			gate_help(stdout);
+			rc = CR_EXIT_OK;
 			goto out;
 		case 'B': o.strict_backward = 1; break;
 		case 'b': bpath = v; break;
@@ -522,8 +637,8 @@ int report_gate_main(int argc, char **argv)
 		case 'x': o.crucible = v; break;
 		case 'T':
 			if (!*v || strstr(v, ",,") || *v == ',' || v[strlen(v) - 1] == ',') {
-				fprintf(stderr, "crucible gate: --tasks: expected task names or sets, "
-					"comma separated, got '%s'\n", v);
+				cr_cli_usage("gate", "--tasks: expected task names or sets, comma "
+					     "separated, got '%s'", v);
 				goto out;
 			}
 			o.tasks = v;
@@ -546,24 +661,27 @@ int report_gate_main(int argc, char **argv)
 				goto out;
 			o.confirm = (int)n;
 			break;
-		default:
-			fprintf(stderr, "crucible gate: see --help\n");
+		default: /* '?': cr_cli_getopt said what and how */
 			goto out;
 		}
 	}
 	o.eval_args = eval_args;
 	if (optind < argc) {
-		fprintf(stderr, "crucible gate: unexpected argument '%s' (see --help)\n", argv[optind]);
+		cr_cli_usage("gate", "unexpected argument '%s' (the files are given with --baseline "
+			     "and --current)", argv[optind]);
 		goto out;
 	}
 	if (!bpath || !cpath) {
-		fprintf(stderr, "crucible gate: --baseline and --current are required (see --help)\n");
+		cr_cli_usage("gate", "--baseline and --current are required");
 		goto out;
 	}
 	if (o.n_eval_args && !o.confirm) {
-		fprintf(stderr, "crucible gate: --eval-arg is only used with --confirm N\n");
+		cr_cli_usage("gate", "--eval-arg is only used with --confirm N");
 		goto out;
 	}
+	if ((junit && make_parent(junit, &e) != CR_OK) || (md && make_parent(md, &e) != CR_OK) ||
+	    (json && make_parent(json, &e) != CR_OK))
+		goto out;
 	if (report_run_load(bpath, &base, &e) != CR_OK)
 		goto out;
 	have_base = 1;
@@ -575,8 +693,8 @@ int report_gate_main(int argc, char **argv)
 	if (report_run_load_samples(&cur, &e) != CR_OK)
 		goto out;
 	if (base.has_samples != cur.has_samples)
-		fprintf(stderr, "crucible gate: only the %s has a samples.csv; comparing the speedup "
-			"intervals\n", base.has_samples ? "baseline" : "current run");
+		cr_cli_error("gate", "only the %s has a samples.csv; comparing the speedup intervals",
+			     base.has_samples ? "baseline" : "current run");
 	if (report_gate_compute(&base, &cur, &o, &g, &e) != CR_OK)
 		goto out;
 	have_g = 1;
@@ -604,7 +722,7 @@ int report_gate_main(int argc, char **argv)
 		if (report_gate_print_json(f, &g, &o)) {
 			if (f != stdout)
 				fclose(f);
-			cr_errf(&e, CR_EIO, "write error on %s", json);
+			cr_errf(&e, CR_EENV, "write error on %s", json);
 			goto out;
 		}
 		if (close_out(f, json, &e))
@@ -613,7 +731,7 @@ int report_gate_main(int argc, char **argv)
 	rc = g.failed ? 1 : 0;
 out:
 	if (e.status != CR_OK) {
-		fprintf(stderr, "crucible gate: %s\n", e.msg);
+		cr_cli_error("gate", "%s", e.msg);
 		rc = cr_status_exit_code(e.status);
 		if (e.status == CR_EFAIL || e.status == CR_EIO)
 			rc = 2;

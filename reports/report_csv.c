@@ -417,17 +417,30 @@ void report_run_release(struct report_run *run)
 enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
 				     struct cr_err *e)
 {
+	long *lines = NULL;
+	enum cr_status st = report_task_list_load_lines(path, names, &lines, n, e);
+
+	free(lines);
+	return st;
+}
+
+enum cr_status report_task_list_load_lines(const char *path, char ***names, long **lines,
+					   size_t *n, struct cr_err *e)
+{
 	FILE *f = cr_fopen_data(NULL, path, CR_DATA_MAX_JSON, 0, e);
 	char *buf = NULL, **v = NULL;
+	long *ln = NULL, line = 0;
 	size_t cap = 0, nv = 0, capv = 0;
 	enum cr_status st = CR_OK;
 
 	*names = NULL;
+	*lines = NULL;
 	*n = 0;
 	if (!f)
 		return e && e->status ? e->status : CR_EINPUT;
 	while (getline(&buf, &cap, f) > 0) {
 		char *s = buf, *t;
+		line++;
 		while (isspace((unsigned char)*s))
 			s++;
 		t = s + strlen(s);
@@ -438,18 +451,21 @@ enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
 		if (nv == capv) {
 			size_t c2 = capv ? 2 * capv : 16;
 			char **nn = realloc(v, c2 * sizeof *nn);
-			if (!nn) {
+			long *nl = nn ? realloc(ln, c2 * sizeof *nl) : NULL;
+			if (nn)
+				v = nn;
+			if (!nl) {
 				st = cr_errf(e, CR_ENOMEM, "out of memory");
 				goto out;
 			}
-			v = nn;
+			ln = nl;
 			capv = c2;
 		}
 		if (!(v[nv] = strdup(s))) {
 			st = cr_errf(e, CR_ENOMEM, "out of memory");
 			goto out;
 		}
-		nv++;
+		ln[nv++] = line;
 	}
 	if (nv == 0)
 		st = cr_errf(e, CR_EINPUT, "%s: no task names in the task list", path);
@@ -458,9 +474,11 @@ out:
 	fclose(f);
 	if (st != CR_OK) {
 		report_task_list_free(v, nv);
+		free(ln);
 		return st;
 	}
 	*names = v;
+	*lines = ln;
 	*n = nv;
 	return CR_OK;
 }

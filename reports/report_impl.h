@@ -80,6 +80,8 @@ struct report_opts {
 	char **task_list;      /* the task set (borrowed), or NULL: tasks of the files */
 	size_t n_task_list;
 	int task_union;       /* task_list is the union of the tasks of several files */
+	const char *task_list_path; /* --task-list FILE, NULL otherwise */
+	const long *task_list_lines; /* [n_task_list] the line of each name in it, or NULL */
 };
 
 void report_opts_default(struct report_opts *o);
@@ -105,6 +107,9 @@ int report_name_cmp(const char *a, const char *b);
  * ignored) into a heap array of heap strings. */
 enum cr_status report_task_list_load(const char *path, char ***names, size_t *n,
 				     struct cr_err *e);
+/* As report_task_list_load, with *lines[i] the line of names[i] (heap). */
+enum cr_status report_task_list_load_lines(const char *path, char ***names, long **lines,
+					   size_t *n, struct cr_err *e);
 void report_task_list_free(char **names, size_t n);
 
 /* report_stats.c */
