@@ -310,7 +310,7 @@ static enum cr_status run_report(char **args, size_t nf, const struct report_opt
 	int *is_run = calloc(nf, sizeof *is_run);
 	struct report_opts local = *o;
 	struct report_runs R;
-	char **union_names = NULL;
+	char **union_names = NULL, tool[160];
 	size_t n_union = 0;
 	size_t loaded = 0, summed = 0;
 	int have_runs = 0;
@@ -357,7 +357,8 @@ static enum cr_status run_report(char **args, size_t nf, const struct report_opt
 		goto out;
 	switch (fmt) {
 	case RF_MD:
-		fprintf(out, "# crucible report\n\n");
+		report_tool_version(tool, sizeof tool);
+		fprintf(out, "# crucible report\n\nMade by %s.\n\n", tool);
 		report_print_md_runs(out, sums, nf, have_runs ? &R : NULL);
 		break;
 	case RF_JSON:
@@ -556,7 +557,10 @@ int report_print_summary(const char *csv_path, FILE *out)
 		fprintf(out, "\n\nFast_p for p > 0 is a lower bound: %d correct candidate(s) "
 			"with noisy figures count for fast_0 but never as faster than p > 0.",
 			s.n_correct_noisy);
-	if (s.gm_n == 0)
+	if (!s.timing_measured)
+		fprintf(out, "\n\nSpeedups not measured (%s): Fast_p is n/a, not 0.\n",
+			!s.correct_measured ? "compile-only" : "the run was not timed");
+	else if (s.gm_n == 0)
 		fprintf(out, "\n\nNo correct candidate was timed.\n");
 	else
 		fprintf(out, "\n\nGeometric-mean speedup over %d correct timed candidates (%d with a noisy "

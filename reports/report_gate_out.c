@@ -360,7 +360,7 @@ int report_gate_print_json(FILE *f, const struct report_gate *g, const struct re
 	json_object_set_new(root, "baseline_drift_beyond_threshold",
 			    json_integer(g->n_drift_beyond));
 	json_object_set_new(root, "tasks", tasks);
-	rc = json_dumpf(root, f, JSON_INDENT(2));
+	rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)); /* %.10g: exact to the figures a verdict compared, no 17-digit binary noise */
 	fputc('\n', f);
 	json_decref(root);
 	return rc;

@@ -20,7 +20,7 @@ static const char css[] =
 	"td.r,th.r{text-align:right;font-variant-numeric:tabular-nums}"
 	"p{line-height:1.6}code{background:#f3f3f3;padding:0 3px}"
 	".plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px}"
-	".plots svg{border:1px solid #e0e0e0}";
+	".plots svg{border:1px solid #e0e0e0}.note{color:#555}";
 
 static void esc_char(FILE *f, char c)
 {
@@ -191,7 +191,7 @@ void report_print_html(FILE *f, const struct report_summary *s, size_t n)
 void report_print_html_runs(FILE *f, const struct report_summary *s, size_t n,
 			    const struct report_runs *R)
 {
-	char *md = NULL;
+	char *md = NULL, tool[160];
 	size_t len = 0;
 	FILE *m = open_memstream(&md, &len);
 
@@ -204,8 +204,14 @@ void report_print_html_runs(FILE *f, const struct report_summary *s, size_t n,
 		inline_md(f, s[i].label, strlen(s[i].label));
 		fputs("</b> — <code>", f);
 		inline_md(f, s[i].path, strlen(s[i].path));
-		fprintf(f, "</code>, N = %zu tasks", s[i].n_tasks);
+		fprintf(f, "</code>, N = %zu tasks; revision <code>", s[i].n_tasks);
+		inline_md(f, s[i].prov.revision[0] ? s[i].prov.revision : "unknown",
+			  strlen(s[i].prov.revision[0] ? s[i].prov.revision : "unknown"));
+		fputs("</code>", f);
 	}
+	report_tool_version(tool, sizeof tool);
+	fputs("<br>\nMade by ", f);
+	inline_md(f, tool, strlen(tool));
 	fputs("</p>\n<h2>Plots</h2>\n<div class=\"plots\">\n", f);
 	if (R && R->n_ser) {
 		for (int by_step = 0; by_step < 2; by_step++)

@@ -182,6 +182,32 @@ void report_runmeta_read(const char *csv_path, struct report_runmeta *m);
 void report_name_strategy(const char *strategy, const struct report_runmeta *m, long n_max,
 			  long units_max, long last, char *out, size_t len);
 
+/* A run's provenance (issue 32), from the run.json beside its results.csv:
+ * strings "" when run.json lacks them (made safe for markdown and html). */
+struct report_prov {
+	int found;              /* a run.json (a json object) was read */
+	char version[48];       /* "version" (eval) or "crucible" (run) */
+	char revision[64];
+	char run_id[64];
+	char device[160];
+	char backend[16];
+	char started[40];       /* "started" */
+	char finished[40];      /* "finished" (eval), "ended" (run) */
+	char seed_source[24];   /* "--seed", "drawn", "secret"; "" absent */
+	int has_seed;           /* "seed" is a number */
+	long long seed;
+	int secret;             /* 1 a CRUCIBLE_SEED secret was mixed in, 0 not, -1 unknown */
+	int timing;             /* "timing": 1, 0, -1 absent */
+	int complete;           /* "complete": 1, 0, -1 absent */
+};
+/* report_meta.c */
+void report_prov_read(const char *csv_path, struct report_prov *p);
+/* The seed and its source in words ("7 (given with --seed; no secret)",
+ * "secret: ...", "unknown (no run.json)"), into buf. */
+const char *report_prov_seed(const struct report_prov *p, char *buf, size_t len);
+/* "crucible VERSION (revision REV), DATE": the report tool itself, now. */
+void report_tool_version(char *out, size_t len);
+
 /* Per-task numbers of one run. */
 struct report_task {
 	const char *name;      /* borrowed from the rows or the task list */
@@ -256,6 +282,13 @@ struct report_summary {
 	 * its own pass@k over its candidates ([nk], NAN when none has n >= k) */
 	double draft_pass[32];
 	int draft_n, draft_c;      /* its candidates and correct ones, all tasks */
+	/* provenance (issue 32) and what the run measured: a run that was not
+	 * timed (run.json "timing": false, or correct rows but none timed) has
+	 * timing_measured 0 and every speedup figure NAN (n/a, json null, never
+	 * 0); a compile-only run (rows with status compiled) correct_measured 0
+	 * and pass@k NAN too */
+	struct report_prov prov;
+	int timing_measured, correct_measured;
 	/* counts */
 	int status_counts[RS_COUNT];
 	int bw_counts[RB_COUNT];
@@ -321,6 +354,13 @@ void report_svg_pass_at_k(FILE *f, const struct report_summary *s, size_t n);
 void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n);
 void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n);
 void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n);
+/* report_meta.c: a run's provenance as a markdown table, a json object
+ * (new reference) and long-csv lines (table "provenance"); the report
+ * tool's own version, revision and date as json. */
+void report_print_prov_md(FILE *f, const struct report_summary *s);
+struct json_t *report_prov_json(const struct report_summary *s);
+struct json_t *report_tool_json(void);
+void report_print_prov_csv(FILE *f, const struct report_summary *s);
 /* Writes one CSV field, quoted through libcsv when it needs quoting. */
 void report_csv_field(FILE *f, const char *s, int last);
 /* One line of the long csv tables: run,file,table,row,column,value (NaN: empty). */

@@ -54,6 +54,13 @@ static void print_fast(FILE *f, const struct report_summary *s)
 		fprintf(f, "\n");
 	}
 	fprintf(f, "\n");
+	if (!s->timing_measured) {
+		fprintf(f, "**Not measured**: %s, so fast_p is n/a (unknown), not 0.\n\n",
+			!s->correct_measured ? "a compile-only run (nothing was run or timed)" :
+			s->prov.timing == 0 ? "the run was not timed (run.json \"timing\": false)" :
+			"no row of the run was timed");
+		return;
+	}
 	if (s->n_correct_nospeed)
 		fprintf(f, "%d correct candidate(s) have no speedup: they count as correct "
 			"but never as faster than p.\n\n", s->n_correct_nospeed);
@@ -123,9 +130,16 @@ static void print_passk(FILE *f, const struct report_summary *s)
 		for (size_t j = 0; j < o->np; j++)
 			fprintf(f, "%s | ", NUM(s->fastp_k[ki * 32 + j], 4));
 		fprintf(f, "%d%s |\n", s->k_short[ki],
-			isnan(s->pass_k[ki]) ? " (n < k for every task: undefined)" : "");
+			isnan(s->pass_k[ki]) && s->correct_measured ?
+			" (n < k for every task: undefined)" : "");
 	}
 	fprintf(f, "\n");
+	if (!s->correct_measured)
+		fprintf(f, "**Not measured**: a compile-only run (%d candidate(s) compiled, never "
+			"run), so pass@k is n/a (unknown), not 0.\n\n",
+			s->status_counts[RS_COMPILED]);
+	else if (!s->timing_measured)
+		fprintf(f, "fast_p@k is n/a: the run was not timed.\n\n");
 	if (s->unit == RU_CANDIDATE)
 		return;
 	fprintf(f, "For comparison only, every candidate taken as an independent sample "
@@ -197,7 +211,9 @@ static void print_counts(FILE *f, const struct report_summary *s)
 	size_t tot = s->n_rows - s->n_ignored_rows;
 
 	fprintf(f, "### Geometric-mean speedup\n\n");
-	if (s->gm_n == 0)
+	if (!s->timing_measured)
+		fprintf(f, "Not measured (the run was not timed): n/a.\n\n");
+	else if (s->gm_n == 0)
 		fprintf(f, "No correct candidate was timed (%d correct).\n\n", s->n_correct);
 	else
 		fprintf(f, "%s over %d correct timed candidates, %d of them with a noisy figure (kept in: "
@@ -245,7 +261,8 @@ static void print_tasks(FILE *f, const struct report_summary *s)
 		if (s->unit == RU_TRAJECTORY)
 			fprintf(f, " %d | %d |", T->nu, T->cu);
 		for (size_t ki = 0; ki < o->nk; ki++)
-			fprintf(f, " %s |", T->nu == 0 ? "0" : T->nu < o->k[ki] ? "n < k" :
+			fprintf(f, " %s |", !s->correct_measured ? "n/a" : T->nu == 0 ? "0" :
+				T->nu < o->k[ki] ? "n < k" :
 				NUM(report_pass_at_k(T->nu, T->cu, o->k[ki]), 4));
 		fprintf(f, " %s | %s | %s | %s | %d | %s | %s |\n", NUM(T->best_speedup, 3),
 			TIME(T->best_time_us), TIME(T->best_base_us),
@@ -275,10 +292,14 @@ static void print_reasoning(FILE *f, const struct report_summary *s)
 	unsigned nbi = 0;
 	static const char *const rules[3] = { "ARL < 4000", "4000 ≤ ARL ≤ 8500", "ARL > 8500" };
 
+	if (s->rl_n == 0) {
+		/* no tables of empty groups (issue 32) */
+		fprintf(f, "### Reasoning length\n\nNo reasoning-length data: no row has "
+			"reasoning_tokens.\n\n");
+		return;
+	}
 	fprintf(f, "### Reasoning length\n\n%d candidate(s) with reasoning_tokens; %d left out "
 		"(no reasoning_tokens).\n\n", s->rl_n, s->rl_missing);
-	if (s->rl_n == 0)
-		return;
 	fprintf(f, "Difficulty bucket of a task by its average reasoning length (ARL); "
 		"correctness and median speedup over its candidates with reasoning_tokens "
 		"(median over correct ones with a trusted speedup, their count in "
@@ -325,8 +346,10 @@ void report_print_md(FILE *f, const struct report_summary *s, size_t n)
 			snprintf(per, sizeof per, "%d", s[i].n_max);
 		else
 			snprintf(per, sizeof per, "%d–%d", s[i].n_min, s[i].n_max);
-		fprintf(f, "## Run: %s\n\nFile `%s`: %zu rows, N = %zu tasks (%s), %s candidates "
-			"per task.\n\n", s[i].label, s[i].path, s[i].n_rows, s[i].n_tasks,
+		fprintf(f, "## Run: %s\n\n", s[i].label);
+		report_print_prov_md(f, &s[i]);
+		fprintf(f, "File `%s`: %zu rows, N = %zu tasks (%s), %s candidates "
+			"per task.\n\n", s[i].path, s[i].n_rows, s[i].n_tasks,
 			s[i].tasks_from_list == 1 ? "the --task-list set" :
 			s[i].tasks_from_list == 2 ? "every task found in the files given; "
 			"give --task-list for the full set" :

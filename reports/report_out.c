@@ -110,6 +110,10 @@ static json_t *run_json(const struct report_summary *s)
 		      "status ok and backward pass or none" : "status ok and backward not fail");
 	if (!r)
 		return NULL;
+	json_object_set_new(r, "provenance", report_prov_json(s));
+	json_object_set_new(r, "measured", json_pack("{s:b, s:b}", "correctness",
+						     s->correct_measured, "timing",
+						     s->timing_measured));
 	fp = json_object();
 	json_object_set_new(r, "fast_p", fp);
 	a = json_array();
@@ -181,13 +185,14 @@ static json_t *run_json(const struct report_summary *s)
 		const struct report_task *T = &s->tasks[t];
 		json_t *tk = json_array();
 		for (size_t ki = 0; ki < o->nk; ki++)
-			json_array_append_new(tk, T->nu == 0 ? json_real(0) :
+			json_array_append_new(tk, !s->correct_measured ? json_null() :
+					      T->nu == 0 ? json_integer(0) :
 					      jnum(report_pass_at_k(T->nu, T->cu, o->k[ki])));
 		json_array_append_new(tasks, json_pack(
 			"{s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o}", "task",
 			T->name, "n", T->n, "pass_at_k", tk,
-			"correct", T->c, "pass_at_1", T->nu ? jnum(report_pass_at_k(T->nu, T->cu, 1)) :
-			json_real(0), "best_speedup", jnum(T->best_speedup), "best_time_us",
+			"correct", T->c, "pass_at_1", !s->correct_measured ? json_null() :
+			T->nu ? jnum(report_pass_at_k(T->nu, T->cu, 1)) : json_integer(0), "best_speedup", jnum(T->best_speedup), "best_time_us",
 			jnum(T->best_time_us), "best_baseline_us", jnum(T->best_base_us),
 			"noisy_correct", T->c_noisy, "median_speedup",
 			jnum(T->median_speedup), "arl", jnum(T->arl), "bucket",
@@ -222,7 +227,8 @@ static json_t *run_json(const struct report_summary *s)
 int report_print_json_runs(FILE *f, const struct report_summary *s, size_t n,
 			   const struct report_runs *R)
 {
-	json_t *root = json_pack("{s:i, s:[]}", "version", 1, "runs");
+	json_t *root = json_pack("{s:i, s:o, s:[]}", "version", 1, "report", report_tool_json(),
+				 "runs");
 	json_t *runs;
 	int rc = -1;
 
@@ -336,7 +342,10 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const struct report_summary *S = &s[i];
 		const struct report_opts *o = &S->opts;
+		report_print_prov_csv(f, S);
 		line(f, S, "run", "all", "rows", (double)S->n_rows);
+		line(f, S, "measured", "all", "correctness", S->correct_measured);
+		line(f, S, "measured", "all", "timing", S->timing_measured);
 		line(f, S, "run", "all", "tasks_n", (double)S->n_tasks);
 		line(f, S, "run", "all", "correct", S->n_correct);
 		line(f, S, "run", "all", "untasked_rows", S->n_untasked);
@@ -391,7 +400,7 @@ void report_print_csv_runs(FILE *f, const struct report_summary *s, size_t n,
 			line(f, S, "tasks", T->name, "correct", T->c);
 			line(f, S, "tasks", T->name, "units", T->nu);
 			line(f, S, "tasks", T->name, "units_correct", T->cu);
-			line(f, S, "tasks", T->name, "pass_at_1",
+			line(f, S, "tasks", T->name, "pass_at_1", !S->correct_measured ? NAN :
 			     T->nu ? report_pass_at_k(T->nu, T->cu, 1) : 0);
 			line(f, S, "tasks", T->name, "best_speedup", T->best_speedup);
 			line(f, S, "tasks", T->name, "best_time_us", T->best_time_us);

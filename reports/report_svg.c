@@ -231,42 +231,144 @@ static void vline(const struct plot *p, double x, const char *label)
 			p->mt + 12, label);
 }
 
+/* A note in place of a plot that has nothing measured to draw (issue 32: no
+ * axes with invented ranges, no flat zeros). */
+static void plot_note(FILE *f, const char *title, const char *why)
+{
+	fputs("<p class=\"note\"><b>", f);
+	esc(f, title);
+	fputs("</b>: ", f);
+	esc(f, why);
+	fputs(".</p>\n", f);
+}
+
+/* Legend row with an explicit colour and dash (a run's two pass@k curves). */
+static void legend_row_cd(const struct plot *p, size_t row, size_t ci, const char *dash,
+			  const char *name, int line)
+{
+	double y = p->mt + p->h + 54 + 18 * (double)row;
+
+	if (line)
+		fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\"/>",
+			p->ml - 2, y - 4, p->ml + 22, y - 4, COLOR(ci), dash);
+	if (line)
+		marker(p->f, ci, p->ml + 10, y - 4, 4);
+	fprintf(p->f, "<text x=\"%.1f\" y=\"%.1f\">", p->ml + 28, y);
+	esc(p->f, name);
+	fprintf(p->f, "</text>\n");
+}
+
+/* pass@k over a fixed set of tasks: those with at least kmin units (kmin 0:
+ * every task, a task without any counting 0), at k; *m the tasks in it. */
+static double pass_fixed(const struct report_summary *s, int kmin, int k, size_t *m)
+{
+	double sum = 0;
+
+	*m = 0;
+	for (size_t t = 0; t < s->n_tasks; t++) {
+		const struct report_task *T = &s->tasks[t];
+		if (kmin > 0 && T->nu < kmin)
+			continue;
+		(*m)++;
+		sum += T->nu ? report_pass_at_k(T->nu, T->cu, k) : 0;
+	}
+	return *m ? sum / (double)*m : NAN;
+}
+
+/* The smallest number of units of a task that has any (0: none has). */
+static int units_min(const struct report_summary *s)
+{
+	int m = 0;
+
+	for (size_t t = 0; t < s->n_tasks; t++)
+		if (s->tasks[t].nu && (!m || s->tasks[t].nu < m))
+			m = s->tasks[t].nu;
+	return m;
+}
+
+static void passk_curve(const struct plot *p, FILE *f, const struct report_summary *s, size_t i,
+			int kmin, int kmax, const char *dash, double width, double r)
+{
+	size_t m;
+
+	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+		"stroke-dasharray=\"%s\" points=\"", COLOR(i), width, dash);
+	for (int k = 1; k <= kmax; k++)
+		fprintf(f, "%.1f,%.1f ", px(p, k), py(p, pass_fixed(s, kmin, k, &m)));
+	fprintf(f, "\"/>\n");
+	for (int k = 1; k <= kmax; k++)
+		marker(f, i, px(p, k), py(p, pass_fixed(s, kmin, k, &m)), r);
+	fprintf(f, "\n");
+}
+
+/* pass@k vs k, each curve over one fixed task set (issue 32: leaving out the
+ * tasks with n < k at each k made the curve dip where tasks dropped out):
+ * per run, a solid curve over all its N tasks up to the smallest n of a task
+ * that has candidates (every task has n >= k there; a task with none counts
+ * 0, as in the table), and when some tasks have more, a dashed curve over
+ * the tasks with the run's largest n, up to it. The legend names each set. */
 void report_svg_pass_at_k(FILE *f, const struct report_summary *s, size_t n)
 {
 	struct plot p = { 0 };
-	int kmax = 1;
+	int kmax = 1, rows = 0, any = 0;
+	size_t row = 0;
 
-	/* every k up to the largest n of any run; a run's curve ends at its own
-	 * largest n (report_summary_pass_at leaves out tasks with n < k). n counts
-	 * its units: trajectories of a refine run, an evolve run's one search */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		rows++;
+		if (!s[i].correct_measured || !s[i].nu_max)
+			continue;
+		any = 1;
 		kmax = s[i].nu_max > kmax ? s[i].nu_max : kmax;
+		rows += s[i].nu_max > units_min(&s[i]);
+	}
+	if (!any) {
+		plot_note(f, "pass@k vs k", "not measured (a compile-only run: nothing was run)");
+		return;
+	}
 	p.xint = 1;
 	p.x0 = 1;
 	p.x1 = kmax > 1 ? kmax : 2;
 	p.y0 = 0;
 	p.y1 = 1.04; /* a curve at 1 stays visible above the frame's edge */
-	plot_begin(&p, f, "pass@k vs k", "k (independent draws per task; tasks with n < k left out)",
-		   "pass@k", (int)n);
+	plot_begin(&p, f, "pass@k vs k (each curve over a fixed task set)",
+		   "k (independent draws per task)", "pass@k", rows);
 	for (size_t i = 0; i < n; i++) {
-		/* later runs thinner and dashed, drawn on top: coinciding curves show */
-		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
-			"stroke-dasharray=\"%s\" points=\"", COLOR(i), fmax(1, 3.0 - (double)i * 0.5),
-			DASH(i));
-		for (int k = 1; k <= s[i].nu_max; k++) {
-			double v = report_summary_pass_at(&s[i], k);
-			if (!isnan(v))
-				fprintf(f, "%.1f,%.1f ", px(&p, k), py(&p, v));
+		char name[400];
+		int kmin = units_min(&s[i]);
+		size_t m;
+
+		if (!s[i].correct_measured || !s[i].nu_max) {
+			snprintf(name, sizeof name, "%s: %s", s[i].label, !s[i].correct_measured ?
+				 "not measured (compile-only)" : "no candidate");
+			legend_row_cd(&p, row++, i, "", name, 0);
+			continue;
 		}
-		fprintf(f, "\"/>\n");
-		for (int k = 1; k <= s[i].nu_max; k++) {
-			double v = report_summary_pass_at(&s[i], k);
-			if (!isnan(v))
-				marker(f, i, px(&p, k), py(&p, v), kmax > 60 ? 2 : 3.5);
+		/* later runs thinner, drawn on top: coinciding curves show */
+		passk_curve(&p, f, &s[i], i, 0, kmin, DASH(i), fmax(1, 3.0 - (double)i * 0.5),
+			    kmax > 60 ? 2 : 3.5);
+		{
+			size_t none = 0;
+			for (size_t t = 0; t < s[i].n_tasks; t++)
+				none += s[i].tasks[t].nu == 0;
+			if (none)
+				snprintf(name, sizeof name, "%s: all %zu tasks, k <= %d (n >= %d where "
+					 "a task has candidates; %zu without count 0)", s[i].label,
+					 s[i].n_tasks, kmin, kmin, none);
+			else
+				snprintf(name, sizeof name, "%s: all %zu tasks (each has n >= %d), "
+					 "k <= %d", s[i].label, s[i].n_tasks, kmin, kmin);
 		}
-		fprintf(f, "\n");
+		legend_row_cd(&p, row++, i, DASH(i), name, 1);
+		if (s[i].nu_max > kmin) {
+			(void)pass_fixed(&s[i], s[i].nu_max, 1, &m);
+			passk_curve(&p, f, &s[i], i, s[i].nu_max, s[i].nu_max, "2 3", 1.2,
+				    kmax > 60 ? 1.5 : 2.5);
+			snprintf(name, sizeof name, "%s: the %zu of %zu tasks with n = %d, k <= %d",
+				 s[i].label, m, s[i].n_tasks, s[i].nu_max, s[i].nu_max);
+			legend_row_cd(&p, row++, i, "2 3", name, 1);
+		}
 	}
-	legend(&p, s, n, 0);
 	fprintf(f, "</svg>\n");
 }
 
@@ -285,6 +387,15 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 		for (size_t t = 0; t < s[i].n_tasks; t++)
 			if (s[i].tasks[t].best_speedup * 1.1 > pmax)
 				pmax = s[i].tasks[t].best_speedup * 1.1;
+	{
+		int any = 0;
+		for (size_t i = 0; i < n; i++)
+			any |= s[i].timing_measured;
+		if (!any) {
+			plot_note(f, "Fast_p vs p", "not measured (no run was timed)");
+			return;
+		}
+	}
 	p.x0 = 0;
 	p.x1 = pmax; /* never clip the largest speedup */
 	p.y0 = 0;
@@ -297,6 +408,10 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 		size_t m = 0;
 		if (!b)
 			continue;
+		if (!s[i].timing_measured) { /* no flat zero for a run never timed */
+			free(b);
+			continue;
+		}
 		for (size_t t = 0; t < s[i].n_tasks; t++)
 			if (!isnan(s[i].tasks[t].best_speedup))
 				b[m++] = s[i].tasks[t].best_speedup;
@@ -319,7 +434,12 @@ void report_svg_fast_p(FILE *f, const struct report_summary *s, size_t n)
 		fprintf(f, "%.1f,%.1f\"/>\n", px(&p, p.x1), py(&p, y));
 		free(b);
 	}
-	legend(&p, s, n, 0);
+	for (size_t i = 0; i < n; i++) {
+		char name[300];
+		snprintf(name, sizeof name, "%s%s", s[i].label, s[i].timing_measured ? "" :
+			 ": not measured (not timed)");
+		legend_row_cd(&p, i, i, DASH(i), name, s[i].timing_measured);
+	}
 	fprintf(f, "</svg>\n");
 }
 
@@ -337,6 +457,14 @@ void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n)
 			hi = any ? fmax(hi, v) : v;
 			any = 1;
 		}
+	if (!any) {
+		int timed = 0;
+		for (size_t i = 0; i < n; i++)
+			timed |= s[i].timing_measured;
+		plot_note(f, "Speedup distribution", timed ? "no correct candidate with a trusted "
+			  "speedup" : "not measured (no run was timed)");
+		return;
+	}
 	/* the axis covers every speedup: no clipping at either end */
 	lo = floor(fmin(lo, -1));
 	hi = ceil(fmax(hi, 1) + 1e-9);
@@ -359,8 +487,6 @@ void report_svg_histogram(FILE *f, const struct report_summary *s, size_t n)
 	p.y1 = ymax < 5 ? ymax + 1 : ymax * 1.1;
 	plot_begin(&p, f, "Speedup distribution (correct candidates, trusted figures)",
 		   "speedup over the baseline (log scale, bins of 2^0.25)", "candidates", (int)n);
-	if (!any)
-		no_data(&p, "no correct candidate with a trusted speedup");
 	for (size_t i = 0; i < n; i++) {
 		for (int b = 0; b < nb; b++) {
 			int c = counts[i * (size_t)nb + (size_t)b];
@@ -392,6 +518,15 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 			yhi = any ? fmax(yhi, y) : y;
 			any = 1;
 		}
+	if (!any) {
+		int rl = 0;
+		for (size_t i = 0; i < n; i++)
+			rl += s[i].rl_n;
+		plot_note(f, "Reasoning length vs speedup", rl ? "no correct candidate with "
+			  "reasoning_tokens and a trusted speedup" : "no reasoning-length data (no row "
+			  "has reasoning_tokens)");
+		return;
+	}
 	p.x0 = 0;
 	p.x1 = fmax(xmax * 1.05, 10000);
 	p.ylog = 1;
@@ -411,8 +546,6 @@ void report_svg_scatter(FILE *f, const struct report_summary *s, size_t n)
 					"%s</text>\n", (a + z) / 2, p.mt + 12, report_bucket_names[b]);
 		}
 	}
-	if (!any)
-		no_data(&p, "no correct candidate with reasoning_tokens and a trusted speedup");
 	for (size_t i = 0; i < n; i++) {
 		for (int j = 0; j < s[i].r_speed_n; j++) {
 			double y = s[i].scatter[2 * j + 1];

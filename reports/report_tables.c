@@ -208,7 +208,7 @@ double report_summary_pass_at(const struct report_summary *s, int k)
 	int *n = malloc((nt ? nt : 1) * sizeof *n), *c = malloc((nt ? nt : 1) * sizeof *c);
 	double v = NAN;
 
-	if (n && c) {
+	if (n && c && s->correct_measured) {
 		for (size_t t = 0; t < nt; t++) {
 			n[t] = s->tasks[t].nu;
 			c[t] = s->tasks[t].cu;
@@ -224,6 +224,8 @@ double report_summary_fast_at(const struct report_summary *s, double p)
 {
 	size_t hit = 0;
 
+	if (!s->timing_measured)
+		return NAN;
 	for (size_t t = 0; t < s->n_tasks; t++)
 		hit += s->tasks[t].best_speedup > p || (p <= 0 && s->tasks[t].c_noisy > 0);
 	return s->n_tasks ? (double)hit / (double)s->n_tasks : NAN;
@@ -465,6 +467,37 @@ out:
 	return st;
 }
 
+/* Unknown is not zero (issue 32): a run that was not timed, or only
+ * compiled, has its unmeasured figures NAN (n/a, json null), never 0. */
+static void measured(const struct report_run *run, struct report_summary *s)
+{
+	const struct report_opts *o = &s->opts;
+
+	report_prov_read(run->path, &s->prov);
+	s->correct_measured = s->status_counts[RS_COMPILED] == 0;
+	s->timing_measured = s->correct_measured && s->prov.timing != 0 &&
+			     !(s->n_timed == 0 && s->n_correct > 0);
+	if (!s->timing_measured) {
+		for (size_t j = 0; j < o->np; j++) {
+			s->fast_best[j] = s->fast_sample_mean[j] = NAN;
+			for (size_t si = 0; si < s->n_samples; si++)
+				s->fast_sample[si * o->np + j] = NAN;
+			for (size_t ki = 0; ki < o->nk; ki++) {
+				s->fastp_k[ki * 32 + j] = NAN;
+				for (int g = 0; g < s->n_steps; g++)
+					s->step_fast[((size_t)g * o->nk + ki) * o->np + j] = NAN;
+			}
+		}
+		s->gm = s->gm_lo = s->gm_hi = NAN;
+	}
+	if (!s->correct_measured)
+		for (size_t ki = 0; ki < o->nk; ki++) {
+			s->pass_k[ki] = s->pass_k_cand[ki] = s->draft_pass[ki] = NAN;
+			for (int g = 0; g < s->n_steps; g++)
+				s->step_pass[(size_t)g * o->nk + ki] = NAN;
+		}
+}
+
 enum cr_status report_summary_compute(const struct report_run *run,
 				      const struct report_opts *o,
 				      struct report_summary *s, struct cr_err *e)
@@ -556,6 +589,7 @@ enum cr_status report_summary_compute(const struct report_run *run,
 		free(nc);
 		free(cc);
 	}
+	measured(run, s);
 	make_label(run, s);
 out:
 	free(tid);

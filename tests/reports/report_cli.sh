@@ -66,4 +66,118 @@ done
 : >"$tmp/file"
 expect 3 "$exe" report "$data/basic.csv" -o "$tmp/file/sub/report.md"
 has "$tmp/err" "crucible report: "
+
+# ---- unknown is not zero: a run without timing (eval --no-timing) ----
+hdr=run_id,task,candidate,sample,backend,device,status,backward,detail,max_abs_err,max_rel_err,time_us,time_lo_us,time_hi_us,baseline_us,speedup,speedup_lo,speedup_hi,samples,reasoning_tokens,completion_tokens,model,temperature,top_p,top_k,seed,turn,source_sha256
+mkdir -p "$tmp/untimed" "$tmp/compiled" "$tmp/passk"
+{
+	echo "$hdr"
+	echo "r,t/a,a0.c,0,cpu,x,ok,none,,0,0,,,,,,,,,,,m,,,,7,,s1"
+	echo "r,t/a,a1.c,1,cpu,x,mismatch,none,,1,1,,,,,,,,,,,m,,,,7,,s2"
+	echo "r,t/b,b0.c,0,cpu,x,ok,none,,0,0,,,,,,,,,,,m,,,,7,,s3"
+} >"$tmp/untimed/results.csv"
+cat >"$tmp/untimed/run.json" <<'JSON'
+{"tool": "crucible", "version": "9.8.7", "revision": "abc123def456", "run_id": "r",
+ "device": "Test CPU @ 1 GHz", "backend": "cpu", "seed": 7, "seed_source": "--seed",
+ "started": "2026-12-06T10:00:00Z", "finished": "2026-12-06T10:05:00Z",
+ "timing": false, "complete": true}
+JSON
+expect 0 "$exe" report "$tmp/untimed"
+cp "$tmp/out" "$tmp/untimed.md"
+has "$tmp/untimed.md" "| best-of-n | n/a | n/a | n/a | n/a | n/a | n/a |"
+has "$tmp/untimed.md" "**Not measured**: the run was not timed"
+hasnt "$tmp/untimed.md" "| best-of-n | 0.0000"
+has "$tmp/untimed.md" "| timing | not measured (run without timing) |"
+# correctness was measured: pass@1 is a number
+has "$tmp/untimed.md" "| 1 | 0.7500 |"
+expect 0 "$exe" report "$tmp/untimed" --format json
+cp "$tmp/out" "$tmp/untimed.json"
+tr -d ' \n' <"$tmp/untimed.json" >"$tmp/untimed.flat"
+has "$tmp/untimed.flat" '"best_of_n":[null,null,null,null,null,null]'
+has "$tmp/untimed.flat" '"measured":{"correctness":true,"timing":false}'
+has "$tmp/untimed.flat" '"seed":7,"seed_source":"--seed","secret_seed":false'
+has "$tmp/untimed.flat" '"revision":"abc123def456"'
+has "$tmp/untimed.flat" '"started":"2026-12-06T10:00:00Z"'
+has "$tmp/untimed.flat" '"report":{'
+has "$tmp/untimed.flat" '"pass":0.75'
+# json numbers as numbers at %.10g (basic.csv's fast_1 is 2/3): no 17-digit
+# binary noise (0.66666666666666663), no numbers as strings
+expect 0 "$exe" report "$data/basic.csv" --format json
+has "$tmp/out" '0.6666666667,'
+hasnt "$tmp/out" '66666666666'
+grep -v '"version"' "$tmp/out" | grep -Eq '": "[0-9.eE+-]+"' && bad "report json has a number as a string"
+expect 1 "$exe" gate --baseline "$data/gate_base.csv" --current "$data/gate_cur.csv" --json -
+grep -q '"ratio": [0-9]' "$tmp/out" || bad "gate json has no ratio figure"
+grep -Eq '[0-9]\.[0-9]{11,}' "$tmp/out" && bad "gate json has 17-digit numbers"
+grep -Eq '": "[0-9.eE+-]+"' "$tmp/out" && bad "gate json has a number as a string"
+expect 0 "$exe" report "$tmp/untimed" --format html
+cp "$tmp/out" "$tmp/untimed.html"
+has "$tmp/untimed.html" "abc123def456"
+has "$tmp/untimed.html" "7 (given with --seed; no secret)"
+has "$tmp/untimed.html" "<b>Fast_p vs p</b>: not measured (no run was timed)"
+hasnt "$tmp/untimed.html" "Fast_p vs p (best-of-n"
+# no reasoning tokens: no reasoning panel with invented axes, a note instead
+has "$tmp/untimed.html" "<b>Reasoning length vs speedup</b>: no reasoning-length data"
+hasnt "$tmp/untimed.html" "Reasoning length vs speedup (correct"
+has "$tmp/untimed.md" "No reasoning-length data: no row has reasoning_tokens."
+expect 0 "$exe" report "$tmp/untimed" --format csv
+has "$tmp/out" ",fast_p,best_of_n,fast_1,"
+grep -q ',fast_p,best_of_n,fast_1,0$' "$tmp/out" && bad "csv: fast_1 of an untimed run is 0"
+
+# a secret seed: said so, the value never invented
+sed 's/"seed": 7, "seed_source": "--seed"/"seed": "secret", "seed_source": "secret"/' \
+	"$tmp/untimed/run.json" >"$tmp/x.json" && mv "$tmp/x.json" "$tmp/untimed/run.json"
+expect 0 "$exe" report "$tmp/untimed" --format html
+has "$tmp/out" "secret: a CRUCIBLE_SEED secret was mixed in"
+expect 0 "$exe" report "$tmp/untimed" --format json
+tr -d ' \n' <"$tmp/out" >"$tmp/x.flat"
+has "$tmp/x.flat" '"seed":"secret","seed_source":"secret","secret_seed":true'
+# no run.json: unknown, not invented
+rm "$tmp/untimed/run.json"
+expect 0 "$exe" report "$tmp/untimed"
+has "$tmp/out" "| revision | unknown (no run.json) |"
+has "$tmp/out" "| seed | unknown (no run.json) |"
+# no run.json and no timed row: still not measured (correct rows, none timed)
+has "$tmp/out" "| best-of-n | n/a |"
+expect 0 "$exe" report "$tmp/untimed" --format json
+tr -d ' \n' <"$tmp/out" >"$tmp/x.flat"
+has "$tmp/x.flat" '"run_json":false,"version":null,"revision":null'
+
+# ---- a compile-only run: correctness not measured either ----
+{
+	echo "$hdr"
+	echo "r,t/a,a0.cu,0,cuda,x,compiled,none,,,,,,,,,,,,,,m,,,,7,,s1"
+	echo "r,t/b,b0.cu,0,cuda,x,compile_error,none,,,,,,,,,,,,,,m,,,,7,,s2"
+} >"$tmp/compiled/results.csv"
+expect 0 "$exe" report "$tmp/compiled"
+has "$tmp/out" "| 1 | n/a |"
+has "$tmp/out" "**Not measured**: a compile-only run (1 candidate(s) compiled, never run)"
+has "$tmp/out" "| t/a | 1 | 0 | n/a |"
+expect 0 "$exe" report "$tmp/compiled" --format json
+tr -d ' \n' <"$tmp/out" >"$tmp/x.flat"
+has "$tmp/x.flat" '"pass":null'
+has "$tmp/x.flat" '"pass_at_1":null'
+expect 0 "$exe" report "$tmp/compiled" --format html
+has "$tmp/out" "<b>pass@k vs k</b>: not measured"
+
+# ---- pass@k over fixed task sets: t/a has 5 candidates, none correct; t/b 2,
+# both correct. Leaving t/b out at k >= 3 made the one curve dip from 0.5 to 0.
+{
+	echo "$hdr"
+	for i in 0 1 2 3 4; do echo "r,t/a,a$i.c,$i,cpu,x,mismatch,none,,1,1,,,,,,,,,,,m,,,,7,,a$i"; done
+	for i in 0 1; do echo "r,t/b,b$i.c,$i,cpu,x,ok,none,,0,0,10,9,11,20,2,1.9,2.1,5,,,m,,,,7,,b$i"; done
+} >"$tmp/passk/results.csv"
+expect 0 "$exe" report "$tmp/passk" --format html
+awk '/pass@k vs k/,/<\/svg>/' "$tmp/out" >"$tmp/passk.svg"
+has "$tmp/passk.svg" ": all 2 tasks (each has n &gt;= 2), k &lt;= 2</text>"
+has "$tmp/passk.svg" ": the 1 of 2 tasks with n = 5, k &lt;= 5</text>"
+# the solid curve over both tasks has k = 1, 2 only (2 points), both at 0.5
+pts=$(grep -o '<polyline[^>]*points="[^"]*"' "$tmp/passk.svg" | head -1 | sed 's/.*points="//; s/"$//')
+[ "$(echo $pts | wc -w)" = 2 ] || bad "the all-tasks pass@k curve has points '$pts', not k = 1, 2"
+[ "$(echo $pts | tr ' ' '\n' | cut -d, -f2 | sort -u | wc -l)" = 1 ] ||
+	bad "the all-tasks pass@k curve is not flat at 0.5: '$pts'"
+
+# reasoning tokens present: the panel is drawn
+expect 0 "$exe" report "$data/basic.csv" --format html
+has "$tmp/out" "Reasoning length vs speedup (correct"
 exit $fail
