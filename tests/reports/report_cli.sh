@@ -66,6 +66,12 @@ done
 : >"$tmp/file"
 expect 3 "$exe" report "$data/basic.csv" -o "$tmp/file/sub/report.md"
 has "$tmp/err" "crucible report: "
+# an output that cannot be written is the environment too (3), not 0 or 2
+if [ -w /dev/full ]; then
+	expect 3 "$exe" report "$data/basic.csv" -o /dev/full
+	expect 3 "$exe" gate --baseline "$data/gate_base.csv" --current "$data/gate_base.csv" --json /dev/full
+	has "$tmp/err" "crucible gate: write error on /dev/full"
+fi
 
 # ---- unknown is not zero: a run without timing (eval --no-timing) ----
 hdr=run_id,task,candidate,sample,backend,device,status,backward,detail,max_abs_err,max_rel_err,time_us,time_lo_us,time_hi_us,baseline_us,speedup,speedup_lo,speedup_hi,samples,reasoning_tokens,completion_tokens,model,temperature,top_p,top_k,seed,turn,source_sha256
