@@ -949,3 +949,21 @@ enum cr_status task_spec_check(const char *spec, struct cr_err *err)
 	free(copy);
 	return st;
 }
+
+enum cr_status task_registry_find_exact(const char *name, struct task *t, struct cr_err *err)
+{
+	char canon[128], path[1200];
+	struct cr_err e;
+
+	if (task_registry_exists(name)) {
+		snprintf(path, sizeof path, "%s/tasks/%s.json", task_datadir(), name);
+		return task_load(t, path, name, err);
+	}
+	cr_err_init(&e);
+	if (!task_registry_resolve(name, canon, sizeof canon, &e))
+		return cr_errf(err, CR_EINPUT, "unknown task '%s' (a full name is needed here: did you "
+			       "mean '%s'?)", name, canon);
+	if (e.status == CR_ENOMEM || e.status == CR_EENV)
+		return cr_errf(err, e.status, "%s", e.msg);
+	return cr_errf(err, CR_EINPUT, "%s", e.msg);
+}

@@ -63,6 +63,10 @@ enum cr_status task_registry_resolve(const char *name, char *canon, size_t cap, 
 /* Loads one task named by any single-task form (as task_registry_resolve);
  * t->name is the canonical name, whatever the spelling given. */
 enum cr_status task_registry_find(const char *name, struct task *t, struct cr_err *err);
+/* As task_registry_find, but only the canonical full name is a task here
+ * (a candidate's `@task`, SPEC §3): another form is an "unknown task" whose
+ * message gives the full name ("did you mean 'L1/23_Softmax'?"). */
+enum cr_status task_registry_find_exact(const char *name, struct task *t, struct cr_err *err);
 /* A task file of exactly that canonical name exists (well-formed or not);
  * no other form is resolved here (task_registry_resolve does that). */
 bool task_registry_exists(const char *name);

@@ -323,6 +323,34 @@ static void test_find(void **s)
 }
 
 
+
+/* a candidate's @task: the full name only, the message giving it */
+static void test_find_exact(void **s)
+{
+	struct task t;
+	struct cr_err e;
+	(void)s;
+	cr_err_init(&e);
+	assert_int_equal(task_registry_find_exact("L1/23_Softmax", &t, &e), CR_OK);
+	assert_string_equal(t.name, "L1/23_Softmax");
+	task_release(&t);
+	cr_err_init(&e);
+	assert_int_equal(task_registry_find_exact("L1/softmax", &t, &e), CR_EINPUT);
+	assert_non_null(strstr(e.msg, "unknown task 'L1/softmax'"));
+	assert_non_null(strstr(e.msg, "did you mean 'L1/23_Softmax'?"));
+	cr_err_init(&e);
+	assert_int_equal(task_registry_find_exact("L1/23", &t, &e), CR_EINPUT);
+	assert_non_null(strstr(e.msg, "'L1/23_Softmax'"));
+	cr_err_init(&e);
+	assert_int_equal(task_registry_find_exact("no/such", &t, &e), CR_EINPUT);
+	assert_non_null(strstr(e.msg, "unknown task 'no/such'"));
+	cr_err_init(&e);
+	assert_int_equal(task_registry_find_exact("L1/1-10", &t, &e), CR_EINPUT);
+	cr_err_init(&e);
+	assert_int_equal(task_registry_find_exact("L1/sofmax", &t, &e), CR_EINPUT);
+	assert_non_null(strstr(e.msg, "unknown task 'L1/sofmax'"));
+}
+
 /* report and gate filter rows whose names need not be in the registry */
 static void test_spec_matches(void **s)
 {
@@ -446,6 +474,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dedupe),
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_find_exact),
 		cmocka_unit_test(test_spec_matches),
 	};
 	const struct CMUnitTest synthetic[] = {
