@@ -19,6 +19,10 @@ struct dec_task_source {
 	 * error (message in err). */
 	char *(*prompt)(void *ctx, const char *task, const char *backend,
 			struct cr_err *err);
+	/* The candidate kind generate asks for when --backend is not given:
+	 * "cuda" or "cpu", the one this machine can run (said on stderr);
+	 * CR_EENV when it cannot tell. NULL here: "cuda". */
+	enum cr_status (*default_backend)(void *ctx, const char **backend, struct cr_err *err);
 };
 
 /* Return the SPEC §1 exit code. argv[0] is the subcommand name. */

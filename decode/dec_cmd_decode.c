@@ -3,6 +3,7 @@
  * prompt token ids, the generated ids, the text and per step the top-K
  * (id, logprob) under log-softmax of the raw logits; --json for machines. */
 #include "decode/dec.h"
+#include "common/cr_cli.h"
 #include "decode/engine/dec_engine.h"
 #include "decode/dec_run.h"
 
@@ -16,6 +17,9 @@
 static const char usage[] =
 	"usage: crucible decode --model M.gguf (--prompt TEXT | --tokens IDS) [options]\n"
 	"Raw completion with no chat template. IDS: comma- or space-separated token ids.\n"
+	"--max-tokens 0 only tokenizes. Defaults: --max-tokens 32, greedy.\n"
+	"\n"
+	"OPTIONS\n"
 	"  --prompt TEXT        text to tokenize (BOS as the model says; special tokens parsed)\n"
 	"  --tokens IDS         token ids, used as given\n"
 	"  --top-logprobs K     per step, the K most likely (id, logprob), raw logits\n"
@@ -23,8 +27,22 @@ static const char usage[] =
 	"                       logprob of token i+1 given tokens 0..i (log-softmax of the raw\n"
 	"                       logits), as score_logprobs in --json, a 'score:' line otherwise\n"
 	"  --json               one JSON object: prompt_tokens, tokens, text, top_logprobs,\n"
-	"                       finish_reason, timings (and score_logprobs with --score)\n"
-	"  --max-tokens 0 only tokenizes. Defaults: --max-tokens 32, greedy.\n";
+	"                       finish_reason, timings (and score_logprobs with --score)\n";
+
+/* The help page: usage, the options (decode's, then the shared ones), the
+ * common tail. */
+static void help_page(void)
+{
+	fputs(usage, stdout);
+	fputs("  -h, --help           this page\n", stdout);
+	fputs(dec_opts_help, stdout);
+	cr_cli_help_tail(stdout,
+			 "  0  done\n"
+			 "  2  bad usage or bad input (a model file that does not load names it)\n"
+			 "  3  the environment (no GPU for --device cuda, out of memory, a write\n"
+			 "     that failed)\n",
+			 CR_ENV_CUDA | CR_ENV_DECODER);
+}
 
 static enum cr_status parse_ids(const char *s, int32_t **ids, int *n, struct cr_err *err)
 {
@@ -191,8 +209,11 @@ static enum cr_status parse_args(struct decode_args *a, int argc, char **argv, s
 
 	if (st || a->help)
 		return st;
-	if (!a->o.model || (!a->prompt_text == !a->ids_text))
-		return cr_errf(err, CR_EUSAGE, "need --model and exactly one of --prompt, --tokens (see --help)");
+	if (!a->o.model || (!a->prompt_text == !a->ids_text)) {
+		cr_errf(err, CR_EUSAGE, "need --model and exactly one of --prompt, --tokens");
+		dec_usage_say("decode", err);
+		return CR_EUSAGE;
+	}
 	return CR_OK;
 }
 
@@ -301,7 +322,7 @@ static int run(int argc, char **argv, struct cr_err *err)
 
 	if (st || a.help) {
 		if (a.help)
-			printf("%s%s", usage, dec_opts_help);
+			help_page();
 		return st;
 	}
 	o = a.o;
@@ -400,8 +421,9 @@ int dec_decode_main(int argc, char **argv)
 
 	cr_err_init(&err);
 	st = run(argc, argv, &err);
-	if (st)
-		fprintf(stderr, "crucible decode: %s\n", err.msg[0] ? err.msg : cr_status_name(st));
+	/* a usage error with no message left was said with its --help hint */
+	if (st && (err.msg[0] || st != CR_EUSAGE))
+		cr_cli_error("decode", "%s", err.msg[0] ? err.msg : cr_status_name(st));
 	fflush(stdout);
 	return cr_status_exit_code(st);
 }

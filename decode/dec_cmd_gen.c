@@ -7,6 +7,7 @@
  * prefilled once and its samples share its blocks; samples of all tasks are
  * batched continuously. Progress and tokens/s go to stderr. */
 #include "decode/dec.h"
+#include "common/cr_cli.h"
 #include "decode/engine/dec_engine.h"
 #include "decode/dec_run.h"
 
@@ -23,10 +24,15 @@ static const char usage[] =
 	"usage: crucible generate --model M.gguf --tasks SET --n N --out DIR [options]\n"
 	"Writes N candidates per task: DIR/<task>_s<i>.cu (or .c), a .json sidecar and the\n"
 	"full completion as .txt.\n"
+	"Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n"
+	"\n"
+	"OPTIONS\n"
 	"  --tasks SET          comma-separated sets or task names (smoke, L1, smoke/relu)\n"
 	"  --n N                samples per task (default 1)\n"
-	"  --out DIR            output directory\n"
-	"  --backend cuda|cpu   which candidate kind to ask for (default cuda)\n"
+	"  --out DIR            output directory, made with its missing parents\n"
+	"  --backend cuda|cpu   which candidate kind to ask for (default: the one this\n"
+	"                       machine can run, as eval decides: cuda when a GPU and the\n"
+	"                       CUDA build are there, else cpu; said on stderr)\n"
 	"  --batch B            decode B samples together, of any tasks (default 8): one pass\n"
 	"                       over the weights serves B tokens; results do not depend on B\n"
 	"  --system TEXT        system message (default: none)\n"
@@ -34,7 +40,20 @@ static const char usage[] =
 	"                       detected from the GGUF (docs/TOKENIZER.md)\n"
 	"  --no-think           Qwen3's thinking switch off: the answer opens with an empty\n"
 	"                       think block (recorded in the sidecar)\n"
-	"  Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n";
+	"  -h, --help           this page\n";
+
+static void help_page(void)
+{
+	fputs(usage, stdout);
+	fputs(dec_opts_help, stdout);
+	cr_cli_help_tail(stdout,
+			 "  0  every sample written\n"
+			 "  2  bad usage or bad input (a task that does not fit is skipped, the\n"
+			 "     others written)\n"
+			 "  3  the environment (no GPU for --device cuda, out of memory, a write\n"
+			 "     that failed)\n",
+			 CR_ENV_DATADIR | CR_ENV_SEED | CR_ENV_CUDA | CR_ENV_DECODER);
+}
 
 struct gen_cfg {
 	struct dec_opts o;
@@ -297,8 +316,11 @@ static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help,
 
 	if (st || *help)
 		return st;
-	if (!g->o.model || !g->tasks || !g->out)
-		return cr_errf(err, CR_EUSAGE, "need --model, --tasks and --out (see --help)");
+	if (!g->o.model || !g->tasks || !g->out) {
+		cr_errf(err, CR_EUSAGE, "need --model, --tasks and --out");
+		dec_usage_say("generate", err);
+		return CR_EUSAGE;
+	}
 	return CR_OK;
 }
 
@@ -407,7 +429,7 @@ out:
 int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 {
 	struct gen_cfg g = { .o = { .max_tokens = 4096, .samp = { 0.6f, 0, 0.95f, 0 } },
-			     .backend = "cuda", .n = 1, .batch = 8 };
+			     .backend = NULL, .n = 1, .batch = 8 };
 	struct cr_err err;
 	struct dec_model *m = NULL;
 	struct dec_tok *tok = NULL;
@@ -420,13 +442,18 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	if ((st = parse(&g, argc, argv, &help, &err)))
 		goto out;
 	if (help) {
-		printf("%s%s", usage, dec_opts_help);
+		help_page();
 		goto out;
 	}
 	if (!src || !src->list || !src->prompt) {
 		st = cr_errf(&err, CR_EINTERNAL, "no task source");
 		goto out;
 	}
+	/* no --backend: the kind this machine can run, as eval decides */
+	if (!g.backend && src->default_backend && (st = src->default_backend(src->ctx, &g.backend, &err)))
+		goto out;
+	if (!g.backend)
+		g.backend = "cuda";
 	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
 		goto out;
 	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)) ||
@@ -443,7 +470,8 @@ out:
 	free(names);
 	dec_tok_free(tok);
 	dec_model_free(m);
-	if (st)
-		fprintf(stderr, "crucible generate: %s\n", err.msg[0] ? err.msg : cr_status_name(st));
+	/* a usage error with no message left was said with its --help hint */
+	if (st && (err.msg[0] || st != CR_EUSAGE))
+		cr_cli_error("generate", "%s", err.msg[0] ? err.msg : cr_status_name(st));
 	return cr_status_exit_code(st);
 }

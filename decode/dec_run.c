@@ -4,6 +4,7 @@
  * engine/dec_gen.c. */
 #include "decode/dec_run.h"
 #include "decode/engine/dec_engine.h"
+#include "common/cr_cli.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -163,34 +164,11 @@ enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *v, struc
 	return cr_errf(err, CR_EINTERNAL, "dec_opts_apply: code %d is not a shared option", code);
 }
 
-/* "--name" of the entry of opts whose code is code, or NULL. */
-static const char *opt_name(const struct option *opts, int code, char *buf, size_t cap)
+void dec_usage_say(const char *cmd, struct cr_err *err)
 {
-	for (; opts->name; opts++)
-		if (opts->val == code && !opts->flag) {
-			snprintf(buf, cap, "--%s", opts->name);
-			return buf;
-		}
-	return NULL;
-}
-
-/* The message for getopt_long's ':' (missing value) or '?' (unknown). */
-static enum cr_status getopt_error(int c, char **argv, const struct option *opts,
-				   struct cr_err *err)
-{
-	char buf[64];
-	const char *name = opt_name(opts, optopt, buf, sizeof buf);
-
-	if (c == ':')
-		return cr_errf(err, CR_EUSAGE, "%s needs a value (see --help)",
-			       name ? name : argv[optind - 1]);
-	if (name) /* a flag given a value: --json=1 */
-		return cr_errf(err, CR_EUSAGE, "%s takes no value, got '%s' (see --help)", name,
-			       argv[optind - 1]);
-	if (optopt > 0 && optopt < 0x100) /* an unknown short option */
-		return cr_errf(err, CR_EUSAGE, "unknown option '-%c' (see --help)", optopt);
-	return cr_errf(err, CR_EUSAGE, "unknown or ambiguous option '%s' (see --help)",
-		       argv[optind - 1]);
+	if (err->msg[0])
+		cr_cli_usage(cmd, "%s", err->msg);
+	err->msg[0] = '\0';
 }
 
 enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const struct option *opts,
@@ -198,32 +176,40 @@ enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const 
 						     struct cr_err *err),
 			       void *ctx, int *help, struct cr_err *err)
 {
+	const char *cmd = argc > 0 && argv[0] && argv[0][0] ? argv[0] : "decode";
 	enum cr_status st = CR_OK;
 	int c;
 
 	*help = 0;
 	optind = 1;
 	opterr = 0;
-	/* after an error or --help the rest is still read, unused: a parse
-	 * left inside a short-option cluster would carry into the next call */
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	/* after an error or --help the rest is still read, unused and unsaid:
+	 * a parse left inside a short-option cluster would carry into the
+	 * next call */
+	for (;;) {
+		c = st || *help ? getopt_long(argc, argv, ":h", opts, NULL)
+				: cr_cli_getopt(cmd, argc, argv, "h", opts);
+		if (c == -1)
+			break;
 		if (st || *help)
 			continue;
 		if (c == 'h' || c == DEC_OPT_HELP)
 			*help = 1;
-		else if (c == ':' || c == '?')
-			st = getopt_error(c, argv, opts, err);
+		else if (c == '?') /* said by cr_cli_getopt, with the --help hint */
+			st = cr_errf(err, CR_EUSAGE, "%s", "");
 		else if (c >= DEC_OPT_MODEL && c < DEC_OPT_HELP)
 			st = dec_opts_apply(o, c, optarg, err);
 		else
 			st = own(ctx, c, optarg, err);
 	}
 	if (!st && !*help && optind < argc)
-		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+		st = cr_errf(err, CR_EUSAGE, "unexpected argument '%s'", argv[optind]);
 	if (!st && !*help && o->draft_tokens && !o->draft && !o->draft_model)
-		st = cr_errf(err, CR_EUSAGE, "--draft-tokens needs --draft or --draft-model (see --help)");
+		st = cr_errf(err, CR_EUSAGE, "--draft-tokens needs --draft or --draft-model");
 	if (!st && !*help && o->draft && o->draft_model)
-		st = cr_errf(err, CR_EUSAGE, "--draft ngram and --draft-model exclude each other (see --help)");
+		st = cr_errf(err, CR_EUSAGE, "--draft ngram and --draft-model exclude each other");
+	if (st == CR_EUSAGE)
+		dec_usage_say(cmd, err);
 	return st;
 }
 

@@ -76,15 +76,22 @@ enum dec_opt_code {
 enum cr_status dec_opts_apply(struct dec_opts *o, int code, const char *arg, struct cr_err *err);
 extern const char dec_opts_help[]; /* the shared options' --help lines */
 
-/* Parses argv[1..argc) with getopt_long over opts (DEC_OPTS_LONG, the
- * command's own entries, a zero entry; "--opt value" and "--opt=value"
- * alike): the shared codes go to dec_opts_apply, the command's to
- * own(ctx, code, arg, err). --help or -h sets *help and ends the parse with
- * CR_OK. CR_EUSAGE naming the option for a bad or missing value, an unknown
- * or ambiguous option, a value given to a flag; naming the argument for a
- * positional one. The first problem in argv order wins. getopt's state is
- * reset first and argv is always read to its end, so the commands can be
- * called again in one process. getopt_long permutes argv. */
+/* Parses argv[1..argc) with cr_cli_getopt (common/cr_cli.h) over opts
+ * (DEC_OPTS_LONG, the command's own entries, a zero entry; "--opt value"
+ * and "--opt=value" alike); argv[0] is the command's name ("decode",
+ * "generate") for the messages. The shared codes go to dec_opts_apply, the
+ * command's to own(ctx, code, arg, err). --help or -h sets *help and ends
+ * the parse with CR_OK. CR_EUSAGE for a bad or missing value, an unknown or
+ * ambiguous option, a value given to a flag, a positional argument: said
+ * here on stderr in the shared wording with the --help hint (did you mean,
+ * "Try 'crucible CMD --help'."), err's message then left empty, so the
+ * caller says nothing more. The first problem in argv order wins. getopt's
+ * state is reset first and argv is always read to its end, so the commands
+ * can be called again in one process. getopt_long permutes argv. */
+/* A usage error in err said as cr_cli_usage(cmd, ...) does (the message,
+ * then the --help hint) unless its message is empty (already said); the
+ * message is then emptied. */
+void dec_usage_say(const char *cmd, struct cr_err *err);
 enum cr_status dec_opts_getopt(struct dec_opts *o, int argc, char **argv, const struct option *opts,
 			       enum cr_status (*own)(void *ctx, int code, const char *arg,
 						     struct cr_err *err),

@@ -19,6 +19,7 @@
 #include "gen/gen_run.h"
 #include "gen/gen_impl.h"
 
+#include <csv.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cr_text.h"
 #include "decode/dec_run.h"
 #include "tasks/task_rng.h"
 
@@ -809,24 +811,44 @@ static const struct gen_cand *select_majority(struct run *R, struct task_state *
 	return pick;
 }
 
+/* One text field of curve.csv through libcsv (quoted, any quote doubled),
+ * so a comma, quote or newline in a path or model name stays in its field. */
+static void curve_text(FILE *f, const char *s, bool last)
+{
+	csv_fwrite(f, s, strlen(s));
+	fputc(last ? '\n' : ',', f);
+}
+
 static void curve_row(struct run *R, struct task_state *t, const struct gen_cand *added,
 		      const struct gen_cand *sel)
 {
-	char sp[32] = "";
+	char sp[32] = "", model[512];
 	bool ok = sel && correct(sel);
+	const char *label = R->cfg->model_label ? R->cfg->model_label : "";
+	/* the selected candidate as results.csv names it (SPEC §1: one name,
+	 * one file; a control byte is \xNN) */
+	char *path = cr_text_escape_name_dup(sel ? sel->path : "");
+	FILE *f = R->curve;
 
-	if (!R->curve)
+	if (!f || !path) {
+		free(path);
 		return;
+	}
 	if (sel && sel->r.timed && isfinite(sel->r.speedup))
 		snprintf(sp, sizeof sp, "%.4f", sel->r.speedup);
-	fprintf(R->curve, "%s,\"%s\",%s,%d,%ld,%d,%s,%s,%s,%d,%d\n", gen_strategy_name(R->cfg->strategy),
-		R->cfg->model_label ? R->cfg->model_label : "", t->name, added->seq + 1,
-		added->cumulative_tokens,
-		R->cfg->strategy == GEN_EVOLVE ? added->generation : added->turn, sel ? sel->path : "",
-		sel ? check_verdict_name(sel->r.status) : "", sp, ok,
-		ok && sel->r.timed && !sel->r.noisy && sel->r.speedup > 1); /* a noisy figure is not trusted fast */
-	fflush(R->curve);
-	fsync(fileno(R->curve));
+	cr_text_escape(label, strlen(label), model, sizeof model);
+	curve_text(f, gen_strategy_name(R->cfg->strategy), false);
+	curve_text(f, model, false);
+	curve_text(f, t->name, false);
+	fprintf(f, "%d,%ld,%d,", added->seq + 1, added->cumulative_tokens,
+		R->cfg->strategy == GEN_EVOLVE ? added->generation : added->turn);
+	curve_text(f, path, false);
+	curve_text(f, sel ? check_verdict_name(sel->r.status) : "", false);
+	/* a noisy figure is not trusted fast */
+	fprintf(f, "%s,%d,%d\n", sp, ok, ok && sel->r.timed && !sel->r.noisy && sel->r.speedup > 1);
+	free(path);
+	fflush(f);
+	fsync(fileno(f));
 }
 
 /* ---- strategies: what each verdict leads to ---- */

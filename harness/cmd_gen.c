@@ -7,10 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cr_cli.h"
 #include "common/cr_status.h"
+#include "harness/backend.h"
 #include "gen/gen.h"
 #include "harness/seed.h"
 #include "tasks/task_rng.h"
+
+/* No --backend: the candidate kind this machine can run, chosen as eval's
+ * --backend auto chooses (cuda when a GPU and the CUDA build are there,
+ * else cpu) and said on stderr. */
+static enum cr_status default_backend(void *ctx, const char **backend, struct cr_err *err)
+{
+	enum cr_backend be;
+
+	(void)ctx;
+	if (cr_backend_pick(NULL, false, &be, "crucible generate"))
+		return cr_errf(err, CR_EENV, "cannot choose a backend: give --backend cuda or cpu");
+	*backend = be == CR_BACKEND_CUDA ? "cuda" : "cpu";
+	return CR_OK;
+}
 
 /* Whether argument a is generate's --seed as getopt_long reads it: "--seed"
  * or a prefix of it down to "--se" (no other option of generate begins so),
@@ -40,12 +56,13 @@ int cr_cmd_generate(int argc, char **argv)
 	uint64_t user = 0;
 
 	gen_task_source(&src);
+	src.default_backend = default_backend;
 	if (!cr_seed_is_secret())
 		return dec_generate_main(argc, argv, &src);
 	av = calloc((size_t)argc + 2, sizeof *av);
 	if (!av) {
-		fprintf(stderr, "crucible generate: out of memory\n");
-		return 2;
+		cr_cli_error("generate", "out of memory");
+		return CR_EXIT_ENV;
 	}
 	for (int i = 1; i < argc; i++) {
 		const char *inl, *v;

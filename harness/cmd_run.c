@@ -27,6 +27,7 @@
 #include "cuda/cuda_dev.h"
 #include "decode/be/dec_be.h"
 #include "decode/dec_run.h"
+#include "common/cr_cli.h"
 #include "gen/gen.h"
 #include "gen/gen_run.h"
 #include "harness/backend.h"
@@ -43,6 +44,11 @@ static const char usage[] =
 	"                    (--tasks SET | --task NAME ...) --out DIR [options]\n"
 	"Searches for a kernel per task, verifying every candidate; writes DIR/cand/<task>/,\n"
 	"results.csv, samples.csv, selected.csv, curve.csv and run.json (docs/RUN.md).\n"
+	"\n"
+	"OPTIONS\n"
+	"  --out DIR           the run's folder, made with its missing parents (mkdir -p) and\n"
+	"                      locked for the run: a second run into it is refused (exit 2)\n"
+	"                      naming the one that holds it\n"
 	"  --strategy S        best-of-n (width), refine (depth), evolve (search),\n"
 	"                      self-consistency (majority of agreeing outputs, no verifier)\n"
 	"  --n N               samples (best-of-n, self-consistency), trajectories (refine),\n"
@@ -87,10 +93,17 @@ static const char usage[] =
 	"  --no-timing --quick --timeout S   as for eval (--timeout: a candidate's call)\n"
 	"  --resume            continue a killed or stopped run in DIR (same options); says how\n"
 	"                      many completions it reused and how many it generated\n"
+	"  -h, --help          this page\n"
+	"\n"
 	"Progress: on a terminal one status line (candidates done/planned, requests in flight\n"
-	"with their tokens so far, tokens, tokens/s); otherwise a line per generated completion.\n"
-	"Exit: 0 done, 2 usage or input, 3 environment (generator unreachable after its retry\n"
-	"window, no GPU): the rows so far are kept and --resume finishes the run.\n";
+	"with their tokens so far, tokens, tokens/s); otherwise a line per generated completion.\n";
+
+static const char exit_lines[] =
+	"  0  done\n"
+	"  2  bad usage or bad input; --out held by another run\n"
+	"  3  the environment (generator unreachable after its retry window, no GPU, a\n"
+	"     write that failed): the rows so far are kept and --resume finishes the run\n"
+	"  5  --tasks names no task\n";
 
 struct run_opts {
 	int strategy;
@@ -522,8 +535,7 @@ static enum cr_status v_selected(void *ctx, const char *task, const struct gen_c
 
 static int bad(const char *opt, const char *v, const char *want)
 {
-	fprintf(stderr, "crucible run: %s: expected %s, got '%s'\n", opt, want, v);
-	return 2;
+	return cr_cli_usage("run", "%s: expected %s, got '%s'", opt, want, v);
 }
 
 static int int_arg(const char *opt, const char *v, long lo, long hi, long *out)
@@ -574,9 +586,8 @@ static int tokenizer_arg(const char *v)
 	if (stat(v, &sb) || !S_ISREG(sb.st_mode) || access(v, R_OK)) {
 		char esc[1100];
 		cr_text_escape(v, n, esc, sizeof esc);
-		fprintf(stderr, "crucible run: --tokenizer %s: %s\n", esc,
+		return cr_cli_usage("run", "--tokenizer %s: %s", esc,
 			errno == ENOENT ? "no such file" : "not a readable file");
-		return 2;
 	}
 	return 0;
 }
@@ -618,8 +629,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	float f;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1 && !rc) {
+	while ((c = cr_cli_getopt("run", argc, argv, "h", opts)) != -1 && !rc) {
 		switch (c) {
 		case O_STRATEGY:
 			if ((o->strategy = gen_strategy_parse(optarg)) < 0)
@@ -687,8 +697,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		case O_STREAM:
 		case O_NO_STREAM:
 			if (o->stream && o->stream != (c == O_STREAM ? 1 : -1)) {
-				fprintf(stderr, "crucible run: --stream and --no-stream exclude each other\n");
-				rc = 2;
+				rc = cr_cli_usage("run", "--stream and --no-stream exclude each other");
 			}
 			o->stream = c == O_STREAM ? 1 : -1;
 			o->endpoint_opt = true;
@@ -729,8 +738,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 
 			cr_err_init(&de);
 			if (dec_device_parse(optarg, &d, &de)) {
-				fprintf(stderr, "crucible run: %s\n", de.msg);
-				rc = 2;
+				rc = cr_cli_usage("run", "%s", de.msg);
 			}
 			o->device = (int)d;
 			break;
@@ -740,8 +748,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 
 			cr_err_init(&de);
 			if (dec_opt_bytes("--kv-mem", optarg, 1, (uint64_t)1 << 50, &o->kv_mem, &de)) {
-				fprintf(stderr, "crucible run: %s\n", de.msg);
-				rc = 2;
+				rc = cr_cli_usage("run", "%s", de.msg);
 			}
 			break;
 		}
@@ -754,62 +761,48 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'h':
 		case O_HELP:
-			printf("%s", usage);
+			fputs(usage, stdout);
+			cr_cli_help_tail(stdout, exit_lines,
+					 CR_ENV_DATADIR | CR_ENV_SEED | CR_ENV_CACHE | CR_ENV_CUDA | CR_ENV_TMPDIR |
+						 CR_ENV_DECODER | CR_ENV_COLOR);
 			return -1;
-		case ':':
-			fprintf(stderr, "crucible run: %s needs a value (see --help)\n", argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "crucible run: unknown option '%s' (see --help)\n", argv[optind - 1]);
-			return 2;
+		default: return CR_EXIT_USAGE; /* said by cr_cli_getopt */
 		}
 	}
 	if (rc)
 		return rc;
-	if (optind < argc) {
-		fprintf(stderr, "crucible run: unexpected argument '%s' (see --help)\n", argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return cr_cli_usage("run", "unexpected argument '%s'", argv[optind]);
 	(void)f;
 	sources = !!o->model + !!o->endpoint + !!o->replay;
-	if (o->strategy < 0 || sources != 1 || (!o->tasks && !o->n_task_list) || !o->out) {
-		fprintf(stderr, "crucible run: need --strategy, one of --model, --endpoint or --replay, "
-				"--tasks or --task, and --out (see --help)\n");
-		return 2;
-	}
-	if (o->endpoint && !o->api_model) {
-		fprintf(stderr, "crucible run: --endpoint needs --api-model NAME\n");
-		return 2;
-	}
+	if (o->strategy < 0 || sources != 1 || (!o->tasks && !o->n_task_list) || !o->out)
+		return cr_cli_usage("run", "need --strategy, one of --model, --endpoint or --replay, "
+					   "--tasks or --task, and --out");
+	if (o->endpoint && !o->api_model)
+		return cr_cli_usage("run", "--endpoint needs --api-model NAME");
 	if ((o->draft_ngram || o->draft_model || o->draft_tokens || o->device || o->kv_mem || o->max_batch_tokens ||
 	     o->chat_template || o->no_think) && !o->model) {
-		fprintf(stderr, "crucible run: --device, --kv-mem, --max-batch-tokens, --chat-template, --no-think "
-				"and the --draft options are the built-in decoder's: they need --model\n");
-		return 2;
+		return cr_cli_usage("run", "--device, --kv-mem, --max-batch-tokens, --chat-template, --no-think "
+				"and the --draft options are the built-in decoder's: they need --model");
 	}
 	if (o->reasoning && !o->endpoint) {
-		fprintf(stderr, "crucible run: --reasoning is sent to an endpoint (--endpoint); the built-in "
+		return cr_cli_usage("run", "--reasoning is sent to an endpoint (--endpoint); the built-in "
 				"decoder's templates (chatml, llama3, deepseek-r1, phi3, gemma) have no reasoning-effort "
-				"setting (Qwen3's thinking switch is --no-think)\n");
-		return 2;
+				"setting (Qwen3's thinking switch is --no-think)");
 	}
 	if (o->endpoint_opt && !o->endpoint) {
-		fprintf(stderr, "crucible run: --stream, --no-stream, --request-timeout, --connect-timeout, "
+		return cr_cli_usage("run", "--stream, --no-stream, --request-timeout, --connect-timeout, "
 				"--idle-timeout, --retry-window, --max-retries and --tokenizer are the endpoint's: "
-				"they need --endpoint\n");
-		return 2;
+				"they need --endpoint");
 	}
 	if (o->draft_ngram && o->draft_model) {
-		fprintf(stderr, "crucible run: --draft ngram and --draft-model exclude each other\n");
-		return 2;
+		return cr_cli_usage("run", "--draft ngram and --draft-model exclude each other");
 	}
 	if (o->draft_tokens && !o->draft_ngram && !o->draft_model) {
-		fprintf(stderr, "crucible run: --draft-tokens needs --draft or --draft-model\n");
-		return 2;
+		return cr_cli_usage("run", "--draft-tokens needs --draft or --draft-model");
 	}
 	if (o->strategy == GEN_EVOLVE && o->keep > o->n) {
-		fprintf(stderr, "crucible run: --keep %d is more than the population --n %d\n", o->keep, o->n);
-		return 2;
+		return cr_cli_usage("run", "--keep %d is more than the population --n %d", o->keep, o->n);
 	}
 	return 0;
 }
@@ -1020,6 +1013,7 @@ int cr_cmd_run(int argc, char **argv)
 	uint64_t mixed;
 	int rc = parse(argc, argv, &o);
 	enum cr_status st = CR_OK;
+	int lock_fd = -1;
 
 	if (rc) {
 		free(o.task_list);
@@ -1066,10 +1060,10 @@ int cr_cmd_run(int argc, char **argv)
 	} else {
 		snprintf(x.device, sizeof x.device, "cpu");
 	}
-	if (mkdir(o.out, 0755) && errno != EEXIST) {
-		cr_errf(&err, CR_EIO, "cannot create %s: %s", o.out, strerror(errno));
+	/* the folder with its parents, and this run's alone until it ends: a
+	 * second run into it is refused, naming the one that holds it */
+	if (cr_out_lock(o.out, "run", &lock_fd, &err))
 		goto fail;
-	}
 	opts = options_json(&o, (const char *const *)names, (int)n_names);
 	snprintf(path, sizeof path, "%s/run.json", o.out);
 	if (o.resume && (rc = resume_check(&o, opts, path)))
@@ -1218,5 +1212,6 @@ out:
 	free(x.keys);
 	task_list_free(x.tasks, x.n_tasks);
 	free(o.task_list);
+	cr_out_unlock(lock_fd);
 	return rc;
 }

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/cr_cli.h"
 #include "cand/expr.h"
 #include "cand/plan.h"
 #include "tasks/task_exec.h"
@@ -19,16 +21,30 @@
 #include "tasks/task_registry.h"
 #include "tasks/task_rng.h"
 
-/* Formats a flops/bytes expression at the bench shape ("" when absent). */
-static void eval_metric(const struct task *t, const char *text, char *out, size_t cap)
+/* Formats a flops/bytes expression at the bench shape ("" when absent, "?"
+ * when it does not evaluate); *v is the value, NAN when there is none. */
+static void eval_metric(const struct task *t, const char *text, char *out, size_t cap, double *v)
 {
-	double v;
+	*v = NAN;
 	if (!text[0])
 		out[0] = '\0';
-	else if (cr_task_metric(t, text, &t->bench, &v))
-		snprintf(out, cap, "%.3g", v);
-	else
+	else if (cr_task_metric(t, text, &t->bench, v))
+		snprintf(out, cap, "%.3g", *v);
+	else {
+		*v = NAN;
 		snprintf(out, cap, "?");
+	}
+}
+
+/* A count as a JSON number: an integer when it is whole (and fits), else a
+ * real (printed with 6 significant digits); null when there is none. */
+static json_t *json_count(double v)
+{
+	if (!isfinite(v))
+		return json_null();
+	if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		return json_integer((json_int_t)v);
+	return json_real(v);
 }
 
 /* Excluded KernelBench problems of a set: data/excluded/<SET>*.json, each an
@@ -55,8 +71,7 @@ static int count_excluded(const char *set)
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		a = json_load_file(path, 0, &je);
 		if (!json_is_array(a)) {
-			fprintf(stderr, "crucible list: %s:%d: expected an array of {\"source\", \"reason\"}\n",
-				path, je.line);
+			cr_cli_error("list", "%s:%d: expected an array of {\"source\", \"reason\"}", path, je.line);
 			json_decref(a);
 			total = -1;
 			break;
@@ -99,57 +114,76 @@ static void coverage(const struct task *ts, int n)
 	}
 }
 
+static const char list_help[] =
+	"usage: crucible list [SET|TASK...] [--json]\n"
+	"Lists tasks: name, primitives, bench dims, backward, flops and bytes at the\n"
+	"bench shape, and the KernelBench source each mirrors. No argument: every set.\n"
+	"\n"
+	"OPTIONS\n"
+	"  --json      one JSON array of the same, for scripts: flops and bytes are\n"
+	"              numbers (integers when whole, else 6 significant digits; null\n"
+	"              when the task gives none), backward a boolean\n"
+	"  -h, --help  this page\n"
+	"\n"
+	"A task file that fails to load is listed with its error (\"error\" in --json)\n"
+	"and fails only itself (`crucible lint` fails on any).\n";
+
 int cr_cmd_list(int argc, char **argv)
 {
+	static const struct option lo[] = { { "json", no_argument, 0, 'j' },
+					    { "help", no_argument, 0, 'h' },
+					    { 0, 0, 0, 0 } };
 	struct task *ts = NULL;
 	struct task_broken *bad = NULL;
-	int n = 0, n_bad = 0, rc = 0, w[6] = { 4, 10, 4, 8, 5, 5 };
+	int n = 0, n_bad = 0, rc = 0, c, w[6] = { 4, 10, 4, 8, 5, 5 };
 	struct cr_err err;
 	char *spec = NULL;
 	size_t sl = 0;
 	bool json = false;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: crucible list [SET|TASK...] [--json]\n"
-			       "Lists tasks: name, primitives, bench dims, backward, flops and bytes at the\n"
-			       "bench shape, and the KernelBench source each mirrors. No argument: every set.\n"
-			       "--json: one JSON array of the same, for scripts.\n"
-			       "A task file that fails to load is listed with its error (\"error\" in\n"
-			       "--json) and fails only itself: exit 0, or 2 when a TASK named on the\n"
-			       "command line is broken (`crucible lint` fails on any).\n");
-			return 0;
+	optind = 1;
+	while ((c = cr_cli_getopt("list", argc, argv, "h", lo)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'h':
+			fputs(list_help, stdout);
+			cr_cli_help_tail(stdout,
+					 "  0  listed (a broken task file is listed with its error)\n"
+					 "  2  bad usage, an unknown set, or a TASK named here is broken\n"
+					 "  3  a write failed (standard output included)\n",
+					 CR_ENV_DATADIR);
+			return CR_EXIT_OK;
+		default: return CR_EXIT_USAGE;
 		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-			continue;
+	}
+	for (int i = optind; i < argc; i++) {
+		char *ns = realloc(spec, sl + strlen(argv[i]) + 2);
+
+		if (!ns) {
+			free(spec);
+			cr_cli_error("list", "out of memory");
+			return CR_EXIT_ENV;
 		}
-		if (argv[i][0] == '-') {
-			fprintf(stderr, "crucible list: unknown option '%s' (see --help)\n", argv[i]);
-			return 2;
-		}
-		spec = realloc(spec, sl + strlen(argv[i]) + 2);
-		if (!spec)
-			return 2;
+		spec = ns;
 		sprintf(spec + sl, "%s%s", sl ? "," : "", argv[i]);
 		sl = strlen(spec);
 	}
 	cr_err_init(&err);
 	if (task_registry_scan(spec, &ts, &n, &bad, &n_bad, &err)) {
-		fprintf(stderr, "crucible list: %s\n", err.msg);
+		cr_cli_error("list", "%s", err.msg);
 		free(spec);
 		return cr_status_exit_code(err.status);
 	}
 	/* a broken file fails only itself (SPEC §2): its row says why; the
 	 * exit status only when the command line named it */
 	for (int i = 0; i < n_bad; i++) {
-		fprintf(stderr, "crucible list: %s: %s\n", bad[i].name, bad[i].msg);
+		cr_cli_error("list", "%s: %s", bad[i].name, bad[i].msg);
 		if (bad[i].named)
 			rc = 2;
 	}
-	struct row { char prims[512], dims[256], fl[32], by[32]; } *rows = calloc((size_t)n + 1, sizeof *rows);
+	struct row { char prims[512], dims[256], fl[32], by[32]; double flv, byv; } *rows = calloc((size_t)n + 1, sizeof *rows);
 	if (!rows) {
-		fprintf(stderr, "crucible list: out of memory\n");
+		cr_cli_error("list", "out of memory");
 		task_list_free(ts, n);
 		free(bad);
 		free(spec);
@@ -174,8 +208,8 @@ int cr_cmd_list(int argc, char **argv)
 			strcat(r->prims, ts[i].nodes[k].op);
 		}
 		task_dims_str(&ts[i], &ts[i].bench, r->dims, sizeof r->dims);
-		eval_metric(&ts[i], ts[i].flops, r->fl, sizeof r->fl);
-		eval_metric(&ts[i], ts[i].bytes, r->by, sizeof r->by);
+		eval_metric(&ts[i], ts[i].flops, r->fl, sizeof r->fl, &r->flv);
+		eval_metric(&ts[i], ts[i].bytes, r->by, sizeof r->by, &r->byv);
 		/* column widths from the data */
 		int lens[6] = { (int)strlen(ts[i].name), (int)strlen(r->prims), (int)strlen(r->dims), 8,
 				(int)strlen(r->fl), (int)strlen(r->by) };
@@ -191,8 +225,8 @@ int cr_cmd_list(int argc, char **argv)
 			json_object_set_new(o, "primitives", json_string(rows[i].prims));
 			json_object_set_new(o, "dims", json_string(rows[i].dims));
 			json_object_set_new(o, "backward", json_boolean(ts[i].backward));
-			json_object_set_new(o, "flops", json_string(rows[i].fl));
-			json_object_set_new(o, "bytes", json_string(rows[i].by));
+			json_object_set_new(o, "flops", json_count(rows[i].flv));
+			json_object_set_new(o, "bytes", json_count(rows[i].byv));
 			json_object_set_new(o, "source", json_string(ts[i].source));
 			json_array_append_new(a, o);
 		}
@@ -202,7 +236,7 @@ int cr_cmd_list(int argc, char **argv)
 			json_object_set_new(o, "error", json_string(bad[i].msg));
 			json_array_append_new(a, o);
 		}
-		char *txt = json_dumps(a, JSON_INDENT(2));
+		char *txt = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 		if (txt)
 			printf("%s\n", txt);
 		free(txt);
@@ -256,6 +290,10 @@ static int write_npy(const char *path, const char *descr, const int64_t *shape, 
 		fputc(' ', f);
 	fputc('\n', f);
 	fwrite(data, 1, bytes, f);
+	if (ferror(f)) {
+		fclose(f);
+		return -1;
+	}
 	return fclose(f);
 }
 
@@ -291,6 +329,39 @@ static int parse_dims_arg(const struct task *t, const char *s, struct task_dimse
 	return rc;
 }
 
+static const char dump_help[] =
+	"usage: crucible dump TASK [--dims K=V,...] [--profile P] [--seed N] --out DIR\n"
+	"Writes one case's inputs, params, reference outputs (float64, the truth)\n"
+	"and, for tasks with a backward, the upstream gradients d<out> and the\n"
+	"reference gradients d<in>, as .npy files with a manifest.json.\n"
+	"\n"
+	"OPTIONS\n"
+	"  --out DIR       the folder, made with its missing parents (mkdir -p)\n"
+	"  --dims K=V,...  the shape (default: the task's first check shape)\n"
+	"  --profile P     the init profile: own large small offset sparse mixed\n"
+	"                  (default own)\n"
+	"  --seed N        the case's seed (default 0)\n"
+	"  -h, --help      this page\n";
+
+/* The manifest's JSON: what each .npy file holds. */
+static json_t *manifest_head(const struct task *t, const struct task_dimset *d, const char *profile,
+			     uint64_t seed)
+{
+	char ds[256];
+	json_t *m = json_object();
+
+	task_dims_str(t, d, ds, sizeof ds);
+	json_object_set_new(m, "task", json_string(t->name));
+	json_object_set_new(m, "source", json_string(t->source));
+	json_object_set_new(m, "dims", json_string(ds));
+	json_object_set_new(m, "profile", json_string(profile));
+	json_object_set_new(m, "seed", json_integer((json_int_t)seed));
+	json_object_set_new(m, "atol", json_real(t->atol));
+	json_object_set_new(m, "rtol", json_real(t->rtol));
+	json_object_set_new(m, "arrays", json_array());
+	return m;
+}
+
 int cr_cmd_dump(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -304,95 +375,78 @@ int cr_cmd_dump(int argc, char **argv)
 	struct task_dimset d;
 	struct task_exec x;
 	struct cr_err err;
-	FILE *man;
+	json_t *man = NULL, *arrays;
 	char path[1200];
-	int c, prof;
+	int c, prof, rc = CR_EXIT_OK;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = cr_cli_getopt("dump", argc, argv, "h", lo)) != -1) {
 		switch (c) {
 		case 'd': dims = optarg; break;
 		case 'p': profile = optarg; break;
 		case 's':
-			if (!cr_parse_u64(optarg, &seed)) {
-				fprintf(stderr, "crucible dump: --seed: '%s' is not a non-negative integer\n", optarg);
-				return 2;
-			}
+			/* the manifest's seed is a JSON integer: at most 2^63 - 1 */
+			if (!cr_parse_u64(optarg, &seed) || seed > (uint64_t)INT64_MAX)
+				return cr_cli_usage("dump", "--seed: expected an integer in 0..%lld, got '%s'",
+						    (long long)INT64_MAX, optarg);
 			break;
 		case 'o': out = optarg; break;
 		case 'h':
-			printf("usage: crucible dump TASK [--dims K=V,...] [--profile P] [--seed N] --out DIR\n"
-			       "Writes one case's inputs, params, reference outputs (float64, the truth)\n"
-			       "and, for tasks with a backward, the upstream gradients d<out> and the\n"
-			       "reference gradients d<in>, as .npy files with a manifest.json.\n"
-			       "Default dims: the first check shape. Profiles: own large small offset sparse mixed.\n");
-			return 0;
-		default:
-			fprintf(stderr, "crucible dump: unknown or incomplete option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
+			fputs(dump_help, stdout);
+			cr_cli_help_tail(stdout,
+					 "  0  written\n"
+					 "  2  bad usage or bad input (an unknown task, dims or profile)\n"
+					 "  3  a folder or file could not be written\n",
+					 CR_ENV_DATADIR);
+			return CR_EXIT_OK;
+		default: return CR_EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1 || !out) {
-		fprintf(stderr, "usage: crucible dump TASK [--dims K=V,...] [--profile P] [--seed N] --out DIR\n");
-		return 2;
-	}
+	if (optind >= argc)
+		return cr_cli_usage("dump", "which task? (crucible dump TASK --out DIR)");
+	if (optind + 1 < argc)
+		return cr_cli_usage("dump", "unexpected argument '%s' (one TASK at a time)", argv[optind + 1]);
+	if (!out)
+		return cr_cli_usage("dump", "--out DIR is needed");
 	cr_err_init(&err);
-	if (task_registry_find(argv[optind], &t, &err)) {
-		fprintf(stderr, "crucible dump: %s\n", err.msg);
-		return 2;
-	}
+	if (task_registry_find(argv[optind], &t, &err))
+		return cr_cli_usage("dump", "%s", err.msg);
 	d = t.checks[0];
 	if (dims && parse_dims_arg(&t, dims, &d)) {
-		fprintf(stderr, "crucible dump: --dims '%s': expected NAME=POSITIVE,... over the dims of %s\n",
-			dims, t.name);
+		cr_cli_error("dump", "--dims '%s': expected NAME=POSITIVE,... over the dims of %s", dims, t.name);
 		task_release(&t);
-		return 2;
+		return CR_EXIT_USAGE;
 	}
 	/* the shape the reference runs on, checked before it is allocated:
 	 * counts, the size caps (SPEC §2), the ops' rules */
 	if (task_check_dims(&t, &d, dims ? "--dims" : "check_dims[0]", true, &err)) {
-		fprintf(stderr, "crucible dump: %s\n", err.msg);
+		cr_cli_error("dump", "%s", err.msg);
 		task_release(&t);
-		return 2;
+		return CR_EXIT_USAGE;
 	}
 	if ((prof = task_profile_parse(profile)) < 0) {
-		fprintf(stderr, "crucible dump: unknown profile '%s'\n", profile);
+		cr_cli_error("dump", "--profile: unknown profile '%s' (own, large, small, offset, sparse, mixed)",
+			     profile);
 		task_release(&t);
-		return 2;
+		return CR_EXIT_USAGE;
 	}
-	if (mkdir(out, 0755) && errno != EEXIST) {
-		fprintf(stderr, "crucible dump: cannot create %s: %s\n", out, strerror(errno));
+	if (cr_mkdir_p(out, &err)) {
+		cr_cli_error("dump", "%s", err.msg);
 		task_release(&t);
-		return 2;
+		return CR_EXIT_ENV;
 	}
 	if (task_exec_init(&x, &t, &d, true, t.backward, &err)) {
-		fprintf(stderr, "crucible dump: %s\n", err.msg);
+		cr_cli_error("dump", "%s", err.msg);
 		task_release(&t);
-		return 2;
+		return CR_EXIT_USAGE;
 	}
 	for (int i = 0; i < t.n_tensors; i++)
 		if (t.tensors[i].role != TASK_OUTPUT)
 			task_gen_tensor(&t, i, &d, (enum task_profile)prof, seed, x.v[i].d);
 	task_exec_forward(&x);
-	snprintf(path, sizeof path, "%s/manifest.json", out);
-	man = fopen(path, "w");
-	if (!man) {
-		fprintf(stderr, "crucible dump: cannot write %s\n", path);
-		task_exec_release(&x);
-		task_release(&t);
-		return 2;
-	}
-	{
-		char ds[256];
-		task_dims_str(&t, &d, ds, sizeof ds);
-		fprintf(man, "{\n  \"task\": \"%s\",\n  \"source\": \"%s\",\n  \"dims\": \"%s\",\n"
-			     "  \"profile\": \"%s\",\n  \"seed\": %llu,\n  \"atol\": %g,\n  \"rtol\": %g,\n  \"arrays\": [\n",
-			t.name, t.source, ds, profile, (unsigned long long)seed, t.atol, t.rtol);
-	}
-	int first = 1;
-	for (int pass = 0; pass < 2; pass++) {
+	man = manifest_head(&t, &d, profile, seed);
+	arrays = json_object_get(man, "arrays");
+	for (int pass = 0; pass < 2 && !rc; pass++) {
 		if (pass == 1) {
 			if (!t.backward)
 				break;
@@ -406,13 +460,14 @@ int cr_cmd_dump(int argc, char **argv)
 				}
 			task_exec_backward(&x);
 		}
-		for (int i = 0; i < t.n_tensors; i++) {
+		for (int i = 0; i < t.n_tensors && !rc; i++) {
 			const struct task_tensor *tt = &t.tensors[i];
 			bool isout = tt->role == TASK_OUTPUT;
 			const struct task_val *val;
 			char file[256], kind[32];
 			void *buf;
 			size_t bytes;
+			json_t *shape;
 			if (pass == 0) {
 				val = &x.v[i];
 				snprintf(file, sizeof file, "%s.npy", tt->name);
@@ -429,29 +484,49 @@ int cr_cmd_dump(int argc, char **argv)
 				ref = true;
 			bytes = (size_t)val->n * (ref ? 8 : task_dtype_size(tt->dtype));
 			buf = malloc(bytes ? bytes : 1);
-			if (!buf)
-				continue;
+			if (!buf) {
+				cr_cli_error("dump", "out of memory for %s", file);
+				rc = CR_EXIT_ENV;
+				break;
+			}
 			if (ref)
 				memcpy(buf, val->d, bytes);
 			else
 				task_gen_store(tt->dtype, val->d, buf, val->n);
 			snprintf(path, sizeof path, "%s/%s", out, file);
-			write_npy(path, ref ? "<f8" : npy_descr(tt->dtype), val->shape, val->rank, buf, bytes);
+			if (write_npy(path, ref ? "<f8" : npy_descr(tt->dtype), val->shape, val->rank, buf, bytes)) {
+				cr_cli_error("dump", "cannot write %s: %s", path, strerror(errno));
+				rc = CR_EXIT_ENV;
+			}
 			free(buf);
-			fprintf(man, "%s    {\"file\": \"%s\", \"tensor\": \"%s\", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
-				first ? "" : ",\n", file, tt->name, kind, ref ? "f64" : task_dtype_name(tt->dtype));
+			shape = json_array();
 			for (int k = 0; k < val->rank; k++)
-				fprintf(man, "%s%lld", k ? ", " : "", (long long)val->shape[k]);
-			fprintf(man, "]}");
-			first = 0;
+				json_array_append_new(shape, json_integer((json_int_t)val->shape[k]));
+			json_array_append_new(arrays, json_pack("{s:s, s:s, s:s, s:s, s:o}", "file", file,
+								"tensor", tt->name, "kind", kind, "dtype",
+								ref ? "f64" : task_dtype_name(tt->dtype), "shape",
+								shape));
 		}
 	}
-	fprintf(man, "\n  ]\n}\n");
-	fclose(man);
 	task_exec_release(&x);
 	task_release(&t);
-	printf("wrote %s/manifest.json\n", out);
-	return 0;
+	if (!rc) {
+		snprintf(path, sizeof path, "%s/manifest.json", out);
+		FILE *f = fopen(path, "w");
+		int bad = !f || json_dumpf(man, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6)) ||
+			  fputc('\n', f) == EOF;
+
+		if (f && fclose(f))
+			bad = 1;
+		if (bad) {
+			cr_cli_error("dump", "cannot write %s", path);
+			rc = CR_EXIT_ENV;
+		} else {
+			printf("wrote %s\n", path);
+		}
+	}
+	json_decref(man);
+	return rc;
 }
 
 /* ---- lint ---- */
@@ -523,38 +598,58 @@ static bool lint_output(const double *a, const double *b, const double *c,
 	return true;
 }
 
+static const char lint_help[] =
+	"usage: crucible lint [SET]\n"
+	"Checks the registry: on every shape and init profile each task's reference\n"
+	"output spreads beyond the task's tolerance under its own init (so a constant\n"
+	"cannot pass; this replaces robust-kbench's fixed +-0.01), changes with the\n"
+	"inputs beyond that tolerance (the inputs redrawn, the params kept), varies\n"
+	"across seeds per element (all redrawn) and along every axis. The task's own\n"
+	"init decides; other init profiles that saturate the chain are reported as\n"
+	"notes. Shapes where an input has fewer than 16 elements are edge cases for\n"
+	"the verifier and are not judged here. A task file that does not load fails\n"
+	"(with its error); the others are still checked.\n"
+	"\n"
+	"Each task's line is written (and flushed) as soon as it is judged; \"[i/N]\n"
+	"TASK\" on stderr says which task is being checked (one line per task when\n"
+	"stderr is not a terminal, one redrawn line on a terminal).\n"
+	"\n"
+	"OPTIONS\n"
+	"  -h, --help  this page\n";
+
 int cr_cmd_lint(int argc, char **argv)
 {
+	static const struct option lo[] = { { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct task *ts = NULL;
 	struct task_broken *broken = NULL;
-	int n = 0, n_broken = 0, bad = 0, checked = 0, notes = 0;
+	int n = 0, n_broken = 0, bad = 0, checked = 0, notes = 0, c;
 	struct cr_err err;
 	const char *spec = NULL;
+	const char *nc = getenv("NO_COLOR");
+	bool redraw = isatty(STDERR_FILENO) && !(nc && nc[0]);
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: crucible lint [SET]\n"
-			       "Checks the registry: on every shape and init profile each task's reference\n"
-			       "output spreads beyond the task's tolerance under its own init (so a constant cannot pass; this\n"
-			       "replaces robust-kbench's fixed +-0.01), changes with the inputs beyond that tolerance\n"
-			       "(the inputs redrawn, the params kept), varies across seeds per element (all\n"
-			       "redrawn) and along every axis. The task's own init decides; other init\n"
-			       "profiles that saturate the chain are reported as notes.\n"
-			       "Shapes where an input has fewer than 16\n"
-			       "elements are edge cases for the verifier and are not judged here.\n"
-			       "A task file that does not load fails (with its error); the others are\n"
-			       "still checked. Exit 1 when a task fails.\n");
-			return 0;
+	optind = 1;
+	while ((c = cr_cli_getopt("lint", argc, argv, "h", lo)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(lint_help, stdout);
+			cr_cli_help_tail(stdout,
+					 "  0  every task passed\n"
+					 "  1  a task failed (or its file does not load)\n"
+					 "  2  bad usage or an unknown set\n"
+					 "  3  a write failed (standard output included)\n",
+					 CR_ENV_DATADIR | CR_ENV_COLOR);
+			return CR_EXIT_OK;
+		default: return CR_EXIT_USAGE;
 		}
-		if (argv[i][0] == '-' || spec) {
-			fprintf(stderr, "crucible lint: unexpected argument '%s'\n", argv[i]);
-			return 2;
-		}
-		spec = argv[i];
 	}
+	if (optind < argc)
+		spec = argv[optind];
+	if (optind + 1 < argc)
+		return cr_cli_usage("lint", "unexpected argument '%s' (one SET at a time)", argv[optind + 1]);
 	cr_err_init(&err);
 	if (task_registry_scan(spec, &ts, &n, &broken, &n_broken, &err)) {
-		fprintf(stderr, "crucible lint: %s\n", err.msg);
+		cr_cli_error("lint", "%s", err.msg);
 		return cr_status_exit_code(err.status);
 	}
 	for (int i = 0; i < n_broken; i++) {
@@ -562,10 +657,17 @@ int cr_cmd_lint(int argc, char **argv)
 		checked++;
 		bad++;
 	}
+	fflush(stdout);
 	free(broken);
 	for (int i = 0; i < n; i++) {
 		const struct task *t = &ts[i];
 		bool ok = true;
+		/* which task is being checked: a piped run shows its progress
+		 * and a timeout loses only the task it was on */
+		if (redraw)
+			fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, t->name);
+		else
+			fprintf(stderr, "[%d/%d] %s\n", i + 1, n, t->name);
 		for (int s = 0; s <= t->n_checks && ok; s++) {
 			const struct task_dimset *d = s < t->n_checks ? &t->checks[s] : &t->cpu;
 			bool tiny = false;
@@ -584,9 +686,11 @@ int cr_cmd_lint(int argc, char **argv)
 				if (task_exec_init(&xa, t, d, true, false, &err) ||
 				    task_exec_init(&xb, t, d, true, false, &err) ||
 				    task_exec_init(&xc, t, d, true, false, &err)) {
-					fprintf(stderr, "crucible lint: %s\n", err.msg);
+					if (redraw)
+						fputs("\r\033[K", stderr);
+					cr_cli_error("lint", "%s: %s", t->name, err.msg);
 					task_list_free(ts, n);
-					return 2;
+					return CR_EXIT_USAGE;
 				}
 				/* xb: the inputs redrawn, the params kept (redrawing
 				 * the params too would hide an output that depends on
@@ -612,6 +716,8 @@ int cr_cmd_lint(int argc, char **argv)
 						 * clamp of shifted ones) is reported, not failed:
 						 * the own profile already rejects constant kernels */
 						bool own = p == TASK_PROF_OWN;
+						if (redraw)
+							fputs("\r\033[K", stderr);
 						task_dims_str(t, d, ds, sizeof ds);
 						printf("%s %-24s {%s} %-7s %s: %s\n", own ? "FAIL" : "note", t->name, ds,
 						       task_profile_name((enum task_profile)p), t->tensors[k].name, why);
@@ -628,10 +734,13 @@ int cr_cmd_lint(int argc, char **argv)
 			}
 		}
 		checked++;
+		if (redraw)
+			fputs("\r\033[K", stderr);
 		if (ok)
 			printf("ok   %s\n", t->name);
 		else
 			bad++;
+		fflush(stdout);
 	}
 	printf("%d task(s) checked, %d failed, %d note(s) on stress profiles\n", checked, bad, notes);
 	task_list_free(ts, n);

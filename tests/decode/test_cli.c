@@ -551,7 +551,7 @@ static char *fake_prompt(void *ctx, const char *task, const char *backend, struc
 	return strdup(buf);
 }
 
-static const struct dec_task_source fake = { NULL, fake_list, fake_prompt };
+static const struct dec_task_source fake = { .list = fake_list, .prompt = fake_prompt };
 
 static int gen_main(int argc, char **argv)
 {

@@ -132,7 +132,7 @@ static char *fake_prompt(void *ctx, const char *task, const char *backend, struc
 	return strdup(user_prompt);
 }
 
-static const struct dec_task_source fake = { NULL, fake_list, fake_prompt };
+static const struct dec_task_source fake = { .list = fake_list, .prompt = fake_prompt };
 
 /* Sample i of generate's output in dir against completion c. */
 static void expect_generated(const char *dir, int i, const struct gen_completion *c)

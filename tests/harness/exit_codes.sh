@@ -52,7 +52,7 @@ expect 2 eval --backend tpu
 expect 2 dump smoke/relu --dims Q=3 --out /tmp/crucible-exit-codes
 expect 2 report /nonexistent/results.csv
 expect 3 eval --backend cuda
-# decode and generate parse with getopt_long: a bad or missing value, an
+# decode and generate parse with cr_cli_getopt: a bad or missing value, an
 # unknown option or a stray argument is exit 2 with the option and value named
 expect_msg() { # WANT CODE ARGS...: exit CODE with WANT in the message
 	local want="$1" code="$2"; shift 2
@@ -70,21 +70,21 @@ gm=(--model /nonexistent.gguf --tasks smoke --out /nonexistent-gen)
 expect_msg "--max-tokens: expected an integer in 0..16777216, got '12abc'" 2 decode "${dm[@]}" --max-tokens=12abc
 expect_msg "--top-k: expected an integer in 0..16777216, got '-5'" 2 decode "${dm[@]}" --top-k -5
 expect_msg "--temperature: expected a number in [0, 100], got 'x'" 2 decode "${dm[@]}" --temperature=x
-expect_msg "--top-logprobs needs a value" 2 decode "${dm[@]}" --top-logprobs
-expect_msg "unknown or ambiguous option '--frobnicate'" 2 decode "${dm[@]}" --frobnicate
+expect_msg "option '--top-logprobs' needs a value" 2 decode "${dm[@]}" --top-logprobs
+expect_msg "unknown option '--frobnicate'" 2 decode "${dm[@]}" --frobnicate
 expect_msg "unexpected argument 'extra'" 2 decode "${dm[@]}" extra
 expect_msg "--n: expected an integer in 1..1000000, got '12abc'" 2 generate "${gm[@]}" --n=12abc
 expect_msg "--n: expected an integer in 1..1000000, got '-5'" 2 generate "${gm[@]}" --n -5
 expect_msg "--top-p: expected a number in [0, 1], got '1.5'" 2 generate "${gm[@]}" --top-p=1.5
-expect_msg "--batch needs a value" 2 generate "${gm[@]}" --batch
-expect_msg "unknown or ambiguous option '--frobnicate=1'" 2 generate "${gm[@]}" --frobnicate=1
+expect_msg "option '--batch' needs a value" 2 generate "${gm[@]}" --batch
+expect_msg "unknown option '--frobnicate=1'" 2 generate "${gm[@]}" --frobnicate=1
 expect_msg "unexpected argument 'extra'" 2 generate "${gm[@]}" extra
 # with CRUCIBLE_SEED, generate mixes it into --seed: a bad seed, either form,
 # is still refused and named, never replaced by the mixed one
 for s in "--seed 12abc" "--seed=12abc"; do
 	CRUCIBLE_SEED=7 expect_msg "--seed: expected a non-negative integer, got '12abc'" 2 generate "${gm[@]}" $s
 done
-CRUCIBLE_SEED=7 expect_msg "--seed needs a value" 2 generate "${gm[@]}" --seed
+CRUCIBLE_SEED=7 expect_msg "option '--seed' needs a value" 2 generate "${gm[@]}" --seed
 expect_msg "--lock-clocks is for timing on the GPU" 2 eval --backend cpu --lock-clocks --no-timing \
 	--out "$(mktemp -d /tmp/crucible-lock.XXXXXX)" "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c"
 echo "$pass passed, $fail failed"

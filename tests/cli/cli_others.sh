@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The shared option wording for eval, check, merge, report and gate (issue
+# 32; their commands are converted apart from list, dump, lint, run, decode
+# and generate, which tests/cli/cli.sh checks): an unknown option or a
+# missing value worded one way with did-you-mean and the --help hint, exit
+# 2, never getopt's own text; each help page with EXIT STATUS and
+# ENVIRONMENT, the same as `help CMD`.
+# usage: cli_others.sh CRUCIBLE
+set -uo pipefail
+exe="$1"
+pass=0; fail=0
+ok() { pass=$((pass + 1)); }
+no() { echo "FAIL: $*"; fail=$((fail + 1)); }
+has() { [[ $2 == *"$3"* ]] && ok || no "$1: \"$3\" not in: ${2:-<empty>}"; }
+hasnt() { [[ $2 != *"$3"* ]] && ok || no "$1: \"$3\" should not be in: $2"; }
+code() { [ "$2" -eq "$3" ] && ok || no "$1: exit $2, want $3"; }
+
+bad_opt() { # CMD OPTION SUGGESTION|- [ARGS...]
+	local cmd="$1" opt="$2" sug="$3"; shift 3
+	local err rc
+	err=$("$exe" "$cmd" "$@" "$opt" 2>&1 >/dev/null); rc=$?
+	code "$cmd $opt" "$rc" 2
+	if [ "$sug" = - ]; then
+		has "$cmd $opt" "$err" "crucible $cmd: unknown option '$opt'"
+	else
+		has "$cmd $opt" "$err" "crucible $cmd: unknown option '$opt' (did you mean '$sug'?)"
+	fi
+	has "$cmd $opt hint" "$err" "Try 'crucible $cmd --help'."
+	hasnt "$cmd $opt getopt's own text" "$err" "unrecognized option"
+	hasnt "$cmd $opt old wording" "$err" "unknown or"
+}
+bad_opt eval --outt --out
+bad_opt eval --frobnicate -
+bad_opt check --jsn --json "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c"
+bad_opt merge --partal --partial
+bad_opt report --formt --format
+bad_opt gate --baselin --baseline
+for c in eval check merge report gate; do
+	err=$("$exe" "$c" --frobnicate 2>&1 >/dev/null); rc=$?
+	code "$c --frobnicate" "$rc" 2
+	has "$c --frobnicate" "$err" "crucible $c: unknown option '--frobnicate'"
+	o=$("$exe" "$c" --help); rc=$?
+	code "$c --help" "$rc" 0
+	has "$c --help" "$o" "usage: crucible $c"
+	has "$c --help" "$o" "EXIT STATUS"
+	has "$c --help" "$o" "ENVIRONMENT"
+	[ "$("$exe" help "$c")" = "$o" ] && ok || no "help $c differs from $c --help"
+done
+# a missing value
+for c in "eval --out" "report --format" "gate --baseline"; do
+	set -- $c
+	err=$("$exe" "$@" 2>&1 >/dev/null); rc=$?
+	code "$c (no value)" "$rc" 2
+	has "$c (no value)" "$err" "crucible $1: option '$2' needs a value"
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
