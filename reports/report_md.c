@@ -391,6 +391,18 @@ void report_print_ablation_md(FILE *f, const struct report_summary *s, size_t n)
 	/* the whole path: every eval directory holds a results.csv */
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, " %s |", s[i].path);
+	/* provenance (issue 32): what produced each column */
+	fprintf(f, "\n| revision |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s |", *s[i].prov.revision ? s[i].prov.revision : "unknown");
+	fprintf(f, "\n| device |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s |", *s[i].prov.device ? s[i].prov.device : "unknown");
+	fprintf(f, "\n| seed |");
+	for (size_t i = 0; i < n; i++) {
+		char seed[160];
+		fprintf(f, " %s |", report_prov_seed(&s[i].prov, seed, sizeof seed));
+	}
 	fprintf(f, "\n| tasks N |");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, " %zu |", s[i].n_tasks);

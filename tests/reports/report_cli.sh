@@ -183,6 +183,11 @@ pts=$(grep -o '<polyline[^>]*points="[^"]*"' "$tmp/passk.svg" | head -1 | sed 's
 [ "$(echo $pts | tr ' ' '\n' | cut -d, -f2 | sort -u | wc -l)" = 1 ] ||
 	bad "the all-tasks pass@k curve is not flat at 0.5: '$pts'"
 
+# an ablation says what produced each column
+expect 0 "$exe" report "$data/gate_abl_seed1" "$data/gate_abl_seed2"
+has "$tmp/out" "| seed | 1 (given with --seed; no secret) | 2 (given with --seed; no secret) |"
+has "$tmp/out" "| revision | unknown | unknown |"
+
 # reasoning tokens present: the panel is drawn
 expect 0 "$exe" report "$data/basic.csv" --format html
 has "$tmp/out" "Reasoning length vs speedup (correct"
