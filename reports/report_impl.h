@@ -545,6 +545,7 @@ struct report_rundir {
 	const struct report_run *results;  /* its results.csv (borrowed) */
 	enum report_strat strategy;        /* run.json */
 	char gen_kind[32];                 /* run.json generator.kind, "" when absent */
+	int untimed;                       /* not timed (run.json, issue 32): fast_1 curves n/a */
 	char model[128];                   /* generator.model's basename, else the rows' one */
 	struct report_runmeta meta;        /* run.json's options and --resume's counts */
 	char name[128];                    /* from the strategy and its options (issue 31) */

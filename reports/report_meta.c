@@ -96,6 +96,10 @@ void report_prov_read(const char *csv_path, struct report_prov *p)
 	else if (p->has_seed)
 		p->secret = 0;
 	p->timing = bool_field(root, "timing");
+	if (p->timing < 0) { /* crucible run: "options": {"no_timing": true} */
+		int nt = bool_field(json_object_get(root, "options"), "no_timing");
+		p->timing = nt < 0 ? -1 : !nt;
+	}
 	p->complete = bool_field(root, "complete");
 	json_decref(root);
 }

@@ -303,6 +303,11 @@ static enum cr_status load_meta(struct report_rundir *d, struct cr_err *e)
 			last = step > last ? step : last;
 		}
 		report_runmeta_read(d->results->path, &d->meta);
+		{
+			struct report_prov pv;
+			report_prov_read(d->results->path, &pv);
+			d->untimed = pv.timing == 0;
+		}
 		smax = smax < INT_MAX ? smax + 1 : INT_MAX;
 		report_name_strategy(report_strat_names[d->strategy], &d->meta, smax, smax, last,
 				     d->name, sizeof d->name);

@@ -190,11 +190,14 @@ static enum cr_status curves(struct report_runs *R, struct cr_err *e)
 			return cr_errf(e, CR_ENOMEM, "out of memory");
 		for (size_t g = 0; g < R->n_grid; g++) {
 			s->tok_correct[g] = report_series_at_tokens(s, nt, R->grid[g], 0);
-			s->tok_fast1[g] = report_series_at_tokens(s, nt, R->grid[g], 1);
+			/* an untimed run's fast_1 is unknown, not 0 (issue 32) */
+			s->tok_fast1[g] = R->dirs[s->dir].untimed ? NAN :
+					  report_series_at_tokens(s, nt, R->grid[g], 1);
 		}
 		for (size_t k = 0; k < R->n_steps; k++) {
 			s->step_correct[k] = report_series_at_step(s, nt, R->steps[k], 0);
-			s->step_fast1[k] = report_series_at_step(s, nt, R->steps[k], 1);
+			s->step_fast1[k] = R->dirs[s->dir].untimed ? NAN :
+					   report_series_at_step(s, nt, R->steps[k], 1);
 		}
 	}
 	return CR_OK;

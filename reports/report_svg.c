@@ -606,6 +606,8 @@ void report_svg_scaling(FILE *f, const struct report_runs *R, int by_step, int f
 		int started = 0;
 		double prev_y = 0;
 
+		if (fast && R->dirs[s->dir].untimed)
+			continue; /* not timed: no flat zero (issue 32), the legend says so */
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
 			"stroke-dasharray=\"%s\" points=\"", COLOR(i), fmax(1, 3.0 - (double)i * 0.5),
 			DASH(i));
@@ -631,9 +633,10 @@ void report_svg_scaling(FILE *f, const struct report_runs *R, int by_step, int f
 		no_data(&p, "no curve.csv row");
 	for (size_t i = 0; i < R->n_ser; i++) {
 		char name[320];
-		snprintf(name, sizeof name, "%s (n = %zu tasks)", R->ser[i].label,
-			 R->dirs[R->ser[i].dir].n_tasks);
-		legend_row(&p, i, name, 0);
+		int unmeasured = fast && R->dirs[R->ser[i].dir].untimed;
+		snprintf(name, sizeof name, "%s (n = %zu tasks)%s", R->ser[i].label,
+			 R->dirs[R->ser[i].dir].n_tasks, unmeasured ? ": not measured (not timed)" : "");
+		legend_row_cd(&p, i, i, DASH(i), name, !unmeasured);
 	}
 	fprintf(f, "</svg>\n");
 }

@@ -183,6 +183,19 @@ pts=$(grep -o '<polyline[^>]*points="[^"]*"' "$tmp/passk.svg" | head -1 | sed 's
 [ "$(echo $pts | tr ' ' '\n' | cut -d, -f2 | sort -u | wc -l)" = 1 ] ||
 	bad "the all-tasks pass@k curve is not flat at 0.5: '$pts'"
 
+# a `crucible run` directory run with --no-timing: its fast_1 curves are n/a
+# and not drawn (no flat zero), its correctness curves are
+cp -r "$data/run_bon" "$tmp/rb"
+sed 's/"backend": "cpu",/"backend": "cpu", "options": {"no_timing": true},/' "$data/run_bon/run.json" \
+	>"$tmp/rb/run.json"
+expect 0 "$exe" report "$tmp/rb"
+has "$tmp/out" "| 100 | 0.3333 | n/a |"
+has "$tmp/out" "| timing | not measured (run without timing) |"
+expect 0 "$exe" report "$tmp/rb" --format html
+has "$tmp/out" "(n = 3 tasks): not measured (not timed)</text>"
+expect 0 "$exe" report "$data/run_bon"
+has "$tmp/out" "| 100 | 0.3333 | 0."
+
 # an ablation says what produced each column
 expect 0 "$exe" report "$data/gate_abl_seed1" "$data/gate_abl_seed2"
 has "$tmp/out" "| seed | 1 (given with --seed; no secret) | 2 (given with --seed; no secret) |"
