@@ -582,6 +582,16 @@ enum cr_status report_gate_compute(const struct report_run *base, const struct r
 	memset(g, 0, sizeof *g);
 	g->base_untasked = base->n_untasked;
 	g->cur_untasked = cur->n_untasked;
+	for (size_t r = 0; r < base->n_rows; r++)
+		g->base_timed += !isnan(base->rows[r].speedup) || base->rows[r].n_cand;
+	for (size_t r = 0; r < cur->n_rows; r++)
+		g->cur_timed += !isnan(cur->rows[r].speedup) || cur->rows[r].n_cand;
+	/* a speed floor on a run that was not timed cannot be checked: not a
+	 * fast_1 of 0 that fails, not a pass (issue 32, unknown is not zero) */
+	if (!isnan(o->min_fast1) && !g->cur_timed)
+		return cr_errf(e, CR_EUSAGE, "--min-fast1: the current run %s has no timed row (run "
+			       "without timing?): its fast_1 is not measured, so the floor cannot be "
+			       "checked", cur->path);
 	if ((st = groups_of(base, o->strict_backward, o->tasks, &RB, &B, &nb, e)) != CR_OK ||
 	    (st = groups_of(cur, o->strict_backward, o->tasks, &RC, &C, &nc, e)) != CR_OK)
 		goto out;

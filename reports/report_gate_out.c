@@ -82,12 +82,21 @@ static const char *notes(char *b, size_t len, const struct report_gate_task *t,
 static void floor_line(FILE *f, const struct report_gate *g, const struct report_gate_opts *o)
 {
 	double n = (double)g->n;
+	char bp[48];
 
+	if (!g->cur_timed) {
+		fprintf(f, "fast_1: not measured (the current run has no timed row)\n");
+		return;
+	}
+
+	if (g->base_timed)
+		snprintf(bp, sizeof bp, "%.4f", g->base_fast1);
+	else
+		snprintf(bp, sizeof bp, "not measured");
 	fprintf(f, "fast_1 (best-of-n, N = %zu tasks of baseline and current): %d surely fast, "
 		"%d undecided, %d surely not: between %.4f and %.4f (point %.4f, baseline point "
-		"%.4f)", g->n, g->n_fast_sure, g->n_fast_undecided, g->n_fast_not,
-		g->n_fast_sure / n, (g->n_fast_sure + g->n_fast_undecided) / n, g->fast1,
-		g->base_fast1);
+		"%s)", g->n, g->n_fast_sure, g->n_fast_undecided, g->n_fast_not,
+		g->n_fast_sure / n, (g->n_fast_sure + g->n_fast_undecided) / n, g->fast1, bp);
 	if (!isnan(o->min_fast1))
 		fprintf(f, ", floor %.4f: %s", o->min_fast1,
 			g->floor_state == 1 ? "met" : g->floor_state == 3 ? "BELOW" :
@@ -330,8 +339,9 @@ int report_gate_print_json(FILE *f, const struct report_gate *g, const struct re
 				    json_string(t->cur_row->candidate) : json_null());
 		json_object_set_new(jt, "same_source", json_boolean(t->same_source));
 		json_object_set_new(jt, "baseline_drift", num_or_null(t->base_drift));
-		json_object_set_new(jt, "fast1", json_string(t->fast_state == 1 ? "fast" :
-				    t->fast_state == 0 ? "not fast" : "undecided"));
+		json_object_set_new(jt, "fast1", json_string(!g->cur_timed ? "not measured" :
+				    t->fast_state == 1 ? "fast" : t->fast_state == 0 ? "not fast" :
+				    "undecided"));
 		json_object_set_new(jt, "notes", json_string(notes(note, sizeof note, t, o)));
 	}
 	json_object_set_new(root, "result", json_string(g->failed ? "fail" : "pass"));
@@ -341,8 +351,10 @@ int report_gate_print_json(FILE *f, const struct report_gate *g, const struct re
 	json_object_set_new(root, "alpha_per_look",
 			    json_real(o->confirm > 0 ? o->alpha / o->confirm : o->alpha));
 	json_object_set_new(root, "counts", counts);
-	json_object_set_new(root, "fast1", json_real(g->fast1));
-	json_object_set_new(root, "baseline_fast1", json_real(g->base_fast1));
+	/* not measured (a run without timing): null, not 0 (issue 32) */
+	json_object_set_new(root, "fast1", g->cur_timed ? json_real(g->fast1) : json_null());
+	json_object_set_new(root, "baseline_fast1", g->base_timed ? json_real(g->base_fast1) :
+			    json_null());
 	json_object_set_new(root, "untasked_rows", json_pack("{s:i, s:i}", "baseline",
 							     g->base_untasked, "current",
 							     g->cur_untasked));

@@ -448,6 +448,8 @@ struct report_gate {
 	int n_drift, n_drift_beyond; /* tasks with a drift, beyond the threshold */
 	int floor_failed;
 	int base_untasked, cur_untasked; /* rows naming no task: in no comparison */
+	int base_timed, cur_timed;  /* rows with a timing figure (a speedup or samples); 0:
+				     * that run was not timed, its fast_1 is not measured */
 	int failed;         /* any LOST, MISSING, SLOWER, or the floor */
 };
 enum cr_status report_gate_compute(const struct report_run *base, const struct report_run *cur,

@@ -149,6 +149,18 @@ expect 0 "$exe" report "$tmp/untimed" --format json
 tr -d ' \n' <"$tmp/out" >"$tmp/x.flat"
 has "$tmp/x.flat" '"run_json":false,"version":null,"revision":null'
 
+# the gate on runs that were not timed: fast_1 not measured, not 0; a
+# --min-fast1 floor on them cannot be checked (exit 2), it neither fails as 0
+# nor passes
+expect 0 "$exe" gate --baseline "$tmp/untimed/results.csv" --current "$tmp/untimed/results.csv"
+has "$tmp/out" "fast_1: not measured (the current run has no timed row)"
+expect 0 "$exe" gate --baseline "$tmp/untimed/results.csv" --current "$tmp/untimed/results.csv" --json -
+tr -d ' \n' <"$tmp/out" >"$tmp/x.flat"
+has "$tmp/x.flat" '"fast1":null,"baseline_fast1":null'
+has "$tmp/x.flat" '"fast1":"notmeasured"'
+expect 2 "$exe" gate --baseline "$tmp/untimed/results.csv" --current "$tmp/untimed/results.csv" --min-fast1 0.5
+has "$tmp/err" "crucible gate: --min-fast1: the current run $tmp/untimed/results.csv has no timed row"
+
 # ---- a compile-only run: correctness not measured either ----
 {
 	echo "$hdr"
