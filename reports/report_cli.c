@@ -256,10 +256,12 @@ out:
 	return st;
 }
 
-/* --task-list: every name must be a task of the registry (a task file under
- * $CRUCIBLE_DATADIR/tasks) or of the rows of a file given (a private or
- * renamed set); anything else is a typo, CR_EINPUT naming FILE:LINE, with
- * the nearest task of the files when one is near. */
+/* --task-list: every name must be a task of the rows of a file given (a
+ * private or renamed set) or of the registry, by any single-task form of
+ * every command (L1/23, L1/softmax: replaced by the canonical name, as the
+ * rows name it); anything else is a typo, CR_EINPUT naming FILE:LINE, with
+ * the nearest task of the files when one is near, else the registry's
+ * did-you-mean. */
 static enum cr_status check_task_list(const struct report_opts *o, const struct report_run *runs,
 				      size_t nf, struct cr_err *e)
 {
@@ -278,17 +280,32 @@ static enum cr_status check_task_list(const struct report_opts *o, const struct 
 			names[nn++] = runs[i].rows[r].task;
 	for (size_t t = 0; t < o->n_task_list && st == CR_OK; t++) {
 		const char *name = o->task_list[t], *near;
+		char canon[256], *dup;
+		struct cr_err re;
 		int found = 0;
 
 		for (size_t j = 0; j < nn && !found; j++)
 			found = !strcmp(names[j], name);
 		if (found || task_registry_exists(name))
 			continue;
+		cr_err_init(&re);
+		if (task_registry_resolve(name, canon, sizeof canon, &re) == CR_OK) {
+			if (!(dup = strdup(canon))) {
+				st = cr_errf(e, CR_ENOMEM, "out of memory");
+				break;
+			}
+			free(o->task_list[t]);
+			o->task_list[t] = dup;
+			continue;
+		}
 		near = cr_cli_suggest(name, names, nn > INT_MAX ? INT_MAX : (int)nn);
 		if (near)
 			st = cr_errf(e, CR_EINPUT, "%s:%ld: unknown task '%s' (did you mean '%s'?): "
 				     "not in the task registry (%s/tasks) nor in the files given",
 				     o->task_list_path, o->task_list_lines[t], name, near, task_datadir());
+		else if (re.status == CR_EINPUT && re.msg[0])
+			st = cr_errf(e, CR_EINPUT, "%s:%ld: %s (and no file given has it)",
+				     o->task_list_path, o->task_list_lines[t], re.msg);
 		else
 			st = cr_errf(e, CR_EINPUT, "%s:%ld: unknown task '%s': not in the task registry "
 				     "(%s/tasks) nor in the files given", o->task_list_path,
@@ -643,6 +660,13 @@ int report_gate_main(int argc, char **argv)
 			if (!*v || strstr(v, ",,") || *v == ',' || v[strlen(v) - 1] == ',') {
 				cr_cli_usage("gate", "--tasks: expected task names or sets, comma "
 					     "separated, got '%s'", v);
+				goto out;
+			}
+			/* the KernelBench forms of every command (L1/23, L1/1-10,
+			 * a glob, L1/softmax), matched against the rows' names */
+			if (task_spec_check(v, &e) != CR_OK) {
+				cr_cli_usage("gate", "--tasks: %s", e.msg);
+				cr_err_init(&e);
 				goto out;
 			}
 			o.tasks = v;

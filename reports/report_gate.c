@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "reports/report_impl.h"
+#include "tasks/task_registry.h"
 
 const char *const report_verdict_names[RV_COUNT] = {
 	"SAME", "FASTER", "SLOWER", "INCONCLUSIVE", "LOST", "MISSING", "FIXED", "NEW", "FAILING",
@@ -129,20 +130,6 @@ static int cmp_rank(const void *a, const void *b)
 
 /* --tasks: a comma-separated list of task names or sets (the part before
  * '/'); NULL keeps every task. */
-static int task_selected(const char *list, const char *task)
-{
-	size_t tl = strlen(task);
-
-	while (list && *list) {
-		const char *end = strchr(list, ',');
-		size_t l = end ? (size_t)(end - list) : strlen(list);
-		if (l && l <= tl && !strncmp(list, task, l) && (task[l] == '\0' || task[l] == '/'))
-			return 1;
-		list += l + (end != NULL);
-	}
-	return !list;
-}
-
 /* The rows of the run (selected tasks) in rank order, *rows, and one group
  * per task in natural order, *out; both owned by the caller (*out points
  * into *rows). */
@@ -167,7 +154,7 @@ static enum cr_status groups_of(const struct report_run *run, int strict, const 
 	for (size_t i = 0; i < run->n_rows; i++) {
 		const struct report_row *r = &run->rows[i];
 		double sm;
-		if (!task_selected(sel, r->task))
+		if (sel && !task_spec_matches(sel, r->task))
 			continue;
 		v[m].name = r->task;
 		v[m].row = r;

@@ -51,6 +51,20 @@ has "$tmp/err" "$tmp/typo.txt:4: unknown task 't/Bx' (did you mean 't/B'?)"
 printf 't/A\nsmoke/relu\n' >"$tmp/reg.txt"
 expect 0 "$exe" report "$data/basic.csv" --task-list "$tmp/reg.txt"
 has "$tmp/out" "| smoke/relu | 0 | 0 |"
+# any single-task form of every command resolves to the canonical name
+printf 't/A\nL1/1\nsmoke/RELU\n' >"$tmp/forms.txt"
+expect 0 "$exe" report "$data/basic.csv" --task-list "$tmp/forms.txt"
+has "$tmp/out" "| L1/1_Square_matrix_multiplication_ | 0 | 0 |"
+has "$tmp/out" "| smoke/relu | 0 | 0 |"
+printf 't/A\n\nL1/9999\n' >"$tmp/badid.txt"
+expect 2 "$exe" report "$data/basic.csv" --task-list "$tmp/badid.txt"
+has "$tmp/err" "$tmp/badid.txt:3: unknown task 'L1/9999'"
+# gate --tasks takes the same forms (a glob here), its syntax checked
+expect 1 "$exe" gate --baseline "$data/gate_base.csv" --current "$data/gate_cur.csv" --tasks 't/s*'
+has "$tmp/out" "N = 3 tasks"
+hasnt "$tmp/out" "t/fast"
+expect 2 "$exe" gate --baseline "$data/gate_base.csv" --current "$data/gate_cur.csv" --tasks L1/5-2
+has "$tmp/err" "crucible gate: --tasks: bad id range 'L1/5-2'"
 # the same name check in the json format (no half-written output)
 expect 2 "$exe" report "$data/basic.csv" --task-list "$tmp/typo.txt" --format json
 
