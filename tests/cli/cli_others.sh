@@ -4,7 +4,8 @@
 # and generate, which tests/cli/cli.sh checks): an unknown option or a
 # missing value worded one way with did-you-mean and the --help hint, exit
 # 2, never getopt's own text; each help page with EXIT STATUS and
-# ENVIRONMENT, the same as `help CMD`.
+# ENVIRONMENT, the same as `help CMD`; and each of them, doing real work
+# with standard output on /dev/full, exits non-zero saying so.
 # usage: cli_others.sh CRUCIBLE
 set -uo pipefail
 exe="$1"
@@ -53,5 +54,20 @@ for c in "eval --out" "report --format" "gate --baseline"; do
 	code "$c (no value)" "$rc" 2
 	has "$c (no value)" "$err" "crucible $1: option '$2' needs a value"
 done
+# > /dev/full on real work: a write that failed is never success
+tmp=$(mktemp -d /tmp/crucible-cli-others.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+full() { # WHAT ARGS...
+	local what="$1" err rc; shift
+	err=$("$@" 2>&1 >/dev/full); rc=$?
+	[ "$rc" -ne 0 ] && ok || no "$what > /dev/full: exit 0"
+	has "$what > /dev/full" "$err" "cannot write standard output"
+}
+cand="$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c"
+full eval "$exe" eval "$cand" --no-timing --out "$tmp/e1"
+"$exe" eval "$cand" --no-timing --shard 1/1 --out "$tmp/e2" >/dev/null 2>&1 || no "eval into $tmp/e2 failed"
+full report "$exe" report "$tmp/e2"
+full gate "$exe" gate --baseline "$tmp/e2/results.csv" --current "$tmp/e2/results.csv"
+full merge "$exe" merge "$tmp/e2" --out "$tmp/m"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
