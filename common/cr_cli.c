@@ -232,7 +232,10 @@ int cr_cli_close_stdout(const char *cmd, int rc)
 	}
 	if (!bad)
 		return rc;
-	cr_cli_error(cmd, "cannot write standard output: %s", strerror(e ? e : EIO));
+	/* a reader that closed the pipe early chose to (head, grep -q): as
+	 * silent as SIGPIPE would have been, but not exit 0 */
+	if (e != EPIPE)
+		cr_cli_error(cmd, "cannot write standard output: %s", strerror(e ? e : EIO));
 	return rc ? rc : CR_EXIT_ENV;
 }
 
