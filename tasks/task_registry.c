@@ -255,6 +255,33 @@ static bool is_glob(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
+/* A task file's path as a name: "data/tasks/L1/23_Softmax.json" (tab
+ * completion) or KernelBench's "level1/23_Softmax.py" is "<set>/<stem>" of
+ * its last two components; KernelBench's "level1" is the set L1. */
+static void normalize(const char *in, char *out, size_t cap)
+{
+	size_t l = strlen(in), d;
+	size_t sl = l > 5 && !strcmp(in + l - 5, ".json") ? 5 : l > 3 && !strcmp(in + l - 3, ".py") ? 3 : 0;
+
+	if (sl) {
+		const char *cut = in;
+		int slashes = 0;
+		l -= sl;
+		for (const char *p = in + l; p > in; p--)
+			if (p[-1] == '/' && ++slashes == 2) {
+				cut = p;
+				break;
+			}
+		l -= (size_t)(cut - in);
+		in = cut;
+	}
+	d = l > 5 && !strncasecmp(in, "level", 5) ? strspn(in + 5, "0123456789") : 0;
+	if (d && (5 + d == l || in[5 + d] == '/'))
+		snprintf(out, cap, "L%.*s", (int)(l - 5), in + 5);
+	else
+		snprintf(out, cap, "%.*s", (int)l, in);
+}
+
 /* ---- a selection: canonical names, each once ---- */
 
 struct sel {
@@ -562,12 +589,14 @@ static enum cr_status add_set(struct reg *r, struct sel *s, const char *name, bo
 }
 
 /* One element of a spec, spaces around it dropped. */
-static enum cr_status add_element(struct reg *r, struct sel *s, const char *tok, struct cr_err *err)
+static enum cr_status add_element(struct reg *r, struct sel *s, const char *el, struct cr_err *err)
 {
 	enum cr_status st;
 	const char *rest, *stem;
+	char tok[256];
 	int si;
 
+	normalize(el, tok, sizeof tok);
 	if (is_glob(tok))
 		return add_glob(r, s, tok, err);
 	if (!strchr(tok, '/'))
@@ -630,7 +659,7 @@ enum cr_status task_registry_resolve(const char *name, char *canon, size_t cap, 
 	struct reg r;
 	enum cr_status st;
 	const char *rest, *stem;
-	char buf[256];
+	char buf[256], raw[256];
 	size_t l;
 	int si;
 
@@ -644,10 +673,11 @@ enum cr_status task_registry_resolve(const char *name, char *canon, size_t cap, 
 	}
 	while (isspace((unsigned char)*name))
 		name++;
-	snprintf(buf, sizeof buf, "%s", name);
-	l = strlen(buf);
-	while (l && isspace((unsigned char)buf[l - 1]))
-		buf[--l] = '\0';
+	snprintf(raw, sizeof raw, "%s", name);
+	l = strlen(raw);
+	while (l && isspace((unsigned char)raw[l - 1]))
+		raw[--l] = '\0';
+	normalize(raw, buf, sizeof buf);
 	if (is_glob(buf) || (strchr(buf, '/') && range_shaped(strchr(buf, '/') + 1)))
 		return cr_errf(err, CR_EINPUT, "'%s' selects tasks by a pattern; one task is needed here "
 			       "(SET/NAME, SET/ID or SET/SHORTNAME, e.g. L1/23)", buf);
@@ -845,20 +875,28 @@ enum cr_status task_registry_check_ids(struct cr_err *err)
 	return st;
 }
 
+/* a spec's set a[al] names the set b[bl], in any case */
+static bool set_eq(const char *a, size_t al, const char *b, size_t bl)
+{
+	return al == bl && !strncasecmp(a, b, al);
+}
+
 /* One element of a spec against one name, by the forms alone. */
-static bool element_matches(const char *el, const char *name)
+static bool element_matches(const char *raw, const char *name)
 {
 	const char *ns = strchr(name, '/'), *es, *rest, *stem;
 	unsigned long a, b, id;
+	char el[256];
 
+	normalize(raw, el, sizeof el);
 	if (is_glob(el))
 		return !fnmatch(el, name, FNM_CASEFOLD);
 	if (!ns)
 		return false;
 	es = strchr(el, '/');
 	if (!es)
-		return strlen(el) == (size_t)(ns - name) && !strncasecmp(el, name, (size_t)(ns - name));
-	if (es - el != ns - name || strncasecmp(el, name, (size_t)(ns - name)))
+		return set_eq(el, strlen(el), name, (size_t)(ns - name));
+	if (!set_eq(el, (size_t)(es - el), name, (size_t)(ns - name)))
 		return false;
 	rest = es + 1;
 	stem = ns + 1;

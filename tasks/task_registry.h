@@ -28,7 +28,10 @@ struct task_broken {
  *   L1/2?_*          a glob: fnmatch over the full names of every set, in
  *                    any case, '*' crossing '/' (so "*Conv*" restricted to
  *                    L2, or "19_*" in any set, are globs too: SPEC §2)
- * A set's name may be given in another case ("l1/23"). Errors (CR_EINPUT,
+ * A set's name may be given in another case ("l1/23") or as KernelBench's
+ * level ("level1/23"); a path to a task or problem file ending ".json" or
+ * ".py" names the task of its last two components
+ * ("data/tasks/L1/23_Softmax.json", "level1/23_Softmax.py"). Errors (CR_EINPUT,
  * exit 2 in every command; the message says "unknown task 'X' ..." with a
  * did-you-mean, or "'X' matches no task", or "task 'X' is ambiguous: ..."
  * listing the matches, or "bad id range 'X' ..."): an unknown set, name or

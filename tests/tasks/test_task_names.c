@@ -324,6 +324,34 @@ static void test_find(void **s)
 
 
 
+
+/* KernelBench's own spellings: level1 for L1, a problem's file path */
+static void test_kernelbench_paths(void **s)
+{
+	char canon[128];
+	struct cr_err e;
+	(void)s;
+	expect("level1/23", "L1/23_Softmax");
+	expect("Level2/1-2", "L2/1_Conv2D_ReLU_BiasAdd,L2/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide");
+	expect("level3/*MobileNetV1*", "L3/19_MobileNetV1");
+	expect("KernelBench/level1/23_Softmax.py", "L1/23_Softmax");
+	expect("data/tasks/L1/23_Softmax.json", "L1/23_Softmax");
+	expect("L1/23_Softmax.json,/abs/path/tasks/L1/19_ReLU.json", "L1/19_ReLU,L1/23_Softmax");
+	cr_err_init(&e);
+	assert_int_equal(task_registry_resolve("level1/softmax", canon, sizeof canon, &e), CR_OK);
+	assert_string_equal(canon, "L1/23_Softmax");
+	cr_err_init(&e);
+	assert_int_equal(task_registry_resolve("./data/tasks/smoke/relu.json", canon, sizeof canon, &e), CR_OK);
+	assert_string_equal(canon, "smoke/relu");
+	assert_true(task_spec_matches("level1/23", "L1/23_Softmax"));
+	assert_true(task_spec_matches("level1", "L1/23_Softmax"));
+	assert_true(task_spec_matches("level1/23_Softmax.py", "L1/23_Softmax"));
+	assert_false(task_spec_matches("level2", "L1/23_Softmax"));
+	/* not a level, not a path: as written */
+	expect_error("levelx/1", "unknown task 'levelx/1'", NULL);
+	expect_error("L1/a/b.txt", "expected", NULL);
+}
+
 /* a candidate's @task: the full name only, the message giving it */
 static void test_find_exact(void **s)
 {
@@ -474,6 +502,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dedupe),
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_kernelbench_paths),
 		cmocka_unit_test(test_find_exact),
 		cmocka_unit_test(test_spec_matches),
 	};
