@@ -596,6 +596,8 @@ static enum cr_status add_element(struct reg *r, struct sel *s, const char *el, 
 	char tok[256];
 	int si;
 
+	if (strlen(el) >= sizeof tok)
+		return cr_errf(err, CR_EINPUT, "task name '%.40s...' is too long", el);
 	normalize(el, tok, sizeof tok);
 	if (is_glob(tok))
 		return add_glob(r, s, tok, err);
@@ -673,6 +675,8 @@ enum cr_status task_registry_resolve(const char *name, char *canon, size_t cap, 
 	}
 	while (isspace((unsigned char)*name))
 		name++;
+	if (strlen(name) >= sizeof raw)
+		return cr_errf(err, CR_EINPUT, "task name '%.40s...' is too long", name);
 	snprintf(raw, sizeof raw, "%s", name);
 	l = strlen(raw);
 	while (l && isspace((unsigned char)raw[l - 1]))
@@ -818,6 +822,10 @@ enum cr_status task_registry_scan(const char *spec, struct task **tasks, int *n,
 		free(sc.bad);
 		sc = (struct scan){ 0 };
 	} else {
+		if (!sc.n) { /* none loaded: NULL, as the header says of *broken */
+			free(sc.v);
+			sc.v = NULL;
+		}
 		if (sc.n > 1)
 			qsort(sc.v, (size_t)sc.n, sizeof *sc.v, cmp_task);
 		if (sc.n_bad > 1)

@@ -43,7 +43,8 @@ struct task_broken {
  * name (natural order: L1/2_x before L1/10_x). A task file of a listed set,
  * range or glob that fails to load is left out (the rest loads); one the
  * spec names (by name or id) fails the call with its message.
- * *tasks is malloc'd; the caller frees it (task_list_free). */
+ * *tasks is malloc'd (NULL when none loads); the caller frees it
+ * (task_list_free). */
 enum cr_status task_registry_load(const char *spec, struct task **tasks, int *n,
 				  struct cr_err *err);
 /* As task_registry_load, but every task file that fails to load, named or

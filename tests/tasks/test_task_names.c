@@ -352,6 +352,56 @@ static void test_kernelbench_paths(void **s)
 	expect_error("L1/a/b.txt", "expected", NULL);
 }
 
+
+/* odd input is an error or a selection, never a crash (ASan build) */
+static void test_odd_inputs(void **s)
+{
+	static const char *const odd[] = {
+		"[", "L1/[", "*", ",", " ", "/", "//", "L1/-", "L1/--", "L1/0", "L1/99999999999",
+		"L1/1-99999999999", "L1/0-0", "\t", "L1/23,", ",L1/23", "L1/ 23", "L1/_", "L1/__",
+		"L1/23_", ".json", "/.json", "a/.json", ".py", "level", "level/1", "level1/", "L1/\\",
+		"L1/%s%n", "L1/*[", "L1/[!a-z]*", "smoke/", "smoke/*/x", "..,L1", "L1/..", "L1/.", ".",
+	};
+	static char big[6000];
+	char buf[16384], canon[128];
+	struct task t;
+	struct cr_err e;
+	int n;
+	(void)s;
+	for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+		enum cr_status st = names_of(odd[i], buf, sizeof buf, &n, &e);
+		if (st != CR_OK && st != CR_EINPUT)
+			fail_msg("'%s': status %d (%s)", odd[i], st, e.msg);
+		cr_err_init(&e);
+		st = task_registry_resolve(odd[i], canon, sizeof canon, &e);
+		if (st != CR_OK && st != CR_EINPUT)
+			fail_msg("resolve '%s': status %d (%s)", odd[i], st, e.msg);
+		cr_err_init(&e);
+		if (!task_registry_find(odd[i], &t, &e))
+			task_release(&t);
+		(void)task_spec_matches(odd[i], "L1/23_Softmax");
+		cr_err_init(&e);
+		(void)task_spec_check(odd[i], &e);
+	}
+	/* 0 is no KernelBench id; a trailing comma is an empty element */
+	expect("L1/23,", "L1/23_Softmax");
+	expect_error("L1/0", "unknown task 'L1/0'", NULL);
+	/* long elements: errors, not overflows */
+	for (int k = 0; k < 3; k++) {
+		memset(big, k == 0 ? 'a' : k == 1 ? '1' : '*', sizeof big - 1);
+		big[sizeof big - 1] = '\0';
+		memcpy(big, "L1/", 3);
+		/* a glob of 6000 stars cut to 255 would select every task */
+		assert_int_equal(names_of(big, buf, sizeof buf, &n, &e), CR_EINPUT);
+		assert_non_null(strstr(e.msg, "too long"));
+		cr_err_init(&e);
+		assert_int_not_equal(task_registry_resolve(big, canon, sizeof canon, &e), CR_OK);
+		(void)task_spec_matches(big, "L1/23_Softmax");
+		cr_err_init(&e);
+		(void)task_spec_check(big, &e);
+	}
+}
+
 /* a candidate's @task: the full name only, the message giving it */
 static void test_find_exact(void **s)
 {
@@ -471,16 +521,19 @@ static void test_synthetic(void **s)
 	cr_err_init(&e);
 	assert_int_equal(task_registry_scan("s/2-4", &ts, &n, &bad, &n_bad, &e), CR_OK);
 	assert_int_equal(n, 0);
+	assert_null(ts); /* none loaded: nothing to free (it leaked) */
 	assert_int_equal(n_bad, 3);
 	assert_false(bad[0].named || bad[1].named || bad[2].named);
 	free(bad);
 	cr_err_init(&e);
 	assert_int_equal(task_registry_load("s/*Qu*", &ts, &n, &e), CR_OK);
 	assert_int_equal(n, 0);
+	assert_null(ts);
 	/* named by its id or short name, it is the error */
 	cr_err_init(&e);
 	assert_int_equal(task_registry_scan("s/2-4,s/qux", &ts, &n, &bad, &n_bad, &e), CR_OK);
 	assert_int_equal(n_bad, 3);
+	assert_null(ts);
 	assert_string_equal(bad[2].name, "s/4_Qux");
 	assert_true(bad[2].named);
 	free(bad);
@@ -502,6 +555,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dedupe),
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_odd_inputs),
 		cmocka_unit_test(test_kernelbench_paths),
 		cmocka_unit_test(test_find_exact),
 		cmocka_unit_test(test_spec_matches),
