@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 32 through the CLI: tasks named the way KernelBench users name them
 # (SPEC §2 "Task names"): `crucible list L1/23`, `list 'L2/*Conv*'`,
-# `list L1/1-10`, short names, the same task twice listed once, and the
+# `list L1/1-10`, short names, the same task twice listed once, `dump`,
+# `lint` and `eval --tasks` in these forms, and the
 # errors (exit 2, "crucible list: ..." with a did-you-mean).
 set -u
 exe="$1"
@@ -63,6 +64,20 @@ trap 'rm -rf "$tmp"' EXIT
 "$exe" lint smoke/softmax,L1/23 > "$tmp/lint" 2>/dev/null; rc=$?
 grep -q 'L1/23_Softmax' "$tmp/lint" && grep -q 'smoke/softmax' "$tmp/lint" && ok ||
 	bad "lint smoke/softmax,L1/23: exit $rc: $(head -c 400 "$tmp/lint")"
+
+
+# eval --tasks in the new forms selects those tasks' candidates (no timing)
+cands="$CRUCIBLE_DATADIR/candidates/L1"
+"$exe" eval "$cands" --tasks L1/21 --no-timing --out "$tmp/e1" >/dev/null 2>"$tmp/err"; rc=$?
+got=$(tail -n +2 "$tmp/e1/results.csv" 2>/dev/null | cut -d, -f2 | sort -u)
+[ "$rc" -eq 0 ] && [ "$got" = '"L1/21_Sigmoid"' ] && ok || bad "eval --tasks L1/21: exit $rc, tasks [$got]: $(tail -2 "$tmp/err")"
+"$exe" eval "$cands" --tasks 'L1/2?_*' --no-timing --out "$tmp/e2" >/dev/null 2>"$tmp/err"; rc=$?
+got=$(tail -n +2 "$tmp/e2/results.csv" 2>/dev/null | cut -d, -f2 | sort -u)
+n=$(grep -c . <<<"$got")
+[ "$rc" -eq 0 ] && [ "$n" -ge 2 ] && ! grep -qv '^"L1/2[0-9]_' <<<"$got" && ok ||
+	bad "eval --tasks 'L1/2?_*': exit $rc, tasks [$got]: $(tail -2 "$tmp/err")"
+err=$("$exe" eval "$cands" --tasks 'L1/2?_X*' --no-timing --out "$tmp/e3" 2>&1 >/dev/null); rc=$?
+[ "$rc" -eq 2 ] && grep -q "matches no task" <<<"$err" && ok || bad "eval --tasks 'L1/2?_X*': exit $rc: $err"
 
 echo "names_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
