@@ -1029,14 +1029,16 @@ int cr_cmd_run(int argc, char **argv)
 		char **nn;
 		if (task_registry_find(o.task_list[i], &t, &err))
 			goto fail;
-		task_release(&t);
 		nn = realloc(names, sizeof *nn * (n_names + 1));
 		if (!nn) {
+			task_release(&t);
 			cr_errf(&err, CR_ENOMEM, "out of memory");
 			goto fail;
 		}
 		names = nn;
-		names[n_names++] = strdup(o.task_list[i]);
+		/* the canonical name: --task L1/23 is L1/23_Softmax in every row */
+		names[n_names++] = strdup(t.name);
+		task_release(&t);
 	}
 	if (n_names == 0) {
 		fprintf(stderr, "crucible run: --tasks %s names no task\n", o.tasks ? o.tasks : "");

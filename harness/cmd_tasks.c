@@ -660,6 +660,12 @@ int cr_cmd_lint(int argc, char **argv)
 		checked++;
 		bad++;
 	}
+	/* L1/23 names one task only while each set's ids are unique */
+	cr_err_init(&err);
+	if (task_registry_check_ids(&err)) {
+		printf("FAIL %-24s %s\n", "(registry ids)", err.msg);
+		bad++;
+	}
 	fflush(stdout);
 	free(broken);
 	for (int i = 0; i < n; i++) {
