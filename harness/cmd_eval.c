@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "cr_version.h"
 #include "checks/cuda_build.h"
 #include "checks/stage.h"
+#include "common/cr_cli.h"
 #include "common/cr_text.h"
 #include "common/sha256.h"
 #include "cuda/cuda_dev.h"
@@ -29,6 +31,7 @@
 #include "cand/cand.h"
 #include "harness/results.h"
 #include "harness/eval_jobs.h"
+#include "harness/eval_out.h"
 #include "harness/machine.h"
 #include "sandbox/compile.h"
 #include "harness/seed.h"
@@ -186,6 +189,10 @@ struct eval_opts {
 	struct machine_tally tally;  /* this invocation's timed rows (run.json "machine") */
 	int cost_n;
 	double cost_verify_s;
+	char started[32];            /* UTC, ISO 8601: run.json "started" */
+	int seen_n;                  /* run.json "candidates_seen": every collected candidate */
+	char seen_sha[65];
+	int stopped_by;              /* SIGINT or SIGTERM stopped the run (0: it ran to its end) */
 };
 
 static void cpu_model(char *buf, size_t cap)
@@ -374,7 +381,22 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 			"cond_s", o->cost.cond_s, "cases_cond", o->cost.cases_cond,
 			"cond_rounds", o->cost.cond_rounds));
 	json_object_set_new(j, "sandbox", sandbox_json(o->sandbox_seen));
-	json_object_set_new(j, "complete", json_boolean(final));
+	json_object_set_new(j, "complete", json_boolean(final && !o->stopped_by));
+	/* when: written at the start with "finished" null, so a killed run
+	 * still says what it was and since when */
+	json_object_set_new(j, "started", json_string(o->started));
+	if (final) {
+		char now[32];
+		cr_utc_now(now);
+		json_object_set_new(j, "finished", json_string(now));
+	} else {
+		json_object_set_new(j, "finished", json_null());
+	}
+	json_object_set_new(j, "interrupted", o->stopped_by ?
+			    json_string(o->stopped_by == SIGINT ? "SIGINT" : "SIGTERM") : json_null());
+	json_object_set_new(j, "slurm", (json_t *)eval_out_slurm_json());
+	json_object_set_new(j, "candidates_seen", json_pack("{s:i, s:s}", "count", o->seen_n,
+							     "sha256", o->seen_sha));
 	snprintf(path, sizeof path, "%s/run.json", dir);
 	snprintf(tmp, sizeof tmp, "%s/.run.json.%d", dir, (int)getpid());
 	{
@@ -521,7 +543,8 @@ static void print_usage_eval(FILE *f)
 		"Verifies and times every candidate (.c, .cu) under PATH; with no PATH, the\n"
 		"bundled sample candidates (data/candidates/smoke) with their expected statuses.\n"
 		"Writes DIR/results.csv (a row per candidate, flushed as it finishes) and run.json.\n\n"
-		"  --tasks SET[,SET]   only candidates for these sets or tasks (smoke, L1/softmax)\n"
+		"  --tasks SPEC        only candidates of these tasks: smoke, L1/23, L1/1-10,\n"
+		"                      L1/softmax, 'L2/*Conv*' (comma-separated)\n"
 		"  --backend B         auto (default), cpu, or cuda\n"
 		"  --out DIR           output directory (default crucible-out)\n"
 		"  --resume            skip candidates already in DIR/results.csv (same file hash)\n"
@@ -553,7 +576,22 @@ static void print_usage_eval(FILE *f)
 		"  --shard I/N         only the I-th of N deterministic shards of the candidates\n"
 		"                      (by content and task; join them with `crucible merge`)\n"
 		"  --arch SM           compile-only target (default sm_90)\n"
-		"  -h, --help          this help\n");
+		"  -h, --help          this help\n\n"
+		"The same file named twice (a.c ./a.c, or a folder holding a.c) is evaluated once.\n"
+		"DIR is made with its parents and locked for the run: a second eval into it is\n"
+		"refused, naming the one that holds it. At the end the rows are sorted by\n"
+		"(task, candidate). Progress (finished candidates, elapsed, ETA) goes to stderr,\n"
+		"then one closing line (\"18 evaluated: 14 ok, 1 mismatch, 3 compile_error in 76 s\").\n"
+		"Ctrl-C (or SIGTERM) stops the run: the finished rows are kept, --resume goes on.\n");
+	cr_cli_help_tail(f,
+			 "  0    every candidate has a verdict (--check-expect: the expected one)\n"
+			 "  1    --check-expect: a candidate did not get its expected status\n"
+			 "  2    bad usage or bad input (an unknown task, DIR in use by another run)\n"
+			 "  3    the environment: no GPU or compiler for the backend, a write failed\n"
+			 "  5    nothing evaluated (no candidate, or --tasks matched none)\n"
+			 "  130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM: rerun with --resume\n",
+			 CR_ENV_DATADIR | CR_ENV_SEED | CR_ENV_CACHE | CR_ENV_CUDA | CR_ENV_TMPDIR |
+			 CR_ENV_REFCACHE);
 }
 
 static void print_usage_check(FILE *f)
@@ -564,7 +602,15 @@ static void print_usage_check(FILE *f)
 		"Verifies one candidate and prints the full verdict with diagnostics\n"
 		"(--json: the same as one JSON object).\n"
 		"A .cu candidate takes --compile-only (NVRTC, no GPU needed).\n"
-		"Exit 0 when it is ok, 1 when it is not.\n");
+		"--task names the task as --tasks does (L1/23, L1/softmax, L1/23_Softmax);\n"
+		"without it, the candidate's @task line.\n");
+	cr_cli_help_tail(f,
+			 "  0  the candidate is ok (--compile-only: compiled)\n"
+			 "  1  it is not (its status says why)\n"
+			 "  2  bad usage or bad input (no such file, an unknown --task)\n"
+			 "  3  the environment: no GPU or compiler for the backend\n",
+			 CR_ENV_DATADIR | CR_ENV_SEED | CR_ENV_CACHE | CR_ENV_CUDA | CR_ENV_TMPDIR |
+			 CR_ENV_REFCACHE);
 }
 
 /* The candidate's task: --task, else its @task line (found even when a
@@ -767,35 +813,6 @@ static const char *fmt_speed(const struct cr_result *r, char *b, size_t cap)
 	return b;
 }
 
-/* Progress on stderr: a bar redrawn in place on a terminal, plain lines in
- * a pipe or file (stdout carries only the table). */
-static void progress(int i, int n, const char *cand)
-{
-	static int tty = -1;
-	if (tty < 0)
-		tty = isatty(2);
-	if (!tty) {
-		char sb[1100];
-		fprintf(stderr, "[%d/%d] %s ...\n", i + 1, n, safe(cand, sb, sizeof sb));
-		return;
-	}
-	char bar[31];
-	int fill = n ? (i * 30) / n : 0;
-	for (int k = 0; k < 30; k++)
-		bar[k] = k < fill ? '#' : '.';
-	bar[30] = '\0';
-	const char *base = strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand;
-	char sb[1100];
-	fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, i + 1, n, safe(base, sb, sizeof sb));
-	fflush(stderr);
-}
-
-static void progress_done(void)
-{
-	if (isatty(2))
-		fprintf(stderr, "\r\033[K");
-}
-
 /* --shard i/n: decimal digits only, 1 <= i <= n <= 10000. 0, or -1. */
 static int parse_shard(const char *s, struct eval_opts *o)
 {
@@ -930,6 +947,91 @@ static void shard_filter(struct cands *cs, const struct eval_opts *o, const stru
 	cs->n = kept;
 }
 
+/* The same file named more than once (a.c ./a.c, a folder holding a.c, a
+ * hard link) is one candidate: the first name is kept (device and inode;
+ * a path that cannot be stat'ed stays, its row says why). Returns how many
+ * names were dropped. */
+static int dedupe(struct cands *cs)
+{
+	struct id { dev_t dev; ino_t ino; } *seen = calloc((size_t)cs->n + 1, sizeof *seen);
+	int kept = 0, n_seen = 0, dropped = 0;
+
+	if (!seen)
+		return 0;
+	for (int i = 0; i < cs->n; i++) {
+		struct stat sb;
+		bool dup = false;
+
+		if (!stat(cs->paths[i], &sb)) {
+			for (int k = 0; k < n_seen && !dup; k++)
+				dup = seen[k].dev == sb.st_dev && seen[k].ino == sb.st_ino;
+			if (!dup)
+				seen[n_seen++] = (struct id){ sb.st_dev, sb.st_ino };
+		}
+		if (dup) {
+			free(cs->paths[i]);
+			dropped++;
+			continue;
+		}
+		cs->paths[kept++] = cs->paths[i];
+	}
+	cs->n = kept;
+	free(seen);
+	return dropped;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* run.json "candidates_seen" (SPEC §6): every collected candidate, before
+ * --shard: sha256 over the sorted lines "<source sha256> <task its row
+ * names, or empty>\n" (an unreadable file's sha256 is empty). Shards that
+ * saw the same folders agree; merge refuses those that do not. */
+static void candidates_seen(const struct cands *cs, const struct task *filter, int n_filter,
+			    char hex[65])
+{
+	char **lines = calloc((size_t)cs->n + 1, sizeof *lines), *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	hex[0] = '\0';
+	if (!lines)
+		return;
+	for (int i = 0; i < cs->n; i++) {
+		struct cr_cand_file cf;
+		struct cr_meta md;
+		struct cr_err e;
+		const char *tn;
+		char t[CR_CAND_TASK * 4];
+
+		cr_err_init(&e);
+		if (cr_meta_read(cs->paths[i], &md, &e))
+			memset(&md, 0, sizeof md);
+		cr_cand_load(&cf, cs->paths[i]);
+		tn = row_task(&cf, fallback_of(&md, filter, n_filter), asked_task(&md) != NULL);
+		cr_text_escape(tn, strlen(tn), t, sizeof t);
+		if (asprintf(&lines[i], "%s %s\n", cf.src ? cf.sha256 : "", t) < 0)
+			lines[i] = NULL;
+		cr_cand_file_release(&cf);
+	}
+	qsort(lines, (size_t)cs->n, sizeof *lines, cmp_strp);
+	if ((m = open_memstream(&buf, &len))) {
+		for (int i = 0; i < cs->n; i++)
+			if (lines[i])
+				fputs(lines[i], m);
+		fclose(m);
+	}
+	cr_sha256_hex(buf ? buf : "", buf ? len : 0, hex);
+	free(buf);
+	for (int i = 0; i < cs->n; i++)
+		free(lines[i]);
+	free(lines);
+}
+
 /* run.json "tasks_sha256": each task used, sha256 of its file, so merge
  * can tell shards of one task set (which load different tasks) apart
  * from shards of two. */
@@ -966,8 +1068,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 	int c;
 	char *end;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = cr_cli_getopt(argv[0], argc, argv, "h", lo)) != -1) {
 		switch (c) {
 		case 't': o->tasks = optarg; break;
 		case 'T': *task = optarg; break;
@@ -977,8 +1078,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 's':
 			o->seed_given = true;
 			if (!cr_parse_u64(optarg, &o->seed)) {
-				fprintf(stderr, "crucible %s: --seed: '%s' is not a non-negative integer\n", argv[0], optarg);
-				return 2;
+				return cr_cli_usage(argv[0], "--seed: '%s' is not a non-negative integer", optarg);
 			}
 			break;
 		case 'n': o->no_timing = true; break;
@@ -986,9 +1086,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'x': case 'c': {
 			double d = strtod(optarg, &end);
 			if (*end || !(d > 0) || d > 3600) {
-				fprintf(stderr, "crucible %s: --%s: '%s' is not a number of seconds in (0, 3600]\n",
-					argv[0], c == 'x' ? "timeout" : "time-cap", optarg);
-				return 2;
+				return cr_cli_usage(argv[0], "--%s: '%s' is not a number of seconds in (0, 3600]", c == 'x' ? "timeout" : "time-cap", optarg);
 			}
 			if (c == 'x') o->timeout = d; else o->time_cap = d;
 			break;
@@ -998,8 +1096,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'K': o->lock_clocks = true; break;
 		case 'G':
 			if (check) {
-				fprintf(stderr, "crucible %s: --gpus is for `crucible eval`\n", argv[0]);
-				return 2;
+				return cr_cli_usage(argv[0], "--gpus is for `crucible eval`");
 			}
 			if (eval_gpus_parse(&o->gpus, optarg, "crucible eval"))
 				return 2;
@@ -1008,49 +1105,40 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 		case 'A': o->arch = optarg; break;
 		case 'S':
 			if (check) {
-				fprintf(stderr, "crucible %s: --shard is for `crucible eval`\n", argv[0]);
-				return 2;
+				return cr_cli_usage(argv[0], "--shard is for `crucible eval`");
 			}
 			if (parse_shard(optarg, o)) {
-				fprintf(stderr, "crucible %s: --shard: '%s' is not i/n with 1 <= i <= n <= 10000\n",
-					argv[0], optarg);
-				return 2;
+				return cr_cli_usage(argv[0], "--shard: '%s' is not i/n with 1 <= i <= n <= 10000", optarg);
 			}
 			break;
 		case 'j': case 'M': {
 			uint64_t v = 0;
 			if (check) {
-				fprintf(stderr, "crucible %s: --%s is for `crucible eval`\n", argv[0],
+				return cr_cli_usage(argv[0], "--%s is for `crucible eval`",
 					c == 'j' ? "jobs" : "job-timing");
-				return 2;
 			}
 			if (c == 'M') {
 				if ((o->job_timing = eval_job_timing_parse(optarg)) < 0) {
-					fprintf(stderr, "crucible %s: --job-timing: '%s' is not pinned, serial "
-							"or exclusive\n", argv[0], optarg);
-					return 2;
+					return cr_cli_usage(argv[0], "--job-timing: '%s' is not pinned, serial "
+							"or exclusive", optarg);
 				}
 				break;
 			}
 			if (!cr_parse_u64(optarg, &v) || v < 1 || v > 256) {
-				fprintf(stderr, "crucible %s: --jobs: '%s' is not a number of jobs in [1, 256]\n",
-					argv[0], optarg);
-				return 2;
+				return cr_cli_usage(argv[0], "--jobs: '%s' is not a number of jobs in [1, 256]", optarg);
 			}
 			o->jobs = (int)v;
 			break;
 		}
 		case 'J':
 			if (!check) {
-				fprintf(stderr, "crucible %s: --json is for `crucible check` (eval writes results.csv)\n", argv[0]);
-				return 2;
+				return cr_cli_usage(argv[0], "--json is for `crucible check` (eval writes results.csv)");
 			}
 			o->json = true;
 			break;
 		case 'L':
 			if (!optarg[0] || strlen(optarg) > 64) {
-				fprintf(stderr, "crucible %s: --label: give a name of 1 to 64 characters\n", argv[0]);
-				return 2;
+				return cr_cli_usage(argv[0], "--label: give a name of 1 to 64 characters");
 			}
 			o->label = optarg;
 			break;
@@ -1058,9 +1146,7 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 			if (check) print_usage_check(stdout); else print_usage_eval(stdout);
 			return -1;
 		default:
-			fprintf(stderr, "crucible %s: unknown or incomplete option '%s' (see --help)\n", argv[0],
-				argv[optind - 1]);
-			return 2;
+			return CR_EXIT_USAGE;   /* cr_cli_getopt said what */
 		}
 	}
 	return 0;
@@ -1110,10 +1196,36 @@ static void compile_only_select(struct cands *cs, const struct task *filter, int
 	cs->n = kept;
 }
 
+/* How many candidates eval's loop will verify: those of the backend's
+ * kind, of --tasks, not found by --resume (the loop decides the same way,
+ * saying why for each). For the progress line's N. */
+static int count_todo(const struct cands *cs, bool cuda, const struct task *filter, int n_filter,
+		      char **keys, int n_keys)
+{
+	int n = 0;
+
+	for (int i = 0; i < cs->n; i++) {
+		struct cr_cand_file cf;
+		struct cr_meta m;
+		struct cr_err e;
+
+		if (has_ext(cs->paths[i], ".cu") != cuda)
+			continue;
+		cr_err_init(&e);
+		if (cr_meta_read(cs->paths[i], &m, &e))
+			memset(&m, 0, sizeof m);
+		cr_cand_load(&cf, cs->paths[i]);
+		n += in_tasks(&cf, &m, filter, n_filter) &&
+		     !(n_keys && in_results(cs->paths[i], &cf, keys, n_keys));
+		cr_cand_file_release(&cf);
+	}
+	return n;
+}
+
 static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts *o,
 					const char *dflt, struct task **tasks, int *n_tasks,
 					const char *run_id, FILE *res, int *done, int *unexpected,
-					struct cr_err *err)
+					struct eval_progress *prog, struct cr_err *err)
 {
 	int n = 0;
 	struct cr_cand_file *fs = calloc((size_t)cs->n + 1, sizeof *fs);
@@ -1211,6 +1323,8 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		if ((st = cr_results_write(res, &row, err)))
 			goto out;
 		(*done)++;
+		if (prog)
+			eval_progress_finished(prog, 0, fs[i].path, (int)rs[i].status);
 		want = meta.expect_compile[0] ? meta.expect_compile : "";
 		bad = o->check_expect && want[0] && strcmp(want, check_verdict_name(rs[i].status));
 		*unexpected += bad;
@@ -1299,6 +1413,8 @@ struct eval_emit {
 	const char *run_id, *device;
 	FILE *res, *samples;
 	struct cands *cs;
+	struct eval_progress *prog;
+	struct eval_jobs *pool;     /* --jobs: how many are in flight */
 	struct cr_meta *metas;     /* --jobs: the sidecar of each candidate, by index */
 	int done, unexpected;      /* done counts the cuda compile-only rows too */
 	int verified;              /* rows written here: what cost and verify_s sum over */
@@ -1339,7 +1455,7 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 	x->cost.cond_rounds += r->cost.cond_rounds;
 	machine_tally_add(&x->tally, r);
 	bad = o->check_expect && m->expect[0] && strcmp(m->expect, check_verdict_name(r->status));
-	progress_done(); /* the row goes where the bar was */
+	eval_progress_clear(x->prog); /* the row goes where the progress line was */
 	x->unexpected += bad;
 	printf("%-22s %-34s %-16s %-8s %-22s %.*s%s\n", tname,
 	       safe(strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand, sb, sizeof sb),
@@ -1348,6 +1464,7 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 	if (bad)
 		printf("%-22s   expected status %s\n", "", m->expect);
 	fflush(stdout);
+	eval_progress_finished(x->prog, x->pool ? eval_jobs_in_flight(x->pool) : 0, cand, (int)r->status);
 	return CR_OK;
 }
 
@@ -1391,21 +1508,6 @@ static enum cr_status eval_job_done(const struct eval_job_msg *msg, void *ctx, s
 			msg->verify_s, err);
 }
 
-/* --jobs: progress names the jobs in flight. */
-static void progress_jobs(int i, int n, const char *cand, struct eval_jobs *p)
-{
-	char names[600], sb[1100];
-	if (isatty(2)) {
-		progress(i, n, cand);
-		fprintf(stderr, " (%d in flight)", eval_jobs_in_flight(p));
-		fflush(stderr);
-		return;
-	}
-	eval_jobs_names(p, names, sizeof names);
-	fprintf(stderr, "[%d/%d] %s ... (in flight: %s)\n", i + 1, n, safe(cand, sb, sizeof sb),
-		names);
-}
-
 int cr_cmd_eval(int argc, char **argv)
 {
 	struct eval_opts o = { .out = "crucible-out", .timeout = 5, .time_cap = 1,
@@ -1418,7 +1520,9 @@ int cr_cmd_eval(int argc, char **argv)
 	int n_tasks = 0, n_filter = 0, rc = 0, unexpected = 0, skipped = 0, done = 0;
 	int filtered = 0, resumed = 0, n_all = 0;
 	char **keys = NULL, path[1024], run_id[64], device[256], *workroot = NULL;
-	int n_keys = 0;
+	int n_keys = 0, lock_fd = -1, dropped = 0;
+	bool sort_failed = false;
+	struct eval_progress prog = { 0 };
 	const char *dummy = NULL;
 	struct cr_err err;
 	FILE *res = NULL, *samples = NULL;
@@ -1434,10 +1538,9 @@ int cr_cmd_eval(int argc, char **argv)
 	getloadavg(la, 1);
 	o.load_start = la[0];
 	machine_snap(&o.snap0);
-	if (dummy) {
-		fprintf(stderr, "crucible eval: --task is for `crucible check`; use --tasks\n");
-		return 2;
-	}
+	if (dummy)
+		return cr_cli_usage("eval", "--task is for `crucible check`; use --tasks");
+	cr_utc_now(o.started);
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible eval")))
 		return rc;
 	if (o.lock_clocks && (backend != CR_BACKEND_CUDA || o.compile_only)) {
@@ -1463,6 +1566,8 @@ int cr_cmd_eval(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		if (collect(&cs, argv[i], 0, &err))
 			goto fail;
+	if ((dropped = dedupe(&cs)))
+		fprintf(stderr, "crucible eval: %d name(s) of a file already named, counted once\n", dropped);
 	if (backend == CR_BACKEND_CUDA && !o.compile_only && backend_auto(&o)) {
 		/* auto chose the GPU: unless there is a .cu candidate, run the .c ones on the cpu */
 		bool any_cu = false;
@@ -1482,9 +1587,16 @@ int cr_cmd_eval(int argc, char **argv)
 	if (backend == CR_BACKEND_CUDA && !o.compile_only &&
 	    ((rc = cuda_setup(&o, device, sizeof device, "crucible eval")) || (rc = cuda_lock(&o, "crucible eval"))))
 		goto out;
-	if (o.tasks && task_registry_load(o.tasks, &filter, &n_filter, &err))
-		goto fail;
+	if (o.tasks && task_registry_load(o.tasks, &filter, &n_filter, &err)) {
+		if (err.status != CR_EINPUT)
+			goto fail;
+		rc = cr_cli_usage("eval", "--tasks: %s", err.msg);
+		goto out;
+	}
 	n_all = cs.n;
+	/* what this run saw, before --shard keeps its part (merge compares) */
+	o.seen_n = cs.n;
+	candidates_seen(&cs, filter, n_filter, o.seen_sha);
 	if (o.shard_n) {
 		/* after the backend is settled on the whole set: every shard picks the same */
 		shard_filter(&cs, &o, filter, n_filter);
@@ -1492,8 +1604,13 @@ int cr_cmd_eval(int argc, char **argv)
 			cs.n, n_all, cs.n ? "" : "; none fell in this shard (not an error: the shards of a "
 			"small set can be empty)");
 	}
-	if (mkdir(o.out, 0755) && errno != EEXIST) {
-		cr_errf(&err, CR_EIO, "cannot create %s: %s", o.out, strerror(errno));
+	/* made with its parents, and this run's alone until it ends */
+	if (cr_out_lock(o.out, "eval", &lock_fd, &err)) {
+		if (err.status == CR_EUSAGE) {
+			cr_cli_error("eval", "%s", err.msg);
+			rc = CR_EXIT_USAGE;
+			goto out;
+		}
 		goto fail;
 	}
 	snprintf(path, sizeof path, "%s/results.csv", o.out);
@@ -1502,6 +1619,15 @@ int cr_cmd_eval(int argc, char **argv)
 	if (o.resume) {
 		/* drop a row cut short by a kill, then collect finished keys */
 		cr_csv_drop_partial_row(path);
+		if (eval_out_unreadable(path)) {
+			char moved[1200], sp[1100];
+
+			snprintf(sp, sizeof sp, "%s/samples.csv", o.out);
+			if (eval_out_keep_aside(path, sp, moved, sizeof moved, &err))
+				goto fail;
+			fprintf(stderr, "crucible eval: --resume: %s cannot be read (not CSV, or not a "
+				"results file): kept aside as %s; starting afresh\n", path, moved);
+		}
 		if (cr_results_done_keys(path, &keys, &n_keys, &err))
 			goto fail;
 	} else {
@@ -1547,12 +1673,17 @@ int cr_cmd_eval(int argc, char **argv)
 		cr_errf(&err, CR_EENV, "%s", cr_cg_mode());
 		goto fail;
 	}
+	/* Ctrl-C and SIGTERM from here on: stop taking candidates, keep the
+	 * rows written (before the jobs fork: they inherit it, then set their own) */
+	eval_signals_install();
 	if (o.jobs > 1 && (backend == CR_BACKEND_CPU || o.cuda)) {
 		/* the jobs are forked now: the options they read are final */
 		vr_ref_cache_share(o.jobs);
+		eval_jobs_private_fd(lock_fd);
 		if (eval_jobs_open(&pool, o.jobs, (enum eval_job_timing)o.job_timing,
 				   o.cuda ? o.gpus.n : 0, workroot, eval_job, &job_in, &err))
 			goto fail;
+		eval_jobs_stop_on(pool, eval_stop_flag());
 		o.job_timing = (int)eval_jobs_mode(pool);
 		o.job_cpusets = eval_jobs_cpusets(pool);
 		fprintf(stderr, "crucible eval: --jobs %d, timing %s, cores %s\n", o.jobs,
@@ -1572,6 +1703,7 @@ int cr_cmd_eval(int argc, char **argv)
 	write_run_json(o.out, run_id, &o, device, 0, "", NULL, workroot, false);
 	printf("%-22s %-34s %-16s %-8s %-22s %s\n", "task", "candidate", "status", "backward",
 	       "speedup [95% in run]", "detail");
+	eval_progress_start(&prog, 0);   /* the count once known; the clock from now */
 	if (o.cuda) {
 		/* NVRTC in parallel (a pool sized to the cores) before the one-at-a-time
 		 * runs, which then take their cubins from the compile cache */
@@ -1579,24 +1711,30 @@ int cr_cmd_eval(int argc, char **argv)
 		int d0 = 0, u0 = 0;
 		oc.arch = o.dev_arch;
 		if (eval_cuda_compile(&cs, &oc, n_filter == 1 ? filter[0].name : NULL, &tasks,
-				      &n_tasks, run_id, NULL, &d0, &u0, &err))
+				      &n_tasks, run_id, NULL, &d0, &u0, NULL, &err))
 			goto fail;
 	}
 	if (backend == CR_BACKEND_CUDA && !o.cuda) {
 		int unexp = 0;
 		compile_only_select(&cs, filter, n_filter, keys, n_keys, &filtered, &resumed);
+		for (int i = 0; i < cs.n; i++)
+			prog.n += has_ext(cs.paths[i], ".cu");
 		if (eval_cuda_compile(&cs, &o, n_filter == 1 ? filter[0].name : NULL, &tasks,
-				      &n_tasks, run_id, res, &done, &unexp, &err))
+				      &n_tasks, run_id, res, &done, &unexp, &prog, &err))
 			goto fail;
 		unexpected += unexp;
 	}
 	emit = (struct eval_emit){ .o = &o, .run_id = run_id, .device = device, .res = res,
-				   .samples = samples, .cs = &cs, .done = done, .unexpected = unexpected };
+				   .samples = samples, .cs = &cs, .done = done, .unexpected = unexpected,
+				   .prog = &prog, .pool = pool };
+	if (backend == CR_BACKEND_CPU || o.cuda)
+		prog.n = count_todo(&cs, o.cuda, filter, n_filter, o.resume ? keys : NULL,
+				    o.resume ? n_keys : 0);
 	if (pool && !(emit.metas = calloc((size_t)(cs.n ? cs.n : 1), sizeof *emit.metas))) {
 		cr_errf(&err, CR_ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (int i = 0; (backend == CR_BACKEND_CPU || o.cuda) && i < cs.n; i++) {
+	for (int i = 0; (backend == CR_BACKEND_CPU || o.cuda) && i < cs.n && !eval_interrupted(); i++) {
 		struct cr_result r;
 		struct cr_meta m;
 		char tname[256];
@@ -1654,10 +1792,12 @@ int cr_cmd_eval(int argc, char **argv)
 			cr_cand_file_release(&cf);
 			if (st_one)
 				goto fail;
-			progress_jobs(i, cs.n, cand, pool);
+			if (eval_jobs_stopped(pool))
+				break;   /* not handed out: the run is stopping */
+			eval_progress_started(&prog, eval_jobs_in_flight(pool), cand);
 			continue;
 		}
-		progress(i, cs.n, cand);
+		eval_progress_started(&prog, 1, cand);
 		int64_t t0 = cr_now_ns();
 		st_one = verify_one(&cf, NULL, fallback, asked, &tasks, &n_tasks, &o,
 				    workroot, &r, tname,
@@ -1674,14 +1814,14 @@ int cr_cmd_eval(int argc, char **argv)
 		goto fail;
 	done = emit.done;
 	unexpected = emit.unexpected;
-	progress_done();
+	eval_progress_clear(&prog);
+	o.stopped_by = eval_interrupted();
 	if (skipped && o.cuda)
 		fprintf(stderr, "crucible eval: %d C candidate(s) (.c) not run: the cuda backend runs .cu candidates "
 				"(--backend cpu runs them)\n", skipped);
 	else if (skipped)
 		fprintf(stderr, "crucible eval: %d CUDA candidate(s) (.cu) not run: the cpu backend runs .c candidates "
 				"(--backend cuda --compile-only gives their compile verdicts)\n", skipped);
-	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
 	if (emit.verified) {
 		const struct cr_cost *c = &emit.cost;
 		double n = emit.verified;
@@ -1699,6 +1839,20 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	fclose(res);
 	res = NULL;
+	if (samples)
+		fclose(samples);
+	samples = NULL;
+	{
+		/* rows sorted by (task, candidate), so two runs diff line by line */
+		char sp[1100];
+
+		snprintf(sp, sizeof sp, "%s/samples.csv", o.out);
+		if (eval_out_sort(path, sp, &err)) {
+			fprintf(stderr, "crucible eval: %s (the rows are all there, in the order they finished)\n", err.msg);
+			cr_err_init(&err);
+			sort_failed = true;
+		}
+	}
 	{
 		/* the task set actually used: a hash over the files, in name order */
 		char h[65];
@@ -1725,6 +1879,14 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	if (defaulted && !unexpected)
 		fprintf(stderr, "crucible eval: every bundled sample got its expected status\n");
+	fprintf(stderr, "crucible eval: %d candidate(s) evaluated, results in %s\n", done, path);
+	if (o.stopped_by) {
+		eval_progress_close(&prog, resumed);
+		fprintf(stderr, "crucible eval: interrupted after %d of %d: rerun with --resume\n",
+			prog.done, prog.n);
+		rc = 128 + o.stopped_by;
+		goto out;
+	}
 	if (done == 0 && resumed == 0 && o.shard_n && n_all > 0) {
 		/* a shard's share of a set may be empty or all filtered: merge judges the whole */
 		fprintf(stderr, "crucible eval: --shard %s: nothing evaluated in this shard (%d of %d "
@@ -1742,6 +1904,10 @@ int cr_cmd_eval(int argc, char **argv)
 				cs.n);
 		rc = 5;
 	}
+	if (done > 0 || resumed > 0)
+		eval_progress_close(&prog, resumed);
+	if (sort_failed && !rc)
+		rc = CR_EXIT_ENV;
 	goto out;
 fail:
 	fprintf(stderr, "crucible eval: %s\n", err.msg);
@@ -1757,6 +1923,7 @@ out:
 		fclose(res);
 	if (samples)
 		fclose(samples);
+	cr_out_unlock(lock_fd);
 	if (workroot) {
 		rmdir(workroot);
 		free(workroot);
@@ -1812,14 +1979,24 @@ int cr_cmd_check(int argc, char **argv)
 	int n_tasks = 0, rc;
 	struct cr_result r;
 	struct cr_err err;
+	char canon_task[256];
 	char tname[256], *workroot;
 	int prc = parse_common(argc, argv, &o, &task, true);
 
 	if (prc)
 		return prc < 0 ? 0 : prc;
-	if (optind != argc - 1) {
-		print_usage_check(stderr);
-		return 2;
+	if (optind != argc - 1)
+		return cr_cli_usage("check", optind >= argc ? "give one candidate FILE" :
+				    "one candidate at a time ('%s' is one too many)", argv[optind + 1 < argc ? optind + 1 : optind]);
+	if (task) {
+		/* an unknown --task is a usage error, not the candidate's format_error */
+		struct cr_err te;
+
+		cr_err_init(&te);
+		if (task_registry_resolve(task, canon_task, sizeof canon_task, &te))
+			return te.status == CR_EINPUT || te.status == CR_EUSAGE ?
+				cr_cli_usage("check", "--task: %s", te.msg) : cr_cli_status("check", &te);
+		task = canon_task;
 	}
 	enum cr_backend backend;
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible check")))

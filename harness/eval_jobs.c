@@ -61,6 +61,8 @@ struct eval_jobs {
 	pid_t parent;
 	eval_job_fn fn;
 	void *fctx;
+	volatile sig_atomic_t *stop; /* set: the run is stopping (SIGINT, SIGTERM) */
+	bool stopped;             /* ... and a wait saw it */
 };
 
 /* In a job process: the lock files and the mode (eval_jobs_timing_hook). */
@@ -70,6 +72,15 @@ static struct {
 	int ft, fl;
 	int slot;
 } self = { .ft = -1, .fl = -1, .slot = -1 };
+
+/* A descriptor of the run that its jobs must not keep (the --out lock: a
+ * job outliving a killed run by a moment would hold the folder). */
+static int private_fd = -1;
+
+void eval_jobs_private_fd(int fd)
+{
+	private_fd = fd;
+}
 
 int eval_jobs_slot(void)
 {
@@ -218,6 +229,11 @@ static void job_fail(int fd, struct eval_job_msg *m, const char *what)
 	_exit(0);
 }
 
+static void job_signal(int sig)
+{
+	(void)sig;
+}
+
 /* A job: set up once (death with the run, cores, lock files), then one
  * candidate per command until the command pipe ends. */
 static void job_main(struct eval_jobs *p, int slot, int cmd_fd, int res_fd)
@@ -226,6 +242,13 @@ static void job_main(struct eval_jobs *p, int slot, int cmd_fd, int res_fd)
 	struct eval_job_cmd c;
 	int r;
 
+	/* the run decides what a Ctrl-C stops (it kills the jobs in flight);
+	 * a handler, not SIG_IGN, so the workers exec'd from here get the
+	 * default back */
+	signal(SIGINT, job_signal);
+	signal(SIGTERM, job_signal);
+	if (private_fd >= 0)
+		close(private_fd);
 	if (!m)
 		_exit(4);
 	/* a run killed outright takes its jobs with it (and they their
@@ -421,9 +444,20 @@ static enum cr_status wait_one(struct eval_jobs *p, eval_job_done_fn done, void 
 	if (!n)
 		return CR_OK;
 	for (;;) {
-		int r = poll(pf, (nfds_t)n, -1), finished = 0;
-		if (r < 0 && errno == EINTR)
+		if (p->stop && *p->stop) {
+			p->stopped = true;   /* before poll: a signal just missed */
+			return CR_OK;
+		}
+		/* a bounded wait: a signal between the check above and poll is seen
+		 * within half a second */
+		int r = poll(pf, (nfds_t)n, p->stop ? 500 : -1), finished = 0;
+		if (r < 0 && errno == EINTR) {
+			if (p->stop && *p->stop) {
+				p->stopped = true;
+				return CR_OK;
+			}
 			continue;
+		}
 		if (r < 0)
 			return cr_errf(err, CR_EENV, "--jobs: poll: %s", strerror(errno));
 		for (int k = 0; k < n; k++) {
@@ -452,9 +486,13 @@ enum cr_status eval_jobs_submit(struct eval_jobs *p, const struct eval_job_cmd *
 	const char *b = (const char *)cmd;
 	size_t left = sizeof *cmd;
 
-	while (p->in_flight == p->n)
+	if (p->stop && *p->stop)
+		p->stopped = true;
+	while (p->in_flight == p->n && !p->stopped)
 		if ((st = wait_one(p, done, dctx, err)))
 			return st;
+	if (p->stopped)
+		return CR_OK;   /* not handed out: the run is stopping */
 	for (int i = 0; i < p->n && !j; i++)
 		if (!p->jobs[i].busy)
 			j = &p->jobs[i];
@@ -482,7 +520,7 @@ enum cr_status eval_jobs_drain(struct eval_jobs *p, eval_job_done_fn done, void 
 			       struct cr_err *err)
 {
 	enum cr_status st;
-	while (p->in_flight)
+	while (p->in_flight && !p->stopped)
 		if ((st = wait_one(p, done, dctx, err)))
 			return st;
 	return CR_OK;
@@ -516,4 +554,14 @@ void eval_jobs_close(struct eval_jobs *p)
 	free(p->sets);
 	free(p->jobs);
 	free(p);
+}
+
+void eval_jobs_stop_on(struct eval_jobs *p, volatile sig_atomic_t *flag)
+{
+	p->stop = flag;
+}
+
+bool eval_jobs_stopped(const struct eval_jobs *p)
+{
+	return p && (p->stopped || (p->stop && *p->stop));
 }

@@ -12,6 +12,7 @@
 #ifndef CR_EVAL_JOBS_H
 #define CR_EVAL_JOBS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -85,6 +86,15 @@ enum cr_status eval_jobs_submit(struct eval_jobs *p, const struct eval_job_cmd *
 /* Waits for every job in flight. */
 enum cr_status eval_jobs_drain(struct eval_jobs *p, eval_job_done_fn done, void *dctx,
 			       struct cr_err *err);
+/* A wait for a job that a signal interrupts while *flag is set returns at
+ * once with nothing more handed out: eval_jobs_submit hands nothing out
+ * (check eval_jobs_stopped), eval_jobs_drain returns with jobs in flight
+ * (eval_jobs_close kills and reaps them). */
+void eval_jobs_stop_on(struct eval_jobs *p, volatile sig_atomic_t *flag);
+bool eval_jobs_stopped(const struct eval_jobs *p);
+/* A descriptor the jobs close as they start (eval's --out lock), so the
+ * lock ends with the run, not with the last job. -1: none. */
+void eval_jobs_private_fd(int fd);
 /* Ends the jobs (killing any still in flight) and frees the pool. */
 void eval_jobs_close(struct eval_jobs *p);
 

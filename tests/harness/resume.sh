@@ -22,7 +22,10 @@ rows=$(($(wc -l < "$out/results.csv") - 1))
 uniq=$(tail -n +2 "$out/results.csv" | cut -d, -f3 | sort -u | wc -l)
 echo "rows before kill: $before; after resume: $rows; distinct candidates: $uniq; candidates: $total"
 [ "$rows" -eq "$total" ] && [ "$uniq" -eq "$total" ] || { echo "FAIL: duplicates or missing rows"; exit 1; }
-# rows finished before the kill are unchanged
-head -n "$((before + 1))" "$out/results.csv" | cmp - "$out/before.csv"
+# rows finished before the kill are unchanged (the end of the run sorts
+# them by task and candidate: each is still there, byte for byte)
+if grep -vxFf "$out/results.csv" "$out/before.csv" | grep -q .; then
+	echo "FAIL: rows finished before the kill changed or were lost"; exit 1
+fi
 grep -q "skipped (--resume)" "$out/resume.err"
 echo "1 passed, 0 failed"
