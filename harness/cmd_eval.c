@@ -1152,10 +1152,41 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 	return 0;
 }
 
+/* TMPDIR when the candidates' user can reach it (an absolute folder whose
+ * every ancestor others may pass through: a Slurm job's scratch is often
+ * one), else /tmp, said once. */
+static const char *tmp_base(void)
+{
+	const char *t = getenv("TMPDIR");
+	char p[PATH_MAX], s1[1100], s2[1100];
+	struct stat sb;
+
+	if (!t || t[0] != '/' || strlen(t) > 512)
+		return "/tmp";
+	snprintf(p, sizeof p, "%s", t);
+	for (;;) {
+		const char *q = p[0] ? p : "/";
+
+		if (stat(q, &sb) || !S_ISDIR(sb.st_mode) || !(sb.st_mode & S_IXOTH)) {
+			fprintf(stderr, "crucible: TMPDIR=%s: %s is not a folder the candidates' user "
+				"can pass through (o+x): work folders go to /tmp\n",
+				safe(t, s1, sizeof s1), safe(q, s2, sizeof s2));
+			return "/tmp";
+		}
+		if (!p[0])
+			break;
+		*strrchr(p, '/') = '\0';
+	}
+	return t;
+}
+
 static char *make_workroot(void)
 {
-	char tmpl[] = "/tmp/crucible-XXXXXX";
-	char *d = mkdtemp(tmpl);
+	char tmpl[600];
+	char *d;
+
+	snprintf(tmpl, sizeof tmpl, "%s/crucible-XXXXXX", tmp_base());
+	d = mkdtemp(tmpl);
 	if (!d)
 		return NULL;
 	chmod(d, 0755);
@@ -1544,14 +1575,12 @@ int cr_cmd_eval(int argc, char **argv)
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible eval")))
 		return rc;
 	if (o.lock_clocks && (backend != CR_BACKEND_CUDA || o.compile_only)) {
-		fprintf(stderr, "crucible eval: --lock-clocks is for timing on the GPU (--backend cuda)\n");
-		return 2;
+		return cr_cli_usage("eval", "--lock-clocks is for timing on the GPU (--backend cuda)");
 	}
 	if (o.gpus_arg && (backend != CR_BACKEND_CUDA || o.compile_only)) {
-		fprintf(stderr, "crucible eval: --gpus %s: devices are for running .cu candidates on the "
-			"GPU (--backend cuda), not for %s\n", o.gpus_arg,
-			o.compile_only ? "--compile-only" : "the cpu backend");
-		return 2;
+		return cr_cli_usage("eval", "--gpus %s: devices are for running .cu candidates on the "
+				    "GPU (--backend cuda), not for %s", o.gpus_arg,
+				    o.compile_only ? "--compile-only" : "the cpu backend");
 	}
 	settle_seed(&o);
 	cr_err_init(&err);
@@ -1655,7 +1684,7 @@ int cr_cmd_eval(int argc, char **argv)
 	}
 	workroot = make_workroot();
 	if (!workroot) {
-		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
+		cr_errf(&err, CR_EENV, "cannot create a work folder under %s: %s", tmp_base(), strerror(errno));
 		goto fail;
 	}
 	job_in = (struct eval_job_in){ .cs = &cs, .tasks = &tasks, .n_tasks = &n_tasks, .o = &o,
@@ -2002,8 +2031,7 @@ int cr_cmd_check(int argc, char **argv)
 	if ((rc = cr_backend_pick(o.backend, o.compile_only, &backend, "crucible check")))
 		return rc;
 	if (o.lock_clocks && (backend != CR_BACKEND_CUDA || o.compile_only)) {
-		fprintf(stderr, "crucible check: --lock-clocks is for timing on the GPU (--backend cuda)\n");
-		return 2;
+		return cr_cli_usage("check", "--lock-clocks is for timing on the GPU (--backend cuda)");
 	}
 	if (backend == CR_BACKEND_CUDA && o.compile_only)
 		return check_compile_only(argv[optind], task, &o);

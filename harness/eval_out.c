@@ -49,7 +49,7 @@ static void tb_field(void *s, size_t len, void *data)
 	if (t->oom)
 		return;
 	if (r->n == r->cap) {
-		int nc = r->cap ? 2 * r->cap : 64;
+		int nc = r->cap ? 2 * r->cap : 4;
 		struct field *nf = realloc(r->f, sizeof *nf * (size_t)nc);
 		if (!nf) {
 			t->oom = true;
@@ -93,6 +93,14 @@ static void tb_row(int c, void *data)
 		}
 		t->rows = nr;
 		t->cap = nc;
+	}
+	if (t->cur.n && t->cur.n < t->cur.cap) {
+		/* to fit: 200k samples rows of 4 fields, not 64 slots each */
+		struct field *nf = realloc(t->cur.f, sizeof *nf * (size_t)t->cur.n);
+		if (nf) {
+			t->cur.f = nf;
+			t->cur.cap = t->cur.n;
+		}
 	}
 	t->cur.idx = t->n;
 	t->rows[t->n++] = t->cur;

@@ -107,5 +107,11 @@ printf '"run_id","task","candidate"\n' > "$out/d/e/f/results.csv"
 "$exe" eval "$out/c" --no-timing --jobs 1 --out "$out/d/e/f" --resume >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] && ok || no "--resume over another version's results.csv: exit $rc, want 2"
 
+# --- TMPDIR: honoured when the candidates' user can reach it, else /tmp, said
+mkdir -p "$out/priv/inner"; chmod 700 "$out/priv"
+err=$(TMPDIR="$out/priv/inner" "$exe" check "$smoke/relu_plain.c" --no-timing 2>&1 >/dev/null); rc=$?
+[ "$rc" -eq 0 ] && case "$err" in *"TMPDIR=$out/priv/inner"*"work folders go to /tmp"*) true ;; *) false ;; esac &&
+	ok || no "TMPDIR out of the candidates' reach: exit $rc, $err"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
