@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cr_cli.h"
 #include "common/cr_status.h"
 #include "common/cr_text.h"
 #include "common/sha256.h"
@@ -56,21 +57,36 @@ struct reader {
 	size_t n, cap;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: crucible merge DIR... --out DIR [--partial]\n"
-		"Joins the outputs of `crucible eval --shard i/n` runs (results.csv, samples.csv,\n"
-		"run.json) into one results.csv, samples.csv and run.json in --out.\n"
-		"Refused (exit 2): shards of different task sets, seeds, options, tool versions\n"
-		"or backends; a candidate (path and source_sha256) with different statuses in two\n"
-		"shards (an identical duplicate is kept once); shards that do not cover 1..n\n"
-		"exactly once, unless --partial. Exit 5 when no shard has a row.\n\n"
-		"  --out DIR     the merged run (created; not one of the inputs)\n"
-		"  --partial     merge the shards given even when some of 1..n are missing\n"
-		"                or given twice (run.json records which)\n"
-		"  -h, --help    this help\n");
-}
+static const char merge_help[] =
+	"usage: crucible merge DIR... --out DIR [--partial] [--no-seen-check]\n"
+	"Joins the outputs of `crucible eval --shard I/N` runs (results.csv, samples.csv,\n"
+	"run.json) into one results.csv, samples.csv and run.json in --out, rows sorted\n"
+	"by candidate; DIR arguments may come in any order.\n"
+	"Refused (exit 2, naming the directories and what differs): shards of different\n"
+	"task sets, seeds, options, tool versions or backends; an unfinished shard;\n"
+	"shards that saw different candidates (run.json \"candidates_seen\", the count\n"
+	"and hash of every candidate found before the split: a folder that changed\n"
+	"between shard starts); a candidate (path and source_sha256) with different\n"
+	"statuses in two shards (an identical duplicate is kept once); shards that do\n"
+	"not cover 1..N exactly once, unless --partial.\n"
+	"\n"
+	"OPTIONS\n"
+	"  --out DIR        the merged run: made with its missing parents and locked\n"
+	"                   for the merge (DIR/.crucible.lock; a second merge into it\n"
+	"                   is refused naming the holder); not one of the shards\n"
+	"  --partial        merge the shards given even when some of 1..N are missing\n"
+	"                   or given twice (run.json says which, and \"complete\": false)\n"
+	"  --no-seen-check  merge shards whose run.json has no \"candidates_seen\"\n"
+	"                   (written by a crucible older than that check): whether\n"
+	"                   they saw the same candidates is then unknown, and\n"
+	"                   run.json says \"candidates_checked\": false\n"
+	"  -h, --help       this page\n";
+
+static const char merge_exit[] =
+	"  0  merged\n"
+	"  2  bad usage, or shards that are not one run (the message says why)\n"
+	"  3  a write failed (standard output included)\n"
+	"  5  no shard has a row (nothing evaluated)\n";
 
 static void free_fields(char **f, int n)
 {
@@ -258,6 +274,113 @@ static int compare_runs(struct shard *s, int ns, json_t *tasks)
 	}
 	return bad ? 2 : 0;
 }
+
+/* The candidates a shard saw: run.json "candidates_seen", the count and a
+ * sha256 over every candidate eval found under its paths before the split
+ * (sorted "<source_sha256> <task>" lines). Shards of one run saw the same
+ * candidates; a folder that changed between two shards' starts gives them
+ * different sets, and each shard then took its share of another set (rows
+ * lost, or evaluated twice). 0 with *count and *sha set; 1 when absent; 2
+ * (printed) when malformed. */
+static int seen_of(const struct shard *s, json_int_t *count, const char **sha)
+{
+	json_t *o = json_object_get(s->run, "candidates_seen");
+	json_t *c = json_object_get(o, "count"), *h = json_object_get(o, "sha256");
+	const char *t = json_string_value(h);
+
+	if (!o)
+		return 1;
+	if (!json_is_object(o) || !json_is_integer(c) || json_integer_value(c) < 0 || !t ||
+	    strlen(t) != 64 || strspn(t, "0123456789abcdef") != 64) {
+		fprintf(stderr, "crucible merge: %s/run.json: \"candidates_seen\" is not "
+			"{\"count\": N, \"sha256\": \"<64 hex digits>\"}\n", s->dir);
+		return 2;
+	}
+	*count = json_integer_value(c);
+	*sha = t;
+	return 0;
+}
+
+/* Exit 2 (printed) unless every shard saw the same candidates; with
+ * unchecked, shards that predate "candidates_seen" pass (said once) and
+ * merged.candidates_checked is false. The refusal groups the shards by the
+ * set they saw, so one odd shard of 500 is easy to find. */
+static int compare_seen(const struct shard *s, int ns, bool unchecked, json_t *merged)
+{
+	json_int_t *cnt = calloc((size_t)ns, sizeof *cnt);
+	const char **sha = calloc((size_t)ns, sizeof *sha);
+	int *grp = calloc((size_t)ns, sizeof *grp), ngrp = 0, absent = 0, bad = 0, rc = 0;
+
+	if (!cnt || !sha || !grp) {
+		fprintf(stderr, "crucible merge: out of memory\n");
+		rc = 3;
+		goto out;
+	}
+	for (int i = 0; i < ns; i++) {
+		int r = seen_of(&s[i], &cnt[i], &sha[i]);
+		if (r == 2)
+			bad = 1;
+		if (r != 1)
+			continue;
+		absent++;
+		if (!unchecked)
+			fprintf(stderr, "crucible merge: %s/run.json has no \"candidates_seen\": the "
+				"shard predates the check that every shard saw the same candidates "
+				"(crucible %s); rerun it with this crucible, or merge with "
+				"--no-seen-check\n", s[i].dir,
+				json_string_value(json_object_get(s[i].run, "version")) ?
+					json_string_value(json_object_get(s[i].run, "version")) : "unknown");
+	}
+	if (bad || (absent && !unchecked)) {
+		rc = 2;
+		goto out;
+	}
+	if (absent)
+		fprintf(stderr, "crucible merge: --no-seen-check: %d of %d shard(s) do not say which "
+			"candidates they saw; not compared\n", absent, ns);
+	json_object_set_new(merged, "candidates_checked", json_boolean(!absent));
+	/* group the shards that say, by (count, sha256) */
+	for (int i = 0; i < ns; i++) {
+		grp[i] = -1;
+		if (!sha[i])
+			continue;
+		for (int k = 0; k < i && grp[i] < 0; k++)
+			if (sha[k] && cnt[k] == cnt[i] && !strcmp(sha[k], sha[i]))
+				grp[i] = grp[k];
+		if (grp[i] < 0)
+			grp[i] = ngrp++;
+	}
+	if (ngrp <= 1)
+		goto out;
+	fprintf(stderr, "crucible merge: the shards saw different candidates (a folder changed "
+		"between shard starts?), %d different sets:\n", ngrp);
+	for (int g = 0; g < ngrp; g++) {
+		int shown = 0, more = 0;
+		for (int i = 0; i < ns; i++) {
+			if (grp[i] != g)
+				continue;
+			if (!shown)
+				fprintf(stderr, "  %lld candidate(s), sha256 %.12s: ", (long long)cnt[i], sha[i]);
+			if (shown < 8)
+				fprintf(stderr, "%s%s (%u/%u)", shown ? ", " : "", s[i].dir, s[i].i, s[i].n);
+			else
+				more++;
+			shown++;
+		}
+		if (more)
+			fprintf(stderr, " and %d more", more);
+		fprintf(stderr, "\n");
+	}
+	fprintf(stderr, "crucible merge: rerun the shards over one unchanging set of candidates "
+		"(copy the folder first when it may change)\n");
+	rc = 2;
+out:
+	free(cnt);
+	free(sha);
+	free(grp);
+	return rc;
+}
+
 
 /* Reads DIR/run.json and its shard. Exit 2 (printed) when it is unusable. */
 static int load_run(struct shard *s)
@@ -545,7 +668,8 @@ static enum cr_status write_run(const char *out, struct shard *s, int ns, json_t
 	static const char *const per_shard[] = {
 		"run_id", "host", "device", "cores", "cpu_governor", "kernel", "compiler",
 		"load_start", "load_end", "sandbox", "gpu_clocks", "clocks_locked", "libcuda",
-		"command", "tasks"
+		"command", "tasks", "slurm", "started", "finished", "interrupted", "machine", "cost",
+		"jobs", "job_timing", "job_cpusets", "gpus", "gpu_models"
 	};
 	char path[PATH_MAX], tmp[PATH_MAX + 64], run_id[64];
 	json_t *j = json_deep_copy(s[0].run), *list = json_array(), *th = json_object();
@@ -579,6 +703,25 @@ static enum cr_status write_run(const char *out, struct shard *s, int ns, json_t
 	json_object_set_new(j, "tasks_sha256", th);
 	json_object_set_new(j, "tasks", json_integer((json_int_t)json_object_size(th)));
 	json_object_set_new(j, "rows", json_integer((json_int_t)n_rows));
+	{
+		/* the merged run spans its shards: the first start, the last end
+		 * (UTC ISO 8601 strings order as text); each shard's own, and its
+		 * Slurm job, are under merged.runs */
+		const char *first = NULL, *last = NULL;
+		char now[32];
+		for (int i = 0; i < ns; i++) {
+			const char *a = json_string_value(json_object_get(s[i].run, "started"));
+			const char *b = json_string_value(json_object_get(s[i].run, "finished"));
+			if (a && (!first || strcmp(a, first) < 0))
+				first = a;
+			if (b && (!last || strcmp(b, last) > 0))
+				last = b;
+		}
+		json_object_set_new(j, "started", first ? json_string(first) : json_null());
+		json_object_set_new(j, "finished", last ? json_string(last) : json_null());
+		cr_utc_now(now);
+		json_object_set_new(merged, "at", json_string(now));
+	}
 	json_object_set_new(merged, "runs", list);
 	json_object_set(j, "merged", merged);
 	partial = json_is_true(json_object_get(merged, "partial"));
@@ -602,48 +745,50 @@ static enum cr_status write_run(const char *out, struct shard *s, int ns, json_t
 
 int cr_cmd_merge(int argc, char **argv)
 {
+	enum { O_NO_SEEN = 256 };
 	static const struct option lo[] = {
 		{ "out", required_argument, 0, 'o' }, { "partial", no_argument, 0, 'p' },
+		{ "no-seen-check", no_argument, 0, O_NO_SEEN },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	const char *out = NULL;
-	bool partial = false;
+	bool partial = false, unchecked = false;
 	struct shard *s = NULL;
 	struct reader r = { 0 };
 	json_t *tasks = json_object(), *merged = json_object(), *cmd = json_array();
 	struct cr_err err;
 	char outreal[PATH_MAX], path[PATH_MAX + 16];
-	int ns = 0, rc = 0, c, ncols = 0, dups = 0;
+	int ns = 0, rc = 0, c, ncols = 0, dups = 0, lock_fd = -1;
 	size_t n_kept = 0;
 
+	cr_err_init(&err);
 	for (int i = 0; i < argc; i++)   /* before getopt permutes argv */
 		json_array_append_new(cmd, json_string(argv[i]));
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = cr_cli_getopt("merge", argc, argv, "h", lo)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'p': partial = true; break;
-		case 'h': usage(stdout); rc = -1; goto out;
-		default:
-			fprintf(stderr, "crucible merge: unknown or incomplete option '%s' "
-				"(see --help)\n", argv[optind - 1]);
-			rc = 2;
+		case O_NO_SEEN: unchecked = true; break;
+		case 'h':
+			fputs(merge_help, stdout);
+			cr_cli_help_tail(stdout, merge_exit, 0);
+			fputs("\nENVIRONMENT\n  none: merge reads only the folders it is given\n", stdout);
+			rc = -1;
 			goto out;
+		default: rc = CR_EXIT_USAGE; goto out; /* said by cr_cli_getopt */
 		}
 	}
 	if (!out || optind >= argc) {
-		fprintf(stderr, "crucible merge: %s\n",
-			!out ? "--out DIR is required" : "no shard directory given");
-		usage(stderr);
-		rc = 2;
+		rc = cr_cli_usage("merge", "%s", !out ? "--out DIR is required"
+				  : "no shard directory given (crucible merge DIR... --out DIR)");
 		goto out;
 	}
-	cr_err_init(&err);
 	while (cr_results_columns[ncols])
 		ncols++;
 	ns = argc - optind;
 	if (!(s = calloc((size_t)ns, sizeof *s))) {
+		cr_cli_error("merge", "out of memory");
 		rc = 3;
 		goto out;
 	}
@@ -652,21 +797,29 @@ int cr_cmd_merge(int argc, char **argv)
 		if ((rc = load_run(&s[i])))
 			goto out;
 	}
-	if (mkdir(out, 0755) && errno != EEXIST) {
-		fprintf(stderr, "crucible merge: cannot create %s: %s\n", out, strerror(errno));
-		rc = 2;
+	/* an --out that exists may not be a shard: said before anything is
+	 * made in it (the lock file would land in the shard) */
+	if (realpath(out, outreal))
+		for (int i = 0; i < ns; i++)
+			if (!strcmp(s[i].real, outreal)) {
+				rc = cr_cli_usage("merge", "--out %s is one of the shards: merge into "
+						  "a new directory", out);
+				goto out;
+			}
+	/* made with its parents, and this merge's alone until it ends */
+	if (cr_out_lock(out, "merge", &lock_fd, &err)) {
+		rc = cr_cli_status("merge", &err);
 		goto out;
 	}
 	if (!realpath(out, outreal)) {
-		fprintf(stderr, "crucible merge: %s: %s\n", out, strerror(errno));
+		cr_cli_error("merge", "%s: %s", out, strerror(errno));
 		rc = 2;
 		goto out;
 	}
 	for (int i = 0; i < ns; i++)
 		if (!strcmp(s[i].real, outreal)) {
-			fprintf(stderr, "crucible merge: --out %s is one of the shards: merge into "
-				"a new directory\n", out);
-			rc = 2;
+			rc = cr_cli_usage("merge", "--out %s is one of the shards: merge into "
+					  "a new directory", out);
 			goto out;
 		}
 	/* shard order, not argument order: the same merge whatever the order given */
@@ -676,7 +829,13 @@ int cr_cmd_merge(int argc, char **argv)
 			s[k] = s[k - 1];
 			s[k - 1] = t;
 		}
-	if ((rc = compare_runs(s, ns, tasks)) || (rc = coverage(s, ns, partial, merged)))
+	rc = compare_runs(s, ns, tasks);
+	{
+		int rs = compare_seen(s, ns, unchecked, merged);
+		if (!rc)
+			rc = rs;
+	}
+	if (rc || (rc = coverage(s, ns, partial, merged)))
 		goto out;
 	for (int i = 0; i < ns; i++) {
 		size_t before = r.n;
@@ -724,5 +883,6 @@ out:
 	json_decref(tasks);
 	json_decref(cmd);
 	json_decref(merged);
+	cr_out_unlock(lock_fd);
 	return rc < 0 ? 0 : rc;
 }

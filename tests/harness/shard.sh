@@ -179,6 +179,81 @@ else
 	bad "--resume of shard 3/3: exit $rc: $(tail -2 "$out/s3resume.err")"
 fi
 
+# a folder that changed between shard starts: the shards saw different
+# candidates (run.json candidates_seen) and merge refuses them, naming the
+# shards and their counts (before, it merged "complete" with rows missing)
+mkdir -p "$out/chg"
+for c in relu_plain relu_fast gelu_plain gelu_fast rowsum_fast layernorm_plain; do
+	cp "$smoke/$c".* "$out/chg/"
+done
+cargs=(--no-timing --quick --timeout 2 --seed 7)
+"$exe" eval "$out/chg" "${cargs[@]}" --shard 1/2 --out "$out/c1" >/dev/null 2>&1 || bad "changed folder: shard 1/2 failed"
+# two of shard 2's candidates vanish before shard 2 starts: nobody evaluates them
+gone=()
+for f in "$out/chg"/*.c; do
+	grep -qF "$(basename "$f")" "$out/c1/results.csv" || gone+=("$f")
+done
+[ ${#gone[@]} -ge 1 ] || bad "changed folder: shard 2/2 got none of the 6 (no candidate to remove)"
+gone=("${gone[@]:0:2}")
+for f in "${gone[@]}"; do rm "$f" "${f%.c}.json"; done
+left=$((6 - ${#gone[@]}))
+"$exe" eval "$out/chg" "${cargs[@]}" --shard 2/2 --out "$out/c2" >/dev/null 2>&1 || bad "changed folder: shard 2/2 failed"
+rc=0
+"$exe" merge "$out/c1" "$out/c2" --out "$out/m-chg" >/dev/null 2>"$out/m-chg.err" || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "saw different candidates" "$out/m-chg.err" &&
+   grep -q "6 candidate(s), sha256 [0-9a-f]\{12\}: $out/c1 (1/2)" "$out/m-chg.err" &&
+   grep -q "$left candidate(s), sha256 [0-9a-f]\{12\}: $out/c2 (2/2)" "$out/m-chg.err" &&
+   [ ! -e "$out/m-chg/results.csv" ]; then
+	ok "shards of a folder that changed between their starts are refused (exit 2): $(sed -n 2,3p "$out/m-chg.err" | tr -s ' \n' ' ')"
+else
+	bad "merge of a changed folder's shards: exit $rc: $(cat "$out/m-chg.err")"
+fi
+# the same shards merged with the check gone (as a crucible before it did):
+# "complete", with rows of the 6 candidates lost -- what the check prevents
+for d in c1 c2; do
+	cp -r "$out/$d" "$out/$d-old"
+	sed -i '/^  "candidates_seen": {/,/^  },/d' "$out/$d-old/run.json"
+done
+rc=0
+"$exe" merge "$out/c1-old" "$out/c2-old" --out "$out/m-old" >/dev/null 2>"$out/m-old.err" || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "c1-old/run.json has no \"candidates_seen\": the shard predates the check" "$out/m-old.err" &&
+   grep -q -- "--no-seen-check" "$out/m-old.err"; then
+	ok "shards without candidates_seen are refused (exit 2), naming --no-seen-check"
+else
+	bad "merge of shards without candidates_seen: exit $rc: $(cat "$out/m-old.err")"
+fi
+rc=0
+"$exe" merge "$out/c1-old" "$out/c2-old" --no-seen-check --out "$out/m-old" >/dev/null 2>"$out/m-old.err" || rc=$?
+if [ "$rc" -eq 0 ] && grep -q '"candidates_checked": false' "$out/m-old/run.json" &&
+   grep -q '"complete": true' "$out/m-old/run.json" && [ "$(rows "$out/m-old/results.csv")" -eq $((6 - ${#gone[@]})) ]; then
+	ok "--no-seen-check merges them \"complete\" with $(rows "$out/m-old/results.csv") rows of 6 candidates (the unchecked merge loses rows), candidates_checked false"
+else
+	bad "merge --no-seen-check: exit $rc: $(cat "$out/m-old.err")"
+fi
+grep -q '"candidates_checked": true' "$out/merged/run.json" &&
+	ok "a checked merge says candidates_checked true" || bad "merged run.json lacks candidates_checked true"
+# a malformed candidates_seen is bad input, named
+cp -r "$out/s1" "$out/s1bad"
+sed -i 's/^\(    "sha256": "\)[0-9a-f]*"/\1nothex"/' "$out/s1bad/run.json"
+rc=0
+"$exe" merge "$out/s1bad" "$out/s2" "$out/s3" --out "$out/m-bad" >/dev/null 2>"$out/m-bad.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "s1bad/run.json: \"candidates_seen\" is not" "$out/m-bad.err" &&
+	ok "a malformed candidates_seen: exit 2 naming the file" || bad "malformed candidates_seen: exit $rc: $(cat "$out/m-bad.err")"
+# --out made with its parents and locked: a merge into a folder another holds is refused
+mkdir -p "$out/m-lock"
+exec 9>"$out/m-lock/.crucible.lock"   # held here, as by another process
+echo "crucible eval, pid 1 on elsewhere, since then" >&9
+flock 9
+rc=0
+"$exe" merge "$out/s1" "$out/s2" "$out/s3" --out "$out/m-lock" >/dev/null 2>"$out/m-lock.err" || rc=$?
+exec 9>&-
+[ "$rc" -eq 2 ] && grep -q "m-lock is in use by crucible eval, pid 1 on elsewhere" "$out/m-lock.err" &&
+	ok "merge into a locked --out: exit 2 naming the holder" || bad "merge into a locked --out: exit $rc: $(cat "$out/m-lock.err")"
+rc=0
+"$exe" merge "$out/s1" "$out/s2" "$out/s3" --out "$out/deep/er/merged" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && [ -s "$out/deep/er/merged/results.csv" ] &&
+	ok "merge --out a/b/c: made with its parents" || bad "merge --out with missing parents: exit $rc"
+
 # the Slurm script: the array body for every index, then its merge step
 slurm="$src/scripts/slurm-eval.sh"
 for id in 0 1 2; do
@@ -192,6 +267,16 @@ if [ "$rc" -eq 0 ] && diff <(pairs "$out/full/results.csv") <(pairs "$out/slurm/
 else
 	bad "slurm-eval.sh merge exit $rc: $(tail -3 "$out/slurm-merge.err")"
 fi
+# the Slurm ids the job had reach each shard's run.json, and the merged one
+# lists them per shard (the script sets none of them)
+if grep -q '"array_task_id": "1"' "$out/slurm/shard-1/run.json" &&
+   grep -q '^end exit=0' "$out/slurm/slurm-eval/status/shard-1" 2>/dev/null; then
+	ok "slurm-eval.sh shard: SLURM_ARRAY_TASK_ID in run.json, the exit status recorded"
+else
+	bad "slurm shard 1: run.json slurm $(grep -A4 '"slurm"' "$out/slurm/shard-1/run.json" | tr -d '\n') status $(cat "$out/slurm/slurm-eval/status/shard-1" 2>&1)"
+fi
+grep -q '"array_task_id": "2"' "$out/slurm/merged/run.json" &&
+	ok "the merged run.json lists each shard's Slurm ids" || bad "merged run.json lacks the shards' Slurm ids"
 rc=0
 SLURM_ARRAY_TASK_ID=3 "$slurm" shard -n 3 -o "$out/slurm" -c "$exe" -- "${args[@]}" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] && ok "slurm-eval.sh shard with index 3 of 3: exit 2" || bad "slurm index 3 of 3: exit $rc"
