@@ -102,9 +102,9 @@ state="$out/slurm-eval"
 
 # ---- settings kept in OUT/slurm-eval/ by submit, read by the later modes ----
 # one file per setting, read as data (never sourced); EVAL_ARGS NUL-separated
-saved() { [ -f "$state/$1" ] && cat "$state/$1"; }
 case "$mode" in
 status | resubmit-failed | merge-only | merge)
+	[ -d "$out" ] || die "$out: no such folder"
 	if [ -d "$state" ]; then
 		for k in n exe sb_both sb_shard sb_merge throttle partial tmpdir; do
 			case "$given" in *" $k "*) continue ;; esac
@@ -118,7 +118,7 @@ status | resubmit-failed | merge-only | merge)
 esac
 
 [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 10000 ] ||
-	die "-n: '$n' is not a shard count in 1..10000${n:+}$([ -z "$n" ] && echo " (give -n N; $state has no setting)")"
+	die "-n: '$n' is not a shard count in 1..10000$([ -n "$n" ] || echo " (give -n N: $state holds no settings)")"
 [ -z "$throttle" ] || [[ "$throttle" =~ ^[1-9][0-9]*$ ]] || die "--throttle: '$throttle' is not a positive count"
 [[ "$offset" =~ ^[0-9]+$ ]] || die "--offset: '$offset' is not a count"
 
