@@ -403,7 +403,8 @@ static void write_run_json(const char *dir, const char *run_id, const struct eva
 		struct cr_err e;
 
 		cr_err_init(&e);
-		if (cr_json_write(j, path, tmp, JSON_INDENT(2) | JSON_SORT_KEYS, &e))
+		/* 12 significant digits: 0.3, not 0.29999999999999999 */
+		if (cr_json_write(j, path, tmp, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12), &e))
 			fprintf(stderr, "crucible eval: %s\n", e.msg);
 	}
 	json_decref(j);
@@ -455,7 +456,7 @@ static int resume_check(struct eval_opts *o)
 	if (json_is_boolean(v) && json_is_true(v) != o->quick)
 		DIFF(" --quick %s (was %s);", o->quick ? "on" : "off", json_is_true(v) ? "on" : "off");
 	v = json_object_get(j, "time_cap_s");
-	if (json_is_number(v) && fabs(json_number_value(v) - o->time_cap) > 1e-9)
+	if (json_is_number(v) && fabs(json_number_value(v) - o->time_cap) > 1e-9 * fmax(1, o->time_cap))
 		DIFF(" --time-cap %g (was %g);", o->time_cap, json_number_value(v));
 	v = json_object_get(j, "shard");
 	if (strcmp(json_is_string(v) ? json_string_value(v) : "", o->shard_str))
@@ -1776,10 +1777,12 @@ int cr_cmd_eval(int argc, char **argv)
 			continue;
 		}
 		if (cr_meta_read(cand, &m, &err)) {
+			eval_progress_clear(&prog);
 			fprintf(stderr, "crucible eval: %s\n", err.msg);
 			cr_err_init(&err);
 			memset(&m, 0, sizeof m);
 		} else if (m.bad[0]) {
+			eval_progress_clear(&prog);
 			fprintf(stderr, "crucible eval: %s\n", m.bad);
 		}
 		/* the file is read, hashed and parsed once; that travels on */
@@ -1791,6 +1794,7 @@ int cr_cmd_eval(int argc, char **argv)
 		}
 		if (o.resume && n_keys && in_results(cand, &cf, keys, n_keys)) {
 			char sb[1024];
+			eval_progress_clear(&prog);
 			fprintf(stderr, "[%d/%d] %s: already in results.csv, skipped (--resume)\n",
 				i + 1, cs.n, safe(cand, sb, sizeof sb));
 			resumed++;

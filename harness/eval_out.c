@@ -21,6 +21,8 @@
 
 /* ---- sorting the rows ---- */
 
+enum { EVAL_SORT_MAX_RESULTS = 1 << 30, EVAL_SORT_MAX_SAMPLES = 256 << 20 };
+
 struct field {
 	char *s;
 	size_t len;
@@ -238,6 +240,23 @@ enum cr_status eval_out_sort(const char *results, const char *samples, struct cr
 	const char **order = NULL;
 	size_t n_order = 0;
 
+	{
+		/* the sort holds a file in memory (about 8 times its size for
+		 * samples.csv): past these sizes the rows stay in the order they
+		 * finished, said once */
+		struct stat sb;
+
+		if (!stat(results, &sb) && sb.st_size > EVAL_SORT_MAX_RESULTS) {
+			fprintf(stderr, "crucible eval: %s is over %d MB: its rows are left in the order "
+				"they finished (not sorted)\n", results, EVAL_SORT_MAX_RESULTS >> 20);
+			return CR_OK;
+		}
+		if (samples && !stat(samples, &sb) && sb.st_size > EVAL_SORT_MAX_SAMPLES) {
+			fprintf(stderr, "crucible eval: %s is over %d MB: its rows are left in the order "
+				"they finished (not sorted)\n", samples, EVAL_SORT_MAX_SAMPLES >> 20);
+			samples = NULL;
+		}
+	}
 	if ((s = tb_read(results, &rt, &missing, err)) || missing)
 		return s;
 	if (rt.n < 2) {
@@ -365,8 +384,8 @@ static void on_stop(int sig)
 		return;
 	}
 	stop_sig = sig;
-	static const char msg[] = "\ncrucible eval: stopping: the candidates in flight are dropped, "
-				  "the finished rows kept (again to stop at once)\n";
+	static const char msg[] = "\ncrucible eval: stopping: no candidate starts now, the finished rows are kept "
+				  "(again to stop at once)\n";
 	if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
 }
 

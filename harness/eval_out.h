@@ -13,6 +13,8 @@
 
 #include "common/cr_status.h"
 
+/* Files over 1 GB (results) or 256 MB (samples) are left unsorted, said on
+ * stderr (the sort holds the file in memory). */
 /* Rewrites results (and samples, when not NULL and present) with the rows
  * sorted: results by (task, candidate) in natural order (L1/2 before L1/10),
  * samples by candidate in that same order, each candidate's samples in
