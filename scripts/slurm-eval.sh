@@ -219,7 +219,7 @@ show() { [ -z "$dry" ] || sed '$d' <<<"$1"; }
 # tasks, then the merge job after them. EVAL_ARGS are "$@".
 submit_shards() { # "INDICES" then EVAL_ARGS...
 	local idx="$1"; shift
-	local self ids=() chunk off list r s sbq merge_dep deps="" prev="" what
+	local self ids=() chunk off list r s sbq merge_dep deps="" prev="" what abs
 	self="$(realpath "$0")"
 	array_limit
 	for off in $(seq 0 "$maxarr" $((n - 1))); do
@@ -229,6 +229,8 @@ submit_shards() { # "INDICES" then EVAL_ARGS...
 		done
 		[ ${#list[@]} -gt 0 ] || continue
 		chunk="$(ranges "${list[@]}")${throttle:+%$throttle}"
+		# shellcheck disable=SC2046  # one index a word
+		abs=$(ranges $(for s in "${list[@]}"; do echo $((s + off)); done))
 		sbq=()
 		# a throttle holds across arrays too: each waits for the one before
 		[ -z "$throttle" ] || [ -z "$prev" ] || sbq+=(--dependency=afterany:"$prev")
@@ -237,14 +239,15 @@ submit_shards() { # "INDICES" then EVAL_ARGS...
 		r=$(run_sbatch --parsable $sb_both $sb_shard --job-name=crucible-eval "${sbq[@]}" \
 			--array="$chunk" --output="$state/logs/shard-%A_%a.out" \
 			"$self" shard -n "$n" -o "$out" -c "$exe" --offset "$off" \
-			${tmpdir:+--tmpdir "$tmpdir"} -- "$@")
+			${tmpdir:+--tmpdir "$tmpdir"} -- "$@") ||
+			fail "no array job for shards $abs${ids[*]:+; submitted already: array job(s) ${ids[*]} (scancel them, or resubmit-failed once fixed)}"
 		show "$r"
 		prev=$(jobid_of "$r")
 		ids+=("$prev")
-		# shellcheck disable=SC2046  # one index a word
-		what+="${what:+, }array job $prev (shards $(ranges $(for s in "${list[@]}"; do echo $((s + off)); done)) of 0..$((n - 1)))"
+		what+="${what:+, }array job $prev (shards $abs of 0..$((n - 1)))"
 		deps+=":$prev"
 	done
+	deps_said="${ids[*]}"
 	if [ -n "$partial" ]; then
 		merge_dep=(--dependency=afterany"$deps")
 	else
@@ -257,14 +260,15 @@ submit_shards() { # "INDICES" then EVAL_ARGS...
 	echo "${what}; merge job $mid -> $out/merged${dry:+ (dry run: nothing submitted)}"
 }
 
-mid=""
+mid=""; deps_said=""
 submit_merge() { # DEPENDENCY OPTIONS...
 	local self r
 	self="$(realpath "$0")"
 	n_sub=$((n_sub + 1))   # counted here: run_sbatch runs in a subshell
 	# shellcheck disable=SC2086
 	r=$(run_sbatch --parsable $sb_both $sb_merge --job-name=crucible-merge "$@" \
-		--output="$state/logs/merge-%j.out" "$self" merge -n "$n" -o "$out" -c "$exe" $partial)
+		--output="$state/logs/merge-%j.out" "$self" merge -n "$n" -o "$out" -c "$exe" $partial) ||
+		fail "no merge job${deps_said:+ after array job(s) $deps_said}: submit it with 'scripts/slurm-eval.sh merge-only -o $out' once fixed"
 	show "$r"
 	mid=$(jobid_of "$r")
 }

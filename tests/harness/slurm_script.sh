@@ -29,6 +29,10 @@ cat > "$out/bin/sbatch" <<'EOF'
 #!/usr/bin/env bash
 log="$SLURM_FAKE_LOG"
 n=$(( $(cat "$log" 2>/dev/null | wc -l) + 1 ))
+if [ "$n" = "${SLURM_FAKE_FAIL_AT:-0}" ]; then
+	echo "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy" >&2
+	exit 1
+fi
 printf '%q ' "$@" >> "$log"; echo >> "$log"
 echo "$((1000 + n));cluster0"
 EOF
@@ -152,6 +156,17 @@ reset
 "$slurm" submit -n 2 -o "$out/part2" -c "$fake" -p -- x --seed 1 >/dev/null 2>&1
 has "-p: merge afterany" "$(line 2)" "--dependency=afterany:1001 "
 has "-p: merge --partial" "$(line 2)" " merge -n 2 -o $out/part2 -c $fake --partial"
+
+# ---- sbatch refusing: exit 3, saying what was submitted already ----
+reset
+o=$(SLURM_FAKE_FAIL_AT=2 "$slurm" submit -n 8 -o "$out/sbf1" -c "$fake" --max-array-size 4 -- x --seed 1 2>&1); rc=$?
+code "sbatch refuses the second array" "$rc" 3
+has "... sbatch's own error shown" "$o" "Job violates accounting/QOS policy"
+has "... names the shards and the array already in" "$o" "no array job for shards 4-7; submitted already: array job(s) 1001"
+reset
+o=$(SLURM_FAKE_FAIL_AT=2 "$slurm" submit -n 3 -o "$out/sbf2" -c "$fake" -- x --seed 1 2>&1); rc=$?
+code "sbatch refuses the merge job" "$rc" 3
+has "... says to use merge-only" "$o" "no merge job after array job(s) 1001: submit it with 'scripts/slurm-eval.sh merge-only -o $out/sbf2'"
 
 # ---- the shard step: index, offset, TMPDIR, Slurm ids untouched ----
 rc=0
