@@ -302,6 +302,15 @@ shard_state() {
 	*) [ -d "$out/shard-$i" ] && echo started || echo none ;;
 	esac
 }
+# the log of shard I's last start (its start line names the array job and index)
+shard_log() {
+	local a
+	a=$(grep '^start ' "$state/status/shard-$1" 2>/dev/null | tail -n 1 | sed -n 's/.* array=\([^ ]*\).*/\1/p')
+	case "$a" in
+	"" | none_*) echo "$state/status/shard-$1" ;;
+	*) echo "$state/logs/shard-$a.out" ;;
+	esac
+}
 # true when a running eval holds OUT/shard-I (its flock); needs flock(1)
 shard_locked() {
 	local l="$out/shard-$1/.crucible.lock"
@@ -342,8 +351,9 @@ status | resubmit-failed)
 		todo+=("$i")
 		[ "$mode" = resubmit-failed ] && continue
 		case "$s" in
-		failed:*) echo "shard-$i: failed, exit ${s#failed:} (log: $state/logs/shard-*_*.out; $state/status/shard-$i)" ;;
-		started) echo "shard-$i: started, not finished (killed, timed out, preempted, or still running)" ;;
+		failed:0) echo "shard-$i: exited 0, but $out/shard-$i/run.json does not say \"complete\": true (log: $(shard_log "$i"))" ;;
+		failed:*) echo "shard-$i: failed, exit ${s#failed:} (log: $(shard_log "$i"))" ;;
+		started) echo "shard-$i: started, not finished (killed, timed out, preempted, or still running; log: $(shard_log "$i"))" ;;
 		none) echo "shard-$i: not started" ;;
 		esac
 	done

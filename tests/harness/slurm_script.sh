@@ -227,7 +227,8 @@ o=$("$slurm" status -o "$out/r2" 2>&1); rc=$?
 code "status with unfinished shards" "$rc" 1
 has "status: shard 2 killed" "$o" "shard-2: started, not finished"
 has "status: shard 4 not started" "$o" "shard-4: not started"
-has "status: shard 5 failed" "$o" "shard-5: failed, exit 3"
+has "status: shard 5 failed" "$o" "shard-5: failed, exit 3 (log: $out/r2/slurm-eval/logs/shard-1001_5.out)"
+has "status: shard 2 log" "$o" "log: $out/r2/slurm-eval/logs/shard-1001_2.out"
 has "status: the count" "$o" "3 of 6 shard(s) done"
 reset
 o=$("$slurm" resubmit-failed -o "$out/r2" 2>&1); rc=$?
