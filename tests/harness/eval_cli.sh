@@ -81,8 +81,9 @@ grep -q '"complete": false' "$out/busy/run.json" && grep -q '"interrupted": "SIG
 kept=$(($(wc -l < "$out/busy/results.csv") - 1))
 [ "$kept" -ge 2 ] && ok || no "interrupted: only $kept rows kept"
 sleep 0.5
-left=$(pgrep -P "$pid" 2>/dev/null | wc -l)
-[ "$left" -eq 0 ] && ok || no "interrupted: $left child process(es) left"
+# a job is a fork of eval: the same command line
+left=$(pgrep -f -- "--out $out/busy\b" 2>/dev/null | wc -l)
+[ "$left" -eq 0 ] && ok || no "interrupted: $left process(es) of the run left"
 # ... and --resume completes it: every candidate once, rows sorted
 "$exe" eval "$smoke" --no-timing --jobs 2 --out "$out/busy" --resume >/dev/null 2>"$out/resume.err"; rc=$?
 [ "$rc" -eq 0 ] && ok || no "--resume after SIGINT exited $rc: $(tail -3 "$out/resume.err")"
@@ -93,6 +94,23 @@ keys=$(tail -n +2 "$out/busy/results.csv" | cut -d, -f2,3)
 [ "$keys" = "$(printf '%s\n' "$keys" | LC_ALL=C sort -t, -k1,1V -k2,2V)" ] && ok ||
 	no "rows not sorted by (task, candidate)"
 grep -q "already in results.csv" "$out/resume.err" && ok || no "--resume: the closing line does not count the rows found"
+
+# --- the same under --jobs 2: the jobs in flight killed and reaped
+"$exe" eval "$smoke" --no-timing --jobs 2 --out "$out/busy2" >/dev/null 2>"$out/busy2.err" &
+pid=$!
+for _ in $(seq 1 600); do
+	[ -f "$out/busy2/results.csv" ] && [ "$(wc -l < "$out/busy2/results.csv")" -ge 3 ] && break
+	sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+[ "$rc" -eq 143 ] && grep -q "interrupted after" "$out/busy2.err" && ok ||
+	no "--jobs 2 stopped by SIGTERM: exit $rc (want 143): $(tail -3 "$out/busy2.err")"
+sleep 0.5
+left=$(pgrep -f -- "--out $out/busy2" 2>/dev/null | wc -l)
+[ "$left" -eq 0 ] && ok || no "--jobs 2 interrupted: $left job(s) left"
+"$exe" eval "$out/c/relu_plain.c" --no-timing --jobs 1 --out "$out/busy2" >/dev/null 2>&1 && ok ||
+	no "the --out of a stopped run is still locked"
 
 # --- --resume over an unreadable results.csv: kept aside, said, a fresh start
 head -c 2000 /dev/urandom > "$out/d/e/f/results.csv"
