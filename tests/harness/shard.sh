@@ -298,5 +298,90 @@ else
 	bad "slurm-eval.sh submit asked sbatch: $(cat "$out/sbatch.log")"
 fi
 
+# a whole recovery through a Slurm that runs each job at once (a fake sbatch:
+# array tasks one by one, afterok/afterany honoured, a job whose afterok
+# failed cancelled under --kill-on-invalid-dep=yes, else left pending):
+# shard 2/3 fails, the merge job is cancelled, status names the shard,
+# resubmit-failed reruns that shard alone, and its merge equals the single run
+mkdir -p "$out/fakeslurm/jobs"
+cat > "$out/fakeslurm/sbatch" <<'FAKE'
+#!/usr/bin/env bash
+d="$FAKESLURM_DIR"; n=$(( $(ls "$d/jobs" | wc -l) + 2001 ))
+array=""; dep=""; kill=no; output=""
+while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+	case "$1" in
+	--array=*) array="${1#--array=}"; array="${array%\%*}" ;;
+	--dependency=*) dep="${1#--dependency=}" ;;
+	--kill-on-invalid-dep=yes) kill=yes ;;
+	--output=*) output="${1#--output=}" ;;
+	esac
+	shift
+done
+echo "$n $array $dep" >> "$d/log"
+if [ -n "$dep" ]; then
+	kind="${dep%%:*}"; ids="${dep#*:}"
+	for j in ${ids//:/ }; do
+		if [ "$kind" = afterok ] && [ "$(cat "$d/jobs/$j")" != ok ]; then
+			[ "$kill" = yes ] && echo cancelled > "$d/jobs/$n" || echo pending > "$d/jobs/$n"
+			echo "$n"; exit 0
+		fi
+	done
+fi
+st=ok
+if [ -n "$array" ]; then
+	for r in ${array//,/ }; do
+		for ((t = ${r%-*}; t <= ${r#*-}; t++)); do
+			o="${output//%A/$n}"; o="${o//%a/$t}"
+			SLURM_JOB_ID=$((n * 100 + t)) SLURM_ARRAY_JOB_ID=$n SLURM_ARRAY_TASK_ID=$t "$@" > "$o" 2>&1 || st=failed
+		done
+	done
+else
+	SLURM_JOB_ID=$n "$@" > "${output//%j/$n}" 2>&1 || st=failed
+fi
+echo "$st" > "$d/jobs/$n"
+echo "$n"
+FAKE
+# a crucible whose shard 2/3 is stopped after 2 s (SIGTERM, as a time limit
+# does) and exits 3, while $out/fail-2of3 exists
+cat > "$out/fakeslurm/crucible" <<FAKE
+#!/usr/bin/env bash
+case " \$* " in *" --shard 2/3 "*) [ -e "$out/fail-2of3" ] && { timeout -s TERM 2 "$exe" "\$@"; echo "injected failure" >&2; exit 3; } ;; esac
+exec "$exe" "\$@"
+FAKE
+chmod +x "$out/fakeslurm/sbatch" "$out/fakeslurm/crucible"
+touch "$out/fail-2of3"
+export FAKESLURM_DIR="$out/fakeslurm"
+rc=0
+PATH="$out/fakeslurm:$PATH" "$slurm" submit -n 3 -o "$out/rec" -c "$out/fakeslurm/crucible" -- "${args[@]}" \
+	>"$out/rec.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && [ "$(cat "$out/fakeslurm/jobs/2001")" = failed ] &&
+   [ "$(cat "$out/fakeslurm/jobs/2002")" = cancelled ] && [ ! -e "$out/rec/merged" ]; then
+	ok "recovery: shard 2/3 failed, the merge job was cancelled (kill-on-invalid-dep), not left pending"
+else
+	bad "recovery submit: exit $rc: $(cat "$out/rec.out"); jobs: $(grep . "$out/fakeslurm/jobs"/* | tr '\n' ' ')"
+fi
+rc=0
+st=$(PATH="$out/fakeslurm:$PATH" "$slurm" status -o "$out/rec" 2>&1) || rc=$?
+if [ "$rc" -eq 1 ] && [[ $st == *"shard-1: failed, exit 3 (log: $out/rec/slurm-eval/logs/shard-2001_1.out)"* ]] &&
+   grep -q "injected failure" "$out/rec/slurm-eval/logs/shard-2001_1.out" && [[ $st == *"2 of 3 shard(s) done"* ]]; then
+	ok "recovery: status names the failed shard, its exit and its log"
+else
+	bad "recovery status: exit $rc: $st"
+fi
+rm "$out/fail-2of3"
+rc=0
+PATH="$out/fakeslurm:$PATH" "$slurm" resubmit-failed -o "$out/rec" >"$out/rec2.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^2003 1 $" "$out/fakeslurm/log" && grep -q "^2004  afterok:2003$" "$out/fakeslurm/log" &&
+   [ "$(cat "$out/fakeslurm/jobs/2004")" = ok ] &&
+   diff <(pairs "$out/full/results.csv") <(pairs "$out/rec/merged/results.csv") >/dev/null; then
+	grep -q '"--resume"' "$out/rec/shard-1/run.json" && ok "recovery: the rerun shard resumed its folder" ||
+		bad "recovery: the rerun shard did not --resume"
+	ok "recovery: resubmit-failed reran shard 2/3 alone, and its merge job gave the single run's $total verdicts"
+else
+	bad "recovery resubmit-failed: exit $rc: $(cat "$out/rec2.out"); sbatch: $(tr '\n' ';' < "$out/fakeslurm/log")"
+fi
+grep -q '"array_job_id": "2003"' "$out/rec/merged/run.json" && grep -q '"array_job_id": "2001"' "$out/rec/merged/run.json" &&
+	ok "recovery: the merged run.json names both arrays' Slurm ids" || bad "recovery: merged run.json lacks the Slurm ids"
+
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
