@@ -1356,7 +1356,7 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 			goto out;
 		(*done)++;
 		if (prog)
-			eval_progress_finished(prog, 0, fs[i].path, (int)rs[i].status);
+			eval_progress_clear(prog);   /* the row goes where the line was */
 		want = meta.expect_compile[0] ? meta.expect_compile : "";
 		bad = o->check_expect && want[0] && strcmp(want, check_verdict_name(rs[i].status));
 		*unexpected += bad;
@@ -1368,6 +1368,10 @@ static enum cr_status eval_cuda_compile(struct cands *cs, const struct eval_opts
 		       bad ? "  <-- UNEXPECTED" : "");
 		if (bad)
 			printf("%-22s   expected compile status %s\n", "", want);
+		if (prog) {
+			fflush(stdout);
+			eval_progress_finished(prog, 0, fs[i].path, (int)rs[i].status);
+		}
 	}
 	fflush(stdout);
 out:
