@@ -67,6 +67,9 @@ for _ in $(seq 1 600); do
 	[ -f "$out/busy/results.csv" ] && [ "$(wc -l < "$out/busy/results.csv")" -ge 3 ] && break
 	sleep 0.1
 done
+# run.json is there from the start, saying the run is not finished
+grep -q '"finished": null' "$out/busy/run.json" && grep -q '"complete": false' "$out/busy/run.json" && ok ||
+	no "run.json during the run: not finished:null, complete:false"
 err=$("$exe" eval "$out/c/relu_plain.c" --no-timing --out "$out/busy" 2>&1 >/dev/null); rc=$?
 [ "$rc" -eq 2 ] && case "$err" in *"in use by crucible eval, pid $pid "*) true ;; *) false ;; esac && ok ||
 	no "a second eval into a busy --out: exit $rc, $err"
