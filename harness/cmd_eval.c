@@ -1504,6 +1504,14 @@ static enum cr_status emit_row(struct eval_emit *x, const char *cand, const stru
 	return CR_OK;
 }
 
+/* --jobs: the progress line's clock while the jobs work. */
+static void progress_tick(void *ctx)
+{
+	struct eval_emit *x = ctx;
+
+	eval_progress_tick(x->prog, eval_jobs_in_flight(x->pool));
+}
+
 /* --jobs: what a job process works from (its own copy, by fork). */
 struct eval_job_in {
 	struct cands *cs;
@@ -1761,6 +1769,8 @@ int cr_cmd_eval(int argc, char **argv)
 	emit = (struct eval_emit){ .o = &o, .run_id = run_id, .device = device, .res = res,
 				   .samples = samples, .cs = &cs, .done = done, .unexpected = unexpected,
 				   .prog = &prog, .pool = pool };
+	if (pool)
+		eval_jobs_on_tick(pool, progress_tick, &emit);
 	if (backend == CR_BACKEND_CPU || o.cuda)
 		prog.n = count_todo(&cs, o.cuda, filter, n_filter, o.resume ? keys : NULL,
 				    o.resume ? n_keys : 0);

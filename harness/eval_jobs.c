@@ -62,6 +62,8 @@ struct eval_jobs {
 	eval_job_fn fn;
 	void *fctx;
 	volatile sig_atomic_t *stop; /* set: the run is stopping (SIGINT, SIGTERM) */
+	void (*tick)(void *);      /* called about once a second while waiting */
+	void *tick_ctx;
 	bool stopped;             /* ... and a wait saw it */
 };
 
@@ -450,7 +452,9 @@ static enum cr_status wait_one(struct eval_jobs *p, eval_job_done_fn done, void 
 		}
 		/* a bounded wait: a signal between the check above and poll is seen
 		 * within half a second */
-		int r = poll(pf, (nfds_t)n, p->stop ? 500 : -1), finished = 0;
+		int r = poll(pf, (nfds_t)n, p->stop || p->tick ? 500 : -1), finished = 0;
+		if (r == 0 && p->tick)
+			p->tick(p->tick_ctx);
 		if (r < 0 && errno == EINTR) {
 			if (p->stop && *p->stop) {
 				p->stopped = true;
@@ -564,4 +568,10 @@ void eval_jobs_stop_on(struct eval_jobs *p, volatile sig_atomic_t *flag)
 bool eval_jobs_stopped(const struct eval_jobs *p)
 {
 	return p && (p->stopped || (p->stop && *p->stop));
+}
+
+void eval_jobs_on_tick(struct eval_jobs *p, void (*fn)(void *), void *ctx)
+{
+	p->tick = fn;
+	p->tick_ctx = ctx;
 }

@@ -92,6 +92,9 @@ enum cr_status eval_jobs_drain(struct eval_jobs *p, eval_job_done_fn done, void 
  * (eval_jobs_close kills and reaps them). */
 void eval_jobs_stop_on(struct eval_jobs *p, volatile sig_atomic_t *flag);
 bool eval_jobs_stopped(const struct eval_jobs *p);
+/* fn(ctx) about twice a second while the pool waits for a job (a progress
+ * line's clock). */
+void eval_jobs_on_tick(struct eval_jobs *p, void (*fn)(void *), void *ctx);
 /* A descriptor the jobs close as they start (eval's --out lock), so the
  * lock ends with the run, not with the last job. -1: none. */
 void eval_jobs_private_fd(int fd);

@@ -563,3 +563,16 @@ bool eval_out_unreadable(const char *path)
 	fclose(f);
 	return bad;
 }
+
+void eval_progress_tick(struct eval_progress *p, int running)
+{
+	char h[160];
+	int64_t now = cr_now_ns();
+
+	if (!p->tty || !p->drawn || now - p->last_tick < 1000000000)
+		return;
+	p->last_tick = now;
+	head(p, running, h, sizeof h);
+	fprintf(stderr, "\r\033[K%s", h);
+	fflush(stderr);
+}

@@ -59,12 +59,16 @@ struct eval_progress {
 	bool drawn;       /* a redrawn line is on the terminal */
 	int64_t t0;       /* cr_now_ns() at the start */
 	int counts[16];   /* finished candidates by verdict (enum check_verdict) */
+	int64_t last_tick; /* eval_progress_tick: the last redraw */
 };
 void eval_progress_start(struct eval_progress *p, int n);
 /* A candidate started (running: how many are in flight now, name: its file). */
 void eval_progress_started(struct eval_progress *p, int running, const char *name);
 /* A candidate finished with verdict v (its row is written). */
 void eval_progress_finished(struct eval_progress *p, int running, const char *name, int verdict);
+/* On a terminal, the line already drawn redrawn with the clock now (at most
+ * once a second): a long candidate does not freeze it. */
+void eval_progress_tick(struct eval_progress *p, int running);
 /* Clears a redrawn line (before a table row or a message). */
 void eval_progress_clear(struct eval_progress *p);
 /* The closing line, pytest's way: "18 evaluated: 14 ok, 1 mismatch, 3
