@@ -35,7 +35,7 @@ bad_opt eval --frobnicate -
 bad_opt check --jsn --json "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c"
 bad_opt merge --partal --partial
 bad_opt report --formt --format
-bad_opt gate --baselin --baseline
+bad_opt gate --baselien --baseline   # --baselin would be a valid abbreviation (getopt_long)
 for c in eval check merge report gate; do
 	err=$("$exe" "$c" --frobnicate 2>&1 >/dev/null); rc=$?
 	code "$c --frobnicate" "$rc" 2
