@@ -674,7 +674,10 @@ static enum cr_status task_for(const struct cr_cand_file *f, const char *overrid
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	*tasks = nt;
 	cr_err_init(&e);
-	if (task_registry_find(tname, &nt[*n_tasks], &e)) {
+	/* a candidate names its task by the full name (SPEC §3): @task L1/23
+	 * would load L1/23_Softmax under a row named "L1/23"; --task was made
+	 * canonical by check */
+	if (task_registry_find_exact(tname, &nt[*n_tasks], &e)) {
 		if (task_registry_exists(tname))
 			return cr_errf(err, CR_EINPUT, "%s", e.msg);
 		r->status = CHECK_FORMAT_ERROR;

@@ -79,5 +79,19 @@ n=$(grep -c . <<<"$got")
 err=$("$exe" eval "$cands" --tasks 'L1/2?_X*' --no-timing --out "$tmp/e3" 2>&1 >/dev/null); rc=$?
 [ "$rc" -eq 2 ] && grep -q "matches no task" <<<"$err" && ok || bad "eval --tasks 'L1/2?_X*': exit $rc: $err"
 
+# check --task in any form names the canonical task; an unknown one is exit 2
+# with a did-you-mean; a candidate's @task in another form is a format_error
+# whose detail gives the full name and whose row names no invented task
+c="$CRUCIBLE_DATADIR/candidates/L1/21_Sigmoid_plain.c"
+got=$("$exe" check "$c" --task l1/21 --json --no-timing 2>/dev/null | grep '"task"')
+grep -q '"L1/21_Sigmoid"' <<<"$got" && ok || bad "check --task l1/21: $got"
+"$exe" check "$c" --task L1/sigmod --no-timing >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "did you mean 'L1/21_Sigmoid'" "$tmp/err" && ok || bad "check --task L1/sigmod: exit $rc: $(cat "$tmp/err")"
+mkdir -p "$tmp/at"
+sed 's|^// @task .*|// @task L1/sigmoid|' "$c" > "$tmp/at/x.c"
+"$exe" check "$tmp/at/x.c" --json --no-timing > "$tmp/at.json" 2>/dev/null
+grep -q '"status": "format_error"' "$tmp/at.json" && grep -q "did you mean 'L1/21_Sigmoid'" "$tmp/at.json" &&
+	! grep -q '"task": "L1/sigmoid"' "$tmp/at.json" && ok || bad "@task L1/sigmoid: $(head -c 600 "$tmp/at.json")"
+
 echo "names_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
