@@ -201,6 +201,9 @@ struct report_prov {
 	int complete;           /* "complete": 1, 0, -1 absent */
 };
 /* report_meta.c */
+/* run.json beside a results.csv, untrusted (cr_read_data): the object, or
+ * NULL when absent, unreadable or not an object. The caller decrefs. */
+struct json_t *report_run_json_beside(const char *csv_path);
 void report_prov_read(const char *csv_path, struct report_prov *p);
 /* The seed and its source in words ("7 (given with --seed; no secret)",
  * "secret: ...", "unknown (no run.json)"), into buf. */

@@ -42,18 +42,15 @@ static int bool_field(json_t *root, const char *key)
 	return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
-void report_prov_read(const char *csv_path, struct report_prov *p)
+json_t *report_run_json_beside(const char *csv_path)
 {
 	char *path = malloc(strlen(csv_path) + sizeof "run.json"), *slash, *buf;
-	const char *ss;
-	json_t *root, *seed;
+	json_t *root;
 	size_t len = 0;
 	struct cr_err e;
 
-	memset(p, 0, sizeof *p);
-	p->timing = p->complete = p->secret = -1;
 	if (!path)
-		return;
+		return NULL;
 	cr_err_init(&e);
 	strcpy(path, csv_path);
 	slash = strrchr(path, '/');
@@ -63,13 +60,25 @@ void report_prov_read(const char *csv_path, struct report_prov *p)
 	buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, &e);
 	free(path);
 	if (!buf)
-		return;
+		return NULL;
 	root = json_loadb(buf, len, 0, NULL);
 	free(buf);
 	if (!json_is_object(root)) {
 		json_decref(root);
-		return;
+		return NULL;
 	}
+	return root;
+}
+
+void report_prov_read(const char *csv_path, struct report_prov *p)
+{
+	const char *ss;
+	json_t *root, *seed;
+
+	memset(p, 0, sizeof *p);
+	p->timing = p->complete = p->secret = -1;
+	if (!(root = report_run_json_beside(csv_path)))
+		return;
 	p->found = 1;
 	/* eval writes "version", crucible run "crucible" */
 	str_field(root, "version", p->version, sizeof p->version);

@@ -285,30 +285,13 @@ static long json_long(json_t *o, const char *key)
 
 void report_runmeta_read(const char *csv_path, struct report_runmeta *m)
 {
-	char *p = malloc(strlen(csv_path) + sizeof "run.json"), *slash, *buf;
 	json_t *root, *opts, *res;
 	const char *st;
-	size_t len = 0;
-	struct cr_err e;
 
 	memset(m, 0, sizeof *m);
 	m->n = m->turns = m->keep = m->budget_tokens = m->reused = m->generated = -1;
-	if (!p)
+	if (!(root = report_run_json_beside(csv_path)))
 		return;
-	cr_err_init(&e);
-	strcpy(p, csv_path);
-	slash = strrchr(p, '/');
-	strcpy(slash ? slash + 1 : p, "run.json");
-	buf = cr_read_data(NULL, p, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, &e);
-	free(p);
-	if (!buf)
-		return;
-	root = json_loadb(buf, len, 0, NULL);
-	free(buf);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return;
-	}
 	m->found = 1;
 	m->is_run = !strcmp(json_string_value(json_object_get(root, "command")) ?: "", "run");
 	opts = json_object_get(root, "options");
