@@ -435,7 +435,7 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	struct dec_tok *tok = NULL;
 	char **names = NULL;
 	size_t n_names = 0;
-	int help = 0;
+	int help = 0, lock = -1;
 	enum cr_status st;
 
 	cr_err_init(&err);
@@ -456,6 +456,10 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 		g.backend = "cuda";
 	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
 		goto out;
+	/* --out made with its parents and ours alone while we write it: a second
+	 * generate into it is refused, naming this one */
+	if ((st = cr_out_lock(g.out, "generate", &lock, &err)))
+		goto out;
 	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)) ||
 	    (g.chat_template && (st = dec_chat_set_template(tok, g.chat_template, &err))) ||
 	    (g.no_think && (st = dec_chat_set_no_think(tok, &err))))
@@ -470,6 +474,7 @@ out:
 	free(names);
 	dec_tok_free(tok);
 	dec_model_free(m);
+	cr_out_unlock(lock);
 	/* a usage error with no message left was said with its --help hint */
 	if (st && (err.msg[0] || st != CR_EUSAGE))
 		cr_cli_error("generate", "%s", err.msg[0] ? err.msg : cr_status_name(st));

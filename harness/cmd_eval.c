@@ -1156,47 +1156,6 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 	return 0;
 }
 
-/* TMPDIR when the candidates' user can reach it (an absolute folder whose
- * every ancestor others may pass through: a Slurm job's scratch is often
- * one), else /tmp, said once. */
-static const char *tmp_base(void)
-{
-	const char *t = getenv("TMPDIR");
-	char p[PATH_MAX], s1[1100], s2[1100];
-	struct stat sb;
-
-	if (!t || t[0] != '/' || strlen(t) > 512)
-		return "/tmp";
-	snprintf(p, sizeof p, "%s", t);
-	for (;;) {
-		const char *q = p[0] ? p : "/";
-
-		if (stat(q, &sb) || !S_ISDIR(sb.st_mode) || !(sb.st_mode & S_IXOTH)) {
-			fprintf(stderr, "crucible: TMPDIR=%s: %s is not a folder the candidates' user "
-				"can pass through (o+x): work folders go to /tmp\n",
-				safe(t, s1, sizeof s1), safe(q, s2, sizeof s2));
-			return "/tmp";
-		}
-		if (!p[0])
-			break;
-		*strrchr(p, '/') = '\0';
-	}
-	return t;
-}
-
-static char *make_workroot(void)
-{
-	char tmpl[600];
-	char *d;
-
-	snprintf(tmpl, sizeof tmpl, "%s/crucible-XXXXXX", tmp_base());
-	d = mkdtemp(tmpl);
-	if (!d)
-		return NULL;
-	chmod(d, 0755);
-	return strdup(d);
-}
-
 /* eval --backend cuda --compile-only: every .cu candidate through NVRTC in
  * parallel, then a row each. Task pointers are resolved after all tasks
  * are loaded (the array may move while loading). */
@@ -1698,9 +1657,9 @@ int cr_cmd_eval(int argc, char **argv)
 		if (cr_samples_open(sp, &samples, &err))
 			goto fail;
 	}
-	workroot = make_workroot();
+	workroot = eval_workroot_new();
 	if (!workroot) {
-		cr_errf(&err, CR_EENV, "cannot create a work folder under %s: %s", tmp_base(), strerror(errno));
+		cr_errf(&err, CR_EENV, "cannot create a work folder under %s: %s", eval_tmp_base(), strerror(errno));
 		goto fail;
 	}
 	job_in = (struct eval_job_in){ .cs = &cs, .tasks = &tasks, .n_tasks = &n_tasks, .o = &o,
@@ -2090,7 +2049,7 @@ int cr_cmd_check(int argc, char **argv)
 		cr_cand_file_release(&cf);
 		return 3;
 	}
-	workroot = make_workroot();
+	workroot = eval_workroot_new();
 	if (!workroot) {
 		fprintf(stderr, "crucible check: cannot create a temporary directory\n");
 		cr_cand_file_release(&cf);

@@ -31,6 +31,7 @@
 #include "gen/gen.h"
 #include "gen/gen_run.h"
 #include "harness/backend.h"
+#include "harness/eval_out.h"
 #include "harness/results.h"
 #include "harness/seed.h"
 #include "harness/verify.h"
@@ -1138,13 +1139,12 @@ int cr_cmd_run(int argc, char **argv)
 		cr_errf(&err, CR_EENV, "%s", cr_cg_mode());
 		goto fail;
 	}
-	char tmpl[] = "/tmp/crucible-XXXXXX";
-	if (!mkdtemp(tmpl)) {
-		cr_errf(&err, CR_EENV, "cannot create a temporary directory under /tmp");
+	/* under TMPDIR as eval's (a Slurm job's scratch), else /tmp */
+	if (!(x.workroot = eval_workroot_new())) {
+		cr_errf(&err, CR_EENV, "cannot create a work folder under %s: %s", eval_tmp_base(),
+			strerror(errno));
 		goto fail;
 	}
-	chmod(tmpl, 0755);
-	x.workroot = tmpl;
 	{
 		struct gen_run_cfg cfg = {
 			.strategy = (enum gen_strategy)o.strategy, .out = o.out, .backend = x.cuda ? "cuda" : "cpu",
@@ -1165,7 +1165,8 @@ int cr_cmd_run(int argc, char **argv)
 			gen_strategy_name(cfg.strategy), n_names, g.kind, label, o.out);
 		st = gen_run(&cfg, &g, &v, &stats, &err);
 	}
-	rmdir(tmpl);
+	rmdir(x.workroot);
+	free(x.workroot);
 	x.workroot = NULL;
 	/* run.json again: what the run did, and the generator's end-of-run
 	 * figures; a stopped run's too (--resume rewrites it) */
@@ -1193,8 +1194,10 @@ fail:
 	rc = cr_status_exit_code(err.status);
 out:
 	cr_cg_unplan();
-	if (x.workroot)
+	if (x.workroot) {
 		rmdir(x.workroot);
+		free(x.workroot);
+	}
 	if (x.res)
 		fclose(x.res);
 	if (x.samples)

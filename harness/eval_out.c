@@ -576,3 +576,44 @@ void eval_progress_tick(struct eval_progress *p, int running)
 	fprintf(stderr, "\r\033[K%s", h);
 	fflush(stderr);
 }
+
+/* ---- work folders ---- */
+
+const char *eval_tmp_base(void)
+{
+	const char *t = getenv("TMPDIR");
+	char p[PATH_MAX], s1[1100], s2[1100];
+	struct stat sb;
+
+	if (!t || t[0] != '/' || strlen(t) > 512)
+		return "/tmp";
+	snprintf(p, sizeof p, "%s", t);
+	for (;;) {
+		const char *q = p[0] ? p : "/";
+
+		if (stat(q, &sb) || !S_ISDIR(sb.st_mode) || !(sb.st_mode & S_IXOTH)) {
+			cr_text_escape_name(t, strlen(t), s1, sizeof s1);
+			cr_text_escape_name(q, strlen(q), s2, sizeof s2);
+			fprintf(stderr, "crucible: TMPDIR=%s: %s is not a folder the candidates' user "
+				"can pass through (o+x): work folders go to /tmp\n", s1, s2);
+			return "/tmp";
+		}
+		if (!p[0])
+			break;
+		*strrchr(p, '/') = '\0';
+	}
+	return t;
+}
+
+char *eval_workroot_new(void)
+{
+	char tmpl[600];
+	char *d;
+
+	snprintf(tmpl, sizeof tmpl, "%s/crucible-XXXXXX", eval_tmp_base());
+	d = mkdtemp(tmpl);
+	if (!d)
+		return NULL;
+	chmod(d, 0755);
+	return strdup(d);
+}

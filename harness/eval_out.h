@@ -39,6 +39,14 @@ enum cr_status eval_out_keep_aside(const char *results, const char *samples, cha
  * Returned as a json_t * (void * here: no jansson in this header). */
 void *eval_out_slurm_json(void);
 
+/* The folder work folders are made in: TMPDIR when the candidates' user can
+ * reach it (absolute, every ancestor o+x: a Slurm job's scratch is often
+ * one), else /tmp, said on stderr each call. */
+const char *eval_tmp_base(void);
+/* A fresh work folder (mode 0755) under eval_tmp_base(): malloc'd path, or
+ * NULL with errno set. Used by eval, check and run. */
+char *eval_workroot_new(void);
+
 /* SIGINT and SIGTERM: the first sets a flag (the run stops taking
  * candidates, writes what is done, and exits 130 or 143); the second kills
  * the process as the signal would have. Handlers, so a job forked after

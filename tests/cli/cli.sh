@@ -220,5 +220,29 @@ if [ "$mk_ok" = 1 ]; then
 	grep -q "backend auto" "$out/gen2.err" && no "generate --backend cuda announced auto" || ok
 fi
 
+# ---- generate --out is locked while it writes (a holder of the same flock) ----
+if [ "$mk_ok" = 1 ] && command -v flock >/dev/null; then
+	mkdir -p "$out/gen3"
+	flock "$out/gen3/.crucible.lock" sleep 20 &
+	holder=$!
+	for _ in $(seq 100); do
+		flock -n "$out/gen3/.crucible.lock" true 2>/dev/null || break
+		sleep 0.05
+	done
+	err=$("$exe" generate --model "$out/tiny.gguf" --tasks smoke/relu --n 1 --max-tokens 4 --threads 1 \
+		--device cpu --backend cpu --out "$out/gen3" 2>&1 >/dev/null); rc=$?
+	kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+	code "generate into a folder in use" "$rc" 2
+	has "generate into a folder in use" "$err" "is in use by"
+	[ -f "$out/gen3/smoke/relu_s0.c" ] && no "generate wrote into a locked folder" || ok
+fi
+
+# ---- run's work folder follows eval's TMPDIR rule ----
+mkdir -p "$out/closed/tmp"; chmod 700 "$out/closed"
+err=$(TMPDIR="$out/closed/tmp" run "$out/run-tmp" 1 2>&1 >/dev/null); rc=$?
+code "run with a closed TMPDIR" "$rc" 0
+has "run with a closed TMPDIR" "$err" "work folders go to /tmp"
+chmod 755 "$out/closed"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
