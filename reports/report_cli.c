@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/cr_cli.h"
 #include "reports/report.h"
@@ -127,6 +128,56 @@ static int say(const char *cmd, const struct cr_err *e)
 	if (e->msg[0])
 		cr_cli_error(cmd, "%s", e->msg);
 	return cr_status_exit_code(e->status);
+}
+
+
+/* Whether writing path would overwrite one of the inputs: a results.csv
+ * given (or found in a folder given), the samples.csv and run.json read
+ * beside it, or another input file. Compared by device and inode, so
+ * "e1/./results.csv" and a link count too. CR_EUSAGE naming both. */
+static bool same_file(const struct stat *a, const char *path)
+{
+	struct stat b;
+
+	return !stat(path, &b) && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+static enum cr_status refuse_clobber(const char *path, char *const *inputs, int n,
+				     const char *other, struct cr_err *e)
+{
+	static const char *const beside[] = { "results.csv", "samples.csv", "run.json" };
+	struct stat o, s;
+	char p[PATH_MAX];
+
+	if (!path || !strcmp(path, "-") || stat(path, &o))
+		return CR_OK; /* stdout, or a file not there yet */
+	for (int i = 0; i <= n; i++) {
+		const char *in = i < n ? inputs[i] : other;
+		const char *slash;
+		int dl;
+
+		if (!in)
+			continue;
+		if (same_file(&o, in))
+			return cr_errf(e, CR_EUSAGE, "%s is an input (%s): choose another output file",
+				       path, in);
+		if (!stat(in, &s) && S_ISDIR(s.st_mode)) {
+			dl = (int)strlen(in);
+		} else {
+			slash = strrchr(in, '/');
+			dl = slash ? (int)(slash - in) : -1;
+		}
+		for (size_t k = 0; k < sizeof beside / sizeof beside[0]; k++) {
+			if (dl < 0)
+				snprintf(p, sizeof p, "%s", beside[k]);
+			else
+				snprintf(p, sizeof p, "%.*s/%s", dl, in, beside[k]);
+			if (same_file(&o, p))
+				return cr_errf(e, CR_EUSAGE, "%s is an input (%s, read with %s): choose "
+					       "another output file", path, p, in);
+		}
+	}
+	return CR_OK;
 }
 
 /* mkdir -p of the folder holding FILE (nothing for "-" or a bare name). */
@@ -503,6 +554,10 @@ int report_main(int argc, char **argv)
 		o.task_list_lines = lines;
 	}
 	if (out_path) {
+		if (refuse_clobber(out_path, files, nf, list_path, &e) != CR_OK) {
+			rc = say("report", &e);
+			goto out;
+		}
 		if (make_parent(out_path, &e) != CR_OK) {
 			rc = say("report", &e);
 			goto out;
@@ -708,6 +763,13 @@ int report_gate_main(int argc, char **argv)
 	if (o.n_eval_args && !o.confirm) {
 		cr_cli_usage("gate", "--eval-arg is only used with --confirm N");
 		goto out;
+	}
+	{
+		char *ins[2] = { (char *)bpath, (char *)cpath };
+
+		if (refuse_clobber(junit, ins, 2, NULL, &e) || refuse_clobber(md, ins, 2, NULL, &e) ||
+		    refuse_clobber(json, ins, 2, NULL, &e))
+			goto out;
 	}
 	if ((junit && make_parent(junit, &e) != CR_OK) || (md && make_parent(md, &e) != CR_OK) ||
 	    (json && make_parent(json, &e) != CR_OK))

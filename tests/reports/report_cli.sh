@@ -230,4 +230,15 @@ has "$tmp/out" "| revision | unknown | unknown |"
 # reasoning tokens present: the panel is drawn
 expect 0 "$exe" report "$data/basic.csv" --format html
 has "$tmp/out" "Reasoning length vs speedup (correct"
+
+# an output file that is one of the inputs is refused before anything is
+# written (report -o run.json truncated the run.json it was about to read)
+cp -r "$tmp/untimed" "$tmp/clob"
+before=$(cat "$tmp/clob/results.csv" "$tmp/clob/run.json" 2>/dev/null | cksum)
+expect 2 "$exe" report "$tmp/clob" -o "$tmp/clob/results.csv"
+has "$tmp/err" "is an input"
+[ -f "$tmp/clob/run.json" ] && expect 2 "$exe" report "$tmp/clob/results.csv" --format csv -o "$tmp/clob/./run.json"
+expect 2 "$exe" gate --baseline "$tmp/untimed/results.csv" --current "$tmp/clob/results.csv" --json "$tmp/clob/results.csv"
+has "$tmp/err" "is an input"
+[ "$(cat "$tmp/clob/results.csv" "$tmp/clob/run.json" 2>/dev/null | cksum)" = "$before" ] || bad "an input was overwritten"
 exit $fail
