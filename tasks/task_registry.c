@@ -612,13 +612,16 @@ static enum cr_status add_element(struct reg *r, struct sel *s, const char *el, 
 	return sel_add(s, r->sets[si], stem, true, err);
 }
 
-/* The selection of a spec (NULL or "": every set). */
+/* The selection of a spec (NULL: every set). A spec given but naming nothing
+ * ("", ",", blanks: an unset variable in a script) is an error, never every
+ * task. */
 static enum cr_status select_spec(struct reg *r, const char *spec, struct sel *s, struct cr_err *err)
 {
 	enum cr_status st = CR_OK;
 	char *copy, *tok, *save = NULL;
+	int named = 0;
 
-	if (!spec || !spec[0]) {
+	if (!spec) {
 		if ((st = reg_sets(r, err)))
 			return st;
 		for (int i = 0; i < r->n_sets && !st; i++)
@@ -635,9 +638,14 @@ static enum cr_status select_spec(struct reg *r, const char *spec, struct sel *s
 		l = strlen(tok);
 		while (l && isspace((unsigned char)tok[l - 1]))
 			tok[--l] = '\0';
-		if (l)
+		if (l) {
+			named++;
 			st = add_element(r, s, tok, err);
+		}
 	}
+	if (!st && !named)
+		st = cr_errf(err, CR_EINPUT, "an empty task spec (name a set such as L1 or smoke, or tasks; "
+			     "leave the option out for every task)");
 	free(copy);
 	return st;
 }

@@ -39,7 +39,8 @@ struct task_broken {
  * range; a range or glob that matches nothing. CR_EENV: the task directory
  * cannot be read. */
 
-/* Loads the tasks a spec selects; NULL or "" means every set. Sorted by
+/* Loads the tasks a spec selects; NULL means every set, a spec naming
+ * nothing ("", ",") is CR_EINPUT. Sorted by
  * name (natural order: L1/2_x before L1/10_x). A task file of a listed set,
  * range or glob that fails to load is left out (the rest loads); one the
  * spec names (by name or id) fails the call with its message.

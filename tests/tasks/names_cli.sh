@@ -93,5 +93,14 @@ sed 's|^// @task .*|// @task L1/sigmoid|' "$c" > "$tmp/at/x.c"
 grep -q '"status": "format_error"' "$tmp/at.json" && grep -q "did you mean 'L1/21_Sigmoid'" "$tmp/at.json" &&
 	! grep -q '"task": "L1/sigmoid"' "$tmp/at.json" && ok || bad "@task L1/sigmoid: $(head -c 600 "$tmp/at.json")"
 
+# a spec given but naming nothing (an unset variable in a script) is an
+# error, never every task
+for s in '' ',' ' , '; do
+	"$exe" list "$s" >/dev/null 2>"$tmp/err"; rc=$?
+	[ "$rc" -eq 2 ] && grep -q "an empty task spec" "$tmp/err" && ok || bad "list '$s': exit $rc: $(cat "$tmp/err")"
+done
+"$exe" eval "$cands" --tasks '' --no-timing --out "$tmp/e-empty" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "an empty task spec" "$tmp/err" && ok || bad "eval --tasks '': exit $rc: $(tail -2 "$tmp/err")"
+
 echo "names_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
