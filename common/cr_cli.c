@@ -52,15 +52,10 @@ int cr_cli_usage(const char *cmd, const char *fmt, ...)
 
 int cr_cli_status(const char *cmd, const struct cr_err *err)
 {
-	int rc;
+	int rc = cr_status_exit_code(err->status);
 
-	switch (err->status) {
-	case CR_OK: return CR_EXIT_OK;
-	case CR_EUSAGE:
-	case CR_EINPUT: rc = CR_EXIT_USAGE; break;
-	case CR_EFAIL: rc = CR_EXIT_FAIL; break;
-	default: rc = CR_EXIT_ENV; break;
-	}
+	if (!rc)
+		return CR_EXIT_OK;
 	if (err->msg[0])
 		cr_cli_error(cmd, "%s", err->msg);
 	return rc;
@@ -258,14 +253,14 @@ enum cr_status cr_mkdir_p(const char *path, struct cr_err *err)
 			int e = errno;
 
 			*s = '/';
-			return cr_errf(err, CR_EIO, "%s: cannot create folder: %s", path, strerror(e));
+			return cr_errf(err, CR_EENV, "%s: cannot create folder: %s", path, strerror(e));
 		}
 		*s = '/';
 	}
 	if (mkdir(p, 0755) && errno != EEXIST)
-		return cr_errf(err, CR_EIO, "%s: cannot create folder: %s", path, strerror(errno));
+		return cr_errf(err, CR_EENV, "%s: cannot create folder: %s", path, strerror(errno));
 	if (stat(p, &st) || !S_ISDIR(st.st_mode))
-		return cr_errf(err, CR_EIO, "%s: exists and is not a folder", path);
+		return cr_errf(err, CR_EENV, "%s: exists and is not a folder", path);
 	return CR_OK;
 }
 
@@ -291,14 +286,14 @@ enum cr_status cr_out_lock(const char *dir, const char *cmd, int *fd, struct cr_
 		return cr_errf(err, CR_EUSAGE, "%.64s...: path too long", dir);
 	f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (f < 0)
-		return cr_errf(err, CR_EIO, "%s: cannot open the folder's lock: %s", path, strerror(errno));
+		return cr_errf(err, CR_EENV, "%s: cannot open the folder's lock: %s", path, strerror(errno));
 	if (flock(f, LOCK_EX | LOCK_NB)) {
 		int e = errno;
 		ssize_t r;
 
 		if (e != EWOULDBLOCK) {
 			close(f);
-			return cr_errf(err, CR_EIO, "%s: cannot lock: %s", path, strerror(e));
+			return cr_errf(err, CR_EENV, "%s: cannot lock: %s", path, strerror(e));
 		}
 		r = pread(f, who, sizeof who - 1, 0);
 		who[r > 0 ? r : 0] = 0;
@@ -320,7 +315,7 @@ enum cr_status cr_out_lock(const char *dir, const char *cmd, int *fd, struct cr_
 		int e = errno;
 
 		close(f);
-		return cr_errf(err, CR_EIO, "%s: cannot write: %s", path, strerror(e));
+		return cr_errf(err, CR_EENV, "%s: cannot write: %s", path, strerror(e));
 	}
 	*fd = f;
 	return CR_OK;

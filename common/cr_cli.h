@@ -32,8 +32,8 @@ void cr_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(p
 /* A usage error: the message, then "Try 'crucible CMD --help'." Returns
  * CR_EXIT_USAGE, so `return cr_cli_usage(cmd, "...")`. */
 int cr_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The exit code of a status (CR_OK 0, CR_EUSAGE and CR_EINPUT 2, CR_EFAIL 1,
- * the rest 3) and, when err carries a message, that message said once. */
+/* The exit code of a status (cr_status_exit_code: CR_OK 0, CR_EFAIL 1,
+ * CR_EENV 3, the rest 2) and, when err carries a message, that message said once. */
 int cr_cli_status(const char *cmd, const struct cr_err *err);
 
 /* getopt_long with the shared wording. opterr is cleared and a ':' is put in
@@ -72,8 +72,9 @@ void cr_cli_help_tail(FILE *f, const char *exit_lines, unsigned env);
  * CR_EXIT_ENV; any other rc is returned unchanged. Called once, by main. */
 int cr_cli_close_stdout(const char *cmd, int rc);
 
-/* mkdir -p: path and every missing parent, mode 0755 (umask applies). An
- * existing non-directory is CR_EIO naming it. */
+/* mkdir -p: path and every missing parent, mode 0755 (umask applies). A
+ * folder that cannot be made (an existing non-directory on the way, no
+ * permission, a full disk) is CR_EENV (exit 3) naming it. */
 enum cr_status cr_mkdir_p(const char *path, struct cr_err *err);
 
 /* An output folder for this process alone: creates it (cr_mkdir_p), then

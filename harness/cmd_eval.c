@@ -1156,6 +1156,27 @@ static int parse_common(int argc, char **argv, struct eval_opts *o, const char *
 	return 0;
 }
 
+/* Whether dir/run.json is a `crucible run`'s (command "run"). */
+static bool holds_run(const char *dir)
+{
+	char p[PATH_MAX];
+	struct cr_err e;
+	size_t len = 0;
+	char *buf;
+	json_t *j;
+	bool run;
+
+	snprintf(p, sizeof p, "%s/run.json", dir);
+	cr_err_init(&e);
+	if (!(buf = cr_read_data(NULL, p, CR_DATA_MAX_JSON, CR_DATA_OPTIONAL, &len, &e)))
+		return false;
+	j = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	run = json_is_object(j) && !strcmp(json_string_value(json_object_get(j, "command")) ?: "", "run");
+	json_decref(j);
+	return run;
+}
+
 /* eval --backend cuda --compile-only: every .cu candidate through NVRTC in
  * parallel, then a row each. Task pointers are resolved after all tasks
  * are loaded (the array may move while loading). */
@@ -1616,6 +1637,13 @@ int cr_cmd_eval(int argc, char **argv)
 			goto out;
 		}
 		goto fail;
+	}
+	if (holds_run(o.out)) {
+		/* its results.csv, run.json and cand/ are the search's: an eval
+		 * there would replace them and leave a folder of neither */
+		rc = cr_cli_usage("eval", "%s holds a crucible run (its run.json): choose another --out",
+				  o.out);
+		goto out;
 	}
 	snprintf(path, sizeof path, "%s/results.csv", o.out);
 	if (o.resume && (rc = resume_check(&o)))

@@ -134,5 +134,18 @@ err=$(TMPDIR="$out/priv/inner" "$exe" check "$smoke/relu_plain.c" --no-timing 2>
 [ "$rc" -eq 0 ] && case "$err" in *"TMPDIR=$out/priv/inner"*"work folders go to /tmp"*) true ;; *) false ;; esac &&
 	ok || no "TMPDIR out of the candidates' reach: exit $rc, $err"
 
+# --- a folder holding a crucible run is not an eval's: refused, untouched
+mkdir -p "$out/runfolder"
+printf '{"command": "run", "run_id": "x"}\n' > "$out/runfolder/run.json"
+printf 'keep\n' > "$out/runfolder/selected.csv"
+err=$("$exe" eval "$smoke/relu_plain.c" --no-timing --out "$out/runfolder" 2>&1 >/dev/null); rc=$?
+[ "$rc" -eq 2 ] && grep -q "holds a crucible run" <<<"$err" && ok || no "eval into a run folder: exit $rc: $err"
+[ ! -e "$out/runfolder/results.csv" ] && grep -q '"run"' "$out/runfolder/run.json" && ok ||
+	no "eval into a run folder wrote into it"
+# --- an --out that cannot be made is the environment's (exit 3), as for every command
+touch "$out/afile"
+"$exe" eval "$smoke/relu_plain.c" --no-timing --out "$out/afile/x" >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 3 ] && ok || no "eval --out under a file: exit $rc, want 3"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
