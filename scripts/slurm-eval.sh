@@ -99,6 +99,14 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || die "-o OUT is required"
 state="$out/slurm-eval"
+# the script owns each shard's --shard, --out and --resume: given again after
+# --, eval would take the last and every array task would run the same shard
+for a in "$@"; do
+	case "$a" in
+	--shard | --shard=* | --out | --out=* | --resume)
+		die "'$a' after -- is the script's own (each shard gets its --shard, --out and --resume): leave it out" ;;
+	esac
+done
 
 # ---- settings kept in OUT/slurm-eval/ by submit, read by the later modes ----
 # one file per setting, read as data (never sourced); EVAL_ARGS NUL-separated

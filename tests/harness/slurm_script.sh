@@ -291,5 +291,15 @@ c=$(cat "$CRUCIBLE_FAKE_LOG")
 has "merge -p: the finished shards, --partial" "$c" "$out/r2/shard-2 $out/r2/shard-4 $out/r2/shard-5 --out $out/r2/merged --partial"
 hasnt "merge -p: not shard 3" "$c" "shard-3"
 
+# ---- --shard, --out or --resume after --: the script's own, refused ----
+for a in "--shard 1/2" "--shard=1/2" "--out elsewhere" "--resume"; do
+	reset
+	# shellcheck disable=SC2086 # word splitting of $a is the point
+	o=$("$slurm" submit -n 2 -o "$out/own" -c "$fake" --dry-run -- x $a 2>&1); rc=$?
+	code "$a after --" "$rc" 2
+	has "$a after --" "$o" "is the script's own"
+	[ "$(calls)" -eq 0 ] && ok "$a after --: nothing submitted" || no "$a after --: sbatch called"
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
