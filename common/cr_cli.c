@@ -2,6 +2,7 @@
  * tails, stdout's write errors, output folders made and locked. */
 #include "common/cr_cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -62,7 +63,8 @@ int cr_cli_status(const char *cmd, const struct cr_err *err)
 }
 
 /* Optimal string alignment distance (Levenshtein with adjacent
- * transpositions), capped: words are option and command names. */
+ * transpositions), case ignored (EVAL is eval), capped: words are option
+ * and command names. */
 static int osa(const char *a, const char *b)
 {
 	enum { MAXL = 64 };
@@ -77,14 +79,15 @@ static int osa(const char *a, const char *b)
 		d[0][j] = j;
 	for (int i = 1; i <= la; i++)
 		for (int j = 1; j <= lb; j++) {
-			int c = a[i - 1] != b[j - 1];
+			int c = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
 			int v = d[i - 1][j] + 1;
 
 			if (d[i][j - 1] + 1 < v)
 				v = d[i][j - 1] + 1;
 			if (d[i - 1][j - 1] + c < v)
 				v = d[i - 1][j - 1] + c;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
 			    d[i - 2][j - 2] + 1 < v)
 				v = d[i - 2][j - 2] + 1;
 			d[i][j] = v;

@@ -55,7 +55,9 @@ static void usage(FILE *f)
 			 "  1  a check or the gate failed\n"
 			 "  2  bad usage or bad input (the message names the file and line)\n"
 			 "  3  the environment: no GPU, no compiler, a write that failed\n"
-			 "  5  eval evaluated nothing\n",
+			 "  5  eval evaluated nothing\n"
+			 "  130, 143  eval stopped by SIGINT (Ctrl-C) or SIGTERM: rows kept, rerun\n"
+			 "            with --resume\n",
 			 CR_ENV_ALL);
 }
 
@@ -99,7 +101,11 @@ static int dispatch(int argc, char **argv)
 		char *hv[3] = { argv[2], (char *)"--help", NULL };
 
 		if (argc > 3)
-			return cr_cli_usage("help", "one command at a time");
+			return cr_cli_usage(NULL, "help takes one command (crucible help COMMAND)");
+		if (!strcmp(argv[2], "help") || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
+			usage(stdout);
+			return CR_EXIT_OK;
+		}
 		if ((i = find_command(argv[2])) < 0)
 			return unknown_command(argv[2]);
 		return commands[i].main(2, hv);

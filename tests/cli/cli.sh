@@ -85,6 +85,11 @@ has "crucible evl" "$err" "did you mean 'eval'?"
 o=$("$exe" help eval 2>/dev/null); rc=$?
 code "help eval" "$rc" 0
 has "help eval" "$o" "usage: crucible eval"
+for h in help --help; do
+	o=$("$exe" help "$h" 2>/dev/null); rc=$?
+	code "help $h" "$rc" 0
+	has "help $h" "$o" "usage: crucible COMMAND"
+done
 o=$("$exe" -V); rc=$?
 code "-V" "$rc" 0
 [[ $o =~ ^crucible\ [0-9]+\.[0-9]+ ]] && ok || no "-V: '$o'"

@@ -26,6 +26,8 @@ static void test_suggest(void **state)
 	assert_string_equal(cr_cli_suggest("eavl", commands, N_COMMANDS), "eval"); /* a transposition */
 	assert_string_equal(cr_cli_suggest("lst", commands, N_COMMANDS), "list");
 	assert_string_equal(cr_cli_suggest("genrate", commands, N_COMMANDS), "generate");
+	assert_string_equal(cr_cli_suggest("EVAL", commands, N_COMMANDS), "eval"); /* case ignored */
+	assert_string_equal(cr_cli_suggest("Lsit", commands, N_COMMANDS), "list");
 	assert_string_equal(cr_cli_suggest("gen", commands, N_COMMANDS), "generate"); /* a prefix */
 	/* nothing near: no guess */
 	assert_null(cr_cli_suggest("frobnicate", commands, N_COMMANDS));
