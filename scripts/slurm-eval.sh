@@ -19,7 +19,9 @@
 #       resubmits as a new array only the shards that are not done (no
 #       OUT/shard-I/run.json with "complete": true, or a recorded non-zero
 #       exit), each continuing with --resume, and a new merge job after them.
-#       A shard whose folder is locked by a running eval is left alone.
+#       A shard whose folder is locked by a running eval is left alone;
+#       queued tasks are not asked about: run it once the array has left
+#       the queue (squeue -j ARRAY lists nothing).
 #   merge-only -o OUT [options]
 #       submits the merge job alone (no dependency): after shards fixed by
 #       hand, or a merge job that was cancelled.
