@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,56 @@ static bool stem_matches(const char *stem, const char *word)
 	if (!wl)
 		return false;
 	return (wl == kl && !strncasecmp(k, word, wl)) || (wl == sl && !strncasecmp(stem, word, wl));
+}
+
+/* A KernelBench problem crucible leaves out (data/excluded/<SET>*.json:
+ * [{"source": "KernelBench/levelN/ID_Name.py", "reason": ...}]): its reason
+ * and file into why (empty when id is not excluded). For the message of an
+ * id the set lacks: "excluded" says more than "no such id". */
+static void excluded_reason(const char *set, unsigned long id, char *why, size_t cap)
+{
+	char dir[600], path[900], want[64];
+	DIR *d;
+	struct dirent *de;
+	size_t sl = strlen(set);
+
+	why[0] = '\0';
+	if (set[0] != 'L' || !isdigit((unsigned char)set[1]))
+		return;
+	snprintf(want, sizeof want, "level%s/%lu_", set + 1, id);
+	snprintf(dir, sizeof dir, "%s/excluded", task_datadir());
+	if (!(d = opendir(dir)))
+		return;
+	while (!why[0] && (de = readdir(d))) {
+		size_t nl = strlen(de->d_name);
+		struct cr_err e;
+		size_t len = 0;
+		char *buf;
+		json_t *j, *it;
+		size_t i;
+
+		if (strncmp(de->d_name, set, sl) || (de->d_name[sl] != '.' && de->d_name[sl] != '-') ||
+		    nl < 5 || strcmp(de->d_name + nl - 5, ".json"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		cr_err_init(&e);
+		if (!(buf = cr_read_data(NULL, path, CR_DATA_MAX_JSON, CR_DATA_FOLLOW, &len, &e)))
+			continue;
+		j = json_loadb(buf, len, 0, NULL);
+		free(buf);
+		json_array_foreach(j, i, it) {
+			const char *src = json_string_value(json_object_get(it, "source"));
+			const char *reason = json_string_value(json_object_get(it, "reason"));
+
+			if (src && reason && strstr(src, want)) {
+				snprintf(why, cap, "%s is excluded: %.300s (data/excluded/%s)", src, reason,
+					 de->d_name);
+				break;
+			}
+		}
+		json_decref(j);
+	}
+	closedir(d);
 }
 
 /* digits only (at most 9), as an id */
@@ -421,6 +472,12 @@ static enum cr_status resolve_in_set(struct reg *r, int si, const char *rest, co
 			if (!hi && lo == (unsigned long)-1)
 				return cr_errf(err, CR_EINPUT, "unknown task '%s' (the tasks of %s have no ids; "
 					       "`crucible list %s` lists them)", full, set, set);
+			char why[512];
+
+			if (ok)
+				excluded_reason(set, want, why, sizeof why);
+			if (ok && why[0])
+				return cr_errf(err, CR_EINPUT, "unknown task '%s' (%s)", full, why);
 			return cr_errf(err, CR_EINPUT, "unknown task '%s' (no task of %s has id %s; "
 				       "its ids run %lu-%lu)", full, set, rest, lo, hi);
 		}

@@ -102,5 +102,10 @@ done
 "$exe" eval "$cands" --tasks '' --no-timing --out "$tmp/e-empty" >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 2 ] && grep -q "an empty task spec" "$tmp/err" && ok || bad "eval --tasks '': exit $rc: $(tail -2 "$tmp/err")"
 
+# a KernelBench problem crucible excluded is said to be excluded, with why
+"$exe" list L2/80 >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "80_Gemm_Max_Subtract_GELU.py is excluded: degenerate" "$tmp/err" &&
+	grep -q "data/excluded/L2.json" "$tmp/err" && ok || bad "list L2/80: exit $rc: $(cat "$tmp/err")"
+
 echo "names_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
