@@ -731,7 +731,7 @@ static enum cr_status write_run(const char *out, struct shard *s, int ns, json_t
 		json_decref(j);
 		return cr_errf(err, CR_EIO, "cannot create %s: %s", tmp, strerror(errno));
 	}
-	if (json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS)) {
+	if (json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12))) {
 		json_decref(j);
 		fclose(f);
 		unlink(tmp);
