@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,31 @@ static void gstr(json_t *o, const char *k, char *dst, size_t cap)
 {
 	json_t *v = json_object_get(o, k);
 	snprintf(dst, cap, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* Ctrl-C or SIGTERM stops a run as kill -9 would (every completion received
+ * and every row written is on disk, and --resume goes on from them), and
+ * says so: the signal's own exit (130, 143) follows. */
+static void on_stop(int sig)
+{
+	static const char msg[] = "\ncrucible run: interrupted: the completions received and the rows so "
+				  "far are on disk; run the same command with --resume to finish\n";
+
+	if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void stop_signals_say(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 /* What a verdict is the verdict of: this candidate's source (its sha256 as
@@ -1067,6 +1093,7 @@ int cr_cmd_run(int argc, char **argv)
 	 * second run into it is refused, naming the one that holds it */
 	if (cr_out_lock(o.out, "run", &lock_fd, &err))
 		goto fail;
+	stop_signals_say();
 	opts = options_json(&o, (const char *const *)names, (int)n_names);
 	snprintf(path, sizeof path, "%s/run.json", o.out);
 	if (o.resume && (rc = resume_check(&o, opts, path)))

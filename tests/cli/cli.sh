@@ -249,5 +249,22 @@ code "run with a closed TMPDIR" "$rc" 0
 has "run with a closed TMPDIR" "$err" "work folders go to /tmp"
 chmod 755 "$out/closed"
 
+# ---- run stopped by Ctrl-C says how to go on; --resume finishes it ----
+"$exe" run --replay "$replay" --task smoke/relu --strategy best-of-n --n 5 --timeout 2 \
+	--out "$out/run-int" >/dev/null 2>"$out/run-int.err" &
+pid=$!
+for _ in $(seq 200); do
+	grep -qs "crucible run" "$out/run-int/.crucible.lock" && break
+	sleep 0.05
+done
+sleep 0.5
+kill -INT "$pid"; wait "$pid"; rc=$?
+code "run stopped by SIGINT" "$rc" 130
+has "run stopped by SIGINT" "$(cat "$out/run-int.err")" "run the same command with --resume to finish"
+run_resume_err=$("$exe" run --replay "$replay" --task smoke/relu --strategy best-of-n --n 5 --timeout 2 \
+	--out "$out/run-int" --resume 2>&1 >/dev/null); rc=$?
+code "run --resume after SIGINT" "$rc" 0
+has "run --resume after SIGINT" "$run_resume_err" "run: done"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
