@@ -393,6 +393,25 @@ static enum cr_status run_report(char **args, size_t nf, const struct report_opt
 	for (size_t i = 0; i < nf; i++)
 		if ((st = report_input_resolve(args[i], &files[i], &is_run[i], e)) != CR_OK)
 			goto out;
+	/* one results.csv named several ways (e1, e1/results.csv, ./e1) is one
+	 * run, as eval counts a file once: by device and inode */
+	for (size_t i = 1; i < nf; i++) {
+		struct stat a, b;
+
+		if (stat(files[i], &a))
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (!stat(files[j], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+				cr_cli_error("report", "'%s' is the same results.csv as '%s': counted once", args[i], args[j]);
+				free(files[i]);
+				memmove(files + i, files + i + 1, (nf - i - 1) * sizeof *files);
+				memmove(is_run + i, is_run + i + 1, (nf - i - 1) * sizeof *is_run);
+				memmove(args + i, args + i + 1, (nf - i - 1) * sizeof *args);
+				nf--;
+				i--;
+				break;
+			}
+	}
 	for (; loaded < nf; loaded++)
 		if ((st = report_run_load(files[loaded], &runs[loaded], e)) != CR_OK)
 			goto out;

@@ -83,7 +83,7 @@ void report_print_trust_md(FILE *f, const struct report_summary *s)
 	else
 		fprintf(f, "Timing: %d timed row(s), %d noisy (figures not trusted, kept out of "
 			"Fast_p).\n\n", s->n_timed, s->n_noisy);
-	if (*s->machine_verdict)
+	if (*s->machine_verdict && s->timing_measured) /* nothing was timed: no load to judge */
 		fprintf(f, "Machine while timing: **%s**%s%s.\n\n", s->machine_verdict,
 			*s->machine_why ? " — " : "", s->machine_why);
 }

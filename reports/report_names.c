@@ -224,6 +224,18 @@ enum cr_status report_name_runs(struct report_summary *s, const struct report_ru
 			char tmp[sizeof s->label];
 			snprintf(tmp, sizeof tmp, "%s (%s)", m[0].v[K_LABEL], s[0].label);
 			memcpy(s[0].label, tmp, sizeof tmp);
+		} else if (n == 1 && !strncmp(s[0].label, "results.csv", 11)) {
+			/* no model column named it: its folder does ("e3 n=1", not
+			 * "results.csv n=1") */
+			char dir[sizeof s->label], tmp[sizeof s->label];
+			const char *d;
+
+			dir_of(runs[0].path, dir, sizeof dir);
+			d = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+			if (strcmp(d, "results.csv")) {
+				snprintf(tmp, sizeof tmp, "%s%s", d, s[0].label + 11);
+				memcpy(s[0].label, tmp, sizeof tmp);
+			}
 		}
 		goto out;
 	}

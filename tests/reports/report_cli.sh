@@ -241,4 +241,11 @@ has "$tmp/err" "is an input"
 expect 2 "$exe" gate --baseline "$tmp/untimed/results.csv" --current "$tmp/clob/results.csv" --json "$tmp/clob/results.csv"
 has "$tmp/err" "is an input"
 [ "$(cat "$tmp/clob/results.csv" "$tmp/clob/run.json" 2>/dev/null | cksum)" = "$before" ] || bad "an input was overwritten"
+
+# one results.csv named three ways is one run; an
+# untimed run says nothing of the machine "while timing"
+expect 0 "$exe" report "$tmp/untimed" "$tmp/untimed/results.csv" "$tmp/untimed/./results.csv"
+has "$tmp/err" "counted once"
+[ "$(grep -c '^## Run' "$tmp/out")" = 1 ] || bad "one results.csv named three ways: $(grep -c '^## Run' "$tmp/out") runs"
+hasnt "$tmp/out" "Machine while timing"
 exit $fail
