@@ -30,7 +30,7 @@ static const char usage[] =
 	"  --tasks SET          comma-separated sets or task names (smoke, L1, smoke/relu)\n"
 	"  --n N                samples per task (default 1)\n"
 	"  --out DIR            output directory, made with its missing parents\n"
-	"  --backend cuda|cpu   which candidate kind to ask for (default: the one this\n"
+	"  --backend auto|cuda|cpu  which candidate kind to ask for (default: the one this\n"
 	"                       machine can run, as eval decides: cuda when a GPU and the\n"
 	"                       CUDA build are there, else cpu; said on stderr)\n"
 	"  --batch B            decode B samples together, of any tasks (default 8): one pass\n"
@@ -291,10 +291,10 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 	case O_CHAT_TEMPLATE: g->chat_template = v; return CR_OK;
 	case O_NO_THINK: g->no_think = 1; return CR_OK;
 	case O_BACKEND:
-		if (strcmp(v, "cuda") && strcmp(v, "cpu"))
-			return cr_errf(err, CR_EUSAGE, "--backend: expected cuda or cpu, got '%s'",
+		if (strcmp(v, "cuda") && strcmp(v, "cpu") && strcmp(v, "auto"))
+			return cr_errf(err, CR_EUSAGE, "--backend: expected auto, cuda or cpu, got '%s'",
 				       v);
-		g->backend = v;
+		g->backend = strcmp(v, "auto") ? v : NULL; /* auto: as without --backend */
 		return CR_OK;
 	case O_N:
 		if (dec_opt_int("--n", v, 1, 1000000, &n, err))

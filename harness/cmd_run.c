@@ -62,7 +62,8 @@ static const char usage[] =
 	"  --max-tokens N      per completion (default 4096)\n"
 	"  --temperature T --top-p P --top-k K --min-p P   sampling (0.6, 0.95, off, off)\n"
 	"  --seed S            generation and verification seed (default: drawn, kept in run.json)\n"
-	"  --backend cpu|cuda  candidate kind and where it runs (default cpu)\n"
+	"  --backend auto|cpu|cuda  candidate kind and where it runs (default cpu;\n"
+	"                    auto: cuda when a GPU and the CUDA build are there)\n"
 	"  --concurrency C     requests in flight (default 4): HTTP requests to an endpoint;\n"
 	"                      for the built-in decoder, requests whose samples it batches\n"
 	"  --batch B           built-in decoder: sequences decoded together (default 8)\n"
@@ -677,8 +678,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			break;
 		}
 		case O_BACKEND:
-			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
-				rc = bad("--backend", optarg, "cpu or cuda");
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
+				rc = bad("--backend", optarg, "auto, cpu or cuda");
 			o->backend = optarg;
 			break;
 		case O_OUT: o->out = optarg; break;

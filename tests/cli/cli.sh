@@ -266,5 +266,16 @@ run_resume_err=$("$exe" run --replay "$replay" --task smoke/relu --strategy best
 code "run --resume after SIGINT" "$rc" 0
 has "run --resume after SIGINT" "$run_resume_err" "run: done"
 
+# ---- --backend auto is a value of run and generate too, as of eval ----
+err=$("$exe" run --replay "$replay" --task smoke/relu --strategy best-of-n --n 1 --no-timing --timeout 2 \
+	--backend auto --out "$out/run-auto" 2>&1 >/dev/null); rc=$?
+code "run --backend auto" "$rc" 0
+if [ "$mk_ok" = 1 ]; then
+	err=$("$exe" generate --model "$out/tiny.gguf" --tasks smoke/relu --n 1 --max-tokens 4 --threads 1 \
+		--device cpu --backend auto --out "$out/gen-auto" 2>&1 >/dev/null); rc=$?
+	code "generate --backend auto" "$rc" 0
+	has "generate --backend auto" "$err" "backend auto: using"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
