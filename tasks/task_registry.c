@@ -669,6 +669,23 @@ static enum cr_status add_element(struct reg *r, struct sel *s, const char *el, 
 	return sel_add(s, r->sets[si], stem, true, err);
 }
 
+/* The next element of a comma-separated spec (strtok_r on str, then NULL),
+ * blanks around it cut: "" for an empty one, NULL after the last. */
+static char *spec_next(char *str, char **save)
+{
+	char *tok = strtok_r(str, ",", save);
+	size_t l;
+
+	if (!tok)
+		return NULL;
+	while (isspace((unsigned char)*tok))
+		tok++;
+	l = strlen(tok);
+	while (l && isspace((unsigned char)tok[l - 1]))
+		tok[--l] = '\0';
+	return tok;
+}
+
 /* The selection of a spec (NULL: every set). A spec given but naming nothing
  * ("", ",", blanks: an unset variable in a script) is an error, never every
  * task. */
@@ -688,14 +705,8 @@ static enum cr_status select_spec(struct reg *r, const char *spec, struct sel *s
 	copy = strdup(spec);
 	if (!copy)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
-	for (tok = strtok_r(copy, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
-		size_t l;
-		while (isspace((unsigned char)*tok))
-			tok++;
-		l = strlen(tok);
-		while (l && isspace((unsigned char)tok[l - 1]))
-			tok[--l] = '\0';
-		if (l) {
+	for (tok = spec_next(copy, &save); tok && !st; tok = spec_next(NULL, &save)) {
+		if (*tok) {
 			named++;
 			st = add_element(r, s, tok, err);
 		}
@@ -1023,15 +1034,11 @@ enum cr_status task_spec_check(const char *spec, struct cr_err *err)
 	copy = strdup(spec);
 	if (!copy)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
-	for (tok = strtok_r(copy, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = spec_next(copy, &save); tok && !st; tok = spec_next(NULL, &save)) {
 		const char *slash, *rest;
 		unsigned long a, b;
-		size_t l;
-		while (isspace((unsigned char)*tok))
-			tok++;
-		l = strlen(tok);
-		while (l && isspace((unsigned char)tok[l - 1]))
-			tok[--l] = '\0';
+		size_t l = strlen(tok);
+
 		if (!l || is_glob(tok))
 			continue;
 		if (l >= 256) {

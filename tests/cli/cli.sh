@@ -12,40 +12,13 @@
 set -uo pipefail
 exe="$1"; csvq="$2"; mk="$3"; replay="$4"; out="$5"
 rm -rf "$out"; mkdir -p "$out"
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-no() { echo "FAIL: $*"; fail=$((fail + 1)); }
-has() { # WHAT TEXT WANT: TEXT contains WANT
-	[[ $2 == *"$3"* ]] && ok || no "$1: \"$3\" not in: ${2:-<empty>}"
-}
-hasnt() { # WHAT TEXT WANT: TEXT does not contain WANT
-	[[ $2 != *"$3"* ]] && ok || no "$1: \"$3\" should not be in: $2"
-}
-code() { # WHAT GOT WANT
-	[ "$2" -eq "$3" ] && ok || no "$1: exit $2, want $3"
-}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 mk_ok=0
 "$mk" "$out/tiny.gguf" && mk_ok=1 || no "mk_tiny failed"
 
 # ---- unknown options, missing values: one wording, exit 2 ----
-# CMD OPTION SUGGESTION [ARGS...]: the message names the option, suggests
-# SUGGESTION (or nothing when it is -), then the --help hint.
-bad_opt() {
-	local cmd="$1" opt="$2" sug="$3"; shift 3
-	local err rc
-	err=$("$exe" "$cmd" "$@" "$opt" 2>&1 >/dev/null); rc=$?
-	code "$cmd $opt" "$rc" 2
-	if [ "$sug" = - ]; then
-		has "$cmd $opt" "$err" "crucible $cmd: unknown option '$opt'"
-	else
-		has "$cmd $opt" "$err" "crucible $cmd: unknown option '$opt' (did you mean '$sug'?)"
-	fi
-	has "$cmd $opt hint" "$err" "Try 'crucible $cmd --help'."
-	hasnt "$cmd $opt getopt's own text" "$err" "unrecognized option"
-	hasnt "$cmd $opt old wording" "$err" "unknown or"
-	hasnt "$cmd $opt old hint" "$err" "(see --help)"
-}
 bad_opt list --jsn --json
 bad_opt list --frobnicate -
 bad_opt dump --otu --out smoke/relu

@@ -9,27 +9,9 @@
 # usage: cli_others.sh CRUCIBLE
 set -uo pipefail
 exe="$1"
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-no() { echo "FAIL: $*"; fail=$((fail + 1)); }
-has() { [[ $2 == *"$3"* ]] && ok || no "$1: \"$3\" not in: ${2:-<empty>}"; }
-hasnt() { [[ $2 != *"$3"* ]] && ok || no "$1: \"$3\" should not be in: $2"; }
-code() { [ "$2" -eq "$3" ] && ok || no "$1: exit $2, want $3"; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
-bad_opt() { # CMD OPTION SUGGESTION|- [ARGS...]
-	local cmd="$1" opt="$2" sug="$3"; shift 3
-	local err rc
-	err=$("$exe" "$cmd" "$@" "$opt" 2>&1 >/dev/null); rc=$?
-	code "$cmd $opt" "$rc" 2
-	if [ "$sug" = - ]; then
-		has "$cmd $opt" "$err" "crucible $cmd: unknown option '$opt'"
-	else
-		has "$cmd $opt" "$err" "crucible $cmd: unknown option '$opt' (did you mean '$sug'?)"
-	fi
-	has "$cmd $opt hint" "$err" "Try 'crucible $cmd --help'."
-	hasnt "$cmd $opt getopt's own text" "$err" "unrecognized option"
-	hasnt "$cmd $opt old wording" "$err" "unknown or"
-}
 bad_opt eval --outt --out
 bad_opt eval --frobnicate -
 bad_opt check --jsn --json "$CRUCIBLE_DATADIR/candidates/smoke/relu_plain.c"
