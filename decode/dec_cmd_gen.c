@@ -328,7 +328,7 @@ static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help,
  * together (at most --batch at a time), each written as it ends. A task
  * that fails (its prompt does not fit, its files cannot be written) is
  * reported and skipped; the exit code is the first failure's. */
-static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, struct dec_tok *tok,
+static enum cr_status run_all(const struct gen_cfg *g, int *lock, struct dec_model *m, struct dec_tok *tok,
 			      const struct dec_task_source *src, char **names, size_t n_names,
 			      struct cr_err *err)
 {
@@ -365,6 +365,12 @@ static enum cr_status run_all(const struct gen_cfg *g, struct dec_model *m, stru
 	cfg.on_step = on_step;
 	cfg.ctx = &pr;
 	if ((st = dec_engine_new(m, &cfg, &e, err)))
+		goto out;
+	/* --out made with its parents and ours alone while we write it (a second
+	 * generate into it is refused, naming this one); taken once every input
+	 * (the model, a draft model, the device) has been checked, so a refused
+	 * command leaves no folder behind */
+	if ((st = cr_out_lock(g->out, "generate", lock, err)))
 		goto out;
 	fprintf(stderr, "generate: device %s%s%s, context %d, %d samples at a time, KV cache %d blocks of %d\n",
 		dec_engine_device(e), dec_engine_device_note(e)[0] ? "; " : "", dec_engine_device_note(e), ctx,
@@ -456,10 +462,6 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 		g.backend = "cuda";
 	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
 		goto out;
-	/* --out made with its parents and ours alone while we write it: a second
-	 * generate into it is refused, naming this one */
-	if ((st = cr_out_lock(g.out, "generate", &lock, &err)))
-		goto out;
 	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)) ||
 	    (g.chat_template && (st = dec_chat_set_template(tok, g.chat_template, &err))) ||
 	    (g.no_think && (st = dec_chat_set_no_think(tok, &err))))
@@ -467,7 +469,7 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 	fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
 		g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
 		dec_chat_template_name(tok), n_names, g.n);
-	st = run_all(&g, m, tok, src, names, n_names, &err);
+	st = run_all(&g, &lock, m, tok, src, names, n_names, &err);
 out:
 	for (size_t i = 0; i < n_names; i++)
 		free(names[i]);
