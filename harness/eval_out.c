@@ -413,6 +413,12 @@ volatile sig_atomic_t *eval_stop_flag(void)
 
 /* ---- progress ---- */
 
+/* eval_progress's counts are indexed by verdict, and eval_progress_close reads
+ * every one of them */
+_Static_assert(CHECK_VERDICT_COUNT <= sizeof ((struct eval_progress *)0)->counts /
+		       sizeof ((struct eval_progress *)0)->counts[0],
+	       "eval_progress.counts holds fewer slots than there are verdicts");
+
 static void hms(double s, char *b, size_t cap)
 {
 	long t = s > 0 ? (long)(s + 0.5) : 0;
@@ -479,7 +485,7 @@ void eval_progress_finished(struct eval_progress *p, int running, const char *na
 	char h[160], sb[400];
 
 	p->done++;
-	if (verdict >= 0 && verdict < 16)
+	if (verdict >= 0 && verdict < CHECK_VERDICT_COUNT)
 		p->counts[verdict]++;
 	head(p, running, h, sizeof h);
 	cr_text_escape_name(base(name), strlen(base(name)), sb, sizeof sb);
