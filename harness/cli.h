@@ -11,5 +11,7 @@ int cr_cmd_lint(int argc, char **argv);
 int cr_cmd_generate(int argc, char **argv);
 int cr_cmd_run(int argc, char **argv);
 int cr_cmd_merge(int argc, char **argv);
+int cr_cmd_serve(int argc, char **argv);
+int cr_cmd_submit(int argc, char **argv);
 
 #endif

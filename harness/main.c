@@ -33,6 +33,8 @@ static const struct {
 	{ "generate", cr_cmd_generate, "generate --model M.gguf   write candidates with the built-in decoder" },
 	{ "run", cr_cmd_run, "run --strategy S ...      search: best-of-n, refine, evolve, self-consistency,\n"
 			     "                            with the verifier in the loop" },
+	{ "serve", cr_cmd_serve, "serve [--db DB]            leaderboard and RL reward service (HTTP) on the verifier" },
+	{ "submit", cr_cmd_submit, "submit FILE... --server URL --board NAME   submit kernels to a crucible serve" },
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -13,7 +13,7 @@
 set -euo pipefail
 rooms=(common tasks cand sandbox cuda checks timing reports
 	decode/tok decode/quant decode/model decode/sample decode/be decode/cpu decode/cuda decode/engine decode
-	gen harness)
+	gen serve harness)
 
 if [ "${1:-}" = --self-test ]; then
 	here=$(cd "$(dirname "$0")/.." && pwd)
