@@ -18,7 +18,8 @@ struct srv_http;
 /* One request, valid for the handler's call only. */
 struct srv_req {
 	const char *method;      /* "GET", "POST", ... */
-	const char *path;        /* the URL's path, without the query */
+	const char *path;        /* the URL's path, without the query, percent-decoded by
+				  * libmicrohttpd: "%2F" arrives as "/" */
 	const char *body;        /* the whole body, NUL-terminated ("" when none) */
 	size_t body_len;
 	char remote[64];         /* the client's address, "127.0.0.1" */
