@@ -331,6 +331,8 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 		srv_resp_error(r, 400, "'source' holds a NUL byte");
 		goto out;
 	}
+	if (!strcmp(b.backend, "cuda"))
+		fname = "submission.cu";
 	if ((v = json_object_get(j, "file_name"))) {
 		if (!json_is_string(v) || !good_file_name(json_string_value(v))) {
 			srv_resp_error(r, 400, "'file_name' must be 1 to 100 characters of A-Z a-z 0-9 "
@@ -338,6 +340,13 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 			goto out;
 		}
 		fname = json_string_value(v);
+	}
+	bool cu = strlen(fname) > 3 && !strcmp(fname + strlen(fname) - 3, ".cu");
+	if (cu != !strcmp(b.backend, "cuda")) {
+		srv_resp_error(r, 400, "board '%s' runs the %s backend: its candidates are %s files, "
+				       "not '%s'",
+			       b.name, b.backend, cu ? ".c" : ".cu", fname);
+		goto out;
 	}
 	/* the candidate is read here once: what does not parse is answered now,
 	 * naming the line, rather than queued */

@@ -449,7 +449,7 @@ enum cr_status srv_reward_create(struct srv_db *db, const struct srv_user *u, co
 			break;
 		}
 		char fname[32];
-		snprintf(fname, sizeof fname, "completion_%d.c", i);
+		snprintf(fname, sizeof fname, "completion_%d.%s", i, !strcmp(backend, "cuda") ? "cu" : "c");
 		st = add_job(db, "reward", NULL, ids, i, u, task, backend, fname, src, seed, NULL,
 			     timing, false, 0, code, now, err);
 		free(src);
