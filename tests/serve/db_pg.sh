@@ -23,4 +23,10 @@ trap 'pg_stop "$dir"' EXIT
 trap 'exit 1' INT TERM HUP
 pg_start "$dir" || exit 1
 echo "PostgreSQL ($PG_BIN) on $PG_URL"
-CRUCIBLE_TEST_PG=$PG_URL "$test_db"
+rc=0
+CRUCIBLE_TEST_PG=$PG_URL "$test_db" || rc=1
+# the service's tables and queue (test_store) in a database of their own:
+# test_db leaves tables of the same names in the default one
+psql -X -q -d "$PG_URL" -c "CREATE DATABASE store_test" || rc=1
+CRUCIBLE_TEST_PG=${PG_URL%/*}/store_test "$builddir/tests/serve/test_store" || rc=1
+exit $rc
