@@ -37,6 +37,8 @@ static void usage_serve(FILE *f)
 		"       crucible serve board list\n"
 		"       crucible serve user add NAME [--admin] [--quota N] [--rate N]\n"
 		"       crucible serve user token NAME     a new token (the old one stops working)\n"
+		"       crucible serve user set NAME [--quota N] [--rate N]\n"
+		"       crucible serve user remove NAME    the token stops working; submissions stay\n"
 		"       crucible serve user list\n"
 		"       crucible serve worker --db postgresql://... [--workers N] [--gpus LIST]\n"
 		"       crucible serve verify RESULT.json [--key FILE | --server URL]\n"
@@ -68,6 +70,8 @@ static void usage_serve(FILE *f)
 		"                      and the job is retried (default 900)\n"
 		"  --reward-backend B  the backend of /v1/reward: auto (default), cpu, cuda\n"
 		"  --max-completions N a reward group's largest size (default 64)\n"
+		"  --reward-wait S     the longest a reward request waits before it answers 202\n"
+		"                      with what is done (default 600; GET /v1/reward/ID polls)\n"
 		"  --title TEXT        the rankings page's heading (default crucible)\n"
 		"OPTIONS (board add)\n"
 		"  --tasks SET         the board's tasks: L1/23, L1/1-10, 'L2/*Conv*', ...\n"
@@ -101,7 +105,8 @@ struct opts {
 	long workers, max_conns, max_completions, quota, rate;
 	double lease_s, check_timeout_s, time_cap_s;
 	unsigned long long max_body;
-	bool admin, no_timing, quick;
+	double reward_wait_s;
+	bool admin, no_timing, quick, quota_given, rate_given;
 };
 
 static int num_opt(const char *name, const char *v, double lo, double hi, double *out)
@@ -127,7 +132,7 @@ static int int_opt(const char *name, const char *v, long lo, long hi, long *out)
 enum {
 	O_DB = 256, O_LISTEN, O_WORKERS, O_GPUS, O_KEY, O_LOG, O_READY, O_MAXBODY, O_MAXCONNS,
 	O_LEASE, O_CHECKTO, O_RBACKEND, O_MAXCOMP, O_TITLE, O_TASKS, O_BACKEND, O_RANK, O_NOTIMING,
-	O_QUICK, O_TIMECAP, O_ADMIN, O_QUOTA, O_RATE, O_SERVER
+	O_QUICK, O_TIMECAP, O_ADMIN, O_QUOTA, O_RATE, O_SERVER, O_RWAIT
 };
 
 static const struct option longopts[] = {
@@ -155,6 +160,7 @@ static const struct option longopts[] = {
 	{ "quota", required_argument, NULL, O_QUOTA },
 	{ "rate", required_argument, NULL, O_RATE },
 	{ "server", required_argument, NULL, O_SERVER },
+	{ "reward-wait", required_argument, NULL, O_RWAIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -174,6 +180,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	o->rate = 600;
 	o->lease_s = 30;
 	o->check_timeout_s = 900;
+	o->reward_wait_s = 600;
 	o->max_body = 1 << 20;
 	o->backend = "cpu";
 	o->rank = "geomean";
@@ -209,8 +216,15 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_QUICK: o->quick = true; break;
 		case O_TIMECAP: rc = num_opt("--time-cap", optarg, 0.01, 3600, &o->time_cap_s); break;
 		case O_ADMIN: o->admin = true; break;
-		case O_QUOTA: rc = int_opt("--quota", optarg, 1, 1000000, &o->quota); break;
-		case O_RATE: rc = int_opt("--rate", optarg, 0, 1000000, &o->rate); break;
+		case O_QUOTA:
+			rc = int_opt("--quota", optarg, 1, 1000000, &o->quota);
+			o->quota_given = true;
+			break;
+		case O_RATE:
+			rc = int_opt("--rate", optarg, 0, 1000000, &o->rate);
+			o->rate_given = true;
+			break;
+		case O_RWAIT: rc = num_opt("--reward-wait", optarg, 1, 86400, &o->reward_wait_s); break;
 		case O_SERVER: o->server = optarg; break;
 		default: return CR_EXIT_USAGE;
 		}
@@ -223,13 +237,26 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static int open_store(const struct opts *o, struct srv_db **db)
+enum store_use {
+	STORE_READ,   /* list, status: the store must exist */
+	STORE_WRITE,  /* a worker, a token, a user changed: must exist and take writes */
+	STORE_CREATE, /* board add, user add, the server: made when missing */
+};
+
+static int open_store(const struct opts *o, struct srv_db **db, enum store_use use)
 {
 	struct cr_err err;
 	cr_err_init(&err);
+	struct stat sb;
+	if (use != STORE_CREATE && !srv_db_is_pg_url(o->db) && stat(o->db, &sb) && errno == ENOENT)
+		return cr_cli_usage(CMD, "no store '%s' here: give --db DB or set CRUCIBLE_SERVE_DB "
+					 "(`serve board add` and `serve user add` make a new one)",
+				    o->db);
 	enum cr_status st = srv_db_open(o->db, db, &err);
 	if (!st)
 		st = srv_store_init(*db, &err);
+	if (!st && use != STORE_READ)
+		st = srv_store_writable(*db, &err);
 	if (st) {
 		if (st == CR_EIO)
 			st = CR_EENV; /* the store cannot be reached: the environment */
@@ -268,7 +295,7 @@ static int board_cmd(const struct opts *o, int argc, char **argv, int at)
 			return cr_cli_usage(CMD, "board add takes one NAME");
 		if (!o->tasks)
 			return cr_cli_usage(CMD, "board add needs --tasks SET");
-		int rc = open_store(o, &db);
+		int rc = open_store(o, &db, STORE_CREATE);
 		if (rc)
 			return rc;
 		struct srv_board b;
@@ -296,7 +323,7 @@ static int board_cmd(const struct opts *o, int argc, char **argv, int at)
 	if (want(argc, argv, at, "list")) {
 		if (at + 1 != argc)
 			return cr_cli_usage(CMD, "board list takes no argument");
-		int rc = open_store(o, &db);
+		int rc = open_store(o, &db, STORE_READ);
 		if (rc)
 			return rc;
 		json_t *v = NULL;
@@ -310,10 +337,11 @@ static int board_cmd(const struct opts *o, int argc, char **argv, int at)
 		{
 			json_t *t;
 			size_t k;
-			printf("%s\t%s\t%s\t%" JSON_INTEGER_FORMAT " submissions\t",
+			printf("%s\t%s\t%s\t%s\t%" JSON_INTEGER_FORMAT " submissions\t",
 			       json_string_value(json_object_get(b, "name")),
 			       json_string_value(json_object_get(b, "backend")),
 			       json_string_value(json_object_get(b, "rank")),
+			       json_is_true(json_object_get(b, "timing")) ? "timed" : "untimed",
 			       json_integer_value(json_object_get(b, "n_submissions")));
 			json_array_foreach(json_object_get(b, "tasks"), k, t)
 				printf("%s%s", k ? "," : "", json_string_value(t));
@@ -322,6 +350,10 @@ static int board_cmd(const struct opts *o, int argc, char **argv, int at)
 		json_decref(v);
 		return 0;
 	}
+	static const char *const words[] = { "add", "list" };
+	const char *near = at < argc ? cr_cli_suggest(argv[at], words, 2) : NULL;
+	if (near)
+		return cr_cli_usage(CMD, "board: unknown '%s' (did you mean 'board %s'?)", argv[at], near);
 	return cr_cli_usage(CMD, "board: add NAME --tasks SET, or list");
 }
 
@@ -334,7 +366,7 @@ static int user_cmd(const struct opts *o, int argc, char **argv, int at)
 	if (add || token) {
 		if (at + 2 != argc)
 			return cr_cli_usage(CMD, "user %s takes one NAME", argv[at]);
-		int rc = open_store(o, &db);
+		int rc = open_store(o, &db, add ? STORE_CREATE : STORE_WRITE);
 		if (rc)
 			return rc;
 		char tok[48];
@@ -352,8 +384,32 @@ static int user_cmd(const struct opts *o, int argc, char **argv, int at)
 		explicit_bzero(tok, sizeof tok);
 		return 0;
 	}
+	if (want(argc, argv, at, "set") || want(argc, argv, at, "remove")) {
+		bool set = want(argc, argv, at, "set");
+		if (at + 2 != argc)
+			return cr_cli_usage(CMD, "user %s takes one NAME", argv[at]);
+		if (set && !o->quota_given && !o->rate_given)
+			return cr_cli_usage(CMD, "user set NAME needs --quota N or --rate N");
+		int rc = open_store(o, &db, STORE_WRITE);
+		if (rc)
+			return rc;
+		enum cr_status st = set ? srv_user_set(db, argv[at + 1], o->quota_given ? (int)o->quota : -1,
+						       o->rate_given ? (int)o->rate : -1, &err)
+					: srv_user_disable(db, argv[at + 1], &err);
+		srv_db_close(db);
+		if (st)
+			return cr_cli_status(CMD, &err);
+		if (set)
+			printf("user '%s': quota and rate set\n", argv[at + 1]);
+		else
+			printf("user '%s': removed (the token no longer works; submissions kept)\n",
+			       argv[at + 1]);
+		return 0;
+	}
 	if (want(argc, argv, at, "list")) {
-		int rc = open_store(o, &db);
+		if (at + 1 != argc)
+			return cr_cli_usage(CMD, "user list takes no argument");
+		int rc = open_store(o, &db, STORE_READ);
 		if (rc)
 			return rc;
 		json_t *v = NULL;
@@ -366,13 +422,19 @@ static int user_cmd(const struct opts *o, int argc, char **argv, int at)
 		json_array_foreach(v, i, u)
 			printf("%s\t%s\tquota %" JSON_INTEGER_FORMAT "\trate %" JSON_INTEGER_FORMAT "/min\n",
 			       json_string_value(json_object_get(u, "name")),
-			       json_is_true(json_object_get(u, "admin")) ? "admin" : "user",
+			       json_is_true(json_object_get(u, "removed")) ? "removed"
+			       : json_is_true(json_object_get(u, "admin")) ? "admin"
+									 : "user",
 			       json_integer_value(json_object_get(u, "quota")),
 			       json_integer_value(json_object_get(u, "rate")));
 		json_decref(v);
 		return 0;
 	}
-	return cr_cli_usage(CMD, "user: add NAME, token NAME, or list");
+	static const char *const words[] = { "add", "token", "set", "remove", "list" };
+	const char *near = at < argc ? cr_cli_suggest(argv[at], words, 5) : NULL;
+	if (near)
+		return cr_cli_usage(CMD, "user: unknown '%s' (did you mean 'user %s'?)", argv[at], near);
+	return cr_cli_usage(CMD, "user: add NAME, token NAME, set NAME, remove NAME, or list");
 }
 
 static int parse_gpus(const char *s, int *gpus, int cap, int *n)
@@ -435,7 +497,7 @@ static int start_workers(const struct opts *o, FILE *log, struct srv_workers **w
 static int worker_cmd(const struct opts *o)
 {
 	struct srv_db *db = NULL;
-	int rc = open_store(o, &db);
+	int rc = open_store(o, &db, STORE_WRITE);
 	if (rc)
 		return rc;
 	srv_db_close(db);
@@ -474,7 +536,7 @@ static int server(const struct opts *o)
 	if ((rc = key_path(o, kp, sizeof kp)))
 		return rc;
 	struct srv_db *db = NULL;
-	if ((rc = open_store(o, &db)))
+	if ((rc = open_store(o, &db, STORE_CREATE)))
 		return rc;
 	srv_db_close(db);
 	unsigned char key[SRV_KEY_BYTES];
@@ -491,6 +553,7 @@ static int server(const struct opts *o)
 		.title = o->title,
 		.reward_backend = o->reward_backend,
 		.max_completions = (int)o->max_completions,
+		.reward_wait_s = o->reward_wait_s,
 		.log = log,
 	};
 	struct srv_api *api = NULL;
@@ -513,6 +576,7 @@ static int server(const struct opts *o)
 	};
 	if (srv_http_start(&ho, &http, &err)) {
 		rc = cr_cli_status(CMD, &err);
+		fprintf(stderr, "  choose another --listen HOST:PORT (PORT 0 picks a free one)\n");
 		goto out;
 	}
 	if ((rc = start_workers(o, log, &w)))
@@ -523,6 +587,16 @@ static int server(const struct opts *o)
 	fprintf(log, "crucible serve: listening on %s (store %s, %ld worker(s))\n", url,
 		srv_db_is_pg_url(o->db) ? "postgresql" : o->db, o->workers);
 	fflush(log);
+	if (log != stderr)
+		fprintf(stderr, "crucible serve: listening on %s (log: %s)\n", url, o->log);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (o->workers > 1 && o->workers * 2 > cores)
+		fprintf(stderr, "crucible serve: warning: %ld workers on %ld cores: timed scorings "
+				"will share cores, and their speedups will be noisy\n",
+			o->workers, cores);
+	if (o->workers == 0)
+		fprintf(stderr, "crucible serve: no worker in this process: jobs wait for `crucible "
+				"serve worker --db ...`\n");
 	if (o->ready) {
 		FILE *f = fopen(o->ready, "we");
 		if (!f || fprintf(f, "%s\n", url) < 0 || fclose(f)) {
@@ -618,8 +692,11 @@ static int verify_cmd(const struct opts *o, int argc, char **argv, int at)
 		char kp[PATH_MAX];
 		unsigned char key[SRV_KEY_BYTES];
 		if (!(rc = key_path(o, kp, sizeof kp))) {
-			if (srv_key_load(kp, false, key, &err))
+			if (srv_key_load(kp, false, key, &err)) {
 				rc = cr_cli_status(CMD, &err);
+				fprintf(stderr, "  give the server's key with --key FILE, or ask the "
+						"server with --server URL\n");
+			}
 			else
 				valid = srv_hmac_check(key, signed_text, strlen(signed_text),
 						       json_string_value(sig));
@@ -639,7 +716,7 @@ static int verify_cmd(const struct opts *o, int argc, char **argv, int at)
 static int status_cmd(const struct opts *o)
 {
 	struct srv_db *db = NULL;
-	int rc = open_store(o, &db);
+	int rc = open_store(o, &db, STORE_READ);
 	if (rc)
 		return rc;
 	struct cr_err err;

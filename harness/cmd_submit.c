@@ -23,7 +23,8 @@ static void usage_submit(FILE *f)
 {
 	fprintf(f,
 		"usage: crucible submit FILE... --server URL --board NAME [--task T] [--no-wait]\n"
-		"                       [--json] [--timeout S]\n"
+		"                       [--json] [--timeout S] [--retry-window S]\n"
+		"       crucible submit --follow ID... --server URL [--json]\n"
 		"Submits each candidate FILE to a board of `crucible serve` and follows it: the\n"
 		"public run's verdict and speedup (its seed is shown), the secret run's verdict,\n"
 		"and the submission's place. A submission ranks when both runs pass.\n\n"
@@ -32,8 +33,12 @@ static void usage_submit(FILE *f)
 		"  --board NAME   the board\n"
 		"  --task T       the task (default: each file's @task line)\n"
 		"  --no-wait      submit and print the ids; do not follow\n"
-		"  --json         print each submission's final state as one JSON line\n"
+		"  --json         print each submission's final state as one JSON line on\n"
+		"                 stdout (the progress lines go to stderr)\n"
 		"  --timeout S    stop following after S seconds (default 3600)\n"
+		"  --follow       the arguments are submission ids, not files: follow them\n"
+		"  --retry-window S  keep trying a server that answers 429 or 5xx, or cannot\n"
+		"                 be reached, for S seconds before giving up (default 120)\n"
 		"  -h, --help     this page\n");
 	cr_cli_help_tail(f,
 			 "  0  every submission was scored and ranks (--no-wait: every one accepted)\n"
@@ -42,11 +47,12 @@ static void usage_submit(FILE *f)
 			 "  3  the server cannot be reached, failed (5xx), the harness failed on a\n"
 			 "     submission, or --timeout passed\n",
 			 0);
-	fputs("  CRUCIBLE_TOKEN  the API token (from `crucible serve user add`)\n", f);
+	fputs("\nENVIRONMENT\n  CRUCIBLE_TOKEN  the API token (from `crucible serve user add`)\n", f);
 }
 
 struct http {
 	CURL *c;
+	double retry_after; /* the last answer's Retry-After, seconds */
 	char auth[128];
 	struct curl_slist *headers;
 	const char *server;
@@ -76,9 +82,21 @@ static size_t take(char *p, size_t sz, size_t n, void *ud)
 /* One request: *code the HTTP status (0 when none came), *out the body as
  * JSON (NULL when it was not). false with the message said when the server
  * could not be reached. */
-static bool request(struct http *h, const char *method, const char *path, const char *body,
-		    long *code, json_t **out)
+static size_t header_cb(char *p, size_t sz, size_t n, void *ud)
 {
+	struct http *h = ud;
+	size_t len = sz * n;
+	if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+		double v = strtod(p + 12, NULL);
+		h->retry_after = v > 0 && v < 3600 ? v : 5;
+	}
+	return len;
+}
+
+static bool request(struct http *h, const char *method, const char *path, const char *body,
+		    long *code, json_t **out, bool quiet)
+{
+	h->retry_after = 5;
 	char url[2048];
 	snprintf(url, sizeof url, "%s%s", h->server, path);
 	struct buf b = { 0 };
@@ -90,6 +108,8 @@ static bool request(struct http *h, const char *method, const char *path, const 
 	curl_easy_setopt(h->c, CURLOPT_TIMEOUT, 120L);
 	curl_easy_setopt(h->c, CURLOPT_CONNECTTIMEOUT, 20L);
 	curl_easy_setopt(h->c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h->c, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(h->c, CURLOPT_HEADERDATA, h);
 	if (!strcmp(method, "POST")) {
 		curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
@@ -98,7 +118,9 @@ static bool request(struct http *h, const char *method, const char *path, const 
 	*code = 0;
 	*out = NULL;
 	if (cc != CURLE_OK) {
-		cr_cli_error(CMD, "%s: %s", url, curl_easy_strerror(cc));
+		if (!quiet)
+			cr_cli_error(CMD, "%s: %s (is the server running? check --server)", url,
+				     curl_easy_strerror(cc));
 		free(b.p);
 		return false;
 	}
@@ -106,6 +128,26 @@ static bool request(struct http *h, const char *method, const char *path, const 
 	*out = b.p ? json_loads(b.p, 0, NULL) : NULL;
 	free(b.p);
 	return true;
+}
+
+/* request(), again while the answer is 429 or 5xx or no answer came, for
+ * up to window_s (429: after its Retry-After). *code as request's. */
+static bool request_retry(struct http *h, const char *method, const char *path, const char *body,
+			  double window_s, long *code, json_t **out)
+{
+	int64_t end = cr_now_ns() + (int64_t)(window_s * 1e9);
+	for (int tries = 0;; tries++) {
+		bool reached = request(h, method, path, body, code, out, tries > 0);
+		bool again = !reached || *code == 429 || *code >= 500;
+		if (!again || cr_now_ns() >= end)
+			return reached;
+		double wait = *code == 429 ? h->retry_after : 1.0 + tries;
+		if (wait > 30)
+			wait = 30;
+		json_decref(*out);
+		*out = NULL;
+		usleep((useconds_t)(wait * 1e6));
+	}
 }
 
 static const char *err_msg(const json_t *j)
@@ -141,7 +183,7 @@ static void describe(const json_t *v, char *line, size_t cap, bool *final, int *
 	else
 		snprintf(p, sizeof p, "public %s", s_(pub, "state"));
 	if (json_is_number(sp))
-		snprintf(p + strlen(p), sizeof p - strlen(p), " %.3gx", json_number_value(sp));
+		snprintf(p + strlen(p), sizeof p - strlen(p), " %#.3gx", json_number_value(sp));
 	if (json_is_string(json_object_get(sec, "status")))
 		snprintf(s, sizeof s, "secret %s", s_(sec, "status"));
 	else
@@ -152,7 +194,10 @@ static void describe(const json_t *v, char *line, size_t cap, bool *final, int *
 		return;
 	}
 	if (!strcmp(state, "error")) {
-		snprintf(line, cap, "not scored: %s", s_(v, "why_not_ranked"));
+		const char *why = s_(pub, "harness_error");
+		if (!*why)
+			why = s_(sec, "harness_error");
+		snprintf(line, cap, "not scored: %s%s%s", s_(v, "why_not_ranked"), *why ? ": " : "", why);
 		*rc = CR_EXIT_ENV;
 	} else if (json_is_true(json_object_get(v, "ranked"))) {
 		const json_t *sc = json_object_get(v, "score");
@@ -175,7 +220,8 @@ static void describe(const json_t *v, char *line, size_t cap, bool *final, int *
 		snprintf(line + strlen(line), cap - strlen(line), "\n    %.300s", detail);
 }
 
-static int submit_one(struct http *h, const char *board, const char *task, struct sub *s)
+static int submit_one(struct http *h, const char *board, const char *task, double window_s,
+		      FILE *out, struct sub *s)
 {
 	struct cr_err err;
 	cr_err_init(&err);
@@ -202,21 +248,21 @@ static int submit_one(struct http *h, const char *board, const char *task, struc
 	curl_free(eb);
 	long code = 0;
 	json_t *r = NULL;
-	bool reached = request(h, "POST", path, text ? text : "", &code, &r);
+	bool reached = request_retry(h, "POST", path, text ? text : "", window_s, &code, &r);
 	free(text);
 	if (!reached)
 		return CR_EXIT_ENV;
 	int rc = 0;
 	if (code == 202 && json_is_integer(json_object_get(r, "id"))) {
 		s->id = json_integer_value(json_object_get(r, "id"));
-		printf("%s: submission %lld to board %s (task %s, public seed %s)\n", s->file, s->id,
-		       board, s_(r, "task"), s_(json_object_get(r, "public"), "seed"));
+		fprintf(out, "%s: submission %lld to board %s (task %s, public seed %s)\n", s->file,
+			s->id, board, s_(r, "task"), s_(json_object_get(r, "public"), "seed"));
 	} else {
 		cr_cli_error(CMD, "%s: HTTP %ld: %s", s->file, code, err_msg(r));
 		rc = code >= 400 && code < 500 ? CR_EXIT_USAGE : CR_EXIT_ENV;
 	}
 	json_decref(r);
-	fflush(stdout);
+	fflush(out);
 	return rc;
 }
 
@@ -226,11 +272,12 @@ int cr_cmd_submit(int argc, char **argv)
 		{ "server", required_argument, NULL, 's' }, { "board", required_argument, NULL, 'b' },
 		{ "task", required_argument, NULL, 't' },   { "no-wait", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },         { "timeout", required_argument, NULL, 'T' },
+		{ "follow", no_argument, NULL, 'f' },       { "retry-window", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	const char *server = NULL, *board = NULL, *task = NULL;
-	bool no_wait = false, as_json = false;
-	double timeout_s = 3600;
+	bool no_wait = false, as_json = false, follow = false;
+	double timeout_s = 3600, window_s = 120;
 	optind = 1;
 	int c;
 	while ((c = cr_cli_getopt(CMD, argc, argv, "h", longopts)) != -1) {
@@ -247,16 +294,33 @@ int cr_cmd_submit(int argc, char **argv)
 				return cr_cli_usage(CMD, "--timeout '%s': seconds, more than 0", optarg);
 			break;
 		}
+		case 'f': follow = true; break;
+		case 'r': {
+			char *end = NULL;
+			window_s = strtod(optarg, &end);
+			if (!end || *end || end == optarg || !(window_s >= 0 && window_s <= 86400))
+				return cr_cli_usage(CMD, "--retry-window '%s': seconds, 0 to 86400", optarg);
+			break;
+		}
 		case 'h': usage_submit(stdout); return 0;
 		default: return CR_EXIT_USAGE;
 		}
 	}
 	if (optind == argc)
-		return cr_cli_usage(CMD, "no FILE to submit");
+		return cr_cli_usage(CMD, follow ? "--follow needs submission ids" : "no FILE to submit");
 	if (!server)
 		return cr_cli_usage(CMD, "--server URL is needed (the crucible serve to submit to)");
-	if (!board)
+	if (!board && !follow)
 		return cr_cli_usage(CMD, "--board NAME is needed");
+	if (follow && (no_wait || task))
+		return cr_cli_usage(CMD, "--follow takes no --no-wait or --task");
+	for (int i = optind; follow && i < argc; i++) {
+		uint64_t v;
+		if (!cr_parse_u64(argv[i], &v) || v == 0)
+			return cr_cli_usage(CMD, "--follow: '%s' is not a submission id", argv[i]);
+	}
+	/* --json: stdout holds the JSON lines alone; progress goes to stderr */
+	FILE *out = as_json ? stderr : stdout;
 	if (strncmp(server, "http://", 7) && strncmp(server, "https://", 8))
 		return cr_cli_usage(CMD, "--server '%s': an http:// or https:// URL", server);
 	const char *tok = getenv("CRUCIBLE_TOKEN");
@@ -282,7 +346,11 @@ int cr_cmd_submit(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++) {
 		subs[i].file = argv[optind + i];
-		int r = submit_one(&h, board, task, &subs[i]);
+		if (follow) {
+			subs[i].id = strtoll(argv[optind + i], NULL, 10);
+			continue;
+		}
+		int r = submit_one(&h, board, task, window_s, out, &subs[i]);
 		if (r && (!rc || r > rc))
 			rc = r;
 		if (r == CR_EXIT_ENV && !subs[i].id)
@@ -300,19 +368,24 @@ int cr_cmd_submit(int argc, char **argv)
 			snprintf(path, sizeof path, "/v1/submissions/%lld", s->id);
 			long code = 0;
 			json_t *v = NULL;
-			if (!request(&h, "GET", path, NULL, &code, &v) || code != 200) {
+			if (!request_retry(&h, "GET", path, NULL, window_s, &code, &v) || code != 200) {
 				if (code)
 					cr_cli_error(CMD, "%s: HTTP %ld: %s", s->file, code, err_msg(v));
+				if (!code || code == 429 || code >= 500)
+					cr_cli_error(CMD, "submission %lld is still at the server: follow "
+							  "it later with `crucible submit --follow %lld "
+							  "--server %s`",
+						     s->id, s->id, srv);
 				json_decref(v);
 				s->final = true;
-				s->rc = CR_EXIT_ENV;
+				s->rc = code >= 400 && code < 500 && code != 429 ? CR_EXIT_USAGE : CR_EXIT_ENV;
 				continue;
 			}
 			char line[1024];
 			describe(v, line, sizeof line, &s->final, &s->rc);
 			if (strcmp(line, s->last)) {
-				printf("%s: #%lld %s\n", s->file, s->id, line);
-				fflush(stdout);
+				fprintf(out, "%s: #%lld %s\n", s->file, s->id, line);
+				fflush(out);
 				snprintf(s->last, sizeof s->last, "%s", line);
 			}
 			json_decref(s->view);

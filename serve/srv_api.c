@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cand/cand.h"
+#include "decode/dec_run.h"
 #include "serve/srv_page.h"
 #include "serve/srv_store.h"
 #include "tasks/task_registry.h"
@@ -210,7 +211,8 @@ static bool auth(struct srv_api *a, struct srv_db *db, const struct srv_req *q,
 		return false;
 	}
 	if (!found) {
-		srv_resp_error(r, 401, "the token is not valid");
+		srv_resp_error(r, 401, "the token is not valid (tokens come from the operator's "
+				       "`crucible serve user add` or `user token`)");
 		srv_resp_header(r, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
 		return false;
 	}
@@ -312,10 +314,11 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 		return store_failed(a, r, &err);
 	}
 	if (!found)
-		return srv_resp_error(r, 404, "no board '%.64s'", board);
+		return srv_resp_error(r, 404, "no board '%.64s' (GET /v1/boards lists them)", board);
 	json_t *j = body_object(q, r);
 	static const char *const fields[] = { "source", "file_name", "task", NULL };
 	const char *src = NULL, *fname = "submission.c";
+	char *owned = NULL; /* the source with an @task line put first */
 	char task[CR_CAND_TASK] = "";
 	struct cr_cand cand;
 	memset(&cand, 0, sizeof cand);
@@ -348,6 +351,22 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 			       b.name, b.backend, cu ? ".c" : ".cu", fname);
 		goto out;
 	}
+	/* a task named in the request and no @task line in the source: the
+	 * line is put first, as /v1/reward does for a completion */
+	v = json_object_get(j, "task");
+	if (v && json_is_string(v) && !dec_has_task_line(src, strlen(src))) {
+		cr_err_init(&err);
+		if (task_registry_resolve(json_string_value(v), task, sizeof task, &err)) {
+			srv_resp_error(r, 400, "'task': %s", err.msg);
+			goto out;
+		}
+		if (asprintf(&owned, "// @task %s\n%s", task, src) < 0) {
+			owned = NULL;
+			srv_resp_error(r, 503, "out of memory");
+			goto out;
+		}
+		src = owned;
+	}
 	/* the candidate is read here once: what does not parse is answered now,
 	 * naming the line, rather than queued */
 	if (cr_cand_parse(&cand, fname, src, strlen(src), &err)) {
@@ -362,6 +381,15 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 		cr_err_init(&err);
 		if (task_registry_resolve(json_string_value(v), task, sizeof task, &err)) {
 			srv_resp_error(r, 400, "'task': %s", err.msg);
+			goto out;
+		}
+		/* the source's own @task must be the same task: check would give a
+		 * format_error, charged to a run that was never going to be judged */
+		char own[CR_CAND_TASK];
+		cr_err_init(&err);
+		if (task_registry_resolve(cand.task, own, sizeof own, &err) || strcmp(own, task)) {
+			srv_resp_error(r, 400, "%s:%d: @task %s does not match the task %s given",
+				       fname, cand.task_line, cand.task, task);
 			goto out;
 		}
 	} else {
@@ -405,6 +433,7 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 	srv_resp_header(r, "Location", loc);
 	srv_resp_json(r, 202, view);
 out:
+	free(owned);
 	cr_cand_release(&cand);
 	srv_board_release(&b);
 	json_decref(j);
@@ -529,6 +558,13 @@ static void post_reward(struct srv_api *a, struct srv_db *db, const struct srv_r
 			goto out;
 		}
 		wait_s = json_number_value(v);
+	}
+	if (n > (size_t)u.quota) {
+		srv_resp_error(r, 400, "a group of %zu completions is over user '%s''s queue quota "
+				       "of %d: send smaller groups, or ask the operator for a larger "
+				       "--quota (crucible serve user set)",
+			       n, u.name, u.quota);
+		goto out;
 	}
 	int64_t id = 0;
 	bool over = false;
@@ -693,7 +729,8 @@ void srv_api_handle(void *ctx, const struct srv_req *q, struct srv_resp *r)
 				broken = err.status == CR_EIO;
 				store_failed(a, r, &err);
 			} else if (!found)
-				srv_resp_error(r, 404, "no board '%.64s'", name);
+				srv_resp_error(r, 404, "no board '%.64s' (GET /v1/boards lists them)",
+					       name);
 			else
 				srv_resp_json(r, 200, v);
 		}

@@ -51,7 +51,7 @@ static const char *schema_fmt =
 	"  lease BIGINT, worker TEXT, heartbeat_ms BIGINT, attempts INTEGER NOT NULL,\n"
 	"  created_ms BIGINT NOT NULL, started_ms BIGINT, finished_ms BIGINT, status TEXT,\n"
 	"  speedup DOUBLE PRECISION, speedup_lo DOUBLE PRECISION, speedup_hi DOUBLE PRECISION,\n"
-	"  noisy INTEGER, detail TEXT, feedback TEXT, harness_error TEXT);\n"
+	"  noisy INTEGER, detail TEXT, feedback TEXT, harness_error TEXT, not_before_ms BIGINT);\n"
 	"CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority, id);\n"
 	"CREATE INDEX IF NOT EXISTS jobs_sub ON jobs (submission_id);\n"
 	"CREATE INDEX IF NOT EXISTS jobs_reward ON jobs (reward_id);\n"
@@ -143,7 +143,9 @@ enum cr_status srv_user_add(struct srv_db *db, const char *name, bool admin, int
 	if (st == CR_EINPUT) {
 		err->status = CR_OK;
 		err->msg[0] = 0;
-		return cr_errf(err, CR_EINPUT, "user '%s' exists already", name);
+		return cr_errf(err, CR_EINPUT,
+			       "user '%s' exists already (a new token: crucible serve user token %s)",
+			       name, name);
 	}
 	return st;
 }
@@ -153,6 +155,39 @@ enum cr_status srv_user_token(struct srv_db *db, const char *name, char tok[48],
 	char hash[65];
 	srv_token_new(tok);
 	srv_token_hash(tok, hash);
+	struct srv_rows r = { 0 };
+	const char *p[] = { hash, name };
+	enum cr_status st =
+		q(db, "UPDATE users SET token_hash = $1 WHERE name = $2 RETURNING id", 2, p, &r, err);
+	if (!st && r.nrows == 0)
+		st = cr_errf(err, CR_EINPUT, "no user '%.80s'", name);
+	srv_rows_free(&r);
+	return st;
+}
+
+enum cr_status srv_user_set(struct srv_db *db, const char *name, int quota, int rate,
+			    struct cr_err *err)
+{
+	char qs[24], rs[24];
+	i64s(quota, qs);
+	i64s(rate, rs);
+	struct srv_rows r = { 0 };
+	const char *p[] = { name, quota >= 0 ? qs : NULL, rate >= 0 ? rs : NULL };
+	enum cr_status st = q(db,
+			      "UPDATE users SET quota = COALESCE(CAST($2 AS INTEGER), quota), rate = "
+			      "COALESCE(CAST($3 AS INTEGER), rate) WHERE name = $1 RETURNING id",
+			      3, p, &r, err);
+	if (!st && r.nrows == 0)
+		st = cr_errf(err, CR_EINPUT, "no user '%.80s'", name);
+	srv_rows_free(&r);
+	return st;
+}
+
+enum cr_status srv_user_disable(struct srv_db *db, const char *name, struct cr_err *err)
+{
+	/* a hash no token has (it is not 64 hex digits), unique per user */
+	char hash[80];
+	snprintf(hash, sizeof hash, "removed:%llx%llx", srv_random_u64(), srv_random_u64());
 	struct srv_rows r = { 0 };
 	const char *p[] = { hash, name };
 	enum cr_status st =
@@ -195,17 +230,21 @@ enum cr_status srv_user_auth(struct srv_db *db, const char *tok, struct srv_user
 enum cr_status srv_user_list(struct srv_db *db, json_t **out, struct cr_err *err)
 {
 	struct srv_rows r = { 0 };
-	enum cr_status st =
-		q(db, "SELECT name, admin, quota, rate FROM users ORDER BY id", 0, NULL, &r, err);
+	enum cr_status st = q(db,
+			      "SELECT name, admin, quota, rate, substr(token_hash, 1, 8) = 'removed:' "
+			      "FROM users ORDER BY id",
+			      0, NULL, &r, err);
 	if (st)
 		return st;
 	json_t *a = json_array();
 	for (int i = 0; i < r.nrows; i++)
-		json_array_append_new(a, json_pack("{s:s, s:b, s:I, s:I}", "name",
+		json_array_append_new(a, json_pack("{s:s, s:b, s:I, s:I, s:b}", "name",
 						   srv_rows_get(&r, i, 0), "admin",
 						   (int)cell_i64(&r, i, 1), "quota",
 						   (json_int_t)cell_i64(&r, i, 2), "rate",
-						   (json_int_t)cell_i64(&r, i, 3)));
+						   (json_int_t)cell_i64(&r, i, 3), "removed",
+						   !strcmp(srv_rows_get(&r, i, 4), "1") ||
+							   !strcmp(srv_rows_get(&r, i, 4), "t")));
 	srv_rows_free(&r);
 	*out = a;
 	return CR_OK;
@@ -473,8 +512,8 @@ void srv_claim_release(struct srv_claim *c)
 	memset(c, 0, sizeof *c);
 }
 
-enum cr_status srv_job_claim(struct srv_db *db, const char *worker, struct srv_claim *c, bool *got,
-			     struct cr_err *err)
+enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, struct srv_claim *c,
+			     bool *got, struct cr_err *err)
 {
 	memset(c, 0, sizeof *c);
 	*got = false;
@@ -486,10 +525,11 @@ enum cr_status srv_job_claim(struct srv_db *db, const char *worker, struct srv_c
 	char sql[1024];
 	snprintf(sql, sizeof sql,
 		 "UPDATE jobs SET state = 'running', lease = $1, worker = $2, heartbeat_ms = $3, "
-		 "started_ms = $3 WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY "
-		 "priority, id LIMIT 1%s) RETURNING id, kind, task, file_name, backend, source, seed, "
-		 "board, timing, quick, time_cap, submission_id",
-		 pg ? " FOR UPDATE SKIP LOCKED" : "");
+		 "started_ms = $3 WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND "
+		 "(not_before_ms IS NULL OR not_before_ms <= $3)%s ORDER BY priority, id LIMIT 1%s) "
+		 "RETURNING id, kind, task, file_name, backend, source, seed, board, timing, quick, "
+		 "time_cap, submission_id",
+		 cuda ? "" : " AND backend <> 'cuda'", pg ? " FOR UPDATE SKIP LOCKED" : "");
 	enum cr_status st = srv_db_begin(db, err);
 	if (st)
 		return st;
@@ -636,11 +676,15 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 	char at[24];
 	i64s(attempts, at);
 	if (o->harness_failed && attempts < SRV_MAX_ATTEMPTS) {
-		const char *pq[] = { id, at, o->why };
+		/* back to the queue, not before a pause that grows with each try:
+		 * a machine that cannot score it now is not asked again at once */
+		char nb[24];
+		i64s(srv_now_ms() + 5000 * attempts, nb);
+		const char *pq[] = { id, at, o->why, nb };
 		st = q(db,
 		       "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = $2, "
-		       "harness_error = $3 WHERE id = $1",
-		       3, pq, NULL, err);
+		       "harness_error = $3, not_before_ms = $4 WHERE id = $1",
+		       4, pq, NULL, err);
 		goto out;
 	}
 	char s1[40], s2[40], s3[40];
@@ -665,6 +709,16 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 	       "speedup_lo = $5, speedup_hi = $6, noisy = $7, detail = $8, feedback = $9, "
 	       "harness_error = $10, finished_ms = $11 WHERE id = $1",
 	       11, pd, NULL, err);
+	/* a public run that did not pass decides the submission: its secret
+	 * run, when not begun, is not spent on it */
+	if (!st && sub[0] && !strcmp(c->kind, "public") && !o->harness_failed &&
+	    strcmp(o->status, "ok")) {
+		const char *ps[] = { sub, now };
+		st = q(db,
+		       "UPDATE jobs SET state = 'done', status = 'skipped', finished_ms = $2 WHERE "
+		       "submission_id = $1 AND kind = 'secret' AND state = 'queued'",
+		       2, ps, NULL, err);
+	}
 	if (!st && sub[0])
 		st = settle_submission(db, sub, now, err);
 out:
@@ -770,5 +824,16 @@ enum cr_status srv_job_workers(struct srv_db *db, char ***names, int *n, struct 
 	if (!v)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
 	*names = v;
+	return CR_OK;
+}
+
+enum cr_status srv_store_writable(struct srv_db *db, struct cr_err *err)
+{
+	struct cr_err e;
+	cr_err_init(&e);
+	enum cr_status st =
+		q(db, "UPDATE meta SET value = value WHERE key = 'schema'", 0, NULL, NULL, &e);
+	if (st)
+		return cr_errf(err, CR_EENV, "the store cannot be written: %s", e.msg);
 	return CR_OK;
 }

@@ -19,6 +19,9 @@ enum { SRV_NAME_MAX = 64, SRV_MAX_ATTEMPTS = 3 };
  * version, refuses a store of another version (CR_EINPUT). */
 enum cr_status srv_store_init(struct srv_db *db, struct cr_err *err);
 int64_t srv_now_ms(void);
+/* The store takes writes (a read-only file, a read-only database user):
+ * CR_EENV saying so otherwise. */
+enum cr_status srv_store_writable(struct srv_db *db, struct cr_err *err);
 
 /* ---- users ---- */
 struct srv_user {
@@ -34,6 +37,12 @@ enum cr_status srv_user_add(struct srv_db *db, const char *name, bool admin, int
 			    char tok[48], struct cr_err *err);
 /* A new token for a user (the old one stops working). */
 enum cr_status srv_user_token(struct srv_db *db, const char *name, char tok[48], struct cr_err *err);
+/* quota or rate < 0: kept. CR_EINPUT when there is no such user. */
+enum cr_status srv_user_set(struct srv_db *db, const char *name, int quota, int rate,
+			    struct cr_err *err);
+/* The user's token stops working (no token can match again); its
+ * submissions stay. */
+enum cr_status srv_user_disable(struct srv_db *db, const char *name, struct cr_err *err);
 /* *found false when no user has this token. */
 enum cr_status srv_user_auth(struct srv_db *db, const char *tok, struct srv_user *u, bool *found,
 			     struct cr_err *err);
@@ -97,10 +106,12 @@ struct srv_claim {
 	double time_cap_s;
 };
 void srv_claim_release(struct srv_claim *c);
-/* Takes the oldest queued job (reward jobs first): *got false when none.
- * PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under BEGIN IMMEDIATE. */
-enum cr_status srv_job_claim(struct srv_db *db, const char *worker, struct srv_claim *c, bool *got,
-			     struct cr_err *err);
+/* Takes the oldest queued job (reward jobs first) whose retry pause is
+ * over, a cuda job only when cuda is true (the worker has a GPU): *got
+ * false when none. PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
+ * BEGIN IMMEDIATE. */
+enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, struct srv_claim *c,
+			     bool *got, struct cr_err *err);
 /* The job is still this claim's: its heartbeat moves on. *lost true when it
  * was taken back (the worker must drop its result). */
 enum cr_status srv_job_beat(struct srv_db *db, const struct srv_claim *c, bool *lost,
@@ -108,7 +119,9 @@ enum cr_status srv_job_beat(struct srv_db *db, const struct srv_claim *c, bool *
 /* Records the outcome, once: a verdict finishes the job (and the
  * submission when both its runs are done); a harness failure puts it back
  * in the queue, up to SRV_MAX_ATTEMPTS, then finishes it as harness_error
- * (the submission's state "error": not ranked, not charged). *lost true
+ * (the submission's state "error": not ranked, not charged), each retry
+ * after a pause of 5 s times the tries so far. A public run that is not ok
+ * finishes its secret run, when still queued, as "skipped". *lost true
  * when the job was no longer this claim's (nothing written). */
 enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 			      const struct srv_job_out *o, bool *lost, struct cr_err *err);

@@ -49,6 +49,7 @@ struct sub {
 	int64_t id;
 	const char *user, *task, *file_name, *created, *state;
 	const char *p_state, *p_status, *p_detail, *s_state, *s_status;
+	const char *p_harness, *s_harness; /* why the harness failed (a secret run's: "exit N") */
 	double p_speed, p_lo, p_hi, s_speed;
 	bool ranked;
 	double score;
@@ -57,7 +58,8 @@ struct sub {
 #define SUB_COLS                                                                                 \
 	"s.id, u.name, s.task, s.file_name, s.created_ms, s.state, pj.state, pj.status, "          \
 	"pj.detail, sj.state, sj.status, pj.speedup, pj.speedup_lo, pj.speedup_hi, sj.speedup, "    \
-	"s.board, s.sha256, s.public_seed, s.scored_ms, s.user_id "                                 \
+	"s.board, s.sha256, s.public_seed, s.scored_ms, s.user_id, pj.harness_error, "              \
+	"sj.harness_error "                                                                        \
 	"FROM submissions s JOIN users u ON u.id = s.user_id "                                      \
 	"LEFT JOIN jobs pj ON pj.submission_id = s.id AND pj.kind = 'public' "                      \
 	"LEFT JOIN jobs sj ON sj.submission_id = s.id AND sj.kind = 'secret' "
@@ -79,6 +81,8 @@ static void sub_read(const struct srv_rows *r, int i, struct sub *s)
 	s->p_lo = num(srv_rows_get(r, i, 12));
 	s->p_hi = num(srv_rows_get(r, i, 13));
 	s->s_speed = num(srv_rows_get(r, i, 14));
+	s->p_harness = srv_rows_get(r, i, 20);
+	s->s_harness = srv_rows_get(r, i, 21);
 	s->ranked = s->state && !strcmp(s->state, "scored") && s->p_status &&
 		    !strcmp(s->p_status, "ok") && s->s_status && !strcmp(s->s_status, "ok");
 	s->score = s->ranked ? s->s_speed : NAN;
@@ -156,6 +160,12 @@ static json_t *sub_brief(const struct sub *s)
 	json_object_set_new(j, "secret",
 			    json_pack("{s:s, s:o, s:o}", "state", run_state(s->s_state), "status",
 				      jstr(s->s_status), "speedup", jreal(s->ranked ? s->s_speed : NAN)));
+	/* the harness's failure, said when it ended the run, so the submitter
+	 * knows why (a secret run's says only how check ended) */
+	if (s->p_status && !strcmp(s->p_status, "harness_error"))
+		json_object_set_new(json_object_get(j, "public"), "harness_error", jstr(s->p_harness));
+	if (s->s_status && !strcmp(s->s_status, "harness_error"))
+		json_object_set_new(json_object_get(j, "secret"), "harness_error", jstr(s->s_harness));
 	json_object_set_new(j, "ranked", json_boolean(s->ranked));
 	json_object_set_new(j, "score", jreal(s->score));
 	json_object_set_new(j, "why_not_ranked", jstr(why_not(s)));
@@ -188,6 +198,16 @@ static void tasks_free(struct task_list *t)
 	for (int i = 0; i < t->n; i++)
 		free(t->names[i]);
 	free(t->names);
+}
+
+static bool entry_before(double a, int64_t fa, double b, int64_t fb)
+{
+	bool na = isnan(a), nb = isnan(b);
+	if (na != nb)
+		return nb;
+	if (!na && a != b)
+		return a > b;
+	return fa < fb;
 }
 
 /* The board's rankings from its submissions. */
@@ -236,17 +256,19 @@ static json_t *rankings(struct sub *subs, int n, const struct task_list *tl, boo
 					all = false;
 					break;
 				}
-				lsum += log(isfinite(s->score) && s->score > 0 ? s->score : 1);
+				/* an untimed board has no speedup: no score, ranked by time */
+				lsum += isfinite(s->score) && s->score > 0 ? log(s->score) : NAN;
 				if (s->id > last)
 					last = s->id;
 			}
 			if (all)
 				e[m++] = (struct entry){ u, exp(lsum / tl->n), last };
 		}
-		/* insertion sort: higher score first, ties to the earlier complete set */
+		/* insertion sort: higher score first (none after any), ties and
+		 * unscored to the earlier complete set */
 		for (int i = 1; i < m; i++)
-			for (int k = i; k > 0 && (e[k].score > e[k - 1].score ||
-						  (e[k].score == e[k - 1].score && e[k].first < e[k - 1].first));
+			for (int k = i; k > 0 && entry_before(e[k].score, e[k].first, e[k - 1].score,
+							      e[k - 1].first);
 			     k--) {
 				struct entry x = e[k];
 				e[k] = e[k - 1];

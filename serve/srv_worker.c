@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cuda/cuda_drv.h"
 #include "serve/srv_db.h"
 #include "serve/srv_job.h"
 #include "serve/srv_store.h"
@@ -35,6 +36,7 @@ struct slot {
 struct srv_workers {
 	struct srv_worker_opts o;
 	char host[64];
+	bool cuda;               /* cuda jobs are claimed: --gpus, or a device here */
 	atomic_bool stop;
 	atomic_long done;
 	pthread_mutex_t log_mu;
@@ -161,13 +163,13 @@ static void *worker_main(void *arg)
 		struct srv_claim c;
 		bool got = false;
 		cr_err_init(&err);
-		if (!db || srv_job_claim(db, s->name, &c, &got, &err)) {
+		if (!db || srv_job_claim(db, s->name, w->cuda, &c, &got, &err)) {
+			/* a store that fails at once (read-only, gone) is not asked again
+			 * in a loop: a pause after every failure */
+			wlog(w, "%s: claim: %s", s->name, db ? err.msg : "no store connection");
+			nap(w, 2000);
 			if (err.status == CR_EIO || !db)
 				reconnect(w, &db, s->name, &err);
-			else {
-				wlog(w, "%s: claim: %s", s->name, err.msg);
-				nap(w, 1000);
-			}
 			continue;
 		}
 		if (!got) {
@@ -270,6 +272,8 @@ enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_wor
 	if (w->o.wall_limit_s <= 0)
 		w->o.wall_limit_s = 900;
 	w->n = o->n > 0 ? o->n : 0;
+	char why[256];
+	w->cuda = o->n_gpus > 0 || cr_cuda_available(why, sizeof why);
 	gethostname(w->host, sizeof w->host - 1);
 	for (char *c = w->host; *c; c++)
 		if (*c == ':')

@@ -117,7 +117,7 @@ static void score_next(struct srv_db *db, struct srv_job_out o, char *kind_out)
 	bool got = false, lost = true;
 	struct cr_err e;
 	cr_err_init(&e);
-	assert_int_equal(srv_job_claim(db, "w:1:0", &c, &got, &e), CR_OK);
+	assert_int_equal(srv_job_claim(db, "w:1:0", true, &c, &got, &e), CR_OK);
 	assert_true(got);
 	if (kind_out)
 		strcpy(kind_out, c.kind);
@@ -251,7 +251,7 @@ static void test_taken_back_once(void **state)
 	cr_err_init(&e);
 	struct srv_claim c1, c2;
 	bool got = false, lost = false;
-	assert_int_equal(srv_job_claim(db, "w:1:0", &c1, &got, &e), CR_OK);
+	assert_int_equal(srv_job_claim(db, "w:1:0", true, &c1, &got, &e), CR_OK);
 	assert_true(got);
 	usleep(20 * 1000);
 	int n = 0;
@@ -259,7 +259,7 @@ static void test_taken_back_once(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(srv_job_beat(db, &c1, &lost, &e), CR_OK);
 	assert_true(lost);
-	assert_int_equal(srv_job_claim(db, "w:2:0", &c2, &got, &e), CR_OK);
+	assert_int_equal(srv_job_claim(db, "w:2:0", true, &c2, &got, &e), CR_OK);
 	assert_true(got);
 	assert_int_equal(c2.job, c1.job); /* the same job, claimed again */
 	struct srv_job_out late = verdict("mismatch", NAN), good = verdict("ok", 3.0);
@@ -297,6 +297,25 @@ static void test_harness_retry(void **state)
 	for (int i = 0; i < SRV_MAX_ATTEMPTS; i++) {
 		score_next(db, h, kind);
 		assert_string_equal(kind, "public"); /* retried, first in line again */
+		if (i + 1 == SRV_MAX_ATTEMPTS)
+			break;
+		/* not before its pause: the secret job is next, then nothing */
+		struct srv_claim c;
+		bool got = false, lost = false;
+		struct cr_err e;
+		cr_err_init(&e);
+		assert_int_equal(srv_job_claim(db, "w:1:0", false, &c, &got, &e), CR_OK);
+		assert_true(got);
+		assert_string_equal(c.kind, "secret");
+		int n = 0;
+		usleep(5 * 1000);
+		assert_int_equal(srv_job_reap(db, 1, &n, &e), CR_OK); /* put it back */
+		srv_claim_release(&c);
+		(void)lost;
+		assert_int_equal(srv_db_exec(db, "UPDATE jobs SET not_before_ms = NULL, attempts = 0 "
+					     "WHERE kind = 'secret'", 0, NULL, NULL, &e), CR_OK);
+		assert_int_equal(srv_db_exec(db, "UPDATE jobs SET not_before_ms = NULL WHERE kind = "
+					     "'public'", 0, NULL, NULL, &e), CR_OK);
 	}
 	score_next(db, verdict("ok", 2.0), kind);
 	assert_string_equal(kind, "secret");
@@ -343,7 +362,7 @@ static void test_quota_and_reward_first(void **state)
 	/* the reward job is claimed before the older submission's */
 	struct srv_claim c;
 	bool got = false, lost = false, found = false, done = true;
-	assert_int_equal(srv_job_claim(db, "w:1:0", &c, &got, &e), CR_OK);
+	assert_int_equal(srv_job_claim(db, "w:1:0", true, &c, &got, &e), CR_OK);
 	assert_true(got);
 	assert_string_equal(c.kind, "reward");
 	assert_non_null(strstr(c.source, "int x;"));
@@ -373,7 +392,15 @@ static int64_t scored(struct srv_db *db, const struct srv_board *b, const struct
 {
 	int64_t id = submit(db, b, u, task);
 	score_next(db, verdict(pub, speed * 1.1), NULL);
-	score_next(db, verdict(sec, speed), NULL);
+	if (!strcmp(pub, "ok"))
+		score_next(db, verdict(sec, speed), NULL);
+	else { /* a public run that did not pass skips the secret one */
+		json_t *v = sub_view(db, id);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(v, "secret"),
+								      "status")), "skipped");
+		assert_string_equal(json_string_value(json_object_get(v, "state")), "scored");
+		json_decref(v);
+	}
 	return id;
 }
 
