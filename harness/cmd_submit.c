@@ -141,6 +141,10 @@ static bool request_retry(struct http *h, const char *method, const char *path, 
 		bool again = !reached || *code == 429 || *code >= 500;
 		if (!again || cr_now_ns() >= end)
 			return reached;
+		if (tries == 0)
+			cr_cli_error(CMD, "%s %s: %s; trying again for up to %g s (--retry-window)",
+				     method, path, reached ? "the server is busy or failing" : "no answer",
+				     window_s);
 		double wait = *code == 429 ? h->retry_after : 1.0 + tries;
 		if (wait > 30)
 			wait = 30;

@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,19 +271,30 @@ static const char css[] =
 	"th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}"
 	"th{background:#f3f3f3}tr:nth-child(even) td{background:#fafafa}"
 	"td.r,th.r{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
-	"td.created{white-space:nowrap}td.user,td.file{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}"
+	"td.created{white-space:nowrap}td.user,td.file{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:nowrap}"
 	"td.detail{max-width:380px;color:#555;font-size:12px;word-break:break-word}"
 	".sub{color:#777;font-size:12px}.st-ok{color:#1a7f37}.st-bad{color:#b42318}.st-na{color:#888}"
 	"tr.empty td,p.empty{color:#777;font-style:italic}"
 	"footer{margin-top:36px;color:#777;font-size:12px;border-top:1px solid #eee;padding-top:8px}";
 
-static void rule_text(struct buf *b, const json_t *rank)
+static void rule_text(struct buf *b, const json_t *bd)
 {
-	if (json_is_string(rank) && !strcmp(json_string_value(rank), "geomean"))
-		puts_(b, "geomean (the geometric mean of each user's best secret-run speedup "
-			 "over every task of the board)");
+	const json_t *rank = json_object_get(bd, "rank");
+	bool untimed = json_is_false(json_object_get(bd, "timing"));
+	size_t n_tasks = json_array_size(json_object_get(bd, "tasks"));
+	if (untimed && json_is_string(rank) && !strcmp(json_string_value(rank), "geomean"))
+		putf(b, "untimed: users with a ranked submission on every task (%zu) ranked by when "
+			"their set was complete, earliest first",
+		     n_tasks);
+	else if (untimed)
+		puts_(b, "untimed: each task ranked on its own by time of submission, earliest first");
+	else if (json_is_string(rank) && !strcmp(json_string_value(rank), "geomean"))
+		putf(b, "geomean: the geometric mean of each user's best secret-run speedup over "
+			"every task of the board; a user ranks once they have a ranked submission on "
+			"all %zu task%s",
+		     n_tasks, n_tasks == 1 ? "" : "s");
 	else if (json_is_string(rank) && !strcmp(json_string_value(rank), "per-task"))
-		puts_(b, "per-task (each task ranked on its own by the best secret-run speedup)");
+		puts_(b, "per-task: each task ranked on its own by the best secret-run speedup");
 	else
 		put_jstr(b, rank, 0);
 }
@@ -412,9 +424,9 @@ static void task_rankings(struct buf *b, const json_t *bd, const char *id)
 			put_jstr(b, json_object_get(row, "user"), 0);
 			puts_(b, "</td><td class=\"r\">");
 			put_speedup(b, json_object_get(row, "speedup"));
-			puts_(b, "</td><td class=\"r\">");
+			puts_(b, "</td><td class=\"r\"><span class=\"sub\">#");
 			put_int(b, json_object_get(row, "submission"));
-			puts_(b, "</td></tr>\n");
+			puts_(b, "</span></td></tr>\n");
 		}
 		if (!json_array_size(ranking))
 			puts_(b, "<tr class=\"empty\"><td colspan=\"4\">no ranked submission yet</td></tr>\n");
@@ -516,10 +528,16 @@ static void board(struct buf *b, const json_t *bd, const char *id)
 	puts_(b, "<br><b>backend:</b> ");
 	put_jstr(b, json_object_get(bd, "backend"), 0);
 	puts_(b, "<br><b>ranking rule:</b> ");
-	rule_text(b, json_object_get(bd, "rank"));
-	puts_(b, "<br>A submission ranks when its public and its secret run are both ok; its "
-		 "score is the secret run's speedup over the reference.</p>\n");
-	ranking_table(b, bd, id);
+	rule_text(b, bd);
+	if (json_is_false(json_object_get(bd, "timing")))
+		puts_(b, "<br>A submission ranks when its public and its secret run are both ok.</p>\n");
+	else
+		puts_(b, "<br>A submission ranks when its public and its secret run are both ok; its "
+			 "score is the secret run's speedup over the baseline.</p>\n");
+	/* a per-task board has no overall ranking: its tasks' tables are it */
+	const json_t *rank = json_object_get(bd, "rank");
+	if (!(json_is_string(rank) && !strcmp(json_string_value(rank), "per-task")))
+		ranking_table(b, bd, id);
 	task_rankings(b, bd, id);
 	subs_table(b, bd, id);
 	puts_(b, "</section>\n");

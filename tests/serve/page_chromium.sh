@@ -70,7 +70,7 @@ sed "s|LONGDETAIL|$long|" >"$tmp/boards.json" <<'EOF'
    {"id": 12, "user": "alice", "task": "L1/23_Softmax", "file_name": "softmax.c",
     "created": "2026-12-06T18:01:00Z", "state": "queued",
     "public": {"state": "running", "status": null}, "secret": {"state": "queued"}}]},
- {"name": "my board <b>\"x\"", "tasks": ["L2/1_<i>Conv</i>"], "backend": "cuda", "rank": "per-task",
+ {"name": "my board <b>\"x\"", "tasks": ["L2/1_<i>Conv</i>"], "backend": "cuda", "rank": "geomean",
   "ranking": [], "task_rankings": [], "submissions": []}]}
 EOF
 "$fixture" "$tmp/boards.json" "$tmp/page.html" '<script>alert("title")</script> board' ||

@@ -285,9 +285,10 @@ static void test_empty(void **state)
 	h = page_of("[{\"name\": \"b\", \"tasks\": [\"t\"], \"backend\": \"cpu\", \"rank\": \"per-task\","
 		    " \"ranking\": [], \"task_rankings\": [{\"task\": \"t\", \"ranking\": []}],"
 		    " \"submissions\": []}]");
-	assert_has(h, "id=\"ranking-b\"");
+	assert_hasnt(h, "id=\"ranking-b\""); /* a per-task board: its tasks' tables only */
+	assert_has(h, "id=\"task-ranking-b-0\"");
 	assert_has(h, "id=\"subs-b\"");
-	assert_int_equal(count(h, "no ranked submission yet"), 2); /* the ranking, task t */
+	assert_int_equal(count(h, "no ranked submission yet"), 1); /* task t */
 	assert_has(h, "no submissions");
 	assert_has(h, "Submissions (0)");
 	assert_hasnt(h, "class=\"rank-row\"");
