@@ -63,7 +63,9 @@ static void usage_serve(FILE *f)
 		"  --log FILE          the service's log (default stderr): requests, jobs\n"
 		"  --ready-file FILE   written with the server's URL once it listens\n"
 		"  --max-body BYTES    the largest request (default 1048576; larger: 413)\n"
-		"  --max-conns N       connections at once (default 256)\n"
+		"  --max-conns N       connections at once (default 512)\n"
+		"  --max-conns-per-ip N  connections at once from one address (default: a\n"
+		"                      quarter of --max-conns)\n"
 		"  --lease S           a job whose worker stops beating for S seconds goes back\n"
 		"                      to the queue (default 30)\n"
 		"  --check-timeout S   one scoring's wall-clock limit; past it the harness failed\n"
@@ -102,7 +104,7 @@ static void usage_serve(FILE *f)
 struct opts {
 	const char *db, *listen, *key, *log, *ready, *title, *reward_backend, *gpus, *server;
 	const char *tasks, *backend, *rank;
-	long workers, max_conns, max_completions, quota, rate;
+	long workers, max_conns, max_completions, quota, rate, per_ip;
 	double lease_s, check_timeout_s, time_cap_s;
 	unsigned long long max_body;
 	double reward_wait_s;
@@ -132,7 +134,7 @@ static int int_opt(const char *name, const char *v, long lo, long hi, long *out)
 enum {
 	O_DB = 256, O_LISTEN, O_WORKERS, O_GPUS, O_KEY, O_LOG, O_READY, O_MAXBODY, O_MAXCONNS,
 	O_LEASE, O_CHECKTO, O_RBACKEND, O_MAXCOMP, O_TITLE, O_TASKS, O_BACKEND, O_RANK, O_NOTIMING,
-	O_QUICK, O_TIMECAP, O_ADMIN, O_QUOTA, O_RATE, O_SERVER, O_RWAIT
+	O_QUICK, O_TIMECAP, O_ADMIN, O_QUOTA, O_RATE, O_SERVER, O_RWAIT, O_PERIP
 };
 
 static const struct option longopts[] = {
@@ -145,6 +147,7 @@ static const struct option longopts[] = {
 	{ "ready-file", required_argument, NULL, O_READY },
 	{ "max-body", required_argument, NULL, O_MAXBODY },
 	{ "max-conns", required_argument, NULL, O_MAXCONNS },
+	{ "max-conns-per-ip", required_argument, NULL, O_PERIP },
 	{ "lease", required_argument, NULL, O_LEASE },
 	{ "check-timeout", required_argument, NULL, O_CHECKTO },
 	{ "reward-backend", required_argument, NULL, O_RBACKEND },
@@ -174,7 +177,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			getenv("CRUCIBLE_SERVE_DB") : DEFAULT_DB;
 	o->listen = "127.0.0.1:8080";
 	o->workers = 1;
-	o->max_conns = 256;
+	o->max_conns = 512;
+	o->per_ip = 0;
 	o->max_completions = 64;
 	o->quota = 64;
 	o->rate = 600;
@@ -204,6 +208,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->max_body = (unsigned long long)d;
 			break;
 		case O_MAXCONNS: rc = int_opt("--max-conns", optarg, 1, 100000, &o->max_conns); break;
+		case O_PERIP: rc = int_opt("--max-conns-per-ip", optarg, 1, 100000, &o->per_ip); break;
 		case O_LEASE: rc = num_opt("--lease", optarg, 1, 86400, &o->lease_s); break;
 		case O_CHECKTO: rc = num_opt("--check-timeout", optarg, 1, 86400, &o->check_timeout_s); break;
 		case O_RBACKEND: o->reward_backend = optarg; break;
@@ -569,6 +574,7 @@ static int server(const struct opts *o)
 		.port = port,
 		.max_body = (size_t)o->max_body,
 		.max_conns = (unsigned)o->max_conns,
+		.per_ip_conns = (unsigned)o->per_ip,
 		.conn_timeout_s = 60,
 		.fn = srv_api_handle,
 		.ctx = api,
@@ -611,6 +617,11 @@ static int server(const struct opts *o)
 		strsignal(sig));
 	fflush(log);
 out:
+	/* first nothing new: no job claimed, every wait answered; then the
+	 * connections end, then the jobs being scored are recorded */
+	srv_workers_signal(w);
+	if (api)
+		srv_api_stop(api);
 	srv_http_stop(http);
 	srv_workers_stop(w);
 	srv_api_free(api);
@@ -637,13 +648,13 @@ static int verify_cmd(const struct opts *o, int argc, char **argv, int at)
 	if (!text)
 		return cr_cli_usage(CMD, "%s", err.msg);
 	json_error_t je;
-	json_t *j = json_loadb(text, len, 0, &je);
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j) {
 		free(text);
 		return cr_cli_usage(CMD, "%s:%d: not JSON: %s", path, je.line, je.text);
 	}
 	const json_t *sig = json_object_get(j, "signature");
-	char *signed_text = srv_sub_signed_text(j);
+	char *signed_text = srv_signed_canon(json_object_get(j, "signed"));
 	if (!signed_text || !json_is_string(sig)) {
 		free(signed_text);
 		free(text);
@@ -704,7 +715,10 @@ static int verify_cmd(const struct opts *o, int argc, char **argv, int at)
 		}
 	}
 	if (!rc) {
-		printf("%s: %s\n", path, valid ? "the signature holds" : "the signature does NOT hold");
+		printf("%s: %s\n", path,
+		       valid ? "the signature holds for its \"signed\" object (the rest of the "
+			       "file is not vouched for)"
+			     : "the signature does NOT hold");
 		rc = valid ? 0 : CR_EXIT_FAIL;
 	}
 	free(signed_text);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -76,13 +77,17 @@ void srv_pool_give(struct srv_db_pool *p, struct srv_db *db, bool broken)
 
 /* ---- the service ---- */
 
-enum { RATE_SLOTS = 256 };
-
+/* Per-user state of this process, by user id in an open-addressing table
+ * that grows: a token bucket for the rate, and the reward requests waiting.
+ * A user never shares an entry (two ids colliding in a fixed table
+ * refilled each other's bucket). */
 struct bucket {
-	int64_t user;
+	int64_t user;            /* 0: free */
 	double tokens;
 	int64_t last_ms;
+	int waiting;             /* reward requests of this user waiting now */
 };
+enum { REWARD_WAITS_PER_USER = 8 };
 
 struct srv_api {
 	struct srv_db_pool *pool;
@@ -93,8 +98,40 @@ struct srv_api {
 	double reward_wait_s;
 	FILE *log;
 	pthread_mutex_t mu; /* buckets, log */
-	struct bucket buckets[RATE_SLOTS];
+	struct bucket *buckets;
+	size_t n_buckets, cap_buckets;
+	atomic_bool stopping; /* waits end at once, answering what is done */
 };
+
+/* The user's entry (mu held); NULL only when memory runs out. */
+static struct bucket *bucket_of(struct srv_api *a, int64_t user)
+{
+	if (a->n_buckets * 2 >= a->cap_buckets) {
+		size_t cap = a->cap_buckets ? a->cap_buckets * 2 : 256;
+		struct bucket *nb = calloc(cap, sizeof *nb);
+		if (!nb)
+			return NULL;
+		for (size_t i = 0; i < a->cap_buckets; i++) {
+			if (!a->buckets[i].user)
+				continue;
+			size_t k = (uint64_t)a->buckets[i].user * 0x9e3779b97f4a7c15ull % cap;
+			while (nb[k].user)
+				k = (k + 1) % cap;
+			nb[k] = a->buckets[i];
+		}
+		free(a->buckets);
+		a->buckets = nb;
+		a->cap_buckets = cap;
+	}
+	size_t k = (uint64_t)user * 0x9e3779b97f4a7c15ull % a->cap_buckets;
+	while (a->buckets[k].user && a->buckets[k].user != user)
+		k = (k + 1) % a->cap_buckets;
+	if (!a->buckets[k].user) {
+		a->buckets[k] = (struct bucket){ .user = user, .tokens = -1 };
+		a->n_buckets++;
+	}
+	return &a->buckets[k];
+}
 
 enum cr_status srv_api_new(const struct srv_api_opts *o, struct srv_api **out, struct cr_err *err)
 {
@@ -125,7 +162,26 @@ void srv_api_free(struct srv_api *a)
 	srv_pool_free(a->pool);
 	explicit_bzero(a->key, sizeof a->key);
 	pthread_mutex_destroy(&a->mu);
+	free(a->buckets);
 	free(a);
+}
+
+void srv_api_stop(struct srv_api *a)
+{
+	atomic_store(&a->stopping, true);
+}
+
+/* One more (or one fewer) reward request of u waiting: false when u has
+ * REWARD_WAITS_PER_USER already. */
+static bool reward_wait_take(struct srv_api *a, const struct srv_user *u, int d)
+{
+	pthread_mutex_lock(&a->mu);
+	struct bucket *b = bucket_of(a, u->id);
+	bool ok = b && (d < 0 || b->waiting < REWARD_WAITS_PER_USER);
+	if (ok)
+		b->waiting += d;
+	pthread_mutex_unlock(&a->mu);
+	return ok;
 }
 
 static void logf_(struct srv_api *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -165,9 +221,15 @@ static bool rate_ok(struct srv_api *a, const struct srv_user *u, int *retry_s)
 		return true;
 	int64_t now = srv_now_ms();
 	pthread_mutex_lock(&a->mu);
-	struct bucket *b = &a->buckets[(uint64_t)u->id % RATE_SLOTS];
-	if (b->user != u->id) {
-		*b = (struct bucket){ u->id, u->rate, now };
+	struct bucket *b = bucket_of(a, u->id);
+	if (!b) {
+		pthread_mutex_unlock(&a->mu);
+		*retry_s = 1;
+		return false;
+	}
+	if (b->tokens < 0) { /* new: a full bucket */
+		b->tokens = u->rate;
+		b->last_ms = now;
 	}
 	b->tokens += (double)(now - b->last_ms) * u->rate / 60000.0;
 	if (b->tokens > u->rate)
@@ -284,17 +346,21 @@ static bool good_file_name(const char *s)
 	return (n > 2 && !strcmp(s + n - 2, ".c")) || (n > 3 && !strcmp(s + n - 3, ".cu"));
 }
 
+/* A scored view gets "signed" (the object vouched for) and "signature"
+ * (HMAC-SHA256 of its canonical text under the server's key). */
 static void sign_view(struct srv_api *a, json_t *sub)
 {
-	char *text = srv_sub_signed_text(sub);
+	json_t *obj = srv_sub_signed(sub);
+	char *text = srv_signed_canon(obj);
 	if (!text) {
+		json_decref(obj);
 		json_object_set_new(sub, "signed", json_null());
 		json_object_set_new(sub, "signature", json_null());
 		return;
 	}
 	char hex[65];
 	srv_hmac_hex(a->key, text, strlen(text), hex);
-	json_object_set_new(sub, "signed", json_string(text));
+	json_object_set_new(sub, "signed", obj);
 	json_object_set_new(sub, "signature", json_string(hex));
 	free(text);
 }
@@ -487,7 +553,7 @@ static void reward_answer(struct srv_api *a, struct srv_db *db, int64_t id, cons
 		}
 		if (!found)
 			return srv_resp_error(r, 404, "no reward group %" PRId64 " of yours", id);
-		if (done || srv_now_ms() >= deadline) {
+		if (done || srv_now_ms() >= deadline || atomic_load(&a->stopping)) {
 			char loc[64];
 			snprintf(loc, sizeof loc, "/v1/reward/%" PRId64, id);
 			json_object_set_new(view, "url", json_string(loc));
@@ -582,6 +648,15 @@ static void post_reward(struct srv_api *a, struct srv_db *db, const struct srv_r
 		srv_resp_header(r, "Retry-After", "10");
 		goto out;
 	}
+	/* a user holds at most REWARD_WAITS_PER_USER connections waiting; past
+	 * that the group is queued all the same and answered at once (202) */
+	if (!reward_wait_take(a, &u, +1))
+		wait_s = 0;
+	else {
+		reward_answer(a, db, id, &u, wait_s, r, broken);
+		reward_wait_take(a, &u, -1);
+		goto out;
+	}
 	reward_answer(a, db, id, &u, wait_s, r, broken);
 out:
 	free(comps);
@@ -606,12 +681,13 @@ static void post_verify(struct srv_api *a, const struct srv_req *q, struct srv_r
 	if (!j)
 		return;
 	const json_t *sig = json_object_get(j, "signature");
-	char *text = srv_sub_signed_text(j);
+	char *text = srv_signed_canon(json_object_get(j, "signed"));
 	if (!text || !json_is_string(sig)) {
 		free(text);
 		json_decref(j);
 		return srv_resp_error(r, 400, "the body must be a scored submission as served "
-					      "(GET /v1/submissions/ID), with its signature");
+					      "(GET /v1/submissions/ID), with its \"signed\" object "
+					      "and \"signature\"");
 	}
 	bool ok = srv_hmac_check(a->key, text, strlen(text), json_string_value(sig));
 	free(text);
@@ -659,9 +735,10 @@ static void method_not_allowed(struct srv_resp *r, const char *allow)
 	srv_resp_header(r, "Allow", allow);
 }
 
+/* HEAD is answered as GET (libmicrohttpd leaves the body out). */
 static bool is(const struct srv_req *q, const char *m)
 {
-	return !strcmp(q->method, m);
+	return !strcmp(q->method, m) || (!strcmp(m, "GET") && !strcmp(q->method, "HEAD"));
 }
 
 void srv_api_handle(void *ctx, const struct srv_req *q, struct srv_resp *r)

@@ -25,6 +25,9 @@ struct srv_api_opts {
 
 enum cr_status srv_api_new(const struct srv_api_opts *o, struct srv_api **out, struct cr_err *err);
 void srv_api_free(struct srv_api *a);
+/* Shutting down: requests waiting on reward groups answer at once (202
+ * with what is done). Called before srv_http_stop, which waits for them. */
+void srv_api_stop(struct srv_api *a);
 /* srv_handler_fn: ctx is the struct srv_api. */
 void srv_api_handle(void *ctx, const struct srv_req *q, struct srv_resp *r);
 

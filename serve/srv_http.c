@@ -660,6 +660,11 @@ enum cr_status srv_http_start(const struct srv_http_opts *o, struct srv_http **o
 				o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				o->conn_timeout_s ? o->conn_timeout_s : DEFAULT_TIMEOUT_S,
+				/* one address holds a share of the connections, not all:
+				 * a client that trickles its headers cannot shut out others */
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				o->per_ip_conns ? o->per_ip_conns
+						: ((o->max_conns ? o->max_conns : DEFAULT_MAX_CONNS) + 3) / 4,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
 	if (!h->d) {
 		int e = bind_errno(ai);

@@ -87,6 +87,8 @@ struct srv_http_opts {
 	size_t max_body;         /* larger: 413 with a message, body never buffered (0: 1 MiB) */
 	unsigned max_conns;      /* connections at once (default 256) */
 	unsigned conn_timeout_s; /* an idle connection is closed (default 60) */
+	unsigned per_ip_conns;   /* connections at once from one address (default: a
+				  * quarter of max_conns) */
 	srv_handler_fn fn;
 	void *ctx;
 	FILE *log;               /* access log: one line per request, NULL: none */

@@ -55,7 +55,9 @@ static const char *schema_fmt =
 	"CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority, id);\n"
 	"CREATE INDEX IF NOT EXISTS jobs_sub ON jobs (submission_id);\n"
 	"CREATE INDEX IF NOT EXISTS jobs_reward ON jobs (reward_id);\n"
-	"CREATE INDEX IF NOT EXISTS subs_board ON submissions (board);\n";
+	"CREATE INDEX IF NOT EXISTS subs_board ON submissions (board);\n"
+	"CREATE INDEX IF NOT EXISTS subs_user ON submissions (user_id, state);\n"
+	"CREATE INDEX IF NOT EXISTS jobs_user ON jobs (user_id, state, started_ms);\n";
 
 static enum cr_status q(struct srv_db *db, const char *sql, int n, const char *const *p,
 			struct srv_rows *rows, struct cr_err *err)
@@ -523,19 +525,28 @@ enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, s
 	i64s(srv_now_ms(), now);
 	bool pg = srv_db_kind(db) == SRV_DB_PG;
 	char sql[1024];
+	/* fair between users: reward jobs first, then the job of the user with
+	 * the fewest jobs running, then with the fewest started in the last 15
+	 * minutes, then the oldest; so one user's queue of slow kernels takes
+	 * a worker in turn with the others, not for hours */
 	snprintf(sql, sizeof sql,
 		 "UPDATE jobs SET state = 'running', lease = $1, worker = $2, heartbeat_ms = $3, "
-		 "started_ms = $3 WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND "
-		 "(not_before_ms IS NULL OR not_before_ms <= $3)%s ORDER BY priority, id LIMIT 1%s) "
+		 "started_ms = $3 WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND "
+		 "(j.not_before_ms IS NULL OR j.not_before_ms <= $3)%s ORDER BY j.priority, "
+		 "(SELECT count(*) FROM jobs r WHERE r.user_id = j.user_id AND r.state = 'running'), "
+		 "(SELECT count(*) FROM jobs d WHERE d.user_id = j.user_id AND d.state = 'done' AND "
+		 "d.started_ms > $4), j.id LIMIT 1%s) "
 		 "RETURNING id, kind, task, file_name, backend, source, seed, board, timing, quick, "
 		 "time_cap, submission_id",
-		 cuda ? "" : " AND backend <> 'cuda'", pg ? " FOR UPDATE SKIP LOCKED" : "");
+		 cuda ? "" : " AND j.backend <> 'cuda'", pg ? " FOR UPDATE SKIP LOCKED" : "");
 	enum cr_status st = srv_db_begin(db, err);
 	if (st)
 		return st;
 	struct srv_rows r = { 0 };
-	const char *p[] = { lease, worker, now };
-	st = q(db, sql, 3, p, &r, err);
+	char since[24];
+	i64s(srv_now_ms() - 15 * 60 * 1000, since);
+	const char *p[] = { lease, worker, now, since };
+	st = q(db, sql, 4, p, &r, err);
 	if (st || r.nrows == 0)
 		goto out;
 	c->job = cell_i64(&r, 0, 0);
@@ -562,8 +573,15 @@ enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, s
 		struct srv_rows b = { 0 };
 		const char *pb[] = { srv_rows_get(&r, 0, 7) };
 		st = q(db, "SELECT secret FROM boards WHERE name = $1", 1, pb, &b, err);
-		if (!st && b.nrows == 1)
-			snprintf(c->secret, sizeof c->secret, "%s", srv_rows_get(&b, 0, 0));
+		if (!st && b.nrows == 1) {
+			unsigned char key[SRV_KEY_BYTES] = { 0 };
+			const char *bs = srv_rows_get(&b, 0, 0);
+			memcpy(key, bs, strlen(bs) < sizeof key ? strlen(bs) : sizeof key);
+			char msg[64];
+			int n = snprintf(msg, sizeof msg, "crucible secret run v1:%s", sub ? sub : "");
+			srv_hmac_hex(key, msg, (size_t)n, c->secret);
+			explicit_bzero(key, sizeof key);
+		}
 		else if (!st)
 			st = cr_errf(err, CR_EINTERNAL, "job %" PRId64 ": its board is gone", c->job);
 		if (b.cells && b.nrows == 1 && b.cells[0])
@@ -696,9 +714,9 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 	const char *pd[] = { id,
 			     at,
 			     o->harness_failed ? "harness_error" : o->status,
-			     sp,
-			     slo,
-			     shi,
+			     secret ? NULL : sp, /* a secret run's speedup is never kept: */
+			     secret ? NULL : slo, /* its verdict alone gates the rank */
+			     secret ? NULL : shi,
 			     o->noisy ? "1" : "0",
 			     secret ? "" : o->detail,
 			     secret ? "" : o->feedback,
@@ -793,19 +811,46 @@ enum cr_status srv_job_requeue_prefix(struct srv_db *db, const char *prefix, int
 {
 	*n = 0;
 	/* LIKE would read % and _ in the prefix: compare the prefix itself */
-	char len[24];
+	char len[24], max[24], now[24];
 	i64s((int64_t)strlen(prefix), len);
+	i64s(SRV_MAX_ATTEMPTS, max);
+	i64s(srv_now_ms(), now);
+	enum cr_status st = srv_db_begin(db, err);
+	if (st)
+		return st;
+	/* the same cap as srv_job_reap: a job that takes its process down every
+	 * time ends as harness_error */
 	struct srv_rows r = { 0 };
-	const char *p[] = { prefix, len };
-	enum cr_status st = q(db,
-			      "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, "
-			      "attempts = attempts + 1, harness_error = 'its worker stopped' WHERE "
-			      "state = 'running' AND substr(worker, 1, $2) = $1 RETURNING id",
-			      2, p, &r, err);
+	const char *p[] = { prefix, len, max };
+	st = q(db,
+	       "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = "
+	       "attempts + 1, harness_error = 'its worker stopped' WHERE state = 'running' AND "
+	       "substr(worker, 1, CAST($2 AS INTEGER)) = $1 AND attempts + 1 < CAST($3 AS INTEGER) "
+	       "RETURNING id",
+	       3, p, &r, err);
 	if (!st)
 		*n = r.nrows;
 	srv_rows_free(&r);
-	return st;
+	if (!st) {
+		const char *pd[] = { prefix, len, max, now };
+		st = q(db,
+		       "UPDATE jobs SET state = 'done', attempts = attempts + 1, status = "
+		       "'harness_error', harness_error = 'its worker stopped', finished_ms = $4 WHERE "
+		       "state = 'running' AND substr(worker, 1, CAST($2 AS INTEGER)) = $1 AND "
+		       "attempts + 1 >= CAST($3 AS INTEGER) RETURNING submission_id",
+		       4, pd, &r, err);
+		for (int i = 0; !st && i < r.nrows; i++)
+			if (srv_rows_get(&r, i, 0))
+				st = settle_submission(db, srv_rows_get(&r, i, 0), now, err);
+		if (!st)
+			*n += r.nrows;
+		srv_rows_free(&r);
+	}
+	if (st) {
+		srv_db_rollback(db);
+		return st;
+	}
+	return srv_db_commit(db, err);
 }
 
 enum cr_status srv_job_workers(struct srv_db *db, char ***names, int *n, struct cr_err *err)

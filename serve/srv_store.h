@@ -80,9 +80,16 @@ enum cr_status srv_sub_create(struct srv_db *db, const struct srv_board *b, cons
  * otherwise, the same answer as for no such id). */
 enum cr_status srv_sub_json(struct srv_db *db, int64_t id, const struct srv_user *viewer,
 			    json_t **out, bool *found, struct cr_err *err);
-/* The text a scored submission's signature covers, from its view (the
- * fields a published score stands on). NULL when the view is not scored. */
-char *srv_sub_signed_text(const json_t *sub);
+/* The object a scored submission's signature covers, built from its view:
+ * the fields a published score stands on (board, id, user, task, file,
+ * sha256, state, times, the public run's seed, status and speedups, the
+ * secret run's status, ranked, score; not the rank, which moves). NULL
+ * when the view is not scored. */
+json_t *srv_sub_signed(const json_t *sub);
+/* The text the HMAC is taken of: obj as compact JSON, keys sorted, reals at
+ * 17 digits (a double read back from it is the same double). NULL unless
+ * obj is an object of scalars. malloc'd. */
+char *srv_signed_canon(const json_t *obj);
 
 /* ---- reward groups ---- */
 /* One job per completion; a completion without a code block is done at
@@ -101,7 +108,10 @@ struct srv_claim {
 	char task[160], file_name[128], backend[8];
 	char *source;            /* malloc'd */
 	uint64_t seed;
-	char secret[24];         /* secret jobs: the board's secret; else "" */
+	char secret[65];         /* secret jobs: this run's own secret, HMAC-SHA256 of the
+				  * submission id under the board's secret (so what one run's
+				  * verdict gives away about its cases says nothing of
+				  * another's); else "" */
 	bool timing, quick;
 	double time_cap_s;
 };

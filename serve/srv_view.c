@@ -85,7 +85,10 @@ static void sub_read(const struct srv_rows *r, int i, struct sub *s)
 	s->s_harness = srv_rows_get(r, i, 21);
 	s->ranked = s->state && !strcmp(s->state, "scored") && s->p_status &&
 		    !strcmp(s->p_status, "ok") && s->s_status && !strcmp(s->s_status, "ok");
-	s->score = s->ranked ? s->s_speed : NAN;
+	/* the score is the public run's speedup at the low end of its interval
+	 * (resubmitting to catch a lucky draw earns nothing); the secret run
+	 * gates, and only its verdict is ever shown */
+	s->score = s->ranked ? s->p_lo : NAN;
 }
 
 static const char *why_not(const struct sub *s)
@@ -144,7 +147,10 @@ static int task_best(struct sub *subs, int n, const char *task, struct sub **bes
 	return m;
 }
 
-static json_t *sub_brief(const struct sub *s)
+/* A submission as lists show it; with_detail (its owner's view only) adds
+ * the public run's detail: on a board, other users' details (a compiler
+ * quoting the source) are not shown. */
+static json_t *sub_brief(const struct sub *s, bool with_detail)
 {
 	json_t *j = json_object();
 	json_object_set_new(j, "id", json_integer(s->id));
@@ -154,12 +160,13 @@ static json_t *sub_brief(const struct sub *s)
 	json_object_set_new(j, "created", jtime(s->created));
 	json_object_set_new(j, "state", jstr(s->state));
 	json_object_set_new(j, "public",
-			    json_pack("{s:s, s:o, s:o, s:o}", "state", run_state(s->p_state),
-				      "status", jstr(s->p_status), "speedup", jreal(s->p_speed),
-				      "detail", jstr(s->p_detail)));
+			    json_pack("{s:s, s:o, s:o}", "state", run_state(s->p_state), "status",
+				      jstr(s->p_status), "speedup", jreal(s->p_speed)));
+	if (with_detail)
+		json_object_set_new(json_object_get(j, "public"), "detail", jstr(s->p_detail));
 	json_object_set_new(j, "secret",
-			    json_pack("{s:s, s:o, s:o}", "state", run_state(s->s_state), "status",
-				      jstr(s->s_status), "speedup", jreal(s->ranked ? s->s_speed : NAN)));
+			    json_pack("{s:s, s:o}", "state", run_state(s->s_state), "status",
+				      jstr(s->s_status)));
 	/* the harness's failure, said when it ended the run, so the submitter
 	 * knows why (a secret run's says only how check ended) */
 	if (s->p_status && !strcmp(s->p_status, "harness_error"))
@@ -295,45 +302,74 @@ static json_t *rankings(struct sub *subs, int n, const struct task_list *tl, boo
 	return ranking;
 }
 
-enum { HISTORY_MAX = 2000 }; /* submissions listed per board, newest first */
+enum { HISTORY_MAX = 500 }; /* submissions listed per board, newest first */
 
+#define RANKED "s.state = 'scored' AND pj.status = 'ok' AND sj.status = 'ok'"
+
+/* The rows of a query, read. */
+static enum cr_status subs_query(struct srv_db *db, const char *sql, int n, const char *const *p,
+				 struct srv_rows *r, struct sub **subs, struct cr_err *err)
+{
+	enum cr_status st = srv_db_exec(db, sql, n, p, r, err);
+	if (st)
+		return st;
+	*subs = calloc((size_t)r->nrows + 1, sizeof **subs);
+	if (!*subs) {
+		srv_rows_free(r);
+		return cr_errf(err, CR_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->nrows; i++)
+		sub_read(r, i, &(*subs)[i]);
+	return CR_OK;
+}
+
+/* A board's view: the ranking from its ranked submissions only, the
+ * history from the newest HISTORY_MAX (a board of many thousand
+ * submissions costs what its ranked rows and one page of history cost). */
 static enum cr_status board_view_row(struct srv_db *db, const struct srv_rows *br, int bi,
 				     json_t **out, struct cr_err *err)
 {
 	const char *name = srv_rows_get(br, bi, 0);
-	struct srv_rows r = { 0 };
+	struct srv_rows r = { 0 }, h = { 0 }, c = { 0 };
+	struct sub *ranked = NULL, *hist_subs = NULL;
 	const char *p[] = { name };
-	enum cr_status st = srv_db_exec(db, "SELECT " SUB_COLS "WHERE s.board = $1 ORDER BY s.id DESC",
-					1, p, &r, err);
+	enum cr_status st = subs_query(db, "SELECT " SUB_COLS "WHERE s.board = $1 AND " RANKED, 1,
+				       p, &r, &ranked, err);
+	if (!st)
+		st = subs_query(db,
+				"SELECT " SUB_COLS "WHERE s.board = $1 ORDER BY s.id DESC LIMIT 500", 1,
+				p, &h, &hist_subs, err);
+	if (!st)
+		st = srv_db_exec(db, "SELECT count(*) FROM submissions WHERE board = $1", 1, p, &c,
+				 err);
 	if (st)
-		return st;
-	struct sub *subs = calloc((size_t)r.nrows + 1, sizeof *subs);
-	if (!subs) {
-		srv_rows_free(&r);
-		return cr_errf(err, CR_ENOMEM, "out of memory");
-	}
-	for (int i = 0; i < r.nrows; i++)
-		sub_read(&r, i, &subs[i]);
+		goto out;
 	struct task_list tl;
 	tasks_split(srv_rows_get(br, bi, 1), &tl);
 	bool geomean = !strcmp(srv_rows_get(br, bi, 3), "geomean");
 	json_t *tr = NULL;
-	json_t *ranking = rankings(subs, r.nrows, &tl, geomean, &tr);
+	json_t *ranking = rankings(ranked, r.nrows, &tl, geomean, &tr);
 	json_t *tasks = json_array();
 	for (int t = 0; t < tl.n; t++)
 		json_array_append_new(tasks, json_string(tl.names[t]));
 	json_t *hist = json_array();
-	for (int i = 0; i < r.nrows && i < HISTORY_MAX; i++)
-		json_array_append_new(hist, sub_brief(&subs[i]));
+	for (int i = 0; i < h.nrows && i < HISTORY_MAX; i++)
+		json_array_append_new(hist, sub_brief(&hist_subs[i], false));
 	*out = json_pack("{s:s, s:o, s:s, s:s, s:b, s:o, s:o, s:o, s:I}", "name", name, "tasks",
 			 tasks, "backend", srv_rows_get(br, bi, 2), "rank", srv_rows_get(br, bi, 3),
 			 "timing", strcmp(srv_rows_get(br, bi, 4), "0") != 0, "ranking", ranking,
 			 "task_rankings", tr, "submissions", hist, "n_submissions",
-			 (json_int_t)r.nrows);
+			 (json_int_t)strtoll(srv_rows_get(&c, 0, 0), NULL, 10));
 	tasks_free(&tl);
-	free(subs);
+	if (!*out)
+		st = cr_errf(err, CR_ENOMEM, "out of memory");
+out:
+	free(ranked);
+	free(hist_subs);
 	srv_rows_free(&r);
-	return *out ? CR_OK : cr_errf(err, CR_ENOMEM, "out of memory");
+	srv_rows_free(&h);
+	srv_rows_free(&c);
+	return st;
 }
 
 #define BOARD_COLS "SELECT name, tasks, backend, rank_rule, timing FROM boards "
@@ -381,7 +417,8 @@ static enum cr_status place(struct srv_db *db, const char *board, const struct s
 {
 	struct srv_rows r = { 0 };
 	const char *p[] = { board, me->task };
-	enum cr_status st = srv_db_exec(db, "SELECT " SUB_COLS "WHERE s.board = $1 AND s.task = $2",
+	enum cr_status st = srv_db_exec(db,
+					"SELECT " SUB_COLS "WHERE s.board = $1 AND s.task = $2 AND " RANKED,
 					2, p, &r, err);
 	if (st)
 		return st;
@@ -428,7 +465,7 @@ enum cr_status srv_sub_json(struct srv_db *db, int64_t id, const struct srv_user
 	struct sub s;
 	sub_read(&r, 0, &s);
 	*found = true;
-	json_t *j = sub_brief(&s);
+	json_t *j = sub_brief(&s, true);
 	json_object_set_new(j, "board", jstr(srv_rows_get(&r, 0, 15)));
 	json_object_set_new(j, "sha256", jstr(srv_rows_get(&r, 0, 16)));
 	json_object_set_new(j, "scored", jtime(srv_rows_get(&r, 0, 18)));
@@ -461,29 +498,13 @@ static const char *jget_s(const json_t *o, const char *k)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* A field of the signed text: a string without a control character, a
- * number at 6 significant digits, or null. */
-static bool field(FILE *f, const char *key, const json_t *v)
+static void copy(json_t *dst, const char *key, const json_t *src, const char *from)
 {
-	if (json_is_string(v)) {
-		for (const char *c = json_string_value(v); *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				return false;
-		fprintf(f, "%s=%s\n", key, json_string_value(v));
-	} else if (json_is_integer(v))
-		fprintf(f, "%s=%" JSON_INTEGER_FORMAT "\n", key, json_integer_value(v));
-	else if (json_is_real(v))
-		fprintf(f, "%s=%.6g\n", key, json_real_value(v));
-	else if (json_is_boolean(v))
-		fprintf(f, "%s=%s\n", key, json_is_true(v) ? "true" : "false");
-	else if (json_is_null(v) || !v)
-		fprintf(f, "%s=null\n", key);
-	else
-		return false;
-	return true;
+	const json_t *v = json_object_get(src, from);
+	json_object_set_new(dst, key, v ? json_deep_copy(v) : json_null());
 }
 
-char *srv_sub_signed_text(const json_t *sub)
+json_t *srv_sub_signed(const json_t *sub)
 {
 	const char *state = jget_s(sub, "state");
 	if (!state || (strcmp(state, "scored") && strcmp(state, "error")))
@@ -491,31 +512,32 @@ char *srv_sub_signed_text(const json_t *sub)
 	const json_t *pub = json_object_get(sub, "public"), *sec = json_object_get(sub, "secret");
 	if (!json_is_object(pub) || !json_is_object(sec))
 		return NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
+	json_t *o = json_object();
+	static const char *const top[] = { "board", "id", "user", "task", "file_name", "sha256",
+					   "state", "created", "scored", "ranked", "score" };
+	for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+		copy(o, top[i], sub, top[i]);
+	copy(o, "public_seed", pub, "seed");
+	copy(o, "public_status", pub, "status");
+	copy(o, "public_speedup", pub, "speedup");
+	copy(o, "public_speedup_lo", pub, "speedup_lo");
+	copy(o, "public_speedup_hi", pub, "speedup_hi");
+	copy(o, "secret_status", sec, "status");
+	json_object_set_new(o, "version", json_string("crucible-result v1"));
+	return o;
+}
+
+char *srv_signed_canon(const json_t *obj)
+{
+	if (!json_is_object(obj))
 		return NULL;
-	fputs("crucible-result v1\n", f);
-	bool ok = field(f, "board", json_object_get(sub, "board")) &&
-		  field(f, "submission", json_object_get(sub, "id")) &&
-		  field(f, "user", json_object_get(sub, "user")) &&
-		  field(f, "task", json_object_get(sub, "task")) &&
-		  field(f, "sha256", json_object_get(sub, "sha256")) &&
-		  field(f, "state", json_object_get(sub, "state")) &&
-		  field(f, "public_seed", json_object_get(pub, "seed")) &&
-		  field(f, "public_status", json_object_get(pub, "status")) &&
-		  field(f, "public_speedup", json_object_get(pub, "speedup")) &&
-		  field(f, "secret_status", json_object_get(sec, "status")) &&
-		  field(f, "ranked", json_object_get(sub, "ranked")) &&
-		  field(f, "score", json_object_get(sub, "score")) &&
-		  field(f, "scored", json_object_get(sub, "scored"));
-	fclose(f);
-	if (!ok) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	const char *k;
+	const json_t *v;
+	json_object_foreach((json_t *)obj, k, v)
+		if (json_is_object(v) || json_is_array(v))
+			return NULL;
+	return json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII |
+				       JSON_REAL_PRECISION(17));
 }
 
 enum cr_status srv_reward_json(struct srv_db *db, int64_t id, const struct srv_user *viewer,

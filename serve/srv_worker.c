@@ -307,6 +307,12 @@ enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_wor
 	return CR_OK;
 }
 
+void srv_workers_signal(struct srv_workers *w)
+{
+	if (w)
+		atomic_store(&w->stop, true);
+}
+
 void srv_workers_stop(struct srv_workers *w)
 {
 	if (!w)

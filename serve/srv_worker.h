@@ -26,7 +26,9 @@ struct srv_worker_opts {
 
 enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_workers **out,
 				 struct cr_err *err);
-/* Stops claiming; waits for the jobs being scored to be recorded. */
+/* No new job is claimed from now on (returns at once). */
+void srv_workers_signal(struct srv_workers *w);
+/* Stops claiming; waits for the jobs being scored to be recorded, frees. */
 void srv_workers_stop(struct srv_workers *w);
 /* Jobs recorded so far by these workers (scored or failed). */
 long srv_workers_done(const struct srv_workers *w);

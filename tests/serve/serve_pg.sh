@@ -93,8 +93,10 @@ done
 recorded() { cat "$tmp"/w1.log "$tmp"/w2.log | grep -v "harness failure" | grep -o "job [0-9]* ([a-z]*, [^)]*): [a-z_]*" | awk '{print $2}'; }
 dups=$(recorded | sort | uniq -d)
 [ -z "$dups" ] || bad "jobs recorded twice: $dups"
-[ "$(recorded | sort -u | wc -l)" = "$(sql "SELECT count(*) FROM jobs")" ] ||
-	bad "$(recorded | sort -u | wc -l) jobs recorded, $(sql "SELECT count(*) FROM jobs") in the store"
+# (a secret run skipped because its public run failed is recorded by nobody)
+scoredjobs=$(sql "SELECT count(*) FROM jobs WHERE status <> 'skipped'")
+[ "$(recorded | sort -u | wc -l)" = "$scoredjobs" ] ||
+	bad "$(recorded | sort -u | wc -l) jobs recorded, $scoredjobs scored in the store"
 grep -q "took back" "$tmp/w2.log" "$tmp/serve.log" || bad "nobody said the killed worker's job was taken back"
 
 # the ranking: honest files only

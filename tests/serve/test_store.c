@@ -212,7 +212,7 @@ static void test_life_and_rank(void **state)
 	json_t *v = sub_view(db, id);
 	assert_string_equal(json_string_value(json_object_get(v, "state")), "queued");
 	assert_true(json_is_null(json_object_get(v, "signed")) || !json_object_get(v, "signed"));
-	assert_null(srv_sub_signed_text(v));
+	assert_null(srv_sub_signed(v));
 	json_decref(v);
 	char k1[8], k2[8];
 	score_next(db, verdict("ok", 2.0), k1);
@@ -222,18 +222,31 @@ static void test_life_and_rank(void **state)
 	v = sub_view(db, id);
 	assert_string_equal(json_string_value(json_object_get(v, "state")), "scored");
 	assert_true(json_is_true(json_object_get(v, "ranked")));
-	assert_true(fabs(json_real_value(json_object_get(v, "score")) - 1.5) < 1e-12);
+	/* the score: the public run's low end; the secret run's speedup is not kept */
+	assert_true(fabs(json_real_value(json_object_get(v, "score")) - 2.0) < 1e-12);
 	assert_int_equal(json_integer_value(json_object_get(v, "rank")), 1);
 	/* the secret run's detail is never stored */
 	json_t *sec = json_object_get(v, "secret");
 	assert_null(json_object_get(sec, "detail"));
-	char *text = srv_sub_signed_text(v);
+	assert_null(json_object_get(sec, "speedup"));
+	json_t *so = srv_sub_signed(v);
+	assert_non_null(so);
+	char *text = srv_signed_canon(so);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "score=1.5\n"));
-	assert_non_null(strstr(text, "ranked=true\n"));
+	assert_non_null(strstr(text, "\"score\":2.0"));
+	assert_non_null(strstr(text, "\"ranked\":true"));
+	assert_non_null(strstr(text, "\"secret_status\":\"ok\""));
+	assert_null(strstr(text, "\"rank\""));
+	/* the canonical text is a fixed point: parsed and dumped again, the same bytes */
+	json_t *back = json_loads(text, 0, NULL);
+	char *again = srv_signed_canon(back);
+	assert_string_equal(text, again);
+	free(again);
+	json_decref(back);
 	free(text);
-	json_object_set_new(v, "user", json_string("a\nb"));
-	assert_null(srv_sub_signed_text(v)); /* a control character cannot be signed */
+	json_object_set_new(so, "nested", json_object());
+	assert_null(srv_signed_canon(so)); /* only scalars are signed */
+	json_decref(so);
 	json_decref(v);
 	srv_board_release(&b);
 	done_db(db);
@@ -386,6 +399,54 @@ static void test_quota_and_reward_first(void **state)
 	done_db(db);
 }
 
+static void test_fair_claims(void **state)
+{
+	(void)state;
+	struct srv_db *db = fresh();
+	struct srv_board b;
+	board(db, &b, "b", "smoke/relu", "geomean");
+	struct srv_user a = user(db, "a", 50), u2 = user(db, "b", 50);
+	for (int i = 0; i < 3; i++)
+		submit(db, &b, &a, "smoke/relu");
+	submit(db, &b, &u2, "smoke/relu"); /* queued after a's three */
+	struct cr_err e;
+	cr_err_init(&e);
+	struct srv_claim c1, c2;
+	bool got = false;
+	assert_int_equal(srv_job_claim(db, "w:1:0", true, &c1, &got, &e), CR_OK);
+	assert_true(got);
+	assert_int_equal(srv_job_claim(db, "w:1:1", true, &c2, &got, &e), CR_OK);
+	assert_true(got);
+	/* a has a job running: b's, though queued last, comes next */
+	json_t *v = sub_view(db, 4);
+	assert_string_equal(json_string_value(json_object_get(v, "user")), "b");
+	assert_string_equal(json_string_value(json_object_get(v, "state")), "running");
+	json_decref(v);
+	/* a cuda job is not claimed by a worker without a GPU */
+	struct srv_board g;
+	memset(&g, 0, sizeof g);
+	strcpy(g.name, "g");
+	strcpy(g.backend, "cuda");
+	strcpy(g.rank, "geomean");
+	assert_int_equal(srv_board_add(db, &g, "smoke/relu", &e), CR_OK);
+	struct srv_db *db2 = db;
+	assert_int_equal(srv_db_exec(db2, "UPDATE jobs SET state = 'done' WHERE state = 'queued'", 0,
+				     NULL, NULL, &e), CR_OK);
+	submit(db, &g, &u2, "smoke/relu");
+	struct srv_claim c3;
+	assert_int_equal(srv_job_claim(db, "w:1:2", false, &c3, &got, &e), CR_OK);
+	assert_false(got);
+	assert_int_equal(srv_job_claim(db, "w:1:2", true, &c3, &got, &e), CR_OK);
+	assert_true(got);
+	assert_string_equal(c3.backend, "cuda");
+	srv_claim_release(&c1);
+	srv_claim_release(&c2);
+	srv_claim_release(&c3);
+	srv_board_release(&g);
+	srv_board_release(&b);
+	done_db(db);
+}
+
 /* One submission of u on task, scored with these two runs. */
 static int64_t scored(struct srv_db *db, const struct srv_board *b, const struct srv_user *u,
 		      const char *task, const char *pub, const char *sec, double speed)
@@ -428,10 +489,11 @@ static void test_ranking(void **state)
 	json_t *rk = json_object_get(v, "ranking");
 	assert_int_equal(json_array_size(rk), 2); /* c is not on every task */
 	json_t *first = json_array_get(rk, 0), *second = json_array_get(rk, 1);
-	assert_string_equal(json_string_value(json_object_get(first, "user")), "b"); /* sqrt(16) */
-	assert_true(fabs(json_real_value(json_object_get(first, "score")) - 4.0) < 1e-9);
-	assert_string_equal(json_string_value(json_object_get(second, "user")), "a"); /* sqrt(4) */
-	assert_true(fabs(json_real_value(json_object_get(second, "score")) - 2.0) < 1e-9);
+	/* scores are the public runs' (x1.1 here) */
+	assert_string_equal(json_string_value(json_object_get(first, "user")), "b"); /* 4.4 */
+	assert_true(fabs(json_real_value(json_object_get(first, "score")) - 4.4) < 1e-9);
+	assert_string_equal(json_string_value(json_object_get(second, "user")), "a"); /* sqrt(4.4 x 1.1) */
+	assert_true(fabs(json_real_value(json_object_get(second, "score")) - 2.2) < 1e-9);
 	json_t *relu = json_object_get(json_array_get(json_object_get(v, "task_rankings"), 0), "ranking");
 	assert_int_equal(json_array_size(relu), 2);
 	/* a and b tie at 4.0 on relu: the earlier submission first */
@@ -462,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_harness_retry),
 		cmocka_unit_test(test_quota_and_reward_first),
 		cmocka_unit_test(test_ranking),
+		cmocka_unit_test(test_fair_claims),
 	};
 	int rc = cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
 	const char *pg = getenv("CRUCIBLE_TEST_PG");
