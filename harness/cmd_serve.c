@@ -621,7 +621,7 @@ out:
 	 * connections end, then the jobs being scored are recorded */
 	srv_workers_signal(w);
 	if (api)
-		srv_api_stop(api);
+		srv_api_stop(api, 5000);
 	srv_http_stop(http);
 	srv_workers_stop(w);
 	srv_api_free(api);

@@ -101,6 +101,7 @@ struct srv_api {
 	struct bucket *buckets;
 	size_t n_buckets, cap_buckets;
 	atomic_bool stopping; /* waits end at once, answering what is done */
+	atomic_int in_flight; /* handlers running now */
 };
 
 /* The user's entry (mu held); NULL only when memory runs out. */
@@ -166,9 +167,17 @@ void srv_api_free(struct srv_api *a)
 	free(a);
 }
 
-void srv_api_stop(struct srv_api *a)
+void srv_api_stop(struct srv_api *a, int drain_ms)
 {
 	atomic_store(&a->stopping, true);
+	/* the handlers answer before the connections are closed under them */
+	bool waited = false;
+	for (int t = 0; t < drain_ms && atomic_load(&a->in_flight) > 0; t += 10) {
+		usleep(10 * 1000);
+		waited = true;
+	}
+	if (waited) /* and a moment for the last answers to be written out */
+		usleep(200 * 1000);
 }
 
 /* One more (or one fewer) reward request of u waiting: false when u has
@@ -741,9 +750,22 @@ static bool is(const struct srv_req *q, const char *m)
 	return !strcmp(q->method, m) || (!strcmp(m, "GET") && !strcmp(q->method, "HEAD"));
 }
 
+static void handle(struct srv_api *a, const struct srv_req *q, struct srv_resp *r);
+
 void srv_api_handle(void *ctx, const struct srv_req *q, struct srv_resp *r)
 {
 	struct srv_api *a = ctx;
+	atomic_fetch_add(&a->in_flight, 1);
+	if (atomic_load(&a->stopping)) {
+		srv_resp_error(r, 503, "the server is shutting down; retry shortly");
+		srv_resp_header(r, "Retry-After", "5");
+	} else
+		handle(a, q, r);
+	atomic_fetch_sub(&a->in_flight, 1);
+}
+
+static void handle(struct srv_api *a, const struct srv_req *q, struct srv_resp *r)
+{
 	const char *p = q->path;
 	if (!strcmp(p, "/health")) {
 		if (!is(q, "GET") && !is(q, "HEAD"))

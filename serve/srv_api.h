@@ -26,8 +26,10 @@ struct srv_api_opts {
 enum cr_status srv_api_new(const struct srv_api_opts *o, struct srv_api **out, struct cr_err *err);
 void srv_api_free(struct srv_api *a);
 /* Shutting down: requests waiting on reward groups answer at once (202
- * with what is done). Called before srv_http_stop, which waits for them. */
-void srv_api_stop(struct srv_api *a);
+ * with what is done), new ones are 503; waits up to drain_ms for the
+ * handlers running to answer. Called before srv_http_stop, which closes
+ * the connections. */
+void srv_api_stop(struct srv_api *a, int drain_ms);
 /* srv_handler_fn: ctx is the struct srv_api. */
 void srv_api_handle(void *ctx, const struct srv_req *q, struct srv_resp *r);
 

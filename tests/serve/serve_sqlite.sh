@@ -278,11 +278,23 @@ for f in "$tmp"/resp/* "$tmp"/*.log "$tmp"/s1 "$tmp"/s2; do
 	grep -qF "$secret" "$f" && bad "the board's secret appears in $(basename "$f")"
 done
 
-# ---- SIGTERM: a clean stop ----
+# ---- SIGTERM: a clean stop; a reward request waiting is answered at once ----
+jq '.wait_s = 600' "$tmp/reward.json" >"$tmp/reward_wait.json"
+curl -s -o "$tmp/resp/wait" -w '%{http_code}' -H "Authorization: Bearer $bob" \
+	-H 'Content-Type: application/json' --data-binary "@$tmp/reward_wait.json" "$url/v1/reward" >"$tmp/wait_code" &
+cpid=$!
+sleep 0.5
+t0=$(date +%s)
 kill -TERM "$pid"
 rc=0; wait "$pid" || rc=$?
 pid=""
+wait "$cpid"
 [ "$rc" = 0 ] || bad "the server stopped by SIGTERM exited $rc"
+code=$(cat "$tmp/wait_code")
+[ "$code" = 202 ] || [ "$code" = 200 ] || bad "a waiting reward request got '$code' at shutdown"
+[ $(($(date +%s) - t0)) -lt 30 ] || bad "the shutdown waited on a reward request"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM jobs WHERE state = 'running'")" = 0 ] ||
+	bad "a job was left running by a clean stop"
 
 echo "serve_sqlite: $n_checks checks passed, $fails failed"
 [ "$fails" = 0 ]
