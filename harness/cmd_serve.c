@@ -735,12 +735,33 @@ static int status_cmd(const struct opts *o)
 		return rc;
 	struct cr_err err;
 	cr_err_init(&err);
-	int queued = 0, running = 0;
-	enum cr_status st = srv_queue_counts(db, &queued, &running, &err);
+	json_t *v = NULL;
+	enum cr_status st = srv_status_json(db, &v, &err);
 	srv_db_close(db);
 	if (st)
 		return cr_cli_status(CMD, &err);
-	printf("queued %d\nrunning %d\n", queued, running);
+	printf("boards %" JSON_INTEGER_FORMAT "\nusers %" JSON_INTEGER_FORMAT
+	       "\nsubmissions %" JSON_INTEGER_FORMAT "\nqueued %" JSON_INTEGER_FORMAT
+	       "\nrunning %" JSON_INTEGER_FORMAT "\nharness_errors %" JSON_INTEGER_FORMAT "\n",
+	       json_integer_value(json_object_get(v, "boards")),
+	       json_integer_value(json_object_get(v, "users")),
+	       json_integer_value(json_object_get(v, "submissions")),
+	       json_integer_value(json_object_get(v, "queued")),
+	       json_integer_value(json_object_get(v, "running")),
+	       json_integer_value(json_object_get(v, "harness_errors")));
+	if (json_is_number(json_object_get(v, "oldest_queued_s")))
+		printf("oldest_queued %.0f s\n", json_number_value(json_object_get(v, "oldest_queued_s")));
+	size_t i;
+	json_t *j;
+	json_array_foreach(json_object_get(v, "running_jobs"), i, j)
+		printf("job %" JSON_INTEGER_FORMAT "\t%s\t%s\t%s\theartbeat %.0f s ago\ttry %" JSON_INTEGER_FORMAT "\n",
+		       json_integer_value(json_object_get(j, "job")),
+		       json_string_value(json_object_get(j, "kind")),
+		       json_string_value(json_object_get(j, "task")),
+		       json_string_value(json_object_get(j, "worker")),
+		       json_number_value(json_object_get(j, "heartbeat_s")),
+		       json_integer_value(json_object_get(j, "attempts")) + 1);
+	json_decref(v);
 	return 0;
 }
 

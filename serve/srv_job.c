@@ -376,14 +376,17 @@ static void json_num(const json_t *j, const char *k, double *v)
 static void copy_utf8(char *dst, size_t cap, const char *src)
 {
 	size_t n = strlen(src);
+	bool cut = n >= cap;
 
-	if (n >= cap) {
-		n = cap - 1;
+	if (cut) { /* room for the "…" that says so */
+		n = cap > 4 ? cap - 4 : 0;
 		while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
 			n--;
 	}
 	memcpy(dst, src, n);
-	dst[n] = '\0';
+	if (cut && cap > 4)
+		memcpy(dst + n, "\xe2\x80\xa6", 3);
+	dst[n + (cut && cap > 4 ? 3 : 0)] = '\0';
 }
 
 static void feedback(const json_t *j, struct srv_job_out *o);

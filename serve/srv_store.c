@@ -882,3 +882,47 @@ enum cr_status srv_store_writable(struct srv_db *db, struct cr_err *err)
 		return cr_errf(err, CR_EENV, "the store cannot be written: %s", e.msg);
 	return CR_OK;
 }
+
+enum cr_status srv_status_json(struct srv_db *db, json_t **out, struct cr_err *err)
+{
+	*out = NULL;
+	struct srv_rows r = { 0 }, w = { 0 };
+	char now[24];
+	i64s(srv_now_ms(), now);
+	const char *p[] = { now };
+	enum cr_status st = q(db,
+			      "SELECT (SELECT count(*) FROM boards), (SELECT count(*) FROM users), "
+			      "(SELECT count(*) FROM submissions), (SELECT count(*) FROM jobs WHERE "
+			      "state = 'queued'), (SELECT count(*) FROM jobs WHERE state = 'running'), "
+			      "(SELECT CAST($1 AS BIGINT) - min(created_ms) FROM jobs WHERE state = "
+			      "'queued'), (SELECT count(*) FROM jobs WHERE status = 'harness_error')",
+			      1, p, &r, err);
+	if (!st)
+		st = q(db,
+		       "SELECT id, kind, task, worker, CAST($1 AS BIGINT) - heartbeat_ms, attempts "
+		       "FROM jobs WHERE state = 'running' ORDER BY id",
+		       1, p, &w, err);
+	if (!st) {
+		json_t *run = json_array();
+		for (int i = 0; i < w.nrows; i++)
+			json_array_append_new(run, json_pack("{s:I, s:s, s:s, s:s, s:f, s:I}", "job",
+							     (json_int_t)cell_i64(&w, i, 0), "kind",
+							     srv_rows_get(&w, i, 1), "task",
+							     srv_rows_get(&w, i, 2), "worker",
+							     srv_rows_get(&w, i, 3) ? srv_rows_get(&w, i, 3) : "",
+							     "heartbeat_s",
+							     (double)cell_i64(&w, i, 4) / 1000.0, "attempts",
+							     (json_int_t)cell_i64(&w, i, 5)));
+		*out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:o}", "boards",
+				 (json_int_t)cell_i64(&r, 0, 0), "users", (json_int_t)cell_i64(&r, 0, 1),
+				 "submissions", (json_int_t)cell_i64(&r, 0, 2), "queued",
+				 (json_int_t)cell_i64(&r, 0, 3), "running", (json_int_t)cell_i64(&r, 0, 4),
+				 "oldest_queued_s",
+				 srv_rows_get(&r, 0, 5) ? json_real((double)cell_i64(&r, 0, 5) / 1000.0)
+							: json_null(),
+				 "harness_errors", (json_int_t)cell_i64(&r, 0, 6), "running_jobs", run);
+	}
+	srv_rows_free(&r);
+	srv_rows_free(&w);
+	return st;
+}

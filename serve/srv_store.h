@@ -144,6 +144,10 @@ enum cr_status srv_job_requeue_prefix(struct srv_db *db, const char *prefix, int
 				      struct cr_err *err);
 /* The names of the workers holding running jobs (malloc'd, [*n]). */
 enum cr_status srv_job_workers(struct srv_db *db, char ***names, int *n, struct cr_err *err);
+/* The store at a glance (`serve status`): boards, users, submissions, jobs
+ * queued and running, the oldest queued job's age, harness errors, and each
+ * running job with its worker and its heartbeat's age. */
+enum cr_status srv_status_json(struct srv_db *db, json_t **out, struct cr_err *err);
 /* queued and running job counts (metrics, tests). */
 enum cr_status srv_queue_counts(struct srv_db *db, int *queued, int *running, struct cr_err *err);
 
