@@ -97,7 +97,7 @@ struct srv_api {
 	int max_completions;
 	double reward_wait_s;
 	FILE *log;
-	pthread_mutex_t mu; /* buckets, log */
+	pthread_mutex_t mu; /* buckets */
 	struct bucket *buckets;
 	size_t n_buckets, cap_buckets;
 	atomic_bool stopping; /* waits end at once, answering what is done */
@@ -196,21 +196,9 @@ static bool reward_wait_take(struct srv_api *a, const struct srv_user *u, int d)
 static void logf_(struct srv_api *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct srv_api *a, const char *fmt, ...)
 {
-	if (!a->log)
-		return;
-	char t[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	va_list ap;
 	va_start(ap, fmt);
-	pthread_mutex_lock(&a->mu);
-	fprintf(a->log, "%s crucible serve: ", t);
-	vfprintf(a->log, fmt, ap);
-	fputc('\n', a->log);
-	fflush(a->log);
-	pthread_mutex_unlock(&a->mu);
+	srv_vlog(a->log, "crucible serve: ", fmt, ap);
 	va_end(ap);
 }
 

@@ -744,3 +744,28 @@ enum cr_status srv_parse_listen(const char *s, char *host, size_t cap, int *port
 	*port = (int)v;
 	return CR_OK;
 }
+
+void srv_vlog(FILE *f, const char *prefix, const char *fmt, va_list ap)
+{
+	if (!f)
+		return;
+	char t[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	flockfile(f);
+	fprintf(f, "%s %s", t, prefix ? prefix : "");
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+	fflush(f);
+	funlockfile(f);
+}
+
+void srv_log(FILE *f, const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	srv_vlog(f, prefix, fmt, ap);
+	va_end(ap);
+}

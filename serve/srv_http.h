@@ -6,6 +6,7 @@
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -105,5 +106,11 @@ void srv_http_stop(struct srv_http *h);
  * "PORT" alone listens on 127.0.0.1; CR_EUSAGE with a message otherwise. */
 enum cr_status srv_parse_listen(const char *s, char *host, size_t cap, int *port,
 				struct cr_err *err);
+
+/* One line of the service's log: "UTC-time PREFIX" then the message and a
+ * newline, written whole (flockfile: lines of the access log, the API and
+ * the workers never interleave in the one FILE) and flushed. f NULL: none. */
+void srv_log(FILE *f, const char *prefix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void srv_vlog(FILE *f, const char *prefix, const char *fmt, va_list ap);
 
 #endif

@@ -152,11 +152,10 @@ enum cr_status srv_user_add(struct srv_db *db, const char *name, bool admin, int
 	return st;
 }
 
-enum cr_status srv_user_token(struct srv_db *db, const char *name, char tok[48], struct cr_err *err)
+/* The user's stored token hash becomes hash. */
+static enum cr_status set_token_hash(struct srv_db *db, const char *name, const char *hash,
+				     struct cr_err *err)
 {
-	char hash[65];
-	srv_token_new(tok);
-	srv_token_hash(tok, hash);
 	struct srv_rows r = { 0 };
 	const char *p[] = { hash, name };
 	enum cr_status st =
@@ -165,6 +164,14 @@ enum cr_status srv_user_token(struct srv_db *db, const char *name, char tok[48],
 		st = cr_errf(err, CR_EINPUT, "no user '%.80s'", name);
 	srv_rows_free(&r);
 	return st;
+}
+
+enum cr_status srv_user_token(struct srv_db *db, const char *name, char tok[48], struct cr_err *err)
+{
+	char hash[65];
+	srv_token_new(tok);
+	srv_token_hash(tok, hash);
+	return set_token_hash(db, name, hash, err);
 }
 
 enum cr_status srv_user_set(struct srv_db *db, const char *name, int quota, int rate,
@@ -190,14 +197,7 @@ enum cr_status srv_user_disable(struct srv_db *db, const char *name, struct cr_e
 	/* a hash no token has (it is not 64 hex digits), unique per user */
 	char hash[80];
 	snprintf(hash, sizeof hash, "removed:%llx%llx", srv_random_u64(), srv_random_u64());
-	struct srv_rows r = { 0 };
-	const char *p[] = { hash, name };
-	enum cr_status st =
-		q(db, "UPDATE users SET token_hash = $1 WHERE name = $2 RETURNING id", 2, p, &r, err);
-	if (!st && r.nrows == 0)
-		st = cr_errf(err, CR_EINPUT, "no user '%.80s'", name);
-	srv_rows_free(&r);
-	return st;
+	return set_token_hash(db, name, hash, err);
 }
 
 enum cr_status srv_user_auth(struct srv_db *db, const char *tok, struct srv_user *u, bool *found,
@@ -748,37 +748,44 @@ out:
 	return srv_db_commit(db, err);
 }
 
-enum cr_status srv_job_reap(struct srv_db *db, int64_t lease_ms, int *n, struct cr_err *err)
+/* Running jobs matching where (over $1..$np) go back to the queue, each
+ * counting an attempt; those at SRV_MAX_ATTEMPTS end as harness_error (a
+ * candidate that takes its worker down every time does not loop), and
+ * their submissions are settled. One transaction; *n how many. */
+static enum cr_status take_back(struct srv_db *db, const char *where, int np, const char *const *wp,
+				const char *why, int *n, struct cr_err *err)
 {
 	*n = 0;
-	char cut[24], max[24];
-	i64s(srv_now_ms() - lease_ms, cut);
+	char max[24], now[24], sql[1024];
 	i64s(SRV_MAX_ATTEMPTS, max);
+	i64s(srv_now_ms(), now);
+	const char *p[8];
+	for (int i = 0; i < np && i < 5; i++)
+		p[i] = wp[i];
+	p[np] = max;
+	p[np + 1] = now;
+	p[np + 2] = why;
 	enum cr_status st = srv_db_begin(db, err);
 	if (st)
 		return st;
-	/* a job whose worker died counts an attempt: a candidate that takes
-	 * its worker down every time ends as harness_error, not in a loop */
 	struct srv_rows r = { 0 };
-	const char *p[] = { cut, max };
-	st = q(db,
-	       "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = "
-	       "attempts + 1, harness_error = 'its worker stopped answering' WHERE state = "
-	       "'running' AND heartbeat_ms < $1 AND attempts + 1 < $2 RETURNING id",
-	       2, p, &r, err);
+	snprintf(sql, sizeof sql,
+		 "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = attempts "
+		 "+ 1, harness_error = $%d WHERE state = 'running' AND %s AND attempts + 1 < "
+		 "CAST($%d AS INTEGER) RETURNING id",
+		 np + 3, where, np + 1);
+	st = q(db, sql, np + 3, p, &r, err);
 	if (!st)
 		*n = r.nrows;
 	srv_rows_free(&r);
 	if (!st) {
-		char now[24];
-		i64s(srv_now_ms(), now);
-		const char *pd[] = { cut, max, now };
-		st = q(db,
-		       "UPDATE jobs SET state = 'done', attempts = attempts + 1, status = "
-		       "'harness_error', harness_error = 'its worker stopped answering', "
-		       "finished_ms = $3 WHERE state = 'running' AND heartbeat_ms < $1 AND "
-		       "attempts + 1 >= $2 RETURNING submission_id",
-		       3, pd, &r, err);
+		snprintf(sql, sizeof sql,
+			 "UPDATE jobs SET state = 'done', attempts = attempts + 1, status = "
+			 "'harness_error', harness_error = $%d, finished_ms = CAST($%d AS BIGINT) WHERE "
+			 "state = 'running' AND %s AND attempts + 1 >= CAST($%d AS INTEGER) RETURNING "
+			 "submission_id",
+			 np + 3, np + 2, where, np + 1);
+		st = q(db, sql, np + 3, p, &r, err);
 		for (int i = 0; !st && i < r.nrows; i++)
 			if (srv_rows_get(&r, i, 0))
 				st = settle_submission(db, srv_rows_get(&r, i, 0), now, err);
@@ -791,6 +798,15 @@ enum cr_status srv_job_reap(struct srv_db *db, int64_t lease_ms, int *n, struct 
 		return st;
 	}
 	return srv_db_commit(db, err);
+}
+
+enum cr_status srv_job_reap(struct srv_db *db, int64_t lease_ms, int *n, struct cr_err *err)
+{
+	char cut[24];
+	i64s(srv_now_ms() - lease_ms, cut);
+	const char *p[] = { cut };
+	return take_back(db, "heartbeat_ms < CAST($1 AS BIGINT)", 1, p,
+			 "its worker stopped answering", n, err);
 }
 
 enum cr_status srv_queue_counts(struct srv_db *db, int *queued, int *running, struct cr_err *err)
@@ -809,48 +825,12 @@ enum cr_status srv_queue_counts(struct srv_db *db, int *queued, int *running, st
 enum cr_status srv_job_requeue_prefix(struct srv_db *db, const char *prefix, int *n,
 				      struct cr_err *err)
 {
-	*n = 0;
 	/* LIKE would read % and _ in the prefix: compare the prefix itself */
-	char len[24], max[24], now[24];
+	char len[24];
 	i64s((int64_t)strlen(prefix), len);
-	i64s(SRV_MAX_ATTEMPTS, max);
-	i64s(srv_now_ms(), now);
-	enum cr_status st = srv_db_begin(db, err);
-	if (st)
-		return st;
-	/* the same cap as srv_job_reap: a job that takes its process down every
-	 * time ends as harness_error */
-	struct srv_rows r = { 0 };
-	const char *p[] = { prefix, len, max };
-	st = q(db,
-	       "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = "
-	       "attempts + 1, harness_error = 'its worker stopped' WHERE state = 'running' AND "
-	       "substr(worker, 1, CAST($2 AS INTEGER)) = $1 AND attempts + 1 < CAST($3 AS INTEGER) "
-	       "RETURNING id",
-	       3, p, &r, err);
-	if (!st)
-		*n = r.nrows;
-	srv_rows_free(&r);
-	if (!st) {
-		const char *pd[] = { prefix, len, max, now };
-		st = q(db,
-		       "UPDATE jobs SET state = 'done', attempts = attempts + 1, status = "
-		       "'harness_error', harness_error = 'its worker stopped', finished_ms = $4 WHERE "
-		       "state = 'running' AND substr(worker, 1, CAST($2 AS INTEGER)) = $1 AND "
-		       "attempts + 1 >= CAST($3 AS INTEGER) RETURNING submission_id",
-		       4, pd, &r, err);
-		for (int i = 0; !st && i < r.nrows; i++)
-			if (srv_rows_get(&r, i, 0))
-				st = settle_submission(db, srv_rows_get(&r, i, 0), now, err);
-		if (!st)
-			*n += r.nrows;
-		srv_rows_free(&r);
-	}
-	if (st) {
-		srv_db_rollback(db);
-		return st;
-	}
-	return srv_db_commit(db, err);
+	const char *p[] = { prefix, len };
+	return take_back(db, "substr(worker, 1, CAST($2 AS INTEGER)) = $1", 2, p,
+			 "its worker's process is gone", n, err);
 }
 
 enum cr_status srv_job_workers(struct srv_db *db, char ***names, int *n, struct cr_err *err)

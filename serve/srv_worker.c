@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "cuda/cuda_drv.h"
 #include "serve/srv_db.h"
+#include "serve/srv_http.h"
 #include "serve/srv_job.h"
 #include "serve/srv_store.h"
 
@@ -39,7 +40,6 @@ struct srv_workers {
 	bool cuda;               /* cuda jobs are claimed: --gpus, or a device here */
 	atomic_bool stop;
 	atomic_long done;
-	pthread_mutex_t log_mu;
 	pthread_t beat_th;
 	int n;
 	struct slot *slots;
@@ -48,21 +48,9 @@ struct srv_workers {
 static void wlog(struct srv_workers *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void wlog(struct srv_workers *w, const char *fmt, ...)
 {
-	if (!w->o.log)
-		return;
-	char t[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	va_list ap;
 	va_start(ap, fmt);
-	pthread_mutex_lock(&w->log_mu);
-	fprintf(w->o.log, "%s ", t);
-	vfprintf(w->o.log, fmt, ap);
-	fputc('\n', w->o.log);
-	fflush(w->o.log);
-	pthread_mutex_unlock(&w->log_mu);
+	srv_vlog(w->o.log, "", fmt, ap);
 	va_end(ap);
 }
 
@@ -278,7 +266,6 @@ enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_wor
 	for (char *c = w->host; *c; c++)
 		if (*c == ':')
 			*c = '_';
-	pthread_mutex_init(&w->log_mu, NULL);
 	w->slots = calloc((size_t)w->n + 1, sizeof *w->slots);
 	if (!w->slots) {
 		free(w);
@@ -323,7 +310,6 @@ void srv_workers_stop(struct srv_workers *w)
 		pthread_mutex_destroy(&w->slots[i].mu);
 	}
 	pthread_join(w->beat_th, NULL);
-	pthread_mutex_destroy(&w->log_mu);
 	free(w->slots);
 	free(w);
 }
