@@ -414,25 +414,32 @@ static void post_submission(struct srv_api *a, struct srv_db *db, const char *bo
 			       b.name, b.backend, cu ? ".c" : ".cu", fname);
 		goto out;
 	}
-	/* a task named in the request and no @task line in the source: the
-	 * line is put first, as /v1/reward does for a completion */
+	/* the candidate is read here once: what does not parse is answered now,
+	 * naming the line, rather than queued. A task named in the request and
+	 * no @task line in the source (the parser's own rule decides: "no @task
+	 * line"): the line is put first (a byte-order mark dropped), as
+	 * /v1/reward does for a completion; the stored sha256 is of that text */
 	v = json_object_get(j, "task");
-	if (v && json_is_string(v) && !dec_has_task_line(src, strlen(src))) {
+	enum cr_status pst = cr_cand_parse(&cand, fname, src, strlen(src), &err);
+	if (pst && v && json_is_string(v) && strstr(err.msg, "no @task line")) {
 		cr_err_init(&err);
 		if (task_registry_resolve(json_string_value(v), task, sizeof task, &err)) {
 			srv_resp_error(r, 400, "'task': %s", err.msg);
 			goto out;
 		}
-		if (asprintf(&owned, "// @task %s\n%s", task, src) < 0) {
+		/* a byte-order mark is dropped: one mid-file would not compile, and
+		 * the compiler reads the file the same without it */
+		size_t bom = !strncmp(src, "\xef\xbb\xbf", 3) ? 3 : 0;
+		if (asprintf(&owned, "// @task %s\n%s", task, src + bom) < 0) {
 			owned = NULL;
 			srv_resp_error(r, 503, "out of memory");
 			goto out;
 		}
 		src = owned;
+		cr_err_init(&err);
+		pst = cr_cand_parse(&cand, fname, src, strlen(src), &err);
 	}
-	/* the candidate is read here once: what does not parse is answered now,
-	 * naming the line, rather than queued */
-	if (cr_cand_parse(&cand, fname, src, strlen(src), &err)) {
+	if (pst) {
 		srv_resp_error(r, 400, "%s", err.msg);
 		goto out;
 	}

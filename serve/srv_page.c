@@ -289,12 +289,12 @@ static void rule_text(struct buf *b, const json_t *bd)
 	else if (untimed)
 		puts_(b, "untimed: each task ranked on its own by time of submission, earliest first");
 	else if (json_is_string(rank) && !strcmp(json_string_value(rank), "geomean"))
-		putf(b, "geomean: the geometric mean of each user's best secret-run speedup over "
+		putf(b, "geomean: the geometric mean of each user's best score over "
 			"every task of the board; a user ranks once they have a ranked submission on "
 			"all %zu task%s",
 		     n_tasks, n_tasks == 1 ? "" : "s");
 	else if (json_is_string(rank) && !strcmp(json_string_value(rank), "per-task"))
-		puts_(b, "per-task: each task ranked on its own by the best secret-run speedup");
+		puts_(b, "per-task: each task ranked on its own by each user's best score");
 	else
 		put_jstr(b, rank, 0);
 }
@@ -533,7 +533,9 @@ static void board(struct buf *b, const json_t *bd, const char *id)
 		puts_(b, "<br>A submission ranks when its public and its secret run are both ok.</p>\n");
 	else
 		puts_(b, "<br>A submission ranks when its public and its secret run are both ok; its "
-			 "score is the secret run's speedup over the baseline.</p>\n");
+			 "score is the public run's speedup over the baseline at the low end of its 95% "
+			 "interval (resubmitting to catch a lucky measurement earns nothing); the "
+			 "secret run must pass, and only its verdict is shown.</p>\n");
 	/* a per-task board has no overall ranking: its tasks' tables are it */
 	const json_t *rank = json_object_get(bd, "rank");
 	if (!(json_is_string(rank) && !strcmp(json_string_value(rank), "per-task")))

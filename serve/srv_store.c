@@ -122,6 +122,9 @@ static bool good_name(const char *s)
 	return true;
 }
 
+static enum cr_status settle_submission(struct srv_db *db, const char *sub, const char *now,
+					struct cr_err *err);
+
 /* ---- users ---- */
 
 enum cr_status srv_user_add(struct srv_db *db, const char *name, bool admin, int quota, int rate,
@@ -168,6 +171,17 @@ static enum cr_status set_token_hash(struct srv_db *db, const char *name, const 
 
 enum cr_status srv_user_token(struct srv_db *db, const char *name, char tok[48], struct cr_err *err)
 {
+	struct srv_rows r = { 0 };
+	const char *pn[] = { name };
+	enum cr_status st0 = q(db, "SELECT substr(token_hash, 1, 8) FROM users WHERE name = $1", 1,
+			       pn, &r, err);
+	bool removed = !st0 && r.nrows == 1 && !strcmp(srv_rows_get(&r, 0, 0), "removed:");
+	srv_rows_free(&r);
+	if (st0)
+		return st0;
+	if (removed)
+		return cr_errf(err, CR_EINPUT, "user '%.80s' was removed; add a user of another name",
+			       name);
 	char hash[65];
 	srv_token_new(tok);
 	srv_token_hash(tok, hash);
@@ -195,9 +209,30 @@ enum cr_status srv_user_set(struct srv_db *db, const char *name, int quota, int 
 enum cr_status srv_user_disable(struct srv_db *db, const char *name, struct cr_err *err)
 {
 	/* a hash no token has (it is not 64 hex digits), unique per user */
-	char hash[80];
+	char hash[80], now[24];
 	snprintf(hash, sizeof hash, "removed:%llx%llx", srv_random_u64(), srv_random_u64());
-	return set_token_hash(db, name, hash, err);
+	i64s(srv_now_ms(), now);
+	enum cr_status st = srv_db_begin(db, err);
+	if (!st)
+		st = set_token_hash(db, name, hash, err);
+	/* what the user still has queued is cancelled, not scored */
+	struct srv_rows r = { 0 };
+	const char *p[] = { name, now };
+	if (!st)
+		st = q(db,
+		       "UPDATE jobs SET state = 'done', status = 'cancelled', finished_ms = "
+		       "CAST($2 AS BIGINT) WHERE state = 'queued' AND user_id = (SELECT id FROM users "
+		       "WHERE name = $1) RETURNING submission_id",
+		       2, p, &r, err);
+	for (int i = 0; !st && i < r.nrows; i++)
+		if (srv_rows_get(&r, i, 0))
+			st = settle_submission(db, srv_rows_get(&r, i, 0), now, err);
+	srv_rows_free(&r);
+	if (st) {
+		srv_db_rollback(db);
+		return st;
+	}
+	return srv_db_commit(db, err);
 }
 
 enum cr_status srv_user_auth(struct srv_db *db, const char *tok, struct srv_user *u, bool *found,
@@ -525,17 +560,18 @@ enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, s
 	i64s(srv_now_ms(), now);
 	bool pg = srv_db_kind(db) == SRV_DB_PG;
 	char sql[1024];
-	/* fair between users: reward jobs first, then the job of the user with
-	 * the fewest jobs running, then with the fewest started in the last 15
-	 * minutes, then the oldest; so one user's queue of slow kernels takes
-	 * a worker in turn with the others, not for hours */
+	/* fair between users first: the job of the user with the fewest jobs
+	 * running, then with the fewest started in the last 15 minutes; then
+	 * reward jobs before submissions (within a tie), then the oldest. So
+	 * neither one user's queue of slow kernels nor a trainer's stream of
+	 * reward groups holds the workers while others wait */
 	snprintf(sql, sizeof sql,
 		 "UPDATE jobs SET state = 'running', lease = $1, worker = $2, heartbeat_ms = $3, "
 		 "started_ms = $3 WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND "
-		 "(j.not_before_ms IS NULL OR j.not_before_ms <= $3)%s ORDER BY j.priority, "
+		 "(j.not_before_ms IS NULL OR j.not_before_ms <= $3)%s ORDER BY "
 		 "(SELECT count(*) FROM jobs r WHERE r.user_id = j.user_id AND r.state = 'running'), "
 		 "(SELECT count(*) FROM jobs d WHERE d.user_id = j.user_id AND d.state = 'done' AND "
-		 "d.started_ms > $4), j.id LIMIT 1%s) "
+		 "d.started_ms > $4), j.priority, j.id LIMIT 1%s) "
 		 "RETURNING id, kind, task, file_name, backend, source, seed, board, timing, quick, "
 		 "time_cap, submission_id",
 		 cuda ? "" : " AND j.backend <> 'cuda'", pg ? " FOR UPDATE SKIP LOCKED" : "");
@@ -557,6 +593,8 @@ enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, s
 	c->source = strdup(srv_rows_get(&r, 0, 5));
 	c->seed = strtoull(srv_rows_get(&r, 0, 6), NULL, 10);
 	c->timing = cell_i64(&r, 0, 8) != 0;
+	if (!strcmp(c->kind, "secret"))
+		c->timing = false; /* its speedup is never kept: its verdict is the gate */
 	c->quick = cell_i64(&r, 0, 9) != 0;
 	c->time_cap_s = cell_real(&r, 0, 10);
 	if (!c->source) {
@@ -649,8 +687,9 @@ static enum cr_status settle_submission(struct srv_db *db, const char *sub, cons
 	if (st || open)
 		return st;
 	st = q(db,
-	       "SELECT count(*) FROM jobs WHERE submission_id = $1 AND status = 'harness_error'", 1,
-	       p, &r, err);
+	       "SELECT count(*) FROM jobs WHERE submission_id = $1 AND status IN ('harness_error', "
+	       "'cancelled')",
+	       1, p, &r, err);
 	int64_t bad = st ? 0 : cell_i64(&r, 0, 0);
 	srv_rows_free(&r);
 	if (st)
@@ -729,8 +768,8 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 	       11, pd, NULL, err);
 	/* a public run that did not pass decides the submission: its secret
 	 * run, when not begun, is not spent on it */
-	if (!st && sub[0] && !strcmp(c->kind, "public") && !o->harness_failed &&
-	    strcmp(o->status, "ok")) {
+	if (!st && sub[0] && !strcmp(c->kind, "public") &&
+	    (o->harness_failed || strcmp(o->status, "ok"))) { /* a harness failure here is final */
 		const char *ps[] = { sub, now };
 		st = q(db,
 		       "UPDATE jobs SET state = 'done', status = 'skipped', finished_ms = $2 WHERE "

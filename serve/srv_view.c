@@ -3,8 +3,8 @@
  * the text a scored submission's signature covers (docs/SERVE.md).
  *
  * The ranking rule: a submission ranks when its public and its secret run
- * are both ok; its score is the secret run's speedup (the run whose cases
- * the submitter could not see). Per task, each user's best ranked
+ * are both ok; its score is the public run's speedup_lo (the secret run is
+ * a gate: only its verdict is kept). Per task, each user's best ranked
  * submission counts; a geomean board ranks users who have one on every
  * task by the geometric mean of those. The secret run's detail is never
  * read here: it can describe cases drawn from the secret seed. */
@@ -55,14 +55,29 @@ struct sub {
 	double score;
 };
 
-#define SUB_COLS                                                                                 \
+#define SUB_SEL                                                                                  \
 	"s.id, u.name, s.task, s.file_name, s.created_ms, s.state, pj.state, pj.status, "          \
 	"pj.detail, sj.state, sj.status, pj.speedup, pj.speedup_lo, pj.speedup_hi, sj.speedup, "    \
 	"s.board, s.sha256, s.public_seed, s.scored_ms, s.user_id, pj.harness_error, "              \
-	"sj.harness_error "                                                                        \
+	"sj.harness_error "
+#define SUB_FROM                                                                                 \
 	"FROM submissions s JOIN users u ON u.id = s.user_id "                                      \
 	"LEFT JOIN jobs pj ON pj.submission_id = s.id AND pj.kind = 'public' "                      \
 	"LEFT JOIN jobs sj ON sj.submission_id = s.id AND sj.kind = 'secret' "
+#define SUB_COLS SUB_SEL SUB_FROM
+
+/* Ranked: scored, both runs ok, and its user not removed by the operator. */
+#define RANKED                                                                                   \
+	"s.state = 'scored' AND pj.status = 'ok' AND sj.status = 'ok' AND "                         \
+	"substr(u.token_hash, 1, 8) <> 'removed:'"
+
+/* Each user's best ranked submission per task (the rule of `better`: the
+ * higher score, none after any, then the earlier), reduced in the database:
+ * a board's view costs what its users and tasks cost, not its history. */
+#define BEST_RANKED(where)                                                                       \
+	"SELECT * FROM (SELECT " SUB_SEL ", ROW_NUMBER() OVER (PARTITION BY s.user_id, s.task "    \
+	"ORDER BY pj.speedup_lo DESC NULLS LAST, s.id) AS best_rn " SUB_FROM "WHERE " where         \
+	" AND " RANKED ") t WHERE best_rn = 1"
 
 static void sub_read(const struct srv_rows *r, int i, struct sub *s)
 {
@@ -304,7 +319,6 @@ static json_t *rankings(struct sub *subs, int n, const struct task_list *tl, boo
 
 enum { HISTORY_MAX = 500 }; /* submissions listed per board, newest first */
 
-#define RANKED "s.state = 'scored' AND pj.status = 'ok' AND sj.status = 'ok'"
 
 /* The rows of a query, read. */
 static enum cr_status subs_query(struct srv_db *db, const char *sql, int n, const char *const *p,
@@ -333,8 +347,7 @@ static enum cr_status board_view_row(struct srv_db *db, const struct srv_rows *b
 	struct srv_rows r = { 0 }, h = { 0 }, c = { 0 };
 	struct sub *ranked = NULL, *hist_subs = NULL;
 	const char *p[] = { name };
-	enum cr_status st = subs_query(db, "SELECT " SUB_COLS "WHERE s.board = $1 AND " RANKED, 1,
-				       p, &r, &ranked, err);
+	enum cr_status st = subs_query(db, BEST_RANKED("s.board = $1"), 1, p, &r, &ranked, err);
 	if (!st)
 		st = subs_query(db,
 				"SELECT " SUB_COLS "WHERE s.board = $1 ORDER BY s.id DESC LIMIT 500", 1,
@@ -417,9 +430,8 @@ static enum cr_status place(struct srv_db *db, const char *board, const struct s
 {
 	struct srv_rows r = { 0 };
 	const char *p[] = { board, me->task };
-	enum cr_status st = srv_db_exec(db,
-					"SELECT " SUB_COLS "WHERE s.board = $1 AND s.task = $2 AND " RANKED,
-					2, p, &r, err);
+	enum cr_status st =
+		srv_db_exec(db, BEST_RANKED("s.board = $1 AND s.task = $2"), 2, p, &r, err);
 	if (st)
 		return st;
 	struct sub *subs = calloc((size_t)r.nrows + 1, sizeof *subs);

@@ -16,12 +16,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "cuda/cuda_drv.h"
 #include "serve/srv_db.h"
 #include "serve/srv_http.h"
 #include "serve/srv_job.h"
+#include "serve/srv_sign.h"
 #include "serve/srv_store.h"
 
 struct slot {
@@ -36,9 +38,10 @@ struct slot {
 
 struct srv_workers {
 	struct srv_worker_opts o;
-	char host[64];
+	char host[96];           /* HOST:PIDNS, the start of this process's worker names */
 	bool cuda;               /* cuda jobs are claimed: --gpus, or a device here */
-	atomic_bool stop;
+	atomic_bool stop;        /* no new claim */
+	atomic_bool beat_stop;   /* the heartbeat ends: only once every job is recorded */
 	atomic_long done;
 	pthread_t beat_th;
 	int n;
@@ -106,6 +109,8 @@ static void score(struct slot *s, struct srv_db **db, struct srv_claim *c)
 		snprintf(out.why, sizeof out.why, "%s", err.msg);
 	}
 	double secs = (double)(srv_now_ms() - t0) / 1000.0;
+	if (spec.secret) /* a secret run's speedup is neither kept nor logged */
+		out.speedup = out.speedup_lo = out.speedup_hi = NAN;
 	for (int tries = 0;; tries++) {
 		bool lost = false;
 		cr_err_init(&err);
@@ -181,6 +186,11 @@ static void *worker_main(void *arg)
 }
 
 /* HOST:PID:I of a process of this machine that is gone. */
+/* A worker named "HOST:PIDNS:PID:I" whose HOST and PID namespace are this
+ * process's, and whose PID no longer exists: provably gone, its jobs can be
+ * taken back without waiting out the lease. A pid means something only in
+ * its own PID namespace (a container with the same hostname has its own),
+ * so w->host holds "HOST:PIDNS". */
 static bool local_dead(const struct srv_workers *w, const char *name, char *prefix, size_t cap)
 {
 	size_t hl = strlen(w->host);
@@ -196,17 +206,24 @@ static bool local_dead(const struct srv_workers *w, const char *name, char *pref
 	return true;
 }
 
+/* Sleeps up to ms, waking early when the heartbeat is to end. */
+static void beat_nap(struct srv_workers *w, int ms)
+{
+	for (int t = 0; t < ms && !atomic_load(&w->beat_stop); t += 50)
+		usleep(50 * 1000);
+}
+
 static void *beat_main(void *arg)
 {
 	struct srv_workers *w = arg;
 	struct srv_db *db = NULL;
 	int64_t every = w->o.lease_ms / 4 > 250 ? w->o.lease_ms / 4 : 250;
-	while (!atomic_load(&w->stop)) {
+	while (!atomic_load(&w->beat_stop)) {
 		struct cr_err err;
 		cr_err_init(&err);
 		if (!db && srv_db_open(w->o.db, &db, &err)) {
 			wlog(w, "heartbeat: store: %s", err.msg);
-			nap(w, 2000);
+			beat_nap(w, 2000);
 			continue;
 		}
 		for (int i = 0; i < w->n && !err.status; i++) {
@@ -241,7 +258,7 @@ static void *beat_main(void *arg)
 			srv_db_close(db);
 			db = NULL;
 		}
-		nap(w, (int)every);
+		beat_nap(w, (int)every);
 	}
 	srv_db_close(db);
 	return NULL;
@@ -262,10 +279,17 @@ enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_wor
 	w->n = o->n > 0 ? o->n : 0;
 	char why[256];
 	w->cuda = o->n_gpus > 0 || cr_cuda_available(why, sizeof why);
-	gethostname(w->host, sizeof w->host - 1);
-	for (char *c = w->host; *c; c++)
+	char host[64] = "", ns[64] = "";
+	gethostname(host, sizeof host - 1);
+	for (char *c = host; *c; c++)
 		if (*c == ':')
 			*c = '_';
+	struct stat nsb;
+	if (stat("/proc/self/ns/pid", &nsb) == 0)
+		snprintf(ns, sizeof ns, "%lu", (unsigned long)nsb.st_ino);
+	else /* no namespace to prove it by: a random one, never equal to another's */
+		snprintf(ns, sizeof ns, "x%llx", srv_random_u64());
+	snprintf(w->host, sizeof w->host, "%s:%s", host, ns);
 	w->slots = calloc((size_t)w->n + 1, sizeof *w->slots);
 	if (!w->slots) {
 		free(w);
@@ -309,6 +333,8 @@ void srv_workers_stop(struct srv_workers *w)
 		pthread_join(w->slots[i].th, NULL);
 		pthread_mutex_destroy(&w->slots[i].mu);
 	}
+	/* the claims were beaten until their outcomes were recorded */
+	atomic_store(&w->beat_stop, true);
 	pthread_join(w->beat_th, NULL);
 	free(w->slots);
 	free(w);

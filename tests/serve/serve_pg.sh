@@ -114,6 +114,28 @@ curl -s "$url/" >"$tmp/page.html"
 for f in "$tmp"/*.log "$tmp"/*.json "$tmp"/page.html; do
 	grep -qF "$secret" "$f" && bad "the board's secret appears in $(basename "$f")"
 done
-n_checks=$((n_checks + 12))
+# SIGTERM of a worker in the middle of a job: it stops claiming but keeps
+# beating until the job is recorded, so a process with a short lease (w4,
+# the only other one left) does not take the job back
+for p in "${pids[@]:1}"; do kill -TERM "$p" 2>/dev/null; done
+wait "${pids[@]:1}" 2>/dev/null
+pids=("${pids[0]}")
+"$C" serve worker --db "$db" --workers 0 --lease 1 2>"$tmp/w4.log" &
+pids+=($!)
+"$C" serve worker --db "$db" --workers 1 --lease 1 2>"$tmp/w3.log" &
+w3=$!
+pids+=($w3)
+codes=$(submit "$alice" "$src/data/candidates/smoke/relu_plain.c")
+for _ in $(seq 200); do
+	[ "$(sql "SELECT count(*) FROM jobs WHERE state = 'running' AND worker LIKE '%:$w3:%'")" -gt 0 ] && break
+	sleep 0.05
+done
+job=$(sql "SELECT id FROM jobs WHERE state = 'running' AND worker LIKE '%:$w3:%'")
+kill -TERM "$w3"
+rc=0; wait "$w3" || rc=$?
+[ "$rc" = 0 ] || bad "a worker stopped by SIGTERM exited $rc"
+[ -n "$job" ] && grep -q "job $job (" "$tmp/w3.log" || bad "the job held at SIGTERM ($job) was not recorded by its worker: $(cat "$tmp/w3.log")"
+grep -q "taken back" "$tmp/w3.log" && bad "the job held at SIGTERM was taken back: its heartbeat stopped first"
+n_checks=$((n_checks + 15))
 echo "serve_pg: $((n_checks - fails)) of $n_checks checks passed"
 [ "$fails" = 0 ]

@@ -126,6 +126,17 @@ head -c 12 <&3 >"$tmp/raw" 2>/dev/null
 exec 3<&- 3>&-
 grep -q '^HTTP/1.1 400' "$tmp/raw" || bad "a request line that is not HTTP: '$(cat "$tmp/raw")'"
 
+# a task given with the request: a source whose @task line is written '//<TAB>@task'
+# is taken as it is; one with no @task line and a byte-order mark gets the line first
+# and loses the mark (put before it, the mark mid-file no longer compiled)
+sed 's|^// @task|//\t@task|' "$src/data/candidates/smoke/relu_plain.c" >"$tmp/tab.c"
+jq -n --rawfile s "$tmp/tab.c" '{source: $s, file_name: "tab.c", task: "smoke/relu"}' >"$tmp/b1.json"
+req POST /v1/boards/relu/submissions "$alice" "$tmp/b1.json"; expect 202 "a tab after // in the @task line, task given"
+{ printf '\xef\xbb\xbf'; grep -v '@task' "$src/data/candidates/smoke/relu_plain.c"; } >"$tmp/bom.c"
+jq -n --rawfile s "$tmp/bom.c" '{source: $s, file_name: "bom.c", task: "smoke/relu"}' >"$tmp/b2.json"
+req POST /v1/boards/relu/submissions "$alice" "$tmp/b2.json"; expect 202 "a BOM and no @task line, task given"
+bom_id=$(jq -r .id "$out")
+
 # ---- honest and cheating kernels through crucible submit ----
 export CRUCIBLE_TOKEN=$alice
 rc=0; "$C" submit "$src/data/candidates/smoke/relu_fast.c" --server "$url" --board relu >"$tmp/s1" 2>&1 || rc=$?
@@ -229,15 +240,19 @@ recorded=$(cat "$tmp"/serve1.log "$tmp"/serve2.log | grep -v "harness failure" |
 	bad "$recorded jobs recorded in the logs, $(sqlite3 "$db" "SELECT count(*) FROM jobs") in the store"
 grep -q "took back" "$tmp/serve2.log" || bad "the restarted server did not say it took back the killed one's jobs"
 
+[ "$(sqlite3 "$db" "SELECT status FROM jobs WHERE submission_id = $bom_id AND kind = 'public'")" = ok ] ||
+	bad "the BOM file with its @task line added: $(sqlite3 "$db" "SELECT status, detail FROM jobs WHERE submission_id = $bom_id")"
+
 # ---- the ranking holds honest submissions only ----
 req GET /v1/boards/relu ""; expect 200 "the board's view"
-honest=$(sha256sum "$src/data/candidates/smoke/relu_fast.c" "$src/data/candidates/smoke/relu_plain.c" | awk '{print $1}')
+honest=$(sha256sum "$src/data/candidates/smoke/relu_fast.c" "$src/data/candidates/smoke/relu_plain.c" "$tmp/tab.c" | awk '{print $1}')
+honest+=" $(sqlite3 "$db" "SELECT sha256 FROM submissions WHERE id = $bom_id")"
 for sha in $(sqlite3 "$db" "SELECT s.sha256 FROM submissions s JOIN jobs p ON p.submission_id = s.id AND p.kind = 'public' JOIN jobs q ON q.submission_id = s.id AND q.kind = 'secret' WHERE p.status = 'ok' AND q.status = 'ok'"); do
 	grep -q "$sha" <<<"$honest" || bad "a ranked submission is not an honest file ($sha)"
 done
 ranked_users=$(jq -r '.task_rankings[0].ranking[].user' "$out" | sort | tr '\n' ' ')
 [ "$ranked_users" = "alice bob dave " ] || bad "ranked users: '$ranked_users'"
-jq -e '[.submissions[] | select(.ranked) | .file_name] | all(. == "relu_fast.c" or . == "relu_plain.c")' "$out" >/dev/null ||
+jq -e '[.submissions[] | select(.ranked) | .file_name] | all(. == "relu_fast.c" or . == "relu_plain.c" or . == "tab.c" or . == "bom.c")' "$out" >/dev/null ||
 	bad "a cheat is ranked"
 
 # ---- rewards for a group ----

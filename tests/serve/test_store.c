@@ -330,9 +330,10 @@ static void test_harness_retry(void **state)
 		assert_int_equal(srv_db_exec(db, "UPDATE jobs SET not_before_ms = NULL WHERE kind = "
 					     "'public'", 0, NULL, NULL, &e), CR_OK);
 	}
-	score_next(db, verdict("ok", 2.0), kind);
-	assert_string_equal(kind, "secret");
+	/* the public run's final harness failure skips the secret run */
 	json_t *v = sub_view(db, id);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "secret"), "status")),
+			    "skipped");
 	assert_string_equal(json_string_value(json_object_get(v, "state")), "error");
 	assert_false(json_is_true(json_object_get(v, "ranked")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "public"), "status")),
