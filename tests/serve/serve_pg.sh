@@ -20,8 +20,9 @@ done
 pgdir=$(pg_tmpdir) || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/crserve-pg.XXXXXX")
 pids=()
+nspid=""
 cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for p in "${pids[@]}" $nspid; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	pg_stop "$pgdir"
 	rm -rf "$tmp"
@@ -54,6 +55,17 @@ w1=$!
 pids+=($w1)
 "$C" serve worker --db "$db" --workers 1 --lease 3 2>"$tmp/w2.log" &
 pids+=($!)
+# a process of the same host in another PID namespace (a container with the
+# host's name): the pids of the workers above mean nothing there, so it must
+# not take their live jobs back as if they were gone
+if unshare -pf --mount-proc true 2>/dev/null; then
+	# --kill-child: the worker (pid 1 there) dies with unshare, not orphaned
+	unshare -pf --mount-proc --kill-child "$C" serve worker --db "$db" --workers 0 --lease 30 \
+		2>"$tmp/wns.log" &
+	nspid=$!
+else
+	echo "serve_pg: unshare -p is not allowed here: the PID-namespace check is not run"
+fi
 
 submit() { # submit TOKEN FILE: one submission by raw HTTP
 	jq -n --rawfile s "$2" --arg f "$(basename "$2")" '{source: $s, file_name: $f}' |
@@ -98,6 +110,13 @@ scoredjobs=$(sql "SELECT count(*) FROM jobs WHERE status <> 'skipped'")
 [ "$(recorded | sort -u | wc -l)" = "$scoredjobs" ] ||
 	bad "$(recorded | sort -u | wc -l) jobs recorded, $scoredjobs scored in the store"
 grep -q "took back" "$tmp/w2.log" "$tmp/serve.log" || bad "nobody said the killed worker's job was taken back"
+[ -f "$tmp/wns.log" ] && grep -q "took back" "$tmp/wns.log" &&
+	bad "a worker in another PID namespace took jobs back: $(grep "took back" "$tmp/wns.log" | head -3)"
+if [ -n "$nspid" ]; then
+	kill -9 "$nspid" 2>/dev/null
+	wait "$nspid" 2>/dev/null
+	nspid=""
+fi
 
 # the ranking: honest files only
 curl -s "$url/v1/boards/relu" >"$tmp/board.json"
