@@ -5,8 +5,10 @@
  * public run's verdict and speedup, the secret run's verdict, the place.
  * The token comes from CRUCIBLE_TOKEN, never from the command line (where
  * ps would show it). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,21 +229,48 @@ static void describe(const json_t *v, char *line, size_t cap, bool *final, int *
 static int submit_one(struct http *h, const char *board, const char *task, double window_s,
 		      FILE *out, struct sub *s)
 {
-	struct cr_err err;
-	cr_err_init(&err);
-	size_t len = 0;
-	char *src = cr_read_data(NULL, s->file, 8u << 20, CR_DATA_FOLLOW, &len, &err);
-	if (!src) {
-		cr_cli_error(CMD, "%s", err.msg);
+	/* the user's own file, named on the command line: a pipe or a
+	 * process substitution (<(...)) is read as well as a regular file */
+	FILE *f = fopen(s->file, "rbe");
+	if (!f) {
+		cr_cli_error(CMD, "%s: %s", s->file, strerror(errno));
 		return CR_EXIT_USAGE;
 	}
+	enum { MAX_SRC = 8 << 20 };
+	char *src = malloc(MAX_SRC + 1);
+	size_t len = src ? fread(src, 1, MAX_SRC + 1, f) : 0;
+	bool read_err = !src || ferror(f);
+	fclose(f);
+	if (read_err || len > MAX_SRC) {
+		cr_cli_error(CMD, "%s: %s", s->file,
+			     read_err ? "cannot be read" : "larger than 8 MiB: not a candidate");
+		free(src);
+		return CR_EXIT_USAGE;
+	}
+	/* the name the service shows: the file's, with what it does not take
+	 * (spaces, other bytes, a leading '.') as '_'; none when it does not
+	 * end in .c or .cu (the service names it submission.c) */
 	const char *base = strrchr(s->file, '/') ? strrchr(s->file, '/') + 1 : s->file;
-	json_t *body = json_pack("{s:s%, s:s}", "source", src, len, "file_name", base);
+	char name[101];
+	snprintf(name, sizeof name, "%s", base);
+	for (char *c = name; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+			*c = '_';
+	if (name[0] == '.')
+		name[0] = '_';
+	size_t nl = strlen(name);
+	bool named = strlen(base) <= 100 && ((nl > 2 && !strcmp(name + nl - 2, ".c")) ||
+					     (nl > 3 && !strcmp(name + nl - 3, ".cu")));
+	json_t *body = json_pack("{s:s%}", "source", src, len);
 	free(src);
 	if (!body) {
-		cr_cli_error(CMD, "%s: not UTF-8 text", s->file);
+		cr_cli_error(CMD, "%s: not UTF-8 text (the service takes a source as JSON text; "
+				  "convert it, e.g. iconv -f latin1 -t utf-8)",
+			     s->file);
 		return CR_EXIT_USAGE;
 	}
+	if (named)
+		json_object_set_new(body, "file_name", json_string(name));
 	if (task)
 		json_object_set_new(body, "task", json_string(task));
 	char *text = json_dumps(body, JSON_COMPACT);

@@ -125,6 +125,16 @@ static bool good_name(const char *s)
 static enum cr_status settle_submission(struct srv_db *db, const char *sub, const char *now,
 					struct cr_err *err);
 
+/* The database's clock in epoch milliseconds, as SQL: heartbeats, leases
+ * and retry pauses are read and written by it alone, so a machine whose
+ * own clock is off can neither take back live jobs nor hide dead ones. */
+static const char *db_now(const struct srv_db *db)
+{
+	return srv_db_kind(db) == SRV_DB_PG
+		       ? "CAST(extract(epoch from clock_timestamp()) * 1000 AS BIGINT)"
+		       : "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+}
+
 /* ---- users ---- */
 
 enum cr_status srv_user_add(struct srv_db *db, const char *name, bool admin, int quota, int rate,
@@ -554,35 +564,33 @@ enum cr_status srv_job_claim(struct srv_db *db, const char *worker, bool cuda, s
 {
 	memset(c, 0, sizeof *c);
 	*got = false;
-	char lease[24], now[24];
+	char lease[24];
 	c->lease = (int64_t)(srv_random_u64() >> 2) + 1;
 	i64s(c->lease, lease);
-	i64s(srv_now_ms(), now);
 	bool pg = srv_db_kind(db) == SRV_DB_PG;
-	char sql[1024];
+	const char *now = db_now(db);
+	char sql[2048];
 	/* fair between users first: the job of the user with the fewest jobs
 	 * running, then with the fewest started in the last 15 minutes; then
 	 * reward jobs before submissions (within a tie), then the oldest. So
 	 * neither one user's queue of slow kernels nor a trainer's stream of
 	 * reward groups holds the workers while others wait */
 	snprintf(sql, sizeof sql,
-		 "UPDATE jobs SET state = 'running', lease = $1, worker = $2, heartbeat_ms = $3, "
-		 "started_ms = $3 WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND "
-		 "(j.not_before_ms IS NULL OR j.not_before_ms <= $3)%s ORDER BY "
+		 "UPDATE jobs SET state = 'running', lease = $1, worker = $2, heartbeat_ms = %1$s, "
+		 "started_ms = %1$s WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND "
+		 "(j.not_before_ms IS NULL OR j.not_before_ms <= %1$s)%2$s ORDER BY "
 		 "(SELECT count(*) FROM jobs r WHERE r.user_id = j.user_id AND r.state = 'running'), "
 		 "(SELECT count(*) FROM jobs d WHERE d.user_id = j.user_id AND d.state = 'done' AND "
-		 "d.started_ms > $4), j.priority, j.id LIMIT 1%s) "
+		 "d.started_ms > %1$s - 900000), j.priority, j.id LIMIT 1%3$s) "
 		 "RETURNING id, kind, task, file_name, backend, source, seed, board, timing, quick, "
 		 "time_cap, submission_id",
-		 cuda ? "" : " AND j.backend <> 'cuda'", pg ? " FOR UPDATE SKIP LOCKED" : "");
+		 now, cuda ? "" : " AND j.backend <> 'cuda'", pg ? " FOR UPDATE SKIP LOCKED" : "");
 	enum cr_status st = srv_db_begin(db, err);
 	if (st)
 		return st;
 	struct srv_rows r = { 0 };
-	char since[24];
-	i64s(srv_now_ms() - 15 * 60 * 1000, since);
-	const char *p[] = { lease, worker, now, since };
-	st = q(db, sql, 4, p, &r, err);
+	const char *p[] = { lease, worker };
+	st = q(db, sql, 2, p, &r, err);
 	if (st || r.nrows == 0)
 		goto out;
 	c->job = cell_i64(&r, 0, 0);
@@ -646,16 +654,16 @@ out:
 enum cr_status srv_job_beat(struct srv_db *db, const struct srv_claim *c, bool *lost,
 			    struct cr_err *err)
 {
-	char id[24], lease[24], now[24];
+	char id[24], lease[24], sql[256];
 	i64s(c->job, id);
 	i64s(c->lease, lease);
-	i64s(srv_now_ms(), now);
+	snprintf(sql, sizeof sql,
+		 "UPDATE jobs SET heartbeat_ms = %s WHERE id = $1 AND lease = $2 AND state = "
+		 "'running' RETURNING id",
+		 db_now(db));
 	struct srv_rows r = { 0 };
-	const char *p[] = { id, lease, now };
-	enum cr_status st = q(db,
-			      "UPDATE jobs SET heartbeat_ms = $3 WHERE id = $1 AND lease = $2 AND "
-			      "state = 'running' RETURNING id",
-			      3, p, &r, err);
+	const char *p[] = { id, lease };
+	enum cr_status st = q(db, sql, 2, p, &r, err);
 	*lost = !st && r.nrows == 0;
 	srv_rows_free(&r);
 	return st;
@@ -676,12 +684,24 @@ static void opt_real(double v, char b[40], const char **p)
 static enum cr_status settle_submission(struct srv_db *db, const char *sub, const char *now,
 					struct cr_err *err)
 {
+	/* a public run that is done and did not pass (a verdict, or its final
+	 * harness failure, however it came) decides the submission: its secret
+	 * run, when not begun, is not spent on it */
+	const char *ps[] = { sub, now };
+	enum cr_status st = q(db,
+			      "UPDATE jobs SET state = 'done', status = 'skipped', finished_ms = "
+			      "CAST($2 AS BIGINT) WHERE submission_id = $1 AND kind = 'secret' AND "
+			      "state = 'queued' AND EXISTS (SELECT 1 FROM jobs p WHERE p.submission_id "
+			      "= $1 AND p.kind = 'public' AND p.state = 'done' AND p.status <> 'ok')",
+			      2, ps, NULL, err);
+	if (st)
+		return st;
 	struct srv_rows r = { 0 };
 	const char *p[] = { sub };
-	enum cr_status st = q(db,
-			      "SELECT count(*), sum(CASE WHEN status = 'harness_error' THEN 1 ELSE 0 "
-			      "END) FROM jobs WHERE submission_id = $1 AND state <> 'done'",
-			      1, p, &r, err);
+	st = q(db,
+	       "SELECT count(*), sum(CASE WHEN status = 'harness_error' THEN 1 ELSE 0 "
+	       "END) FROM jobs WHERE submission_id = $1 AND state <> 'done'",
+	       1, p, &r, err);
 	int64_t open = st ? 1 : cell_i64(&r, 0, 0);
 	srv_rows_free(&r);
 	if (st || open)
@@ -735,13 +755,14 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 	if (o->harness_failed && attempts < SRV_MAX_ATTEMPTS) {
 		/* back to the queue, not before a pause that grows with each try:
 		 * a machine that cannot score it now is not asked again at once */
-		char nb[24];
-		i64s(srv_now_ms() + 5000 * attempts, nb);
+		char nb[24], rq[256];
+		i64s(5000 * attempts, nb);
+		snprintf(rq, sizeof rq,
+			 "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = $2, "
+			 "harness_error = $3, not_before_ms = %s + CAST($4 AS BIGINT) WHERE id = $1",
+			 db_now(db));
 		const char *pq[] = { id, at, o->why, nb };
-		st = q(db,
-		       "UPDATE jobs SET state = 'queued', lease = NULL, worker = NULL, attempts = $2, "
-		       "harness_error = $3, not_before_ms = $4 WHERE id = $1",
-		       4, pq, NULL, err);
+		st = q(db, rq, 4, pq, NULL, err);
 		goto out;
 	}
 	char s1[40], s2[40], s3[40];
@@ -766,16 +787,6 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 	       "speedup_lo = $5, speedup_hi = $6, noisy = $7, detail = $8, feedback = $9, "
 	       "harness_error = $10, finished_ms = $11 WHERE id = $1",
 	       11, pd, NULL, err);
-	/* a public run that did not pass decides the submission: its secret
-	 * run, when not begun, is not spent on it */
-	if (!st && sub[0] && !strcmp(c->kind, "public") &&
-	    (o->harness_failed || strcmp(o->status, "ok"))) { /* a harness failure here is final */
-		const char *ps[] = { sub, now };
-		st = q(db,
-		       "UPDATE jobs SET state = 'done', status = 'skipped', finished_ms = $2 WHERE "
-		       "submission_id = $1 AND kind = 'secret' AND state = 'queued'",
-		       2, ps, NULL, err);
-	}
 	if (!st && sub[0])
 		st = settle_submission(db, sub, now, err);
 out:
@@ -841,11 +852,11 @@ static enum cr_status take_back(struct srv_db *db, const char *where, int np, co
 
 enum cr_status srv_job_reap(struct srv_db *db, int64_t lease_ms, int *n, struct cr_err *err)
 {
-	char cut[24];
-	i64s(srv_now_ms() - lease_ms, cut);
-	const char *p[] = { cut };
-	return take_back(db, "heartbeat_ms < CAST($1 AS BIGINT)", 1, p,
-			 "its worker stopped answering", n, err);
+	char lease[24], where[160];
+	i64s(lease_ms, lease);
+	snprintf(where, sizeof where, "heartbeat_ms < %s - CAST($1 AS BIGINT)", db_now(db));
+	const char *p[] = { lease };
+	return take_back(db, where, 1, p, "its worker stopped answering", n, err);
 }
 
 enum cr_status srv_queue_counts(struct srv_db *db, int *queued, int *running, struct cr_err *err)

@@ -51,7 +51,7 @@ struct sub {
 	const char *p_state, *p_status, *p_detail, *s_state, *s_status;
 	const char *p_harness, *s_harness; /* why the harness failed (a secret run's: "exit N") */
 	double p_speed, p_lo, p_hi, s_speed;
-	bool ranked;
+	bool ranked, removed;    /* removed: its user was removed by the operator */
 	double score;
 };
 
@@ -59,7 +59,7 @@ struct sub {
 	"s.id, u.name, s.task, s.file_name, s.created_ms, s.state, pj.state, pj.status, "          \
 	"pj.detail, sj.state, sj.status, pj.speedup, pj.speedup_lo, pj.speedup_hi, sj.speedup, "    \
 	"s.board, s.sha256, s.public_seed, s.scored_ms, s.user_id, pj.harness_error, "              \
-	"sj.harness_error "
+	"sj.harness_error, CASE WHEN substr(u.token_hash, 1, 8) = 'removed:' THEN 1 ELSE 0 END "
 #define SUB_FROM                                                                                 \
 	"FROM submissions s JOIN users u ON u.id = s.user_id "                                      \
 	"LEFT JOIN jobs pj ON pj.submission_id = s.id AND pj.kind = 'public' "                      \
@@ -98,8 +98,11 @@ static void sub_read(const struct srv_rows *r, int i, struct sub *s)
 	s->s_speed = num(srv_rows_get(r, i, 14));
 	s->p_harness = srv_rows_get(r, i, 20);
 	s->s_harness = srv_rows_get(r, i, 21);
+	s->removed = srv_rows_get(r, i, 22) && !strcmp(srv_rows_get(r, i, 22), "1");
+	/* the rule RANKED says in SQL, said again for a single row */
 	s->ranked = s->state && !strcmp(s->state, "scored") && s->p_status &&
-		    !strcmp(s->p_status, "ok") && s->s_status && !strcmp(s->s_status, "ok");
+		    !strcmp(s->p_status, "ok") && s->s_status && !strcmp(s->s_status, "ok") &&
+		    !s->removed;
 	/* the score is the public run's speedup at the low end of its interval
 	 * (resubmitting to catch a lucky draw earns nothing); the secret run
 	 * gates, and only its verdict is ever shown */
@@ -112,6 +115,8 @@ static const char *why_not(const struct sub *s)
 		return NULL;
 	if (!s->state || !strcmp(s->state, "queued") || !strcmp(s->state, "running"))
 		return "not scored yet";
+	if (s->removed)
+		return "its user was removed";
 	if (!strcmp(s->state, "error"))
 		return "the harness failed on it (not charged: resubmit)";
 	if (!s->p_status || strcmp(s->p_status, "ok"))

@@ -30,7 +30,7 @@ struct slot {
 	struct srv_workers *w;
 	int index;
 	pthread_t th;
-	char name[128];
+	char name[256];
 	pthread_mutex_t mu;      /* claim, busy */
 	struct srv_claim claim;  /* the job being scored (copy without source) */
 	bool busy;
@@ -38,7 +38,7 @@ struct slot {
 
 struct srv_workers {
 	struct srv_worker_opts o;
-	char host[96];           /* HOST:PIDNS, the start of this process's worker names */
+	char host[200];          /* HOST:BOOT.PIDNS, the start of this process's worker names */
 	bool cuda;               /* cuda jobs are claimed: --gpus, or a device here */
 	atomic_bool stop;        /* no new claim */
 	atomic_bool beat_stop;   /* the heartbeat ends: only once every job is recorded */
@@ -186,11 +186,12 @@ static void *worker_main(void *arg)
 }
 
 /* HOST:PID:I of a process of this machine that is gone. */
-/* A worker named "HOST:PIDNS:PID:I" whose HOST and PID namespace are this
- * process's, and whose PID no longer exists: provably gone, its jobs can be
- * taken back without waiting out the lease. A pid means something only in
- * its own PID namespace (a container with the same hostname has its own),
- * so w->host holds "HOST:PIDNS". */
+/* A worker named "HOST:BOOT.PIDNS:PID:I" whose HOST, boot and PID namespace
+ * are this process's, and whose PID no longer exists: provably gone, its
+ * jobs can be taken back without waiting out the lease. A pid means
+ * something only in its own PID namespace of one boot of one machine (a
+ * container, a cloned VM with the same hostname: another), so w->host
+ * holds "HOST:BOOT.PIDNS". */
 static bool local_dead(const struct srv_workers *w, const char *name, char *prefix, size_t cap)
 {
 	size_t hl = strlen(w->host);
@@ -246,7 +247,7 @@ static void *beat_main(void *arg)
 		if (!err.status)
 			srv_job_workers(db, &names, &nn, &err);
 		for (int i = 0; i < nn; i++) {
-			char prefix[128];
+			char prefix[256];
 			if (!err.status && local_dead(w, names[i], prefix, sizeof prefix) &&
 			    !srv_job_requeue_prefix(db, prefix, &n, &err) && n)
 				wlog(w, "took back %d job(s) of %s (that process is gone)", n, names[i]);
@@ -279,15 +280,30 @@ enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_wor
 	w->n = o->n > 0 ? o->n : 0;
 	char why[256];
 	w->cuda = o->n_gpus > 0 || cr_cuda_available(why, sizeof why);
-	char host[64] = "", ns[64] = "";
+	char host[64] = "", ns[128] = "";
 	gethostname(host, sizeof host - 1);
 	for (char *c = host; *c; c++)
 		if (*c == ':')
 			*c = '_';
+	/* a pid namespace's inode names it only within one boot of one kernel
+	 * (the root namespace's is the same number on every Linux machine):
+	 * the boot id goes with it. Without either, a random one, never equal
+	 * to another's: nothing is then taken back but by the lease */
 	struct stat nsb;
-	if (stat("/proc/self/ns/pid", &nsb) == 0)
-		snprintf(ns, sizeof ns, "%lu", (unsigned long)nsb.st_ino);
-	else /* no namespace to prove it by: a random one, never equal to another's */
+	char boot[64] = "";
+	FILE *bf = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (bf) {
+		if (!fgets(boot, sizeof boot, bf))
+			boot[0] = 0;
+		fclose(bf);
+		boot[strcspn(boot, "\n")] = 0;
+		for (char *c = boot; *c; c++)
+			if (*c == ':')
+				*c = '_';
+	}
+	if (boot[0] && stat("/proc/self/ns/pid", &nsb) == 0)
+		snprintf(ns, sizeof ns, "%.40s.%lu", boot, (unsigned long)nsb.st_ino);
+	else
 		snprintf(ns, sizeof ns, "x%llx", srv_random_u64());
 	snprintf(w->host, sizeof w->host, "%s:%s", host, ns);
 	w->slots = calloc((size_t)w->n + 1, sizeof *w->slots);
