@@ -400,6 +400,63 @@ static void test_quota_and_reward_first(void **state)
 	done_db(db);
 }
 
+static void test_removed_and_taken_back(void **state)
+{
+	(void)state;
+	struct srv_db *db = fresh();
+	struct srv_board b;
+	board(db, &b, "b", "smoke/relu", "per-task");
+	struct srv_user a = user(db, "a", 10), u2 = user(db, "gone", 10);
+	int64_t ia = submit(db, &b, &a, "smoke/relu");
+	score_next(db, verdict("ok", 2.0), NULL);
+	score_next(db, verdict("ok", 2.0), NULL);
+	int64_t ig = submit(db, &b, &u2, "smoke/relu");
+	score_next(db, verdict("ok", 3.0), NULL);
+	score_next(db, verdict("ok", 3.0), NULL);
+	struct cr_err e;
+	cr_err_init(&e);
+	assert_int_equal(srv_user_disable(db, "gone", &e), CR_OK);
+	json_t *v = sub_view(db, ig);
+	assert_false(json_is_true(json_object_get(v, "ranked")));
+	assert_string_equal(json_string_value(json_object_get(v, "why_not_ranked")),
+			    "its user was removed");
+	json_t *so = srv_sub_signed(v);
+	assert_true(json_is_false(json_object_get(so, "ranked")));
+	json_decref(so);
+	json_decref(v);
+	v = sub_view(db, ia);
+	assert_int_equal(json_integer_value(json_object_get(v, "rank")), 1);
+	assert_int_equal(json_integer_value(json_object_get(v, "of")), 1);
+	json_decref(v);
+	char tok[48];
+	assert_int_equal(srv_user_token(db, "gone", tok, &e), CR_EINPUT); /* not revived */
+	/* a public run taken back three times (its worker kept dying) ends
+	 * harness_error, and the secret run is skipped on that path too */
+	int64_t id = submit(db, &b, &a, "smoke/relu");
+	for (int i = 0; i < SRV_MAX_ATTEMPTS; i++) {
+		struct srv_claim c;
+		bool got = false;
+		cr_err_init(&e);
+		assert_int_equal(srv_job_claim(db, "w:1:0", true, &c, &got, &e), CR_OK);
+		assert_true(got);
+		assert_string_equal(c.kind, "public");
+		usleep(5 * 1000);
+		int n = 0;
+		assert_int_equal(srv_job_reap(db, 1, &n, &e), CR_OK);
+		assert_int_equal(n, 1);
+		srv_claim_release(&c);
+	}
+	v = sub_view(db, id);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "public"), "status")),
+			    "harness_error");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "secret"), "status")),
+			    "skipped");
+	assert_string_equal(json_string_value(json_object_get(v, "state")), "error");
+	json_decref(v);
+	srv_board_release(&b);
+	done_db(db);
+}
+
 static void test_fair_claims(void **state)
 {
 	(void)state;
@@ -526,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_quota_and_reward_first),
 		cmocka_unit_test(test_ranking),
 		cmocka_unit_test(test_fair_claims),
+		cmocka_unit_test(test_removed_and_taken_back),
 	};
 	int rc = cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
 	const char *pg = getenv("CRUCIBLE_TEST_PG");
