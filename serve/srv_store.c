@@ -721,6 +721,25 @@ static enum cr_status settle_submission(struct srv_db *db, const char *sub, cons
 		 3, p2, NULL, err);
 }
 
+/* A removed user's job that went back to the queue (a retry, a take-back)
+ * is cancelled, not scored again; its submission is settled. */
+static enum cr_status cancel_removed(struct srv_db *db, const char *now, struct cr_err *err)
+{
+	struct srv_rows r = { 0 };
+	const char *p[] = { now };
+	enum cr_status st = q(db,
+			      "UPDATE jobs SET state = 'done', status = 'cancelled', finished_ms = "
+			      "CAST($1 AS BIGINT) WHERE state = 'queued' AND user_id IN (SELECT id FROM "
+			      "users WHERE substr(token_hash, 1, 8) = 'removed:') RETURNING "
+			      "submission_id",
+			      1, p, &r, err);
+	for (int i = 0; !st && i < r.nrows; i++)
+		if (srv_rows_get(&r, i, 0))
+			st = settle_submission(db, srv_rows_get(&r, i, 0), now, err);
+	srv_rows_free(&r);
+	return st;
+}
+
 enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 			      const struct srv_job_out *o, bool *lost, struct cr_err *err)
 {
@@ -763,6 +782,8 @@ enum cr_status srv_job_finish(struct srv_db *db, const struct srv_claim *c,
 			 db_now(db));
 		const char *pq[] = { id, at, o->why, nb };
 		st = q(db, rq, 4, pq, NULL, err);
+		if (!st)
+			st = cancel_removed(db, now, err);
 		goto out;
 	}
 	char s1[40], s2[40], s3[40];
@@ -843,6 +864,8 @@ static enum cr_status take_back(struct srv_db *db, const char *where, int np, co
 			*n += r.nrows;
 		srv_rows_free(&r);
 	}
+	if (!st)
+		st = cancel_removed(db, now, err);
 	if (st) {
 		srv_db_rollback(db);
 		return st;
@@ -927,11 +950,15 @@ enum cr_status srv_status_json(struct srv_db *db, json_t **out, struct cr_err *e
 			      "(SELECT CAST($1 AS BIGINT) - min(created_ms) FROM jobs WHERE state = "
 			      "'queued'), (SELECT count(*) FROM jobs WHERE status = 'harness_error')",
 			      1, p, &r, err);
-	if (!st)
-		st = q(db,
-		       "SELECT id, kind, task, worker, CAST($1 AS BIGINT) - heartbeat_ms, attempts "
-		       "FROM jobs WHERE state = 'running' ORDER BY id",
-		       1, p, &w, err);
+	if (!st) {
+		/* the heartbeat's age by the clock that wrote it, the database's */
+		char sql[256];
+		snprintf(sql, sizeof sql,
+			 "SELECT id, kind, task, worker, %s - heartbeat_ms, attempts FROM jobs WHERE "
+			 "state = 'running' ORDER BY id",
+			 db_now(db));
+		st = q(db, sql, 0, NULL, &w, err);
+	}
 	if (!st) {
 		json_t *run = json_array();
 		for (int i = 0; i < w.nrows; i++)

@@ -415,7 +415,23 @@ static void test_removed_and_taken_back(void **state)
 	score_next(db, verdict("ok", 3.0), NULL);
 	struct cr_err e;
 	cr_err_init(&e);
+	/* a job of theirs running at the removal, later taken back: cancelled,
+	 * not scored again */
+	int64_t ir = submit(db, &b, &u2, "smoke/relu");
+	struct srv_claim cr;
+	bool got = false;
+	assert_int_equal(srv_job_claim(db, "w:9:0", true, &cr, &got, &e), CR_OK);
+	assert_true(got);
 	assert_int_equal(srv_user_disable(db, "gone", &e), CR_OK);
+	usleep(5 * 1000);
+	int nr = 0;
+	assert_int_equal(srv_job_reap(db, 1, &nr, &e), CR_OK);
+	srv_claim_release(&cr);
+	json_t *vr = sub_view(db, ir);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(vr, "public"), "status")),
+			    "cancelled");
+	assert_string_equal(json_string_value(json_object_get(vr, "state")), "error");
+	json_decref(vr);
 	json_t *v = sub_view(db, ig);
 	assert_false(json_is_true(json_object_get(v, "ranked")));
 	assert_string_equal(json_string_value(json_object_get(v, "why_not_ranked")),
