@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include "common/cr_cli.h"
 #include "common/cr_status.h"
+#include "decode/dec_run.h"
 #include "harness/cli.h"
 
 #define CMD "submit"
@@ -313,6 +314,8 @@ int cr_cmd_submit(int argc, char **argv)
 	double timeout_s = 3600, window_s = 120;
 	optind = 1;
 	int c;
+	struct cr_err oerr;
+	cr_err_init(&oerr);
 	while ((c = cr_cli_getopt(CMD, argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 's': server = optarg; break;
@@ -320,21 +323,15 @@ int cr_cmd_submit(int argc, char **argv)
 		case 't': task = optarg; break;
 		case 'n': no_wait = true; break;
 		case 'j': as_json = true; break;
-		case 'T': {
-			char *end = NULL;
-			timeout_s = strtod(optarg, &end);
-			if (!end || *end || end == optarg || !(timeout_s > 0 && timeout_s <= 1e7))
-				return cr_cli_usage(CMD, "--timeout '%s': seconds, more than 0", optarg);
+		case 'T': /* more than 0: a microsecond at least */
+			if (dec_opt_real("--timeout", optarg, 1e-6, 1e7, &timeout_s, &oerr))
+				return cr_cli_usage(CMD, "%s", oerr.msg);
 			break;
-		}
+		case 'r':
+			if (dec_opt_real("--retry-window", optarg, 0, 86400, &window_s, &oerr))
+				return cr_cli_usage(CMD, "%s", oerr.msg);
+			break;
 		case 'f': follow = true; break;
-		case 'r': {
-			char *end = NULL;
-			window_s = strtod(optarg, &end);
-			if (!end || *end || end == optarg || !(window_s >= 0 && window_s <= 86400))
-				return cr_cli_usage(CMD, "--retry-window '%s': seconds, 0 to 86400", optarg);
-			break;
-		}
 		case 'h': usage_submit(stdout); return 0;
 		default: return CR_EXIT_USAGE;
 		}
