@@ -387,7 +387,7 @@ static int run(int argc, char **argv, struct cr_err *err)
 			goto out;
 		}
 		gp = (struct dec_gen_params){ o.max_tokens, o.samp, o.seed, NULL, 0, o.stops, o.n_stops, k,
-					      NULL, NULL };
+					      NULL, NULL, 0 };
 		if ((st = generate_one(m, tok, &o, ctx, prompt, n_prompt, &gp, &out, err)))
 			goto out;
 	}

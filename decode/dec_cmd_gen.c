@@ -388,7 +388,7 @@ static enum cr_status run_all(const struct gen_cfg *g, int *lock, struct dec_mod
 		k->r = (struct dec_req){ .prompt = k->ids, .n_prompt = (int)k->n_ids, .n = g->n, .tok = tok,
 					 .outs = k->outs, .on_sample = on_sample, .ctx = k,
 					 .p = { g->o.max_tokens, g->o.samp, g->o.seed, k->task, 0, g->o.stops,
-						g->o.n_stops, 0, NULL, NULL } };
+						g->o.n_stops, 0, NULL, NULL, 0 } };
 		k->t0 = dec_gen_now();
 		if ((k->st = dec_engine_submit(e, &k->r, &k->err)) == CR_ENOMEM) {
 			st = cr_errf(err, CR_ENOMEM, "%s", k->err.msg);

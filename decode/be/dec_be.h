@@ -109,9 +109,12 @@ struct dec_draw {
 	int n_logprobs;           /* K: the K most likely under the raw logits, 0..DEC_MAX_LOGPROBS */
 	int32_t *top_ids;         /* [K] host, written when K > 0 */
 	float *top_lp;            /* [K] host */
+	int want_lp;              /* 1: lp wanted (a log-sum-exp over the row more) */
 	/* results */
 	int32_t id;
 	int n_kept;               /* tokens left by the filters; <= 1: u was not used */
+	float lp;                 /* with want_lp: id's log-softmax under the raw logits, as
+	                             dec_token_logprob (the top logprobs' normaliser) */
 };
 #define DEC_BE_MAX_DRAWS 256  /* draws per sample call at most */
 #define DEC_MAX_LOGPROBS 1024
@@ -182,7 +185,7 @@ struct dec_be_ops {
 	 * settings and its uniform alone; fills each draw's results. Waits
 	 * for every op before it and reports an op's failure, as download. On
 	 * the CPU this is dec_sample's own code; on CUDA a kernel, and only the
-	 * ids, counts and top logprobs come back to the host. */
+	 * ids, counts, top logprobs and token logprobs come back to the host. */
 	enum cr_status (*sample)(struct dec_be *be, const float *logits, int width, struct dec_draw *d, int n,
 				 struct cr_err *err);
 	/* KV block src copied to dst in every layer (copy-on-write). */

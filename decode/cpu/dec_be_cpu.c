@@ -622,10 +622,13 @@ static void smp_worker(void *arg, int ith, int nth)
 		d->id = dec_sample_u(s, row, d->u53, &d->n_kept);
 		if (d->n_logprobs)
 			dec_top_logprobs(row, j->width, d->n_logprobs, d->top_ids, d->top_lp);
+		if (d->want_lp)
+			d->lp = dec_token_logprob(row, j->width, d->id);
 	}
 }
 
-/* dec_sample's pipeline on each row, the top logprobs by dec_top_logprobs;
+/* dec_sample's pipeline on each row, the top logprobs by dec_top_logprobs
+ * and the token's by dec_token_logprob (the host's values, bit for bit);
  * the draws spread over the pool's threads (a draw over a 49k vocabulary
  * costs ~0.1 ms: at batch 32, a tenth of a 2-thread step if done alone). */
 static enum cr_status op_sample(struct dec_be *be, const float *logits, int width, struct dec_draw *d, int n,

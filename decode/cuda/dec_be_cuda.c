@@ -426,7 +426,8 @@ static enum cr_status op_download(struct dec_be *be, float *host, const float *s
 }
 
 /* k_sample, a block per draw (decode/cuda/dec_cu_sample.cuh): the draws go
- * up, the ids, counts and top logprobs come down; the logits stay. */
+ * up, the ids, counts, token logprobs and top logprobs come down; the
+ * logits stay. */
 static enum cr_status op_sample(struct dec_be *be, const float *logits, int width, struct dec_draw *d, int n,
 				struct cr_err *err)
 {
@@ -453,6 +454,8 @@ static enum cr_status op_sample(struct dec_be *be, const float *logits, int widt
 		memcpy(&c->top_p_bits, &sp->top_p, 4);
 		memcpy(&c->min_p_bits, &sp->min_p, 4);
 		c->u53 = d[i].u53;
+		c->want_lp = d[i].want_lp != 0;
+		c->pad = 0;
 		kmax = c->n_logprobs > kmax ? c->n_logprobs : kmax;
 	}
 	if (!b->err_st && (r = cu->CtxSetCurrent(b->ctx)) != CUDA_SUCCESS)
@@ -475,7 +478,8 @@ static enum cr_status op_sample(struct dec_be *be, const float *logits, int widt
 						   b->st)) != CUDA_SUCCESS)
 		fail(b, r, "uploading the draws");
 	launch(b, KI_k_sample, -1, (unsigned)n, 1, 1, (unsigned)threads, p);
-	if (!b->err_st && (r = cu->MemcpyDtoHAsync(b->smp_out, b->smp_res, (size_t)n * 2 * 4, b->st)) != CUDA_SUCCESS)
+	if (!b->err_st && (r = cu->MemcpyDtoHAsync(b->smp_out, b->smp_res, (size_t)n * DEC_CU_SAMPLE_RES * 4,
+						   b->st)) != CUDA_SUCCESS)
 		fail(b, r, "copying the draws' tokens to the host");
 	for (int i = 0; i < n && kmax && !b->err_st; i++) {
 		size_t k = (size_t)b->smp_stage[i].n_logprobs;
@@ -489,8 +493,11 @@ static enum cr_status op_sample(struct dec_be *be, const float *logits, int widt
 	if (b->err_st)
 		return sticky(b, err);
 	for (int i = 0; i < n; i++) {
-		d[i].id = b->smp_out[2 * i];
-		d[i].n_kept = b->smp_out[2 * i + 1];
+		const int32_t *o = b->smp_out + (size_t)DEC_CU_SAMPLE_RES * i;
+
+		d[i].id = o[0];
+		d[i].n_kept = o[1];
+		memcpy(&d[i].lp, &o[2], 4);
 		if (d[i].id < 0 || d[i].id >= width)
 			return cr_errf(err, CR_EINTERNAL, "cuda backend: k_sample drew token %d of %d", d[i].id, width);
 		/* past the vocabulary: as dec_top_logprobs leaves them */

@@ -348,7 +348,7 @@ static size_t work_bytes(const struct dec_model *m, const struct dec_be_cfg *cfg
 	       up256(mt * cols * 4) + 2 * up256(mt * cols / 32 * 4) +
 	       up256(mt * qd / c->head_dim * max_splits * (c->head_dim + 2) * 4) +
 	       up256((size_t)cfg->max_ctx * c->rope_dim * 4) +
-	       up256(DEC_BE_MAX_DRAWS * sizeof(struct dec_cu_draw)) + up256(DEC_BE_MAX_DRAWS * 2 * 4);
+	       up256(DEC_BE_MAX_DRAWS * sizeof(struct dec_cu_draw)) + up256(DEC_BE_MAX_DRAWS * DEC_CU_SAMPLE_RES * 4);
 }
 
 static enum cr_status setup_work(struct be_cuda *b, size_t act_cols, struct cr_err *err)

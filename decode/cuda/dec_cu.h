@@ -75,8 +75,8 @@ struct dec_cu_cfg {
 
 /* One draw of k_sample (decode/cuda/dec_cu_sample.cuh), host to device:
  * the sampling settings of struct dec_sampling as f32 bits, the draw's
- * uniform as its 53 bits (u = u53 * 2^-53) and how many top logprobs of the
- * raw logits to return. */
+ * uniform as its 53 bits (u = u53 * 2^-53), how many top logprobs of the
+ * raw logits to return and whether the drawn token's logprob. */
 struct dec_cu_draw {
 	int32_t row;         /* the logits row */
 	int32_t top_k;       /* <= 0: off */
@@ -84,8 +84,13 @@ struct dec_cu_draw {
 	uint32_t temp_bits;  /* temperature; <= 0: greedy */
 	uint32_t top_p_bits; /* >= 1: off */
 	uint32_t min_p_bits; /* <= 0: off */
+	int32_t want_lp;     /* 1: the token's logprob (res[4 * draw + 2]) */
+	int32_t pad;
 	uint64_t u53;
 };
+/* What k_sample returns per draw: 4 int32 (id, survivors, logprob's f32
+ * bits, 0). */
+#define DEC_CU_SAMPLE_RES 4
 
 /* Activations as the quantized products read them, per token row b of a
  * product with `cols` inputs (see dec_cu_act_bytes): the int8 values at

@@ -72,7 +72,7 @@ struct be_cuda {
 	CUdeviceptr smp_draws, smp_res, smp_top;
 	size_t smp_top_cap;             /* bytes at smp_top */
 	struct dec_cu_draw smp_stage[DEC_BE_MAX_DRAWS];
-	int32_t smp_out[2 * DEC_BE_MAX_DRAWS];
+	int32_t smp_out[DEC_CU_SAMPLE_RES * DEC_BE_MAX_DRAWS];
 	/* graphs */
 	int graphs_on, capturing;
 	struct graph *cap_g;

@@ -1,7 +1,8 @@
 // dec_cu_sample.cuh — sampling on the device: one block of
 // DEC_CU_SAMPLE_THREADS threads per draw reads one row of logits and returns
-// a token id, how many tokens survived the filters, and the top logprobs of
-// the raw logits. Only those come back to the host, never the row.
+// a token id, how many tokens survived the filters, the top logprobs of the
+// raw logits and the token's own logprob. Only those come back to the host,
+// never the row.
 //
 // What it computes is dec_sample.h's pipeline, step for step:
 //   greedy (temperature <= 0): the argmax, lowest id on ties;
@@ -53,6 +54,23 @@ struct smp_shared {
 	int n_top;
 	u64 top[DEC_CU_MAX_LOGPROBS];
 };
+
+// log Σ e^l over the raw row: max + log Σ e^(l - max), the sum in double
+// (fixed-order block reduction), as the top logprobs and the token's
+// logprob normalise; agrees with the CPU's float sum to ~1e-6.
+static __device__ float raw_lse(const float *l, int n, smp_shared *sh)
+{
+	float mx = -INFINITY;
+	double s = 0.0;
+
+	for (int i = (int)threadIdx.x; i < n; i += (int)blockDim.x)
+		mx = fmaxf(mx, l[i]);
+	mx = block_max(mx, sh->redf);
+	for (int i = (int)threadIdx.x; i < n; i += (int)blockDim.x)
+		s += (double)expf(l[i] - mx);
+	s = block_sum_d(s, sh->redd);
+	return mx + (float)log(s);
+}
 
 // Order-preserving bits of a float (NaN below everything, -0 as +0).
 static __device__ __forceinline__ uint32_t fkey(float x)
@@ -254,20 +272,12 @@ static __device__ int argmax_raw(const float *l, int n, smp_shared *sh)
 }
 
 // The top K (K <= DEC_CU_MAX_LOGPROBS, K <= n) of the raw logits and their
-// log-softmax: ids and logprobs, best first, ties to the lower id.
-static __device__ void top_logprobs(const float *l, int n, int K, int32_t *ids, float *lps, smp_shared *sh)
+// log-softmax (lse: raw_lse of the row): ids and logprobs, best first, ties
+// to the lower id.
+static __device__ void top_logprobs(const float *l, int n, int K, float lse, int32_t *ids, float *lps,
+				    smp_shared *sh)
 {
 	int t = (int)threadIdx.x, nt = (int)blockDim.x, m = 1;
-	float mx = -INFINITY;
-	double s = 0.0;
-
-	for (int i = t; i < n; i += nt)
-		mx = fmaxf(mx, l[i]);
-	mx = block_max(mx, sh->redf);
-	for (int i = t; i < n; i += nt)
-		s += (double)expf(l[i] - mx);
-	s = block_sum_d(s, sh->redd);
-	float lse = mx + (float)log(s);
 	u64 th = select_rank(n, [&](int i, u64 *k) { *k = ckey(l[i], i); return true; }, (u64)K, sh);
 	while (m < K)
 		m <<= 1;
@@ -308,8 +318,10 @@ static __device__ void top_logprobs(const float *l, int n, int K, int32_t *ids, 
 	__syncthreads();
 }
 
-// res[2 * draw] = the token, res[2 * draw + 1] = how many survived the
-// filters (1 for greedy); top_ids / top_lp [draws, kmax].
+// res[4 * draw] = the token, res[4 * draw + 1] = how many survived the
+// filters (1 for greedy), res[4 * draw + 2] = with want_lp, the token's
+// logprob under the raw logits (f32 bits; 0 otherwise); top_ids / top_lp
+// [draws, kmax].
 extern "C" __global__ void __launch_bounds__(DEC_CU_SAMPLE_THREADS)
 k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *res, int32_t *top_ids,
 	 float *top_lp, int kmax)
@@ -318,10 +330,12 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 	const struct dec_cu_draw *d = &draws[blockIdx.x];
 	const float *l = logits + (size_t)d->row * n;
 	int t = (int)threadIdx.x, nt = (int)blockDim.x, id = 0, kept = 1;
-	float T = fbits(d->temp_bits);
+	float T = fbits(d->temp_bits), lse = 0.0f;
 
+	if (d->n_logprobs > 0 || d->want_lp)
+		lse = raw_lse(l, n, &sh);
 	if (d->n_logprobs > 0)
-		top_logprobs(l, n, d->n_logprobs < n ? d->n_logprobs : n, top_ids + (size_t)blockIdx.x * kmax,
+		top_logprobs(l, n, d->n_logprobs < n ? d->n_logprobs : n, lse, top_ids + (size_t)blockIdx.x * kmax,
 			     top_lp + (size_t)blockIdx.x * kmax, &sh);
 	if (T <= 0.0f) {
 		id = argmax_raw(l, n, &sh);
@@ -443,8 +457,11 @@ k_sample(const float *logits, int n, const struct dec_cu_draw *draws, int32_t *r
 	}
 done:
 	if (t == 0) {
-		res[2 * blockIdx.x] = id;
-		res[2 * blockIdx.x + 1] = kept;
+		int32_t *o = res + (size_t)DEC_CU_SAMPLE_RES * blockIdx.x;
+		o[0] = id;
+		o[1] = kept;
+		o[2] = d->want_lp ? (int32_t)__float_as_uint(l[id] - lse) : 0;
+		o[3] = 0;
 	}
 }
 

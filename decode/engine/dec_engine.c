@@ -426,6 +426,7 @@ static enum cr_status queue_draw(struct dec_engine *e, struct seq *s, int row, s
 	d->samp = p->samp;
 	d->u53 = dec_rng_next(&s->gs.rng) >> 11;
 	d->n_logprobs = p->top_logprobs;
+	d->want_lp = p->logprobs;
 	if (p->top_logprobs) {
 		d->top_ids = s->gs.o->top_ids + (size_t)s->gs.o->n_tokens * p->top_logprobs;
 		d->top_lp = s->gs.o->top_lp + (size_t)s->gs.o->n_tokens * p->top_logprobs;
@@ -433,8 +434,8 @@ static enum cr_status queue_draw(struct dec_engine *e, struct seq *s, int row, s
 	return CR_OK;
 }
 
-/* The queued draws, done: each sequence takes its token (its stream given
- * back the uniform when the draw did not use it). */
+/* The queued draws, done: each sequence takes its token and its logprob
+ * (its stream given back the uniform when the draw did not use it). */
 static enum cr_status take_draws(struct dec_engine *e, struct cr_err *err)
 {
 	enum cr_status st = dec_graph_sample(&e->graph, e->draws, e->n_draws, err);
@@ -444,6 +445,8 @@ static enum cr_status take_draws(struct dec_engine *e, struct cr_err *err)
 
 		if (e->draws[i].n_kept <= 1)
 			s->gs.rng = e->pend[i].keep;
+		if (e->draws[i].want_lp)
+			s->gs.o->token_lp[s->gs.o->n_tokens] = e->draws[i].lp;
 		st = record(e, s, NULL, e->draws[i].id, err);
 	}
 	e->n_draws = 0;

@@ -87,6 +87,8 @@ enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *to
 	if (k && logits)
 		dec_top_logprobs(logits, n_vocab, k, o->top_ids + (size_t)o->n_tokens * k,
 				 o->top_lp + (size_t)o->n_tokens * k);
+	if (p->logprobs && logits)
+		o->token_lp[o->n_tokens] = dec_token_logprob(logits, n_vocab, id);
 	o->tokens[o->n_tokens++] = id;
 	if (tok && dec_tok_is_eog(tok, id)) {
 		o->finish = "eog";
@@ -120,6 +122,8 @@ enum cr_status dec_gen_sample_init(struct dec_gen_sample *g, struct dec_gen_out 
 	o->tokens = malloc((size_t)(cap ? cap : 1) * sizeof *o->tokens);
 	o->top_ids = malloc((size_t)(cap && k ? cap * k : 1) * sizeof *o->top_ids);
 	o->top_lp = malloc((size_t)(cap && k ? cap * k : 1) * sizeof *o->top_lp);
+	if (p->logprobs && !(o->token_lp = malloc((size_t)(cap ? cap : 1) * sizeof *o->token_lp)))
+		return cr_errf(err, CR_ENOMEM, "generate: out of memory");
 	if (!o->tokens || !o->top_ids || !o->top_lp || tb_reserve(&g->tb, 64))
 		return cr_errf(err, CR_ENOMEM, "generate: out of memory");
 	g->tb.p[0] = 0;
@@ -248,6 +252,7 @@ void dec_gen_out_release(struct dec_gen_out *o)
 	free(o->tokens);
 	free(o->top_ids);
 	free(o->top_lp);
+	free(o->token_lp);
 	free(o->text);
 	memset(o, 0, sizeof *o);
 }

@@ -23,6 +23,9 @@ struct dec_gen_params {
 	/* called after each generated token (may be NULL) */
 	void (*on_token)(void *ctx, int n_generated);
 	void *ctx;
+	/* 1: each generated token's logprob into token_lp (last, so that
+	 * positional initialisers of the members above still compile) */
+	int logprobs;
 };
 
 struct dec_gen_out {
@@ -30,6 +33,11 @@ struct dec_gen_out {
 	int n_tokens;
 	int32_t *top_ids;    /* [n_tokens * top_logprobs] */
 	float *top_lp;       /* [n_tokens * top_logprobs] */
+	/* [n_tokens] (room for max_tokens) with p->logprobs, else NULL: the
+	 * log-softmax of the raw logits (no temperature, no filters: as top_lp)
+	 * at the token drawn. Entry k is written before n_tokens becomes k + 1,
+	 * so a caller reading between engine steps sees whole entries. */
+	float *token_lp;
 	char *text;          /* generated text (specials rendered), cut before a stop string */
 	size_t text_len;
 	const char *finish;  /* "eog", "stop", "length" or "context" */
@@ -80,8 +88,9 @@ enum cr_status dec_gen_take(struct dec_gen_sample *g, struct dec_sampler *smp, c
 			    const float *logits, int n_vocab, const struct dec_gen_params *p,
 			    struct cr_err *err);
 /* dec_gen_take's bookkeeping for a token chosen elsewhere (a speculative
- * step's accepted draft, a backend's draw): top logprobs of logits (NULL:
- * already written at the token's place in g->o), the token, the end tests. */
+ * step's accepted draft, a backend's draw): top logprobs and the token's
+ * logprob of logits (NULL: already written at the token's place in g->o),
+ * the token, the end tests. */
 enum cr_status dec_gen_record(struct dec_gen_sample *g, const struct dec_tok *tok, const float *logits,
 			      int n_vocab, const struct dec_gen_params *p, int32_t id, struct cr_err *err);
 

@@ -332,10 +332,22 @@ int32_t dec_spec_accept(struct dec_sampler *s, const float *logits, int32_t d, c
 	return c[0].id;
 }
 
-void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs)
+/* log Σ e^logits, as every logprob here normalises: max + log Σ e^(l - max) */
+static float log_sum_exp(const float *logits, int n)
 {
 	float mx = logits[argmax(logits, n)];
-	float lse = mx + logf(dec_simd_get()->sum_exp(logits, n, mx));
+
+	return mx + logf(dec_simd_get()->sum_exp(logits, n, mx));
+}
+
+float dec_token_logprob(const float *logits, int n, int32_t id)
+{
+	return logits[id] - log_sum_exp(logits, n);
+}
+
+void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs)
+{
+	float lse = log_sum_exp(logits, n);
 
 	/* k is small: insertion into a sorted list */
 	for (int j = 0; j < k; j++)

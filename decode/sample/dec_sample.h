@@ -78,5 +78,8 @@ int32_t dec_spec_accept(struct dec_sampler *s, const float *logits, int32_t d, c
 /* The k most likely tokens under log-softmax of the raw logits (no
  * temperature or filters), descending: ids[k], logprobs[k]. k <= n. */
 void dec_top_logprobs(const float *logits, int n, int k, int32_t *ids, float *logprobs);
+/* Token id's logprob under the same log-softmax (dec_top_logprobs' value
+ * for it, bit for bit): what a policy gradient needs of the token drawn. */
+float dec_token_logprob(const float *logits, int n, int32_t id);
 
 #endif

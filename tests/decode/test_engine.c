@@ -193,7 +193,7 @@ static struct dec_gen_params params(const struct reqdef *d, int k)
 	struct dec_gen_params p = { .max_tokens = d->max_tokens,
 				    .samp = { d->temperature, 0, 1.0f, 0 },
 				    .seed = 1234, .task = k % 2 ? "odd" : "even",
-				    .sample = (uint64_t)k * 10, .top_logprobs = 2 };
+				    .sample = (uint64_t)k * 10, .top_logprobs = 2, .logprobs = 1 };
 
 	/* the odd requests stop at an "e": samples end at different lengths */
 	if (k % 2) {
@@ -226,6 +226,8 @@ static void check_against_static(const struct fixture *f, struct reqdef *d)
 			assert_memory_equal(o->tokens, ref[i].tokens, sizeof(int32_t) * (size_t)o->n_tokens);
 			assert_memory_equal(o->top_ids, ref[i].top_ids, sizeof(int32_t) * 2 * (size_t)o->n_tokens);
 			assert_memory_equal(o->top_lp, ref[i].top_lp, sizeof(float) * 2 * (size_t)o->n_tokens);
+			/* drawn by the backend's sample op here, on the host there */
+			assert_memory_equal(o->token_lp, ref[i].token_lp, sizeof(float) * (size_t)o->n_tokens);
 			assert_string_equal(o->finish, ref[i].finish);
 			assert_int_equal(o->text_len, ref[i].text_len);
 			assert_memory_equal(o->text, ref[i].text, o->text_len);
@@ -409,7 +411,7 @@ static void test_speculative(void **state)
 								 .p = { .max_tokens = 30 + 7 * k,
 									.samp = { sampled ? 0.7f : 0, 0, 1.0f, 0 },
 									.seed = 5, .task = "spec", .sample = (uint64_t)k,
-									.top_logprobs = 2 } };
+									.top_logprobs = 2, .logprobs = 1 } };
 					assert_int_equal(dec_engine_submit(eng, &r[k], &e), CR_OK);
 				}
 				assert_int_equal(dec_engine_run(eng, &e), CR_OK);
@@ -441,6 +443,9 @@ static void test_speculative(void **state)
 							    sizeof(int32_t) * (size_t)out[k].n_tokens);
 					assert_memory_equal(out[k].top_lp, want->top_lp,
 							    sizeof(float) * 2 * (size_t)out[k].n_tokens);
+					/* accepted drafts and replacements: the target's logprob */
+					assert_memory_equal(out[k].token_lp, want->token_lp,
+							    sizeof(float) * (size_t)out[k].n_tokens);
 					assert_string_equal(out[k].finish, want->finish);
 					dec_gen_out_release(&out[k]);
 				}
@@ -617,6 +622,118 @@ static void test_arch_batching(void **state)
 	}
 }
 
+/* token_lp live: what a caller reading between steps saw of each sample
+ * (n_tokens and the entries below it), checked against the end. */
+struct live {
+	struct dec_gen_out *outs;
+	int n, steps, bad;
+	int seen_n[4];
+	float seen[4][64];
+};
+
+static void live_step(void *ctx)
+{
+	struct live *l = ctx;
+
+	l->steps++;
+	for (int i = 0; i < l->n; i++) {
+		const struct dec_gen_out *o = &l->outs[i];
+
+		if (!o->token_lp) /* not initialised yet: not submitted or not forked */
+			continue;
+		/* earlier entries never change; the new ones are whole */
+		for (int k = 0; k < l->seen_n[i]; k++)
+			l->bad += o->token_lp[k] != l->seen[i][k];
+		for (int k = l->seen_n[i]; k < o->n_tokens; k++)
+			l->seen[i][k] = o->token_lp[k];
+		l->seen_n[i] = o->n_tokens;
+	}
+}
+
+/* Each generated token's logprob (p.logprobs): exactly dec_top_logprobs'
+ * value for that token (top_logprobs over the whole vocabulary), on the
+ * backend's sample op and on the host, greedy and sampled, at batch 1 and
+ * 4, bit for bit the same everywhere; readable between steps. */
+static void test_token_logprob(void **state)
+{
+	struct fixture *f = *state;
+	int nv = f->m->cfg.n_vocab;
+	int32_t prompt[4][12];
+	struct dec_gen_out out[2][2][4]; /* [host_sample][batch 1, 4][request] */
+	struct cr_err e;
+	int checked = 0;
+
+	cr_err_init(&e);
+	assert_true(nv <= DEC_MAX_LOGPROBS);
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 12; i++)
+			prompt[k][i] = (int32_t)((i * 19 + k * 7 + 1) % nv);
+	for (int hs = 0; hs < 2; hs++)
+		for (int b = 0; b < 2; b++) {
+			struct live live = { .outs = out[hs][b], .n = 4 };
+			struct dec_engine_cfg cfg = { .device = DEC_DEV_CPU, .max_seqs = b ? 4 : 1, .max_ctx = 64,
+						      .n_threads = 2, .host_sample = hs, .on_step = live_step,
+						      .ctx = &live };
+			struct dec_engine *eng;
+			struct dec_req r[4];
+
+			memset(out[hs][b], 0, sizeof out[hs][b]);
+			assert_int_equal(dec_engine_new(f->m, &cfg, &eng, &e), CR_OK);
+			for (int k = 0; k < 4; k++) {
+				r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 12, .n = 1, .outs = &out[hs][b][k],
+							 .tok = f->tok,
+							 .p = { .max_tokens = 10 + 5 * k,
+								.samp = { k % 2 ? 0.8f : 0, k == 3 ? 30 : 0, k == 1 ? 0.9f : 1.0f, 0 },
+								.seed = 11, .task = "lp", .sample = (uint64_t)k,
+								.top_logprobs = nv, .logprobs = 1 } };
+				assert_int_equal(dec_engine_submit(eng, &r[k], &e), CR_OK);
+			}
+			if (dec_engine_run(eng, &e))
+				fail_msg("%s", e.msg);
+			dec_engine_free(eng);
+			live_step(&live);
+			assert_int_equal(live.bad, 0);
+			assert_true(live.steps > 10);
+			for (int k = 0; k < 4; k++) {
+				const struct dec_gen_out *o = &out[hs][b][k], *want = &out[0][0][k];
+
+				assert_int_equal(live.seen_n[k], o->n_tokens);
+				assert_memory_equal(live.seen[k], o->token_lp, sizeof(float) * (size_t)o->n_tokens);
+				for (int t = 0; t < o->n_tokens; t++) {
+					int j = 0;
+
+					while (j < nv && o->top_ids[(size_t)t * nv + j] != o->tokens[t])
+						j++;
+					assert_true(j < nv);
+					if (o->token_lp[t] != o->top_lp[(size_t)t * nv + j])
+						fail_msg("host_sample %d batch %d request %d token %d: logprob %.9g, "
+							 "dec_top_logprobs %.9g", hs, b, k, t, (double)o->token_lp[t],
+							 (double)o->top_lp[(size_t)t * nv + j]);
+					checked += j > 0; /* not always the argmax */
+				}
+				assert_int_equal(o->n_tokens, want->n_tokens);
+				assert_memory_equal(o->tokens, want->tokens, sizeof(int32_t) * (size_t)o->n_tokens);
+				assert_memory_equal(o->token_lp, want->token_lp, sizeof(float) * (size_t)o->n_tokens);
+			}
+		}
+	assert_true(checked > 0);
+	for (int hs = 0; hs < 2; hs++)
+		for (int b = 0; b < 2; b++)
+			for (int k = 0; k < 4; k++)
+				dec_gen_out_release(&out[hs][b][k]);
+	/* not asked: no array */
+	{
+		struct dec_gen_sample g;
+		struct dec_gen_out o;
+		struct dec_gen_params p = { .max_tokens = 3 };
+
+		assert_int_equal(dec_gen_sample_init(&g, &o, &p, 0, &e), CR_OK);
+		assert_null(o.token_lp);
+		free(g.tb.p);
+		dec_gen_out_release(&o);
+	}
+}
+
 static void test_errors(void **state)
 {
 	struct fixture *f = *state;
@@ -672,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_speculative),
 		cmocka_unit_test(test_draft_model),
 		cmocka_unit_test(test_arch_batching),
+		cmocka_unit_test(test_token_logprob),
 		cmocka_unit_test(test_errors),
 	};
 

@@ -1100,7 +1100,8 @@ static void smp_draws(struct dec_draw *d, int32_t *ids, float *lps, uint64_t see
 			for (int u = 0; u < SMP_US; u++, k++) {
 				d[k] = (struct dec_draw){ .row = r, .samp = smp_cfgs[c].s, .n_logprobs = smp_cfgs[c].lp,
 							  .top_ids = ids + (size_t)k * DEC_MAX_LOGPROBS,
-							  .top_lp = lps + (size_t)k * DEC_MAX_LOGPROBS };
+							  .top_lp = lps + (size_t)k * DEC_MAX_LOGPROBS,
+							  .want_lp = u != 2 };
 				/* 0, the largest, and random uniforms */
 				d[k].u53 = u == 0 ? 0 : u == 1 ? (1ull << 53) - 1 : (uint64_t)((rnd(&seed) + 1) * 0x1p52);
 				d[k].id = -1;
@@ -1194,7 +1195,7 @@ static void test_sample(void **state)
 	gpu = open_be(tm.m, &cfg, 1);
 	for (int wi = 0; wi < 3; wi++) {
 		int width = wi == 0 ? tm.m->cfg.n_vocab : wi == 1 ? 5000 : 20000, kept1 = 0, idorder = 0, near = 0, cut = 0;
-		float *host = malloc((size_t)SMP_ROWS * width * 4), *lc, *lgp, worst = 0;
+		float *host = malloc((size_t)SMP_ROWS * width * 4), *lc, *lgp, worst = 0, worst_tok = 0;
 		struct dec_draw *dc = calloc((size_t)n, sizeof *dc), *dg = calloc((size_t)n, sizeof *dg);
 		struct dec_draw *d1 = calloc((size_t)n, sizeof *d1);
 		int32_t *ic = malloc((size_t)n * DEC_MAX_LOGPROBS * 4), *ig = malloc((size_t)n * DEC_MAX_LOGPROBS * 4);
@@ -1228,6 +1229,21 @@ static void test_sample(void **state)
 				fail_msg("width %d, draw %d (setting %d, row %d, u53 %llu): cpu token %d of %d survivors, "
 					 "cuda %d of %d", width, k, k / (SMP_ROWS * SMP_US), k / SMP_US % SMP_ROWS,
 					 (unsigned long long)dc[k].u53, dc[k].id, dc[k].n_kept, dg[k].id, dg[k].n_kept);
+			/* the token's logprob: the host's function on the CPU, bit for
+			 * bit; on CUDA within 1e-5 (its normaliser sums in double) */
+			if (dc[k].want_lp) {
+				float want = dec_token_logprob(host + (size_t)dc[k].row * width, width, dc[k].id);
+
+				if (memcmp(&dc[k].lp, &want, 4))
+					fail_msg("width %d, draw %d: cpu op's token logprob %.9g, dec_token_logprob %.9g",
+						 width, k, (double)dc[k].lp, (double)want);
+				if (dc[k].id == dg[k].id && !(isinf(dc[k].lp) && dc[k].lp == dg[k].lp))
+					worst_tok = fmaxf(worst_tok, fabsf(dc[k].lp - dg[k].lp));
+				if (!(dg[k].lp <= 0))
+					fail_msg("width %d, draw %d: cuda's token logprob %g", width, k, (double)dg[k].lp);
+			} else if (dg[k].lp != 0) {
+				fail_msg("width %d, draw %d: a token logprob not asked for: %g", width, k, (double)dg[k].lp);
+			}
 			kept1 += dg[k].n_kept == 1;
 			idorder += dg[k].samp.temperature > 0 && dg[k].samp.top_p >= 1 && dg[k].n_kept > 4096;
 			for (int j = 0; j < lp; j++) {
@@ -1238,6 +1254,7 @@ static void test_sample(void **state)
 					worst = fmaxf(worst, fabsf(dc[k].top_lp[j] - dg[k].top_lp[j]));
 			}
 			if (k % 7 == 0 && (d1[k].id != dg[k].id || d1[k].n_kept != dg[k].n_kept ||
+					   memcmp(&d1[k].lp, &dg[k].lp, 4) ||
 					   memcmp(d1[k].top_ids, dg[k].top_ids, (size_t)lp * 4) ||
 					   memcmp(d1[k].top_lp, dg[k].top_lp, (size_t)lp * 4)))
 				fail_msg("width %d, draw %d: alone it drew %d, among %d draws %d", width, k, d1[k].id, n,
@@ -1245,11 +1262,13 @@ static void test_sample(void **state)
 		}
 		print_message("  width %5d: %d draws, %d identical to the CPU's, %d the same token with a survivor "
 			      "count within rounding, %d another token within rounding (%d with one survivor, %d drawn "
-			      "in id order over > 4096), top logprobs max |diff| %.3g; alone == batched\n", width, n,
-			      n - near - cut, cut, near, kept1, idorder, (double)worst);
+			      "in id order over > 4096), top logprobs max |diff| %.3g, token logprobs %.3g; alone == "
+			      "batched\n", width, n, n - near - cut, cut, near, kept1, idorder, (double)worst,
+			      (double)worst_tok);
 		/* a systematic error would not hide here: other tokens at most 2% */
 		assert_true(near * 50 <= n);
 		assert_true(worst <= 1e-5f);
+		assert_true(worst_tok <= 1e-5f);
 		assert_true(kept1 > 0);
 		if (width > 4096)
 			assert_true(idorder > 0);
@@ -1289,6 +1308,7 @@ static void eng_run(const struct dec_model *m, enum dec_device dev, int host_sam
 	for (int k = 0; k < 2; k++) {
 		r[k] = (struct dec_req){ .prompt = prompt[k], .n_prompt = 12, .n = 3, .outs = outs + 3 * k,
 					 .p = { .max_tokens = 20, .seed = 99, .task = k ? "b" : "a", .top_logprobs = 2,
+						.logprobs = 1,
 						.samp = { k ? 1.1f : 0.8f, k ? 0 : 20, k ? 0.9f : 1.0f, k ? 0 : 0.01f } } };
 		if (dec_engine_submit(eng, &r[k], &e))
 			fail_msg("%s", e.msg);
@@ -1303,7 +1323,7 @@ static void test_sample_engine(void **state)
 	struct tm tm;
 	struct dec_gen_out o[3][6];
 	int32_t prompt[2][12];
-	double worst = 0;
+	double worst = 0, worst_tok[3] = { 0 };
 	int n_tok = 0;
 
 	(void)state;
@@ -1321,6 +1341,7 @@ static void test_sample_engine(void **state)
 				if (o[0][i].tokens[t] != o[v][i].tokens[t])
 					fail_msg("sample %d token %d: cuda draws %d, %s %d", i, t, o[0][i].tokens[t],
 						 v == 1 ? "cuda drawing on the host" : "cpu", o[v][i].tokens[t]);
+				worst_tok[v] = fmax(worst_tok[v], fabs((double)o[0][i].token_lp[t] - o[v][i].token_lp[t]));
 				for (int j = 0; j < 2; j++) {
 					assert_int_equal(o[0][i].top_ids[2 * t + j], o[v][i].top_ids[2 * t + j]);
 					worst = fmax(worst, fabs((double)o[0][i].top_lp[2 * t + j] - o[v][i].top_lp[2 * t + j]));
@@ -1333,8 +1354,12 @@ static void test_sample_engine(void **state)
 			dec_gen_out_release(&o[v][i]);
 	}
 	print_message("  engine: %d sampled tokens (2 requests x 3 samples) drawn on the device = on the host = "
-		      "on the cpu backend; top logprobs max |diff| %.3g\n", n_tok, worst);
+		      "on the cpu backend; top logprobs max |diff| %.3g; token logprobs against the host's "
+		      "%.3g, the cpu backend's %.3g\n", n_tok, worst, worst_tok[1], worst_tok[2]);
 	assert_true(worst <= 1e-3);
+	/* the same logits: only the normaliser's order of summation differs */
+	assert_true(worst_tok[1] <= 1e-5);
+	assert_true(worst_tok[2] <= 1e-3);
 	tm_free(&tm);
 }
 
@@ -1380,5 +1405,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	printf("# device: %s\n", why);
+	if (getenv("DEC_CUDA_TEST_FILTER")) /* e.g. "test_sample*": a part, while working on it */
+		cmocka_set_test_filter(getenv("DEC_CUDA_TEST_FILTER"));
 	return cmocka_run_group_tests_name("decode_cuda", tests, setup, NULL);
 }
