@@ -914,6 +914,40 @@ static void drop_all(struct dec_engine *e)
 	sweep(e);
 }
 
+void dec_engine_cancel(struct dec_engine *e, struct dec_req *r)
+{
+	double t = now_s();
+	int hit = 0, leader = 0;
+
+	for (int i = 0; i < e->n_seqs; i++) {
+		struct seq *s = e->seqs[i];
+
+		if (s->g->r != r || s->state == SQ_DONE)
+			continue;
+		hit = 1;
+		keep_partial(e, s);
+		release_blocks(e, s);
+		set_state(e, s, SQ_DONE);
+		if (s->sample < 0) {
+			leader = 1; /* no sample forked yet: none has an out in use */
+			continue;
+		}
+		/* its text goes with the sequence; the tokens stay in the out */
+		s->gs.o->finish = "cancelled";
+		s->gs.o->prefill_s = s->g->t_first - s->g->t_admit;
+		s->gs.o->decode_s = t - s->g->t_first;
+		r->n_done++;
+	}
+	if (!hit)
+		return;
+	if (leader) {
+		for (int i = 0; i < r->n; i++)
+			r->outs[i].finish = "cancelled";
+		r->n_done = r->n;
+	}
+	sweep(e);
+}
+
 enum cr_status dec_engine_step(struct dec_engine *e, struct cr_err *err)
 {
 	enum cr_status st;
@@ -1192,5 +1226,6 @@ const struct dec_engine_stats *dec_engine_stats(const struct dec_engine *e)
 
 	s->evictions = dec_kv_stats(e->kv)->evictions;
 	s->peak_blocks = dec_kv_stats(e->kv)->peak_used;
+	s->free_blocks = dec_kv_n_free(e->kv);
 	return s;
 }

@@ -95,6 +95,7 @@ struct dec_engine_stats {
 	int64_t spec_checks;      /* target passes that checked drafts (one per sequence) */
 	int64_t draft_proposed, draft_accepted;
 	int n_blocks, block_size, peak_blocks;
+	int free_blocks;          /* allocatable now: free, or cached and held by no sequence */
 };
 
 struct dec_engine;
@@ -117,6 +118,17 @@ enum cr_status dec_engine_run(struct dec_engine *e, struct cr_err *err);
 /* One step (on_step first); a caller interleaving submits with steps (a
  * serving loop) uses this. Errors as dec_engine_run's. */
 enum cr_status dec_engine_step(struct dec_engine *e, struct cr_err *err);
+/* Stops r's unfinished samples now; called between steps (never from a
+ * callback inside one). Their sequences leave the engine — the prompt's
+ * leader too, whether r waits, is in prefill, forked, preempted or drawing
+ * with drafts — and give their KV blocks back (full blocks published in
+ * the prefix cache stay cached, as when a sample ends). Their outs keep the
+ * tokens drawn so far (token_lp, top logprobs with them; none when the
+ * prompt was not done), text NULL, finish "cancelled", and are the
+ * caller's to dec_gen_out_release; on_sample is not called for them, and
+ * they count in r->n_done, which is then r->n. Samples already finished
+ * are untouched. A no-op when r is done or was never submitted here. */
+void dec_engine_cancel(struct dec_engine *e, struct dec_req *r);
 /* Whether any submitted request is unfinished. */
 int dec_engine_busy(const struct dec_engine *e);
 const struct dec_engine_stats *dec_engine_stats(const struct dec_engine *e);

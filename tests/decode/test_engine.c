@@ -734,6 +734,227 @@ static void test_token_logprob(void **state)
 	}
 }
 
+/* ---- cancel ---- */
+
+enum { AT_WAITING, AT_PREFILL, AT_FORKED, AT_PREEMPTED, AT_DRAWING };
+
+/* Two requests; request 1 is cancelled. With seed 7 its samples end
+ * after 28, 40 and 40 tokens (a stop string, then max tokens). */
+struct cx {
+	int32_t prompt[2][48];
+	int n_prompt[2];
+	struct dec_req r[2];
+	struct dec_gen_out outs[2][3], ref[2][3];
+	int on_sample[2];
+};
+
+static void cx_on_sample(void *ctx, struct dec_req *r, int i)
+{
+	(void)r;
+	(void)i;
+	(*(int *)ctx)++;
+}
+
+static void cx_submit(const struct fixture *f, struct dec_engine *eng, struct cx *c, int k,
+		      struct dec_gen_out *outs, int max_tokens, int n)
+{
+	struct cr_err e;
+
+	cr_err_init(&e);
+	c->r[k] = (struct dec_req){ .prompt = c->prompt[k], .n_prompt = c->n_prompt[k], .n = n, .outs = outs,
+				    .tok = f->tok, .on_sample = cx_on_sample, .ctx = &c->on_sample[k],
+				    .p = { .max_tokens = max_tokens, .samp = { 0.9f, 0, 1.0f, 0 }, .seed = 7,
+					   .task = k ? "one" : "zero", .stops = stops, .n_stops = k, .logprobs = 1 } };
+	assert_int_equal(dec_engine_submit(eng, &c->r[k], &e), CR_OK);
+}
+
+/* Whether the engine is where `at` wants request 1 to be cancelled. */
+static int cx_ready(struct cx *c, const struct dec_engine_stats *st, int at, int steps)
+{
+	switch (at) {
+	case AT_WAITING:
+		return steps == 2; /* max_seqs 1: request 0 holds the one place */
+	case AT_PREFILL:
+		return c->r[1].prefill_tokens > 0 && st->prefill_tokens > c->n_prompt[0] && !c->outs[1][0].tokens;
+	case AT_FORKED:
+		return c->r[1].n_done >= 1;
+	case AT_PREEMPTED:
+		return st->preemptions > 0;
+	default:
+		return c->outs[1][0].n_tokens >= 6 && c->outs[1][1].n_tokens >= 6;
+	}
+}
+
+/* Request 1 (3 samples, a stop string: they end at different lengths) is
+ * cancelled in state `at` beside request 0; request 0 still gets the tokens
+ * it gets alone, request 1 keeps a prefix of its own, every block comes
+ * back, and a request that needs the whole pool fits afterwards. */
+static void cancel_case(const struct fixture *f, struct dec_engine_cfg cfg, int at)
+{
+	struct cx *c = calloc(1, sizeof *c);
+	struct dec_engine *eng;
+	const struct dec_engine_stats *st;
+	struct cr_err e;
+	int mt[2] = { 30, 40 }, steps = 0, n_done, cancelled = 0;
+
+	cr_err_init(&e);
+	c->n_prompt[0] = 10;
+	c->n_prompt[1] = at == AT_PREFILL ? 44 : 12;
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < c->n_prompt[k]; i++) /* a repeating pattern: lookup finds drafts */
+			c->prompt[k][i] = (int32_t)(((i % (4 + k)) * 37 + k * 11 + 3) % f->m->cfg.n_vocab);
+	/* the references: each request alone, to the end */
+	for (int k = 0; k < 2; k++) {
+		struct dec_engine_cfg one = cfg;
+
+		one.max_seqs = 3;
+		one.max_batch_tokens = 0;
+		one.kv_mem = 0;
+		assert_int_equal(dec_engine_new(f->m, &one, &eng, &e), CR_OK);
+		cx_submit(f, eng, c, k, c->ref[k], mt[k], k ? 3 : 1);
+		if (dec_engine_run(eng, &e))
+			fail_msg("%s", e.msg);
+		dec_engine_free(eng);
+	}
+	c->on_sample[0] = c->on_sample[1] = 0;
+	assert_int_equal(dec_engine_new(f->m, &cfg, &eng, &e), CR_OK);
+	cx_submit(f, eng, c, 0, c->outs[0], mt[0], 1);
+	cx_submit(f, eng, c, 1, c->outs[1], mt[1], 3);
+	while (!cx_ready(c, dec_engine_stats(eng), at, steps)) {
+		if (!dec_engine_busy(eng) || steps >= 400)
+			fail_msg("cancel at %d: the engine ended after %d steps (%lld preemptions, request 1: %d done, "
+				 "%d %d %d tokens)", at, steps, (long long)dec_engine_stats(eng)->preemptions,
+				 c->r[1].n_done, c->outs[1][0].n_tokens, c->outs[1][1].n_tokens, c->outs[1][2].n_tokens);
+		if (dec_engine_step(eng, &e))
+			fail_msg("%s", e.msg);
+		steps++;
+	}
+	n_done = c->r[1].n_done;
+	assert_true(n_done < 3);
+	if (at == AT_FORKED)
+		assert_true(n_done >= 1);
+	dec_engine_cancel(eng, &c->r[1]);
+	assert_int_equal(c->r[1].n_done, 3);
+	assert_int_equal(c->on_sample[1], n_done); /* none for the cancelled */
+	dec_engine_cancel(eng, &c->r[1]);         /* done: a no-op */
+	assert_int_equal(c->on_sample[1], n_done);
+	for (int i = 0; i < 3; i++) {
+		const struct dec_gen_out *o = &c->outs[1][i], *want = &c->ref[1][i];
+
+		assert_true(o->n_tokens <= want->n_tokens);
+		if (o->n_tokens)
+			assert_memory_equal(o->tokens, want->tokens, sizeof(int32_t) * (size_t)o->n_tokens);
+		if (strcmp(o->finish, "cancelled")) { /* finished before: untouched */
+			assert_int_equal(o->n_tokens, want->n_tokens);
+			assert_string_equal(o->finish, want->finish);
+			assert_non_null(o->text);
+			continue;
+		}
+		cancelled++;
+		assert_null(o->text);
+		assert_int_equal(o->text_len, 0);
+		if (at == AT_WAITING || at == AT_PREFILL) {
+			assert_int_equal(o->n_tokens, 0);
+		} else {
+			assert_true(o->n_tokens > 0 && o->n_tokens < want->n_tokens);
+			assert_memory_equal(o->token_lp, want->token_lp, sizeof(float) * (size_t)o->n_tokens);
+		}
+	}
+	assert_int_equal(cancelled, 3 - n_done);
+	if (dec_engine_run(eng, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c->on_sample[0], 1);
+	assert_int_equal(c->outs[0][0].n_tokens, c->ref[0][0].n_tokens);
+	assert_memory_equal(c->outs[0][0].tokens, c->ref[0][0].tokens, sizeof(int32_t) * (size_t)c->ref[0][0].n_tokens);
+	assert_false(dec_engine_busy(eng));
+	st = dec_engine_stats(eng);
+	assert_int_equal(st->free_blocks, st->n_blocks);
+	print_message("cancel at %d after %d steps: %d of 3 samples cancelled (%d, %d, %d tokens kept), %lld "
+		      "preemptions, %d blocks\n", at, steps, cancelled, c->outs[1][0].n_tokens, c->outs[1][1].n_tokens,
+		      c->outs[1][2].n_tokens, (long long)st->preemptions, st->n_blocks);
+	/* a request as long as the pool allows fits: no block was kept */
+	{
+		int32_t big[48];
+		struct dec_gen_out o;
+		struct dec_req r = { .prompt = big, .n_prompt = 40, .n = 1, .outs = &o,
+				     .p = { .max_tokens = st->n_blocks * st->block_size - 41 } };
+
+		if (r.p.max_tokens > cfg.max_ctx - 41)
+			r.p.max_tokens = cfg.max_ctx - 41;
+		for (int i = 0; i < 40; i++)
+			big[i] = (int32_t)((i * 13 + 100) % f->m->cfg.n_vocab);
+		assert_int_equal(dec_engine_submit(eng, &r, &e), CR_OK);
+		if (dec_engine_run(eng, &e))
+			fail_msg("%s", e.msg);
+		assert_int_equal(o.n_tokens, r.p.max_tokens);
+		dec_gen_out_release(&o);
+	}
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 3; i++) {
+			dec_gen_out_release(&c->outs[k][i]);
+			dec_gen_out_release(&c->ref[k][i]);
+		}
+	dec_engine_free(eng);
+	free(c);
+}
+
+static void test_cancel(void **state)
+{
+	struct fixture *f = *state;
+	size_t bb = dec_be_block_bytes(f->m, 16);
+	struct dec_engine_cfg base = { .device = DEC_DEV_CPU, .max_seqs = 4, .max_ctx = 96, .n_threads = 2 };
+	struct dec_engine_cfg cfg;
+	struct dec_engine *eng;
+	struct dec_gen_out o;
+	int32_t prompt[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct dec_req r = { .prompt = prompt, .n_prompt = 8, .n = 1, .outs = &o, .p = { .max_tokens = 40 } };
+	struct cr_err e;
+
+	/* not admitted: one place, request 0 holds it */
+	cfg = base;
+	cfg.max_seqs = 1;
+	cancel_case(f, cfg, AT_WAITING);
+	/* in prefill: 8 tokens a step, a 44-token prompt */
+	cfg = base;
+	cfg.max_batch_tokens = 8;
+	cancel_case(f, cfg, AT_PREFILL);
+	/* forked, a sample finished */
+	cancel_case(f, base, AT_FORKED);
+	/* preempted: 7 blocks for 4 sequences of up to 3 blocks */
+	cfg = base;
+	cfg.kv_mem = 7 * bb;
+	cancel_case(f, cfg, AT_PREEMPTED);
+	/* drawing, on the host from downloaded logits, by the backend op, and
+	 * with drafts (prompt lookup, a draft model: here the model itself) */
+	for (int v = 0; v < 4; v++) {
+		cfg = base;
+		cfg.host_sample = v == 1;
+		cfg.draft_tokens = v >= 2 ? 3 : 0;
+		cfg.draft_model = v == 3 ? f->m : NULL;
+		cancel_case(f, cfg, AT_DRAWING);
+	}
+	/* alone, the engine idle after it; unknown and done requests: no-ops */
+	cr_err_init(&e);
+	assert_int_equal(dec_engine_new(f->m, &base, &eng, &e), CR_OK);
+	dec_engine_cancel(eng, &r); /* never submitted */
+	assert_int_equal(dec_engine_submit(eng, &r, &e), CR_OK);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(dec_engine_step(eng, &e), CR_OK);
+	assert_true(dec_engine_busy(eng));
+	dec_engine_cancel(eng, &r);
+	assert_false(dec_engine_busy(eng));
+	assert_int_equal(dec_engine_stats(eng)->free_blocks, dec_engine_stats(eng)->n_blocks);
+	assert_string_equal(o.finish, "cancelled");
+	assert_int_equal(o.n_tokens, 5); /* the prompt's step drew the first */
+	dec_gen_out_release(&o);
+	r.p.max_tokens = 0; /* done at submit */
+	assert_int_equal(dec_engine_submit(eng, &r, &e), CR_OK);
+	dec_engine_cancel(eng, &r);
+	assert_string_equal(o.finish, "length");
+	dec_gen_out_release(&o);
+	dec_engine_free(eng);
+}
+
 static void test_errors(void **state)
 {
 	struct fixture *f = *state;
@@ -790,6 +1011,7 @@ int main(void)
 		cmocka_unit_test(test_draft_model),
 		cmocka_unit_test(test_arch_batching),
 		cmocka_unit_test(test_token_logprob),
+		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_errors),
 	};
 
