@@ -1,8 +1,11 @@
 /* dec_cmd_gen.c — `crucible generate`: for each task and sample, renders the
  * task prompt with the model's chat template, generates, and writes
  *   OUT/<task>_s<i>.cu|.c   the last fenced code block, `// @task` ensured
- *   OUT/<task>_s<i>.json    sidecar metadata (SPEC §3)
+ *   OUT/<task>_s<i>.json    sidecar metadata (SPEC §3), the token ids too
  *   OUT/<task>_s<i>.txt     the full completion
+ * With --prompt TEXT instead of tasks: one user message, its samples drawn
+ * from the streams (seed, no task, i) and written as OUT/prompt_s<i>.txt
+ * and .json (no code file: there is no task).
  * Every task goes to one engine (dec_engine.h): a task's prompt is
  * prefilled once and its samples share its blocks; samples of all tasks are
  * batched continuously. Progress and tokens/s go to stderr. */
@@ -21,13 +24,17 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: crucible generate --model M.gguf --tasks SET --n N --out DIR [options]\n"
-	"Writes N candidates per task: DIR/<task>_s<i>.cu (or .c), a .json sidecar and the\n"
-	"full completion as .txt.\n"
+	"usage: crucible generate --model M.gguf (--tasks SET | --prompt TEXT) --n N --out DIR [options]\n"
+	"Writes N candidates per task: DIR/<task>_s<i>.cu (or .c), a .json sidecar (with the\n"
+	"generated token ids) and the full completion as .txt. With --prompt: N completions\n"
+	"of one user message, DIR/prompt_s<i>.txt and .json (no code file: there is no task).\n"
 	"Defaults: --max-tokens 4096, --temperature 0.6, --top-p 0.95.\n"
 	"\n"
 	"OPTIONS\n"
 	"  --tasks SET          comma-separated sets or task names (smoke, L1, smoke/relu)\n"
+	"  --prompt TEXT        instead of --tasks: TEXT as the user message (after --system),\n"
+	"                       rendered by the chat template; sample i draws from the stream\n"
+	"                       (seed, no task, i), as the model server's choice i with that seed\n"
 	"  --n N                samples per task (default 1)\n"
 	"  --out DIR            output directory, made with its missing parents\n"
 	"  --backend auto|cuda|cpu  which candidate kind to ask for (default: the one this\n"
@@ -57,8 +64,9 @@ static void help_page(void)
 
 struct gen_cfg {
 	struct dec_opts o;
-	const char *tasks, *out, *backend, *system, *chat_template;
+	const char *tasks, *prompt, *out, *backend, *system, *chat_template;
 	int no_think;
+	int backend_given; /* --backend, auto included */
 	int n;
 	int batch; /* samples decoded together */
 };
@@ -96,32 +104,54 @@ static enum cr_status write_file(const char *path, const char *data, size_t n, s
 	return CR_OK;
 }
 
+/* The generated ids, all of them (an end-of-generation token included):
+ * what a client compares with another generator's tokens exactly. */
+static json_t *token_ids(const struct dec_gen_out *o)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < o->n_tokens; i++)
+		if (json_array_append_new(a, json_integer(o->tokens[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* Sample i's files: its text, its code file (a task's only), its sidecar.
+ * task NULL: the --prompt completion, files named prompt_s<i>. */
 static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok *tok,
 				   const char *task, int i, int n_prompt, const struct dec_gen_out *o,
 				   struct cr_err *err)
 {
-	size_t plen = strlen(g->out) + strlen(task) + 64;
-	char *path = malloc(plen), *code = NULL, *txt = NULL;
+	const char *stem = task ? task : "prompt";
+	size_t plen = strlen(g->out) + strlen(stem) + 64;
+	char *path = malloc(plen), *code = NULL, *txt = NULL, *ids_txt = NULL;
 	const char *base = strrchr(g->o.model, '/');
-	json_t *j = NULL;
+	json_t *j = NULL, *ids = NULL;
 	enum cr_status st;
 
 	if (!path)
 		return cr_errf(err, CR_ENOMEM, "out of memory");
-	snprintf(path, plen, "%s/%s_s%d.txt", g->out, task, i);
+	snprintf(path, plen, "%s/%s_s%d.txt", g->out, stem, i);
 	if ((st = make_parents(path, err)) || (st = write_file(path, o->text, o->text_len, err)))
 		goto out;
-	code = dec_candidate_code(o->text, o->text_len, task);
-	if (!code) {
+	if (task) {
+		code = dec_candidate_code(o->text, o->text_len, task);
+		if (!code) {
+			st = cr_errf(err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		snprintf(path, plen, "%s/%s_s%d.%s", g->out, task, i, strcmp(g->backend, "cpu") ? "cu" : "c");
+		if ((st = write_file(path, code, strlen(code), err)))
+			goto out;
+	}
+	if (!(j = json_object()) || !(ids = token_ids(o))) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
-	snprintf(path, plen, "%s/%s_s%d.%s", g->out, task, i, strcmp(g->backend, "cpu") ? "cu" : "c");
-	if ((st = write_file(path, code, strlen(code), err)))
-		goto out;
-	j = json_object();
 	json_object_set_new(j, "model", json_string(base ? base + 1 : g->o.model));
-	json_object_set_new(j, "task", json_string(task));
+	json_object_set_new(j, "task", task ? json_string(task) : json_null());
 	json_object_set_new(j, "sample", json_integer(i));
 	json_object_set_new(j, "seed", json_integer((json_int_t)g->o.seed));
 	json_object_set_new(j, "temperature", json_real(g->o.samp.temperature));
@@ -139,26 +169,34 @@ static enum cr_status write_sample(const struct gen_cfg *g, const struct dec_tok
 	if (g->no_think)
 		json_object_set_new(j, "no_think", json_true());
 	json_object_set_new(j, "decode_tokens_per_s", json_real(dec_gen_rate(o)));
-	snprintf(path, plen, "%s/%s_s%d.json", g->out, task, i);
+	snprintf(path, plen, "%s/%s_s%d.json", g->out, stem, i);
+	/* the fields a line each, then the ids on one line of their own (a
+	 * field last, spliced in before the closing brace) */
 	txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-	if (!txt) {
+	ids_txt = json_dumps(ids, JSON_COMPACT);
+	if (!txt || !ids_txt) {
 		st = cr_errf(err, CR_ENOMEM, "out of memory");
 		goto out;
 	}
 	{
-		size_t tl = strlen(txt);
-		char *nl = realloc(txt, tl + 2);
+		size_t tl = strlen(txt) - 2, il = strlen(ids_txt); /* txt ends "\n}" */
+		char *nl = realloc(txt, tl + il + 32);
 
 		if (!nl) {
 			st = cr_errf(err, CR_ENOMEM, "out of memory");
 			goto out;
 		}
 		txt = nl;
-		memcpy(txt + tl, "\n", 2);
-		st = write_file(path, txt, tl + 1, err);
+		tl += (size_t)sprintf(txt + tl, ",\n  \"token_ids\": ");
+		memcpy(txt + tl, ids_txt, il);
+		tl += il;
+		memcpy(txt + tl, "\n}\n", 4);
+		st = write_file(path, txt, tl + 3, err);
 	}
 out:
 	free(txt);
+	free(ids_txt);
+	json_decref(ids);
 	json_decref(j);
 	free(code);
 	free(path);
@@ -177,7 +215,7 @@ static double dec_gen_now(void)
 struct task_run {
 	const struct gen_cfg *g;
 	const struct dec_tok *tok;
-	char *task;
+	char *task;          /* NULL: the --prompt request */
 	int32_t *ids;
 	size_t n_ids;
 	struct dec_req r;
@@ -188,8 +226,13 @@ struct task_run {
 	double t0;
 };
 
-/* The task's prompt rendered and encoded; a bad name or a prompt that does
- * not fit is the task's failure. */
+static const char *run_name(const struct task_run *t)
+{
+	return t->task ? t->task : "prompt";
+}
+
+/* The task's prompt (or --prompt's text) rendered and encoded; a bad name
+ * or a prompt that does not fit is the task's failure. */
 static enum cr_status prepare(const struct gen_cfg *g, struct dec_tok *tok, const struct dec_task_source *src,
 			      struct task_run *t, int ctx, struct cr_err *err)
 {
@@ -197,13 +240,18 @@ static enum cr_status prepare(const struct gen_cfg *g, struct dec_tok *tok, cons
 	char *user = NULL, *chat = NULL;
 	enum cr_status st;
 
-	/* the name becomes a path under --out: no absolute paths, no ".." */
-	if (!*task || task[0] == '/' || !strncmp(task, "../", 3) || strstr(task, "/../") ||
-	    (strlen(task) >= 3 && !strcmp(task + strlen(task) - 3, "/..")) || !strcmp(task, ".."))
-		return cr_errf(err, CR_EINPUT, "task name '%s' is not a relative path", task);
-	user = src->prompt(src->ctx, task, g->backend, err);
-	if (!user)
-		return err->status ? err->status : CR_EINPUT;
+	if (!task) {
+		if (!(user = strdup(g->prompt)))
+			return cr_errf(err, CR_ENOMEM, "out of memory");
+	} else {
+		/* the name becomes a path under --out: no absolute paths, no ".." */
+		if (!*task || task[0] == '/' || !strncmp(task, "../", 3) || strstr(task, "/../") ||
+		    (strlen(task) >= 3 && !strcmp(task + strlen(task) - 3, "/..")) || !strcmp(task, ".."))
+			return cr_errf(err, CR_EINPUT, "task name '%s' is not a relative path", task);
+		user = src->prompt(src->ctx, task, g->backend, err);
+		if (!user)
+			return err->status ? err->status : CR_EINPUT;
+	}
 	/* the templates write BOS as text where the family has one: add_bos 0 */
 	if (!(st = dec_chat_format(tok, g->system, user, &chat, err)))
 		st = dec_tok_encode(tok, chat, strlen(chat), 1, 0, &t->ids, &t->n_ids, err);
@@ -211,7 +259,7 @@ static enum cr_status prepare(const struct gen_cfg *g, struct dec_tok *tok, cons
 	free(user);
 	if (!st && (t->n_ids == 0 || (ctx && (int)t->n_ids >= ctx)))
 		st = cr_errf(err, CR_EUSAGE, "%s: prompt of %zu tokens does not fit the context of %d",
-			     task, t->n_ids, ctx);
+			     run_name(t), t->n_ids, ctx);
 	return st;
 }
 
@@ -229,14 +277,14 @@ static void on_sample(void *ctx, struct dec_req *r, int i)
 		t->err = e;
 	}
 	t->total += o->n_tokens;
-	fprintf(stderr, "generate: %s sample %d/%d: %d tokens, %s\n", t->task, i + 1, r->n, o->n_tokens,
+	fprintf(stderr, "generate: %s sample %d/%d: %d tokens, %s\n", run_name(t), i + 1, r->n, o->n_tokens,
 		o->finish);
 	dec_gen_out_release(o);
 	if (r->n_done == r->n) {
 		double s = dec_gen_now() - t->t0;
 
 		fprintf(stderr, "generate: %s: %d samples, %d tokens in %.1fs (%.1f tok/s), prompt %zu tokens\n",
-			t->task, r->n, t->total, s, s > 0 ? t->total / s : 0, t->n_ids);
+			run_name(t), r->n, t->total, s, s > 0 ? t->total / s : 0, t->n_ids);
 	}
 }
 
@@ -264,11 +312,12 @@ static void on_step(void *ctx)
 	fprintf(stderr, "generate: %d/%d samples done, %d tokens written, %.0fs\n", done, all, tok, now - p->t0);
 }
 
-enum { O_TASKS = DEC_OPT_OWN, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH, O_CHAT_TEMPLATE, O_NO_THINK };
+enum { O_TASKS = DEC_OPT_OWN, O_PROMPT, O_OUT, O_SYSTEM, O_BACKEND, O_N, O_BATCH, O_CHAT_TEMPLATE, O_NO_THINK };
 
 static const struct option opts[] = {
 	DEC_OPTS_LONG,
 	{ "tasks", required_argument, NULL, O_TASKS },
+	{ "prompt", required_argument, NULL, O_PROMPT },
 	{ "out", required_argument, NULL, O_OUT },
 	{ "system", required_argument, NULL, O_SYSTEM },
 	{ "backend", required_argument, NULL, O_BACKEND },
@@ -286,6 +335,7 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 
 	switch (code) {
 	case O_TASKS: g->tasks = v; return CR_OK;
+	case O_PROMPT: g->prompt = v; return CR_OK;
 	case O_OUT: g->out = v; return CR_OK;
 	case O_SYSTEM: g->system = v; return CR_OK;
 	case O_CHAT_TEMPLATE: g->chat_template = v; return CR_OK;
@@ -295,6 +345,7 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 			return cr_errf(err, CR_EUSAGE, "--backend: expected auto, cuda or cpu, got '%s'",
 				       v);
 		g->backend = strcmp(v, "auto") ? v : NULL; /* auto: as without --backend */
+		g->backend_given = 1;
 		return CR_OK;
 	case O_N:
 		if (dec_opt_int("--n", v, 1, 1000000, &n, err))
@@ -316,12 +367,16 @@ static enum cr_status parse(struct gen_cfg *g, int argc, char **argv, int *help,
 
 	if (st || *help)
 		return st;
-	if (!g->o.model || !g->tasks || !g->out) {
-		cr_errf(err, CR_EUSAGE, "need --model, --tasks and --out");
-		dec_usage_say("generate", err);
-		return CR_EUSAGE;
-	}
-	return CR_OK;
+	if (g->tasks && g->prompt)
+		cr_errf(err, CR_EUSAGE, "--tasks and --prompt exclude each other");
+	else if (!g->o.model || !(g->tasks || g->prompt) || !g->out)
+		cr_errf(err, CR_EUSAGE, "need --model, --tasks or --prompt, and --out");
+	else if (g->prompt && g->backend_given)
+		cr_errf(err, CR_EUSAGE, "--backend picks the code file's kind: --prompt writes none");
+	else
+		return CR_OK;
+	dec_usage_say("generate", err);
+	return CR_EUSAGE;
 }
 
 /* Every task's request into one engine: samples of all tasks are decoded
@@ -353,6 +408,10 @@ static enum cr_status run_all(const struct gen_cfg *g, int *lock, struct dec_mod
 		}
 		if (!t[i].st && (int)t[i].n_ids + g->o.max_tokens + 1 > longest)
 			longest = (int)t[i].n_ids + g->o.max_tokens + 1;
+	}
+	if (g->prompt && t[0].st) { /* the one request: nothing else to do, no folder made */
+		st = cr_errf(err, t[0].st, "%s", t[0].err.msg[0] ? t[0].err.msg : cr_status_name(t[0].st));
+		goto out;
 	}
 	/* the context: --ctx, else the longest prompt + max tokens, capped by the model's */
 	if (!ctx)
@@ -411,7 +470,7 @@ static enum cr_status run_all(const struct gen_cfg *g, int *lock, struct dec_mod
 	}
 	for (size_t i = 0; i < n_names; i++)
 		if (t[i].st) {
-			fprintf(stderr, "crucible generate: %s: skipped: %s\n", t[i].task,
+			fprintf(stderr, "crucible generate: %s: skipped: %s\n", run_name(&t[i]),
 				t[i].err.msg[0] ? t[i].err.msg : cr_status_name(t[i].st));
 			failed++;
 			if (!st)
@@ -451,24 +510,38 @@ int dec_generate_main(int argc, char **argv, const struct dec_task_source *src)
 		help_page();
 		goto out;
 	}
-	if (!src || !src->list || !src->prompt) {
-		st = cr_errf(&err, CR_EINTERNAL, "no task source");
-		goto out;
+	if (g.prompt) { /* one request, no task: names[0] NULL */
+		if (!(names = calloc(1, sizeof *names))) {
+			st = cr_errf(&err, CR_ENOMEM, "out of memory");
+			goto out;
+		}
+		n_names = 1;
+	} else {
+		if (!src || !src->list || !src->prompt) {
+			st = cr_errf(&err, CR_EINTERNAL, "no task source");
+			goto out;
+		}
+		/* no --backend: the kind this machine can run, as eval decides */
+		if (!g.backend && src->default_backend &&
+		    (st = src->default_backend(src->ctx, &g.backend, &err)))
+			goto out;
+		if (!g.backend)
+			g.backend = "cuda";
+		if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
+			goto out;
 	}
-	/* no --backend: the kind this machine can run, as eval decides */
-	if (!g.backend && src->default_backend && (st = src->default_backend(src->ctx, &g.backend, &err)))
-		goto out;
-	if (!g.backend)
-		g.backend = "cuda";
-	if ((st = src->list(src->ctx, g.tasks, &names, &n_names, &err)))
-		goto out;
 	if ((st = dec_model_open(g.o.model, &m, &err)) || (st = dec_vocab_tokenizer(m->gguf, &tok, &err)) ||
 	    (g.chat_template && (st = dec_chat_set_template(tok, g.chat_template, &err))) ||
 	    (g.no_think && (st = dec_chat_set_no_think(tok, &err))))
 		goto out;
-	fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
-		g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
-		dec_chat_template_name(tok), n_names, g.n);
+	if (g.prompt)
+		fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), a prompt x %d samples\n",
+			g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
+			dec_chat_template_name(tok), g.n);
+	else
+		fprintf(stderr, "generate: %s (%s, %d layers, %.1fM params, template %s), %zu tasks x %d samples\n",
+			g.o.model, m->cfg.arch_name, m->cfg.n_layers, dec_model_n_params(m) / 1e6,
+			dec_chat_template_name(tok), n_names, g.n);
 	st = run_all(&g, &lock, m, tok, src, names, n_names, &err);
 out:
 	for (size_t i = 0; i < n_names; i++)

@@ -198,6 +198,31 @@ if [ "$mk_ok" = 1 ]; then
 	grep -q "backend auto" "$out/gen2.err" && no "generate --backend cuda announced auto" || ok
 fi
 
+# ---- generate --prompt: one user message, no task, no code file ----
+if [ "$mk_ok" = 1 ]; then
+	"$exe" generate --model "$out/tiny.gguf" --prompt "Say hi." --system "be brief" --n 2 --max-tokens 4 \
+		--threads 1 --device cpu --seed 3 --out "$out/genp" >/dev/null 2>"$out/genp.err"; rc=$?
+	code "generate --prompt" "$rc" 0
+	has "generate --prompt" "$(cat "$out/genp.err")" "a prompt x 2 samples"
+	hasnt "generate --prompt: no backend" "$(cat "$out/genp.err")" "backend auto"
+	for i in 0 1; do
+		[ -f "$out/genp/prompt_s$i.txt" ] && [ -f "$out/genp/prompt_s$i.json" ] && ok ||
+			no "generate --prompt: no prompt_s$i.txt/.json"
+		has "generate --prompt: sidecar s$i" "$(cat "$out/genp/prompt_s$i.json")" '"token_ids": ['
+		has "generate --prompt: no task" "$(cat "$out/genp/prompt_s$i.json")" '"task": null'
+	done
+	ls "$out/genp" | grep -Eq '\.(c|cu)$' && no "generate --prompt wrote a code file" || ok
+	# a task's sidecar carries its ids too
+	has "generate: sidecar token_ids" "$(cat "$out/gen2/smoke/relu_s0.json")" '"token_ids": ['
+	err=$("$exe" generate --model "$out/tiny.gguf" --tasks smoke/relu --prompt "hi" --out "$out/genp2" \
+		2>&1 >/dev/null); rc=$?
+	code "generate --tasks --prompt" "$rc" 2
+	has "generate --tasks --prompt" "$err" "--tasks and --prompt exclude each other"
+	has "generate --tasks --prompt hint" "$err" "Try 'crucible generate --help'."
+	[ -e "$out/genp2" ] && no "generate --tasks --prompt made its folder" || ok
+	has "generate --help: --prompt" "$("$exe" generate --help)" "--prompt TEXT"
+fi
+
 # ---- generate --out is locked while it writes (a holder of the same flock) ----
 if [ "$mk_ok" = 1 ] && command -v flock >/dev/null; then
 	mkdir -p "$out/gen3"

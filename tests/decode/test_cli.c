@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "decode/dec.h"
+#include "decode/dec_run.h"
 #include "decode/be/dec_ref.h"
 #include "decode/engine/dec_forward.h"
 #include "decode/model/dec_model.h"
@@ -592,6 +593,11 @@ static void test_generate(void **state)
 			assert_true(json_integer_value(json_object_get(j, "completion_tokens")) <= 12);
 			assert_true(json_integer_value(json_object_get(j, "prompt_tokens")) > 10);
 			assert_true(json_integer_value(json_object_get(j, "reasoning_tokens")) >= 0);
+			assert_string_equal(json_string_value(json_object_get(j, "task")), task);
+			/* every generated id, as many as completion_tokens */
+			assert_true(json_is_array(json_object_get(j, "token_ids")));
+			assert_int_equal(json_array_size(json_object_get(j, "token_ids")),
+					 json_integer_value(json_object_get(j, "completion_tokens")));
 			for (const char *const *k = (const char *const[]){ "model", "temperature", "top_p", "top_k",
 							   "min_p", "turn", "strategy", NULL }; *k; k++)
 				assert_non_null(json_object_get(j, *k));
@@ -652,6 +658,106 @@ static void test_generate(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* The generated ids of a sidecar, into ids[cap]; their count. */
+static int sidecar_ids(const char *path, int32_t *ids, int cap)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je), *a;
+	int n;
+
+	if (!j)
+		fail_msg("%s: %s", path, je.text);
+	a = json_object_get(j, "token_ids");
+	assert_true(json_is_array(a));
+	n = (int)json_array_size(a);
+	assert_true(n <= cap);
+	for (int i = 0; i < n; i++)
+		ids[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
+	json_decref(j);
+	return n;
+}
+
+/* generate --prompt: one user message after --system, rendered by the chat
+ * template; sample i draws from the stream (seed, no task, i) — the tokens
+ * of dec_generate_n with task NULL on the same rendered prompt, which the
+ * sidecar's token_ids carry exactly; prompt_s<i>.txt and .json, no code
+ * file; the text ends as the ids do. */
+static void test_generate_prompt(void **state)
+{
+	char dir[256], path[600], *out, *err;
+	char *argv[] = { "generate", "--model", model_path, "--prompt", "Say hi.", "--system", "be brief", "--n", "3",
+			 "--max-tokens", "10", "--seed", "5", "--temperature", "0.9", "--out", dir, "--threads", "1" };
+	struct dec_model *m;
+	struct dec_tok *tok;
+	struct dec_state *st;
+	struct dec_gen_out ref[3];
+	struct dec_gen_params p = { .max_tokens = 10, .samp = { 0.9f, 0, 0.95f, 0 }, .seed = 5 };
+	struct cr_err e;
+	char *chat;
+	int32_t *prompt, ids[16];
+	size_t n_prompt;
+	json_t *j;
+	json_error_t je;
+
+	(void)state;
+	tiny_tmpname(dir, sizeof dir, "_prompt");
+	assert_int_equal(capture2(gen_main, 19, argv, &out, &err), 0);
+	assert_non_null(strstr(err, "a prompt x 3 samples"));
+	assert_non_null(strstr(err, "generate: prompt sample 1/3"));
+	free(out);
+	free(err);
+	/* the reference: the same chat, the streams (5, NULL, i) */
+	cr_err_init(&e);
+	assert_int_equal(dec_model_open(model_path, &m, &e), CR_OK);
+	assert_int_equal(dec_vocab_tokenizer(m->gguf, &tok, &e), CR_OK);
+	assert_int_equal(dec_chat_format(tok, "be brief", "Say hi.", &chat, &e), CR_OK);
+	assert_int_equal(dec_tok_encode(tok, chat, strlen(chat), 1, 0, &prompt, &n_prompt, &e), CR_OK);
+	assert_int_equal(dec_state_new_seqs(m, (int)n_prompt + 11, 8, 3, 1, &st, &e), CR_OK);
+	assert_int_equal(dec_generate_n(st, tok, prompt, (int)n_prompt, NULL, &p, 3, ref, &e), CR_OK);
+	for (int i = 0; i < 3; i++) {
+		char *txt;
+		int n;
+
+		snprintf(path, sizeof path, "%s/prompt_s%d.json", dir, i);
+		n = sidecar_ids(path, ids, 16);
+		assert_int_equal(n, ref[i].n_tokens);
+		assert_memory_equal(ids, ref[i].tokens, sizeof(int32_t) * (size_t)n);
+		j = json_load_file(path, 0, &je);
+		assert_non_null(j);
+		assert_true(json_is_null(json_object_get(j, "task")));
+		assert_int_equal(json_integer_value(json_object_get(j, "sample")), i);
+		assert_int_equal(json_integer_value(json_object_get(j, "prompt_tokens")), (json_int_t)n_prompt);
+		assert_int_equal(json_integer_value(json_object_get(j, "completion_tokens")), n);
+		assert_string_equal(json_string_value(json_object_get(j, "finish_reason")), ref[i].finish);
+		json_decref(j);
+		snprintf(path, sizeof path, "%s/prompt_s%d.txt", dir, i);
+		txt = tiny_slurp(path, NULL);
+		assert_non_null(txt);
+		assert_int_equal(strlen(txt), ref[i].text_len);
+		assert_memory_equal(txt, ref[i].text, ref[i].text_len);
+		free(txt);
+		for (const char *ext = "c"; ext; ext = *ext == 'c' && !ext[1] ? "cu" : NULL) {
+			snprintf(path, sizeof path, "%s/prompt_s%d.%s", dir, i, ext);
+			assert_false(access(path, F_OK) == 0);
+		}
+		dec_gen_out_release(&ref[i]);
+	}
+	/* the streams are not a task's: --tasks with one task differs */
+	p.task = "smoke/relu";
+	assert_int_equal(dec_generate_n(st, tok, prompt, (int)n_prompt, NULL, &p, 1, ref, &e), CR_OK);
+	snprintf(path, sizeof path, "%s/prompt_s0.json", dir);
+	assert_false(sidecar_ids(path, ids, 16) == ref[0].n_tokens &&
+		     !memcmp(ids, ref[0].tokens, sizeof(int32_t) * (size_t)ref[0].n_tokens));
+	dec_gen_out_release(&ref[0]);
+	dec_state_free(st);
+	free(prompt);
+	free(chat);
+	dec_tok_free(tok);
+	dec_model_free(m);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 static void test_generate_usage(void **state)
 {
 	char *out;
@@ -660,13 +766,36 @@ static void test_generate_usage(void **state)
 			 "--out", dir };
 	char *missing[] = { "generate", "--model", model_path };
 	char *help[] = { "generate", "--help" };
+	char *both[] = { "generate", "--model", model_path, "--tasks", "smoke", "--prompt", "hi", "--out", dir };
+	char *backend[] = { "generate", "--model", model_path, "--prompt", "hi", "--backend", "auto", "--out", dir };
+	char *toolong[] = { "generate", "--model", model_path, "--prompt", "hi", "--ctx", "4", "--out", dir };
+	char *err;
 
 	(void)state;
 	assert_int_equal(capture(gen_main, 3, missing, &out), 2);
 	free(out);
 	assert_int_equal(capture(gen_main, 2, help, &out), 0);
 	assert_non_null(strstr(out, "--tasks"));
+	assert_non_null(strstr(out, "--prompt TEXT"));
+	assert_non_null(strstr(out, "no code file"));
 	free(out);
+	/* --prompt: not with --tasks or --backend; a prompt that does not fit
+	 * is the command's failure, and nothing is made */
+	tiny_tmpname(dir, sizeof dir, "_bad");
+	assert_int_equal(capture2(gen_main, 9, both, &out, &err), 2);
+	assert_non_null(strstr(err, "--tasks and --prompt exclude each other"));
+	free(out);
+	free(err);
+	assert_int_equal(capture2(gen_main, 9, backend, &out, &err), 2);
+	assert_non_null(strstr(err, "--prompt writes none"));
+	free(out);
+	free(err);
+	assert_int_equal(capture2(gen_main, 9, toolong, &out, &err), 2);
+	assert_non_null(strstr(err, "prompt: prompt of"));
+	assert_non_null(strstr(err, "does not fit the context of 4"));
+	free(out);
+	free(err);
+	assert_false(access(dir, F_OK) == 0);
 	/* a bad task is skipped, the others written, and the exit code says so */
 	tiny_tmpname(dir, sizeof dir, "_bad");
 	assert_int_equal(capture(gen_main, 11, bad, &out), 2);
@@ -796,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_decode_bad_options),
 		cmocka_unit_test(test_decode_option_forms),
 		cmocka_unit_test(test_generate),
+		cmocka_unit_test(test_generate_prompt),
 		cmocka_unit_test(test_generate_usage),
 		cmocka_unit_test(test_generate_bad_options),
 		cmocka_unit_test(test_generate_option_forms),
