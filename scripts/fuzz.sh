@@ -3,12 +3,13 @@
 # build of them (build-fuzz/, apart from build/), makes the seed corpora with
 # the project's own generators, replays every kept regression input
 # (tests/fuzz/regress/<target>/), then runs each target for a bounded time
+# (--jobs targets at a time, one core each; default: the number of CPUs)
 # and prints its executions, exec/s and coverage (libFuzzer's cov: and ft:).
 # Exits 1 if a regression input or a fuzzing run crashed, leaked, timed out
 # or hit a sanitizer report (the input is left in build-fuzz/artifacts/),
-# 2 on bad usage. CI runs `scripts/fuzz.sh --seconds 45` (.ci/run).
+# 2 on bad usage. CI runs `scripts/fuzz.sh --seconds 20` (.ci/run).
 #
-# usage: scripts/fuzz.sh [--seconds N] [--target NAME] [--build DIR] [--replay-only]
+# usage: scripts/fuzz.sh [--seconds N] [--jobs N] [--target NAME] [--build DIR] [--replay-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,9 +18,11 @@ seconds=45
 only=""
 build=build-fuzz
 replay_only=0
+jobs=$(nproc 2>/dev/null || echo 1)
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seconds) seconds="${2:?--seconds N}"; shift 2 ;;
+	--jobs) jobs="${2:?--jobs N}"; shift 2 ;;
 	--target) only="${2:?--target NAME}"; shift 2 ;;
 	--build) build="${2:?--build DIR}"; shift 2 ;;
 	--replay-only) replay_only=1; shift ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: --seconds wants a whole number" >&2; exit 2 ;; esac
+case "$jobs" in ''|0|*[!0-9]*) echo "fuzz.sh: --jobs wants a whole number above 0" >&2; exit 2 ;; esac
 targets=$targets_all
 if [ -n "$only" ]; then
 	case " $targets_all " in *" $only "*) targets=$only ;;
@@ -138,17 +142,37 @@ if [ "$replay_only" = 1 ]; then
 	exit $status
 fi
 
-printf '%-11s %10s %8s %7s %7s %6s  %s\n' target execs exec/s cov ft corpus result
-for t in $targets; do
-	exe="$build/tests/fuzz/fuzz_$t"
-	corpus="$work/corpus-$t"
+# One target's run, its exit status in $work/$t.rc (none: it did not get
+# as far as libFuzzer's exit, which counts as a failure below).
+fuzz_one() {
+	local t=$1 exe="$build/tests/fuzz/fuzz_$1" corpus="$work/corpus-$1" seed rc=0
+	rm -f "$work/$t.rc"
 	mkdir -p "$corpus"
 	seed=$(seeds "$t")
-	log="$work/$t.log"
-	rc=0
 	"$exe" "$corpus" "$seed" -max_total_time="$seconds" -print_final_stats=1 \
 		-rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/artifacts/$t-" \
-		>"$log" 2>&1 || rc=$?
+		>"$work/$t.log" 2>&1 || rc=$?
+	echo "$rc" >"$work/$t.rc"
+}
+
+# --jobs targets at a time: each run is one process on one core, so on
+# 2 cores two targets fuzz for as long as one did, side by side
+running=0
+for t in $targets; do
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || true
+		running=$((running - 1))
+	fi
+	fuzz_one "$t" &
+	running=$((running + 1))
+done
+wait || true
+
+printf '%-11s %10s %8s %7s %7s %6s  %s\n' target execs exec/s cov ft corpus result
+for t in $targets; do
+	log="$work/$t.log"
+	[ -f "$log" ] || : >"$log"
+	rc=$(cat "$work/$t.rc" 2>/dev/null || echo "none")
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
 	last=$(grep -E "^#[0-9]+.*cov: " "$log" | tail -1 || true)
