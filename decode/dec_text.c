@@ -222,6 +222,33 @@ static size_t utf8_ok(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The bytes one U+FFFD replaces at an ill-formed s[0..n): the longest
+ * prefix that could still begin a well-formed sequence (Unicode's "maximal
+ * subpart", as WHATWG's decoder, Python's and jq's replace), at least 1. */
+static size_t ill_formed_len(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t len, k = 1;
+
+	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+		len = 2;
+	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+		len = 3;
+		lo = s[0] == 0xE0 ? 0xA0 : 0x80; /* no overlong form */
+		hi = s[0] == 0xED ? 0x9F : 0xBF; /* no surrogate */
+	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+		len = 4;
+		lo = s[0] == 0xF0 ? 0x90 : 0x80;
+		hi = s[0] == 0xF4 ? 0x8F : 0xBF; /* nothing past U+10FFFF */
+	} else {
+		return 1;
+	}
+	if (k < n && s[k] >= lo && s[k] <= hi)
+		for (k++; k < len - 1 && k < n && (s[k] & 0xC0) == 0x80; k++)
+			;
+	return k;
+}
+
 char *dec_utf8_repair(const char *s, size_t n)
 {
 	char *out = malloc(3 * n + 1), *o = out;
@@ -237,10 +264,10 @@ char *dec_utf8_repair(const char *s, size_t n)
 			o += l;
 			i += l;
 		} else {
-			/* NUL and invalid bytes become U+FFFD */
+			/* NUL and each ill-formed subpart become U+FFFD */
 			memcpy(o, "\xEF\xBF\xBD", 3);
 			o += 3;
-			i++;
+			i += u[i] ? ill_formed_len(u + i, n - i) : 1;
 		}
 	}
 	*o = 0;

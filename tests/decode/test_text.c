@@ -183,8 +183,15 @@ static void test_utf8(void **st)
 	char *r;
 
 	(void)st;
+	/* one U+FFFD for each maximal subpart: E2 82 cut short is one */
 	r = dec_utf8_repair("ok \xC3\xA9 \xE2\x82", 8);
-	assert_string_equal(r, "ok \xC3\xA9 \xEF\xBF\xBD\xEF\xBF\xBD");
+	assert_string_equal(r, "ok \xC3\xA9 \xEF\xBF\xBD");
+	free(r);
+	r = dec_utf8_repair("\xF0\x9F\x98x\xE2\x82\xC3", 7);
+	assert_string_equal(r, "\xEF\xBF\xBDx\xEF\xBF\xBD\xEF\xBF\xBD");
+	free(r);
+	r = dec_utf8_repair("\xE0\x80\x80\xF4\x90\x80\x80", 7); /* overlong, past U+10FFFF: byte by byte */
+	assert_string_equal(r, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 	free(r);
 	r = dec_utf8_repair("a\0b\xFF", 4);
 	assert_string_equal(r, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
