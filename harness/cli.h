@@ -12,6 +12,7 @@ int cr_cmd_generate(int argc, char **argv);
 int cr_cmd_run(int argc, char **argv);
 int cr_cmd_merge(int argc, char **argv);
 int cr_cmd_serve(int argc, char **argv);
+int cr_cmd_serve_model(int argc, char **argv); /* serve --model */
 int cr_cmd_submit(int argc, char **argv);
 
 #endif

@@ -44,6 +44,8 @@ static void usage_serve(FILE *f)
 		"       crucible serve worker --db postgresql://... [--workers N] [--gpus LIST]\n"
 		"       crucible serve verify RESULT.json [--key FILE | --server URL]\n"
 		"       crucible serve status\n"
+		"       crucible serve --model M.gguf [options]   an OpenAI-compatible model server\n"
+		"                                (`crucible serve --model M --help`)\n"
 		"A leaderboard and an RL reward service on crucible's verifier (docs/SERVE.md).\n"
 		"Submissions (POST /v1/boards/NAME/submissions, or `crucible submit`) are scored\n"
 		"twice, on a public seed shown to the submitter and on the board's secret one;\n"
@@ -772,6 +774,10 @@ static int status_cmd(const struct opts *o)
 
 int cr_cmd_serve(int argc, char **argv)
 {
+	/* --model: the model server, options of its own (cmd_serve_model.c) */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--model") || !strncmp(argv[i], "--model=", 8))
+			return cr_cmd_serve_model(argc, argv);
 	struct opts o;
 	int rc = parse(argc, argv, &o);
 	if (rc)

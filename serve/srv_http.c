@@ -355,15 +355,23 @@ static struct rq *rq_new(struct srv_http *h, struct MHD_Connection *c, const cha
 	return q;
 }
 
-/* Waits up to STREAM_WAIT_MS for the client to hang up (or the server to
- * shut the socket at stop); true when it did. Only hang-ups are asked for:
- * bytes of a next request do not wake it. */
-static bool peer_gone(int fd)
+/* Waits up to wait_ms for the client to hang up (or the server to shut
+ * the socket at stop); true when it did. Only hang-ups are asked for: bytes
+ * of a next request do not wake it. */
+static bool peer_gone(int fd, int wait_ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 
-	int n = poll(&p, 1, STREAM_WAIT_MS);
+	int n = poll(&p, 1, wait_ms);
 	return n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+bool srv_req_peer_gone(const struct srv_req *q)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(q->conn_, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return ci && peer_gone(ci->connect_fd, 0);
 }
 
 /* MHD's content reader over a srv_stream_fn: never returns 0 (with internal
@@ -374,6 +382,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 
 	for (;;) {
+		int64_t t0 = cr_now_ns();
 		ssize_t n = q->sfn(q->sctx, buf, max);
 		if (n > 0 && (size_t)n <= max) {
 			q->bytes += (uint64_t)n;
@@ -381,7 +390,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (n == -1)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (n != 0 || peer_gone(q->fd))
+		/* the wait between calls is STREAM_WAIT_MS in all, the time the
+		 * function blocked waiting for data included */
+		int64_t spent_ms = (cr_now_ns() - t0) / 1000000;
+		int wait = spent_ms >= STREAM_WAIT_MS ? 0 : STREAM_WAIT_MS - (int)spent_ms;
+		if (n != 0 || peer_gone(q->fd, wait))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 }

@@ -32,12 +32,17 @@ const char *srv_req_header(const struct srv_req *q, const char *name);
 /* A query-string argument, percent-decoded, NULL when absent. */
 const char *srv_req_query(const struct srv_req *q, const char *key);
 
+/* Whether the client has hung up (its end of the connection closed), at
+ * once: a handler that waits long (the model server generating a whole
+ * answer) asks between waits, and stops the work when it did. */
+bool srv_req_peer_gone(const struct srv_req *q);
+
 /* A streamed body (server-sent events, the model server): writes at most max
- * bytes into buf and returns how many; 0: nothing yet (the layer waits a
- * little, at most 20 ms and less when the client hangs up, then calls
- * again), -1: the end of the stream. It runs on the connection's thread
- * and may block, but a disconnect is noticed only between calls, so block
- * briefly and return 0 rather than wait long. */
+ * bytes into buf and returns how many; 0: nothing yet (the layer waits for a
+ * hang-up, 20 ms less the time the call took, then calls again), -1: the end
+ * of the stream. It runs on the connection's thread and may block: a
+ * function waiting for data blocks up to 20 ms and returns 0, so new data
+ * goes out at once and a disconnect is noticed within 20 ms. */
 typedef ssize_t (*srv_stream_fn)(void *ctx, char *buf, size_t max);
 
 /* What the handler answers. Filled through the srv_resp_* calls; the layer
