@@ -253,7 +253,7 @@ int cr_cmd_serve_model(int argc, char **argv)
 	snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, srv_http_port(http));
 	srv_log(log, "crucible serve: ", "serving %s (%s, %d layers, template %s) as '%s' on %s: device %s%s%s, "
 		"context %d, batch %d, queue %d", c.o.model, m->cfg.arch_name, m->cfg.n_layers,
-		dec_chat_template_name(tok), c.name ? c.name : "(file name)", url, srv_model_device(sm),
+		dec_chat_template_name(tok), srv_model_name(sm), url, srv_model_device(sm),
 		srv_model_device_note(sm)[0] ? "; " : "", srv_model_device_note(sm), ctx, (int)mo.cfg.max_seqs,
 		(int)c.max_queue);
 	if (log != stderr)

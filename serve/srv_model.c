@@ -390,6 +390,11 @@ enum cr_status srv_model_new(const struct srv_model_opts *o, struct srv_model **
 	return CR_OK;
 }
 
+const char *srv_model_name(const struct srv_model *sm)
+{
+	return sm->name;
+}
+
 const char *srv_model_device(const struct srv_model *sm)
 {
 	return dec_engine_device(sm->e);

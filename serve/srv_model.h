@@ -40,6 +40,8 @@ struct srv_model;
 
 /* Opens the engine (the device as cfg says) and starts its thread. */
 enum cr_status srv_model_new(const struct srv_model_opts *o, struct srv_model **out, struct cr_err *err);
+/* The model's id in requests. */
+const char *srv_model_name(const struct srv_model *sm);
 /* "cpu" or "cuda", and why (dec_engine_device, _note). */
 const char *srv_model_device(const struct srv_model *sm);
 const char *srv_model_device_note(const struct srv_model *sm);

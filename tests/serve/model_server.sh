@@ -8,7 +8,8 @@
 # prompts and legacy logprobs; /tokenize and /detokenize in llama.cpp's and
 # vLLM's shapes; bad requests and context overflow (4xx with a message); a
 # client that hangs up mid-stream (its sequences cancelled at once); a full
-# queue (429, Retry-After); `crucible run --endpoint` against it; SIGTERM.
+# queue (429, Retry-After); `crucible run --endpoint` against it; SIGTERM;
+# a KV cache too small for the batch (preemption) changing no sample.
 #   model_server.sh CRUCIBLE MK_TINY
 set -uo pipefail
 C=$1
@@ -306,9 +307,38 @@ else
 	bad "crucible run --endpoint: exit $rc: $(tail -5 "$tmp/run.err")"
 fi
 
+# the samples of the KV-pressure check below, each alone on a roomy cache
+for k in $(seq 0 5); do
+	jq -nc --arg p "kv pressure $k" --argjson s $((300 + k)) '{messages: [{role: "user", content: $p}], seed: $s,
+		temperature: 0.8, max_tokens: 120, return_token_ids: true}' >"$tmp/kv$k.json"
+	curl -s -H 'Content-Type: application/json' --data-binary "@$tmp/kv$k.json" "$url/v1/chat/completions" \
+		>"$tmp/kvalone$k.json"
+done
+
 # ---- SIGTERM: exit 0 ----
 stop && ok || bad "SIGTERM: exit $?"
 grep -q "stopping" "$tmp/server.log" && ok || bad "the log does not say it stopped"
+
+# ---- KV pressure: 16 blocks of 16 positions for 4 sequences of ~150: the
+# newest is preempted and recomputed, and no sample changes ----
+start --batch 4 --kv-mem 256K
+cpids=""
+for k in $(seq 0 5); do
+	curl -s -H 'Content-Type: application/json' --data-binary "@$tmp/kv$k.json" "$url/v1/chat/completions" \
+		>"$tmp/kvconc$k.json" &
+	cpids="$cpids $!"
+done
+wait $cpids
+same=0
+for k in $(seq 0 5); do
+	a=$(jq -c '.choices[0].token_ids' "$tmp/kvalone$k.json")
+	[ -n "$a" ] && [ "$a" != null ] && [ "$a" = "$(jq -c '.choices[0].token_ids' "$tmp/kvconc$k.json")" ] &&
+		same=$((same + 1))
+done
+pre=$(metric crucible_preemptions_total)
+[ $same = 6 ] && [ "${pre:-0}" -gt 0 ] && ok || bad "under KV pressure: $same of 6 samples unchanged, $pre preemptions"
+[ "$(metric crucible_kv_blocks'{state="total"}')" = 16 ] && ok || bad "the KV pool is not 16 blocks"
+stop && ok || bad "SIGTERM after the KV-pressure check: exit $?"
 
 # ---- usage errors of the command ----
 "$C" serve --model "$M" --temperature 0.5 >/dev/null 2>"$tmp/e1"; rc=$?
