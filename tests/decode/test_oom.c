@@ -68,7 +68,7 @@ static enum cr_status scenario(const uint8_t *img, size_t size, struct cr_err *e
 	struct dec_tok *tok = NULL;
 	struct dec_state *s = NULL;
 	struct dec_gen_out outs[2];
-	struct dec_gen_params p = { 3, { 0.8f, 20, 0.9f, 0.01f }, 7, "oom/task", 0, NULL, 0, 2, NULL, NULL, 0 };
+	struct dec_gen_params p = { 3, { 0.8f, 20, 0.9f, 0.01f }, 7, "oom/task", 0, NULL, 0, 2, NULL, NULL, 1 };
 	int32_t prompt[4] = { 10, 20, 30, 40 };
 	enum cr_status st;
 
