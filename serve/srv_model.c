@@ -291,6 +291,7 @@ static void *engine_main(void *arg)
 			sm->req_cancelled++;
 			job_leave(sm, j, J_CANCELLED);
 		}
+		sm->stats = *dec_engine_stats(sm->e); /* cancels give blocks back without a step */
 		if (sm->quit && !sm->running && !sm->queue)
 			break;
 		if (!dec_engine_busy(sm->e)) {
@@ -1524,6 +1525,7 @@ static void metrics(struct srv_model *sm, struct srv_resp *r)
 		"# HELP crucible_kv_blocks KV cache blocks (of %d positions).\n"
 		"# TYPE crucible_kv_blocks gauge\n"
 		"crucible_kv_blocks{state=\"total\"} %d\n"
+		"crucible_kv_blocks{state=\"used\"} %d\n"
 		"crucible_kv_blocks{state=\"peak_used\"} %d\n"
 		"# TYPE crucible_engine_steps_total counter\n"
 		"crucible_engine_steps_total %lld\n"
@@ -1535,7 +1537,7 @@ static void metrics(struct srv_model *sm, struct srv_resp *r)
 		(long long)sm->req_cancelled, sm->running_jobs, sm->queued_jobs,
 		sm->o.cfg.max_seqs + sm->o.max_queue, sm->samples_in, (long long)sm->prompt_tokens,
 		(long long)sm->cached_tokens, (long long)sm->gen_tokens, rate_now(sm), es->block_size,
-		es->n_blocks, es->peak_blocks, (long long)es->steps, (long long)es->preemptions,
+		es->n_blocks, es->n_blocks - es->free_blocks, es->peak_blocks, (long long)es->steps, (long long)es->preemptions,
 		(long long)es->prefill_tokens);
 	pthread_mutex_unlock(&sm->lock);
 	if (fclose(f)) {

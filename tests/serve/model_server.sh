@@ -262,6 +262,9 @@ done
 after=$(metric 'crucible_requests_total{outcome="cancelled"}')
 [ $gone = 1 ] && [ "$after" -gt "$before" ] && ok ||
 	bad "after a hang-up: samples_in $(metric crucible_samples_in), cancelled $before -> $after"
+# and its KV blocks came back (the prompt's full blocks stay cached, unheld)
+[ "$(metric 'crucible_kv_blocks{state="used"}')" = 0 ] && ok ||
+	bad "after a hang-up $(metric 'crucible_kv_blocks{state="used"}') KV blocks are still held"
 # a whole (not streamed) request whose client hangs up is cancelled too
 before=$after
 curl -s --max-time 0.5 -H 'Content-Type: application/json' --data-binary \
