@@ -155,7 +155,7 @@ done
 a=$(grep -o '"token_ids":\[[^]]*\]' "$OUT/serve-cpu.json"); b=$(grep -o '"token_ids":\[[^]]*\]' "$OUT/serve-cuda.json")
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "  serve: greedy token ids identical on cuda and cpu (2 choices, 32 steps)" ||
 	{ echo "  serve: token ids DIFFER: cpu $a, cuda $b"; fail=1; }
-grep -o '"device":"[a-z]*"' "$OUT/serve-cuda.log" >/dev/null 2>&1 || grep -m1 "device" "$OUT/serve-cuda.log"
+grep -m1 -o "device [a-z]*" "$OUT/serve-cuda.log" | sed 's/^/  serve --device cuda ran on: /'
 echo "== 8. --gpus: the samples on every visible device, a job each"
 ndev=$(grep -c '"ordinal":' "$OUT/samples/run.json" 2>/dev/null || true)
 ndev=${ndev:-0}
