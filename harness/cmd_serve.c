@@ -465,7 +465,7 @@ static int parse_gpus(const char *s, int *gpus, int cap, int *n)
 	return 0;
 }
 
-static sigset_t stop_signals(void)
+sigset_t cr_serve_stop_signals(void)
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -513,7 +513,7 @@ static int worker_cmd(const struct opts *o)
 	if (rc)
 		return rc;
 	srv_db_close(db);
-	sigset_t set = stop_signals();
+	sigset_t set = cr_serve_stop_signals();
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	struct srv_workers *w = NULL;
 	if ((rc = start_workers(o, stderr, &w)))
@@ -557,7 +557,7 @@ static int server(const struct opts *o)
 	FILE *log = open_log(o);
 	if (!log)
 		return CR_EXIT_ENV;
-	sigset_t set = stop_signals();
+	sigset_t set = cr_serve_stop_signals();
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread started below inherits it */
 	struct srv_api_opts ao = {
 		.db = o->db,

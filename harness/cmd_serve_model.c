@@ -141,16 +141,6 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 	return cr_errf(err, CR_EINTERNAL, "serve: option code %d has no case", code);
 }
 
-static sigset_t stop_signals(void)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	return set;
-}
-
 /* Where to listen: --listen, or --host and --port (either alone keeps the
  * other's default). */
 static enum cr_status listen_on(const struct mcfg *c, char *host, size_t cap, int *port, struct cr_err *err)
@@ -227,7 +217,7 @@ int cr_cmd_serve_model(int argc, char **argv)
 				     .max_queue = (int)c.max_queue, .max_n = (int)c.max_n, .log = log };
 	dec_opts_engine_cfg(&c.o, ctx, (int)c.batch, dm, &mo.cfg);
 	/* every thread started below inherits the blocked stop signals */
-	sigset_t set = stop_signals();
+	sigset_t set = cr_serve_stop_signals();
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (srv_model_new(&mo, &sm, &err)) {
 		rc = cr_cli_status(CMD, &err);

@@ -66,6 +66,23 @@ expect() { # expect CODE WHAT [PATTERN]: the status, and a message matching PATT
 	ok
 }
 metric() { curl -s "$url/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+# together NAME K: requests $tmp/NAME0..K-1.json sent at once, answers in
+# $tmp/NAMEconcI.json; $same: how many have the token ids of $tmp/NAMEaloneI.json
+together() {
+	local cpids="" k a
+	for k in $(seq 0 $(($2 - 1))); do
+		curl -s -H 'Content-Type: application/json' --data-binary "@$tmp/$1$k.json" "$url/v1/chat/completions" \
+			>"$tmp/$1conc$k.json" &
+		cpids="$cpids $!"
+	done
+	wait $cpids
+	same=0
+	for k in $(seq 0 $(($2 - 1))); do
+		a=$(jq -c '.choices[0].token_ids' "$tmp/$1alone$k.json")
+		[ -n "$a" ] && [ "$a" != null ] && [ "$a" = "$(jq -c '.choices[0].token_ids' "$tmp/$1conc$k.json")" ] &&
+			same=$((same + 1))
+	done
+}
 
 start --batch 4 --max-queue 12 --name tiny
 PROMPT="Write a kernel that adds two vectors."
@@ -175,21 +192,9 @@ for k in $(seq 0 15); do
 done
 for k in $(seq 0 15); do
 	curl -s -H 'Content-Type: application/json' --data-binary "@$tmp/q$k.json" "$url/v1/chat/completions" \
-		>"$tmp/alone$k.json"
+		>"$tmp/qalone$k.json"
 done
-cpids=""
-for k in $(seq 0 15); do
-	curl -s -H 'Content-Type: application/json' --data-binary "@$tmp/q$k.json" "$url/v1/chat/completions" \
-		>"$tmp/conc$k.json" &
-	cpids="$cpids $!"
-done
-wait $cpids
-same=0
-for k in $(seq 0 15); do
-	a=$(jq -c '.choices[0].token_ids' "$tmp/alone$k.json")
-	b=$(jq -c '.choices[0].token_ids' "$tmp/conc$k.json")
-	[ -n "$a" ] && [ "$a" != null ] && [ "$a" = "$b" ] && same=$((same + 1))
-done
+together q 16
 [ $same = 16 ] && ok || bad "16 concurrent requests: $same of 16 as they are alone"
 # the prefix cache served the repeated prompts
 cached=$(metric crucible_prompt_tokens_cached_total)
@@ -325,19 +330,7 @@ grep -q "stopping" "$tmp/server.log" && ok || bad "the log does not say it stopp
 # ---- KV pressure: 16 blocks of 16 positions for 4 sequences of ~150: the
 # newest is preempted and recomputed, and no sample changes ----
 start --batch 4 --kv-mem 256K
-cpids=""
-for k in $(seq 0 5); do
-	curl -s -H 'Content-Type: application/json' --data-binary "@$tmp/kv$k.json" "$url/v1/chat/completions" \
-		>"$tmp/kvconc$k.json" &
-	cpids="$cpids $!"
-done
-wait $cpids
-same=0
-for k in $(seq 0 5); do
-	a=$(jq -c '.choices[0].token_ids' "$tmp/kvalone$k.json")
-	[ -n "$a" ] && [ "$a" != null ] && [ "$a" = "$(jq -c '.choices[0].token_ids' "$tmp/kvconc$k.json")" ] &&
-		same=$((same + 1))
-done
+together kv 6
 pre=$(metric crucible_preemptions_total)
 [ $same = 6 ] && [ "${pre:-0}" -gt 0 ] && ok || bad "under KV pressure: $same of 6 samples unchanged, $pre preemptions"
 [ "$(metric crucible_kv_blocks'{state="total"}')" = 16 ] && ok || bad "the KV pool is not 16 blocks"
