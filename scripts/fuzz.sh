@@ -146,7 +146,7 @@ fi
 # as far as libFuzzer's exit, which counts as a failure below).
 fuzz_one() {
 	local t=$1 exe="$build/tests/fuzz/fuzz_$1" corpus="$work/corpus-$1" seed rc=0
-	rm -f "$work/$t.rc"
+	rm -f "$work/$t.rc" "$work/$t.log"
 	mkdir -p "$corpus"
 	seed=$(seeds "$t")
 	"$exe" "$corpus" "$seed" -max_total_time="$seconds" -print_final_stats=1 \
@@ -181,13 +181,13 @@ for t in $targets; do
 	corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")
 	result=ok
 	if [ "$rc" != 0 ] || failed_log "$log"; then
-		result="FAILED (exit $rc): $(ls -t "$build/artifacts/$t-"* 2>/dev/null | head -1)"
+		result="FAILED (exit $rc): $(ls -t "$build/artifacts/$t-"* 2>/dev/null | head -1 || true)"
 		status=1
 	fi
 	printf '%-11s %10s %8s %7s %7s %6s  %s\n' "$t" "${execs:-?}" "${eps:-?}" "${cov:-?}" "${ft:-?}" \
 		"${corp:-?}" "$result"
 	if [ "$result" != ok ]; then
-		grep -E "ERROR:|runtime error:|SUMMARY:|^    #[0-9] " "$log" | head -30 >&2
+		grep -E "ERROR:|runtime error:|SUMMARY:|^    #[0-9] " "$log" | head -30 >&2 || true
 		echo "fuzz $t: the whole log is $log; keep the input as a regression input in tests/fuzz/regress/$t/" >&2
 	fi
 done
