@@ -22,7 +22,8 @@
 # barrier, and on a machine shared with other work (load above the cores) a
 # spinning thread waits for a descheduled one: 1.5-6 tokens/s instead of 33
 # for one stream of SmolLM2-135M on 2 threads at load 7 (measured here).
-# Prints the 1-minute load average at start and end.
+# crucible serve runs with --device cpu, as the llama-server built below
+# does. Prints the 1-minute load average at start and end.
 #
 #   model_server_bench.sh CRUCIBLE OAI_LOAD [PAIRS]      (PAIRS default 2)
 # Environment:
@@ -66,7 +67,10 @@ fi
 [ -n "$model" ] || skip "CRUCIBLE_BENCH_MODEL is not set (a GGUF; $here/model_server_bench.sh's header says where to get SmolLM2-135M-Instruct)"
 [ -r "$model" ] || skip "CRUCIBLE_BENCH_MODEL=$model cannot be read"
 if [ "$only" != llama ]; then
-	"$C" serve --help 2>&1 | grep -q -- --model || skip "$C serve has no --model (the model server, issue 34)"
+	# the help whole first: grep -q would quit early, and pipefail would
+	# count the writer's SIGPIPE
+	help=$("$C" serve --help 2>&1)
+	grep -q -- --model <<<"$help" || skip "$C serve has no --model (the model server, issue 34)"
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/crmodel-bench.XXXXXX")
@@ -117,7 +121,7 @@ start_llama() {
 start_crucible() {
 	# shellcheck disable=SC2086
 	"$C" serve --model "$model" --listen 127.0.0.1:0 --ready-file "$tmp/ready" \
-		--threads "$threads" ${CRUCIBLE_SERVE_ARGS:-} >"$tmp/crucible.log" 2>&1 &
+		--threads "$threads" --device cpu ${CRUCIBLE_SERVE_ARGS:-} >"$tmp/crucible.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 600); do [ -s "$tmp/ready" ] && break; kill -0 "$!" 2>/dev/null || break; sleep 0.2; done
 	url_crucible=$(sed 's|/$||' "$tmp/ready" 2>/dev/null)
@@ -169,6 +173,7 @@ run_one() { # run_one SERVER CLIENTS REQUESTS PAIR: oai_load's line in $tmp/r.S.
 		echo "model_server_bench: $1, $2 clients: $(cat "$out.err")" >&2
 		fail=1
 	fi
+	echo "load=$(load)" >>"$out" # the 1-minute load as the run ends
 }
 for c in $clients; do
 	reqs=${BENCH_REQUESTS:-$((2 * c > 16 ? 2 * c : 16))}
@@ -182,13 +187,18 @@ fig() { # fig SERVER CLIENTS KEY: the median over pairs
 	for p in $(seq "$pairs"); do kv "$3" <"$tmp/r.$1.$2.$p"; done | median
 }
 echo
-printf '%-8s %-13s %9s %12s %12s %9s %8s\n' clients server 'tok/s' 'ttft med ms' 'ttft p90 ms' requests tokens
+each() { # each SERVER CLIENTS KEY: the pairs' figures, in pair order
+	for p in $(seq "$pairs"); do printf '%.0f\n' "$(kv "$3" <"$tmp/r.$1.$2.$p")"; done | paste -sd,
+}
+echo "(figures: the median over pairs; tok/s of each pair beside; load: the 1-minute load as each run ended, median)"
+printf '%-8s %-13s %9s %-16s %12s %12s %9s %8s %6s\n' clients server 'tok/s' '(pairs)' 'ttft med ms' 'ttft p90 ms' \
+	requests tokens load
 for c in $clients; do
 	for s in "${servers[@]}"; do
 		name=$s; [ "$s" = llama ] && name='llama-server'
-		printf '%-8s %-13s %9.1f %12.1f %12.1f %9s %8s\n' "$c" "$name" "$(fig "$s" "$c" tok_s)" \
-			"$(fig "$s" "$c" ttft_med_ms)" "$(fig "$s" "$c" ttft_p90_ms)" \
-			"$(kv requests <"$tmp/r.$s.$c.1")" "$(fig "$s" "$c" completion_tokens)"
+		printf '%-8s %-13s %9.1f %-16s %12.1f %12.1f %9s %8s %6.2f\n' "$c" "$name" "$(fig "$s" "$c" tok_s)" \
+			"($(each "$s" "$c" tok_s))" "$(fig "$s" "$c" ttft_med_ms)" "$(fig "$s" "$c" ttft_p90_ms)" \
+			"$(kv requests <"$tmp/r.$s.$c.1")" "$(fig "$s" "$c" completion_tokens)" "$(fig "$s" "$c" load)"
 	done
 	if [ ${#servers[@]} = 2 ]; then
 		ratios=$(for p in $(seq "$pairs"); do
