@@ -629,6 +629,7 @@ out:
 	srv_workers_signal(w);
 	if (api)
 		srv_api_stop(api, 5000);
+	srv_http_drain(http, 2000); /* the answers just given go out whole */
 	srv_http_stop(http);
 	srv_workers_stop(w);
 	srv_api_free(api);

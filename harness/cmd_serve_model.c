@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "common/cr_cli.h"
 #include "common/cr_status.h"
 #include "decode/dec_run.h"
@@ -46,6 +47,8 @@ static const char usage[] =
 	"  --max-conns N        connections at once (default 512)\n"
 	"  --max-conns-per-ip N connections at once from one address (default: a quarter of\n"
 	"                       --max-conns)\n"
+	"  --drain S            on SIGINT/SIGTERM, the running requests' time to finish\n"
+	"                       (default 10); then they are cancelled (503, or an error event)\n"
 	"  -h, --help           this page\n"
 	"The engine's options:\n"
 	"  --model FILE         GGUF model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3)\n"
@@ -59,8 +62,8 @@ static const char usage[] =
 	"  --draft ngram, --draft-model D.gguf, --draft-tokens K   speculative decoding, as\n"
 	"                       `crucible generate --help` says\n"
 	"Sampling is per request (OpenAI's defaults: temperature 1, top_p 1).\n"
-	"SIGINT or SIGTERM stops it: new requests are 503, the running ones get 10 s to\n"
-	"finish, then are cancelled.\n";
+	"SIGINT or SIGTERM stops it: new requests are 503, the running ones get --drain\n"
+	"seconds to finish, then are cancelled; every answer is sent before it exits.\n";
 
 static void help_page(void)
 {
@@ -78,11 +81,12 @@ struct mcfg {
 	const char *listen, *host, *port, *name, *log, *ready, *chat_template;
 	int no_think;
 	uint64_t batch, max_queue, max_n, max_body, max_conns, per_ip;
+	double drain_s;
 };
 
 enum {
 	O_LISTEN = DEC_OPT_OWN, O_HOST, O_PORT, O_NAME, O_BATCH, O_MAXQ, O_MAXN, O_TEMPLATE, O_NOTHINK, O_LOG,
-	O_READY, O_MAXBODY, O_MAXCONNS, O_PERIP
+	O_READY, O_MAXBODY, O_MAXCONNS, O_PERIP, O_DRAIN
 };
 
 /* The engine's shared options only: sampling is the request's. */
@@ -111,6 +115,7 @@ static const struct option opts[] = {
 	{ "max-body", required_argument, NULL, O_MAXBODY },
 	{ "max-conns", required_argument, NULL, O_MAXCONNS },
 	{ "max-conns-per-ip", required_argument, NULL, O_PERIP },
+	{ "drain", required_argument, NULL, O_DRAIN },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -137,6 +142,7 @@ static enum cr_status own_opt(void *ctx, int code, const char *v, struct cr_err 
 	case O_MAXBODY: return dec_opt_bytes("--max-body", v, 1024, 1ull << 30, &c->max_body, err);
 	case O_MAXCONNS: return dec_opt_int("--max-conns", v, 1, 65536, &c->max_conns, err);
 	case O_PERIP: return dec_opt_int("--max-conns-per-ip", v, 1, 65536, &c->per_ip, err);
+	case O_DRAIN: return dec_opt_real("--drain", v, 0, 3600, &c->drain_s, err);
 	}
 	return cr_errf(err, CR_EINTERNAL, "serve: option code %d has no case", code);
 }
@@ -167,7 +173,8 @@ static enum cr_status listen_on(const struct mcfg *c, char *host, size_t cap, in
 
 int cr_cmd_serve_model(int argc, char **argv)
 {
-	struct mcfg c = { .batch = 16, .max_queue = 256, .max_n = 64, .max_body = 4u << 20, .max_conns = 512 };
+	struct mcfg c = { .batch = 16, .max_queue = 256, .max_n = 64, .max_body = 4u << 20, .max_conns = 512,
+			  .drain_s = 10 };
 	struct cr_err err;
 	struct dec_model *m = NULL, *dm = NULL;
 	struct dec_tok *tok = NULL;
@@ -249,19 +256,26 @@ int cr_cmd_serve_model(int argc, char **argv)
 	if (log != stderr)
 		fprintf(stderr, "crucible serve: listening on %s (log: %s)\n", url, c.log);
 	if (c.ready) {
-		FILE *f = fopen(c.ready, "we");
-		if (!f || fprintf(f, "%s\n", url) < 0 || fclose(f)) {
+		/* whole or not at all: written beside, then renamed */
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof tmp, "%s.%ld.tmp", c.ready, (long)getpid());
+		FILE *f = fopen(tmp, "we");
+		if (!f || fprintf(f, "%s\n", url) < 0 || fclose(f) || rename(tmp, c.ready)) {
 			cr_cli_error(CMD, "--ready-file %s: %s", c.ready, strerror(errno));
+			unlink(tmp);
 			rc = CR_EXIT_ENV;
 			goto out;
 		}
 	}
 	int sig = 0;
 	sigwait(&set, &sig);
-	srv_log(log, "crucible serve: ", "%s: stopping (new requests 503, running ones 10 s to finish)",
-		strsignal(sig));
+	srv_log(log, "crucible serve: ", "%s: stopping (new requests 503, running ones %g s to finish)",
+		strsignal(sig), c.drain_s);
 out:
-	srv_model_stop(sm, 10000);
+	/* new requests 503; the running ones 10 s to finish, then cancelled;
+	 * then every answer sent (or 5 s) before the connections are cut */
+	srv_model_stop(sm, (int)(c.drain_s * 1000));
+	srv_http_drain(http, 5000);
 	srv_http_stop(http);
 	srv_model_free(sm);
 	dec_model_free(dm);

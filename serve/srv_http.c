@@ -43,6 +43,8 @@ struct srv_http {
 	FILE *log;
 	pthread_mutex_t log_mu; /* one line at a time, from every connection thread */
 	int port;
+	atomic_int in_flight;   /* requests begun and not yet completed (sent whole or cut) */
+	bool quiesced;
 };
 
 /* One request, MHD's con_cls: from its headers to its completion, and as
@@ -347,6 +349,7 @@ static struct rq *rq_new(struct srv_http *h, struct MHD_Connection *c, const cha
 	q->h = h;
 	q->c = c;
 	atomic_init(&q->refs, 1);
+	atomic_fetch_add(&h->in_flight, 1);
 	q->t0_ns = cr_now_ns();
 	q->fd = -1;
 	remote_text(c, q->remote, sizeof q->remote);
@@ -595,6 +598,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	*con_cls = NULL;
 	log_request(q);
+	atomic_fetch_sub(&q->h->in_flight, 1);
 	rq_release(q);
 }
 
@@ -661,7 +665,7 @@ enum cr_status srv_http_start(const struct srv_http_opts *o, struct srv_http **o
 	h->log = o->log;
 	pthread_mutex_init(&h->log_mu, NULL);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: quiesce (srv_http_drain) */
 	if (ai->ai_family == AF_INET6) {
 		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ai->ai_addr;
 		flags |= IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
@@ -698,6 +702,22 @@ enum cr_status srv_http_start(const struct srv_http_opts *o, struct srv_http **o
 int srv_http_port(const struct srv_http *h)
 {
 	return h->port;
+}
+
+void srv_http_drain(struct srv_http *h, int wait_ms)
+{
+	if (!h)
+		return;
+	if (!h->quiesced) {
+		MHD_socket ls = MHD_quiesce_daemon(h->d);
+		if (ls != MHD_INVALID_SOCKET)
+			close(ls);
+		h->quiesced = true;
+	}
+	for (int waited = 0; atomic_load(&h->in_flight) > 0 && waited < wait_ms; waited += 10) {
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 }
 
 void srv_http_stop(struct srv_http *h)

@@ -104,6 +104,11 @@ struct srv_http_opts {
 enum cr_status srv_http_start(const struct srv_http_opts *o, struct srv_http **out,
 			      struct cr_err *err);
 int srv_http_port(const struct srv_http *h);
+/* Stops accepting connections (the listening socket is closed) and waits
+ * up to wait_ms for the requests in flight to be answered whole: their
+ * responses sent, their streams ended. Before srv_http_stop, which cuts
+ * whatever is still open. NULL: no-op. */
+void srv_http_drain(struct srv_http *h, int wait_ms);
 /* Stops accepting, waits for the handlers running, frees. NULL: no-op. */
 void srv_http_stop(struct srv_http *h);
 

@@ -33,11 +33,16 @@
 #define MAX_STOPS 16
 #define MAX_STOP_BYTES 256
 #define MAX_TOP_LOGPROBS 20
+#define MAX_WHOLE_LOGPROBS (1 << 21) /* logprob entries in one whole answer */
 #define WAIT_MS 20          /* a connection thread's wait for progress, between hang-up checks */
 #define RATE_SLOTS 32       /* tokens/s over the last RATE_SLOTS half-seconds */
 
 enum job_state { J_QUEUED, J_RUNNING, J_DONE, J_FAILED, J_CANCELLED };
 enum api { API_CHAT, API_COMPLETION };
+/* How a completion request ended, once each (/metrics). */
+enum outcome { O_OK, O_BAD, O_BUSY, O_FAILED, O_CANCELLED, O_STOPPED };
+static const char *const outcome_name[] = { "ok", "bad_request", "queue_full", "failed", "client_gone",
+					    "server_stopping" };
 
 struct sbuf {
 	char *p;
@@ -70,6 +75,7 @@ struct sstate {
 	int seen;         /* tokens whose pieces are in raw */
 	int tok_sent;     /* tokens whose logprobs / ids went out */
 	size_t text_sent; /* bytes of raw (and of the final text) sent */
+	size_t raw_at;    /* bytes of the pieces of tokens [0, tok_sent): the next token's text_offset */
 	bool fin_sent;
 };
 
@@ -123,9 +129,14 @@ struct srv_model {
 	bool stopping, quit;
 	uint64_t gen;             /* bumped at every broadcast of progress */
 	int samples_in;           /* samples queued or running */
+	int kv_positions;         /* what the KV pool holds for one sequence, drafts left room */
+	/* held for writing by the engine thread around a step (whose failure
+	 * releases the outputs of the samples not done), for reading by a
+	 * stream thread reading them */
+	pthread_rwlock_t outs_lock;
 	/* metrics */
-	int64_t req_ok, req_bad, req_busy, req_failed, req_cancelled;
-	int64_t prompt_tokens, gen_tokens, cached_tokens, samples_done;
+	int64_t outcome[6];       /* requests by how they ended (enum outcome) */
+	int64_t prompt_tokens, gen_tokens, cached_tokens, samples_done, done_tokens;
 	int running_jobs, queued_jobs;
 	double rate_t[RATE_SLOTS];
 	int64_t rate_tok[RATE_SLOTS];
@@ -140,6 +151,18 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void timed_wait(pthread_cond_t *c, pthread_mutex_t *m, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ms * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(c, m, &ts);
 }
 
 /* ---- jobs ---- */
@@ -183,6 +206,8 @@ static void job_leave(struct srv_model *sm, struct job *j, enum job_state st)
 	if (st == J_DONE) {
 		sm->cached_tokens += j->cached;
 		sm->samples_done += j->n;
+		for (int i = 0; i < j->n; i++)
+			sm->done_tokens += j->pub_n[i];
 	}
 	sm->gen++;
 	pthread_cond_broadcast(&sm->progress);
@@ -288,7 +313,6 @@ static void *engine_main(void *arg)
 			dec_engine_cancel(sm->e, &j->r);
 			*pp = j->next;
 			sm->running_jobs--;
-			sm->req_cancelled++;
 			job_leave(sm, j, J_CANCELLED);
 		}
 		sm->stats = *dec_engine_stats(sm->e); /* cancels give blocks back without a step */
@@ -311,6 +335,9 @@ static void *engine_main(void *arg)
 		}
 		pthread_mutex_unlock(&sm->lock);
 		cr_err_init(&err);
+		/* the outputs are held until the step's outcome is published: a
+		 * stream reads them only under a snapshot taken after it */
+		pthread_rwlock_wrlock(&sm->outs_lock);
 		enum cr_status st = dec_engine_step(sm->e, &err);
 		pthread_mutex_lock(&sm->lock);
 		sm->stats = *dec_engine_stats(sm->e);
@@ -331,6 +358,7 @@ static void *engine_main(void *arg)
 		} else {
 			publish(sm);
 		}
+		pthread_rwlock_unlock(&sm->outs_lock);
 		rate_push(sm, now_s());
 		sm->gen++;
 		pthread_cond_broadcast(&sm->progress);
@@ -373,6 +401,12 @@ enum cr_status srv_model_new(const struct srv_model_opts *o, struct srv_model **
 	if (sm->o.max_n < 1)
 		sm->o.max_n = 64;
 	pthread_mutex_init(&sm->lock, NULL);
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	/* the engine thread must not wait behind a stream of readers */
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&sm->outs_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	pthread_cond_init(&sm->work, NULL);
 	pthread_cond_init(&sm->progress, NULL);
 	sm->queue_tail = &sm->queue;
@@ -382,6 +416,7 @@ enum cr_status srv_model_new(const struct srv_model_opts *o, struct srv_model **
 		return st;
 	}
 	sm->stats = *dec_engine_stats(sm->e);
+	sm->kv_positions = sm->stats.n_blocks * sm->stats.block_size - 1 - o->cfg.draft_tokens;
 	if (pthread_create(&sm->thread, NULL, engine_main, sm)) {
 		srv_model_free(sm);
 		return cr_errf(err, CR_EENV, "cannot start the engine thread");
@@ -406,28 +441,30 @@ const char *srv_model_device_note(const struct srv_model *sm)
 	return dec_engine_device_note(sm->e);
 }
 
+/* Waits on progress until the engine thread holds no job or until end (a
+ * CLOCK_MONOTONIC-free deadline in now_s() seconds). Under sm->lock. */
+static void wait_idle(struct srv_model *sm, double end)
+{
+	while ((sm->running || sm->queue) && now_s() < end)
+		timed_wait(&sm->progress, &sm->lock, 50);
+}
+
 void srv_model_stop(struct srv_model *sm, int drain_ms)
 {
 	if (!sm)
 		return;
 	pthread_mutex_lock(&sm->lock);
 	sm->stopping = true;
-	double end = now_s() + drain_ms / 1000.0;
-	while ((sm->running || sm->queue) && now_s() < end) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&sm->progress, &sm->lock, &ts);
-	}
+	wait_idle(sm, now_s() + drain_ms / 1000.0);
+	/* what is left is cancelled: each request answers 503 (a stream, an
+	 * error event and [DONE]) once the engine thread has retired it, at
+	 * its next turn between steps */
 	for (struct job *j = sm->running; j; j = j->next)
 		j->cancel = true;
 	for (struct job *j = sm->queue; j; j = j->next)
 		j->cancel = true;
 	pthread_cond_signal(&sm->work);
+	wait_idle(sm, now_s() + 5);
 	pthread_mutex_unlock(&sm->lock);
 }
 
@@ -448,6 +485,7 @@ void srv_model_free(struct srv_model *sm)
 	}
 	dec_engine_free(sm->e);
 	pthread_mutex_destroy(&sm->lock);
+	pthread_rwlock_destroy(&sm->outs_lock);
 	pthread_cond_destroy(&sm->work);
 	pthread_cond_destroy(&sm->progress);
 	free(sm->name);
@@ -826,14 +864,17 @@ static struct job *parse_job(struct srv_model *sm, enum api api, const char *bod
 		if (!completion_prompt(sm, p, &ids, &n_ids, b))
 			goto fail;
 	}
-	int ctx = sm->o.cfg.max_ctx;
+	/* one sequence holds at most the context, and at most what the KV pool
+	 * holds (the others are preempted for it): past that it could never run */
+	int ctx = sm->o.cfg.max_ctx, pool = sm->kv_positions, lim = ctx < pool ? ctx : pool;
+	const char *what = ctx <= pool ? "this model's context" : "the KV cache (--kv-mem)";
 	if (n_ids == 0) {
 		bad(b, 400, "the prompt is empty (no token)");
 		goto fail;
 	}
-	if ((long long)n_ids >= ctx) {
-		bad(b, 400, "the prompt has %zu tokens: this model's context is %d tokens (at most %d for the "
-			    "prompt, leaving one to generate)", n_ids, ctx, ctx - 1);
+	if ((long long)n_ids >= lim) {
+		bad(b, 400, "the prompt has %zu tokens: %s is %d tokens (at most %d for the prompt, leaving one "
+			    "to generate)", n_ids, what, lim, lim - 1);
 		goto fail;
 	}
 	if (mct && mt && mct != mt) {
@@ -842,12 +883,24 @@ static struct job *parse_job(struct srv_model *sm, enum api api, const char *bod
 	}
 	if (!mt)
 		mt = mct;
-	if (mt && (long long)n_ids + mt > ctx) {
-		bad(b, 400, "the context is %d tokens: a prompt of %zu tokens leaves %lld to generate, and "
-			    "'max_tokens' asks %lld", ctx, n_ids, (long long)ctx - (long long)n_ids, mt);
+	if (mt && (long long)n_ids + mt > lim) {
+		bad(b, 400, "%s is %d tokens: a prompt of %zu tokens leaves %lld to generate, and 'max_tokens' "
+			    "asks %lld", what, lim, n_ids, (long long)lim - (long long)n_ids, mt);
 		goto fail;
 	}
-	j->max_tokens = mt ? (int)mt : ctx - (int)n_ids;
+	/* absent: OpenAI's 16 for a completion, the rest of the context for a chat */
+	if (!mt)
+		mt = api == API_COMPLETION ? (16 < lim - (long long)n_ids ? 16 : lim - (long long)n_ids)
+					   : lim - (long long)n_ids;
+	j->max_tokens = (int)mt;
+	/* a whole answer's logprobs are one JSON tree: bounded (a stream sends
+	 * them as they come) */
+	if (j->logprobs && !j->stream && (long long)j->n * mt * (1 + j->top_logprobs) > MAX_WHOLE_LOGPROBS) {
+		bad(b, 400, "logprobs for n %d x max_tokens %lld x (1 + top_logprobs %d) entries: a whole answer "
+			    "holds at most %d (stream it, or ask for fewer)", j->n, mt, j->top_logprobs,
+		    MAX_WHOLE_LOGPROBS);
+		goto fail;
+	}
 	j->prompt = ids;
 	j->n_prompt = (int)n_ids;
 	ids = NULL;
@@ -1124,6 +1177,7 @@ static bool stream_sample(const struct srv_model *sm, struct job *j, int i)
 	if (j->return_ids)
 		json_object_set_new(c, "token_ids", ids_json(o->tokens + s->tok_sent, n - s->tok_sent));
 	s->tok_sent = n;
+	s->raw_at = s->raw.n; /* raw holds the pieces of [0, n) */
 	s->text_sent = end;
 	sse(j, chunk(sm, j, json_pack("[o]", c)));
 	return true;
@@ -1178,16 +1232,22 @@ struct stream_ctx {
 	struct job *j;
 };
 
-static void timed_wait(pthread_cond_t *c, pthread_mutex_t *m, int ms)
+static uint64_t snapshot(struct srv_model *sm, struct job *j);
+
+/* A snapshot and stream_more over it, with the engine's outputs held for
+ * reading: a step (whose failure releases the outputs of unfinished
+ * samples) waits, and a failed one is published before the outputs are
+ * let go, so the snapshot never counts released tokens. *g: the progress
+ * generation of the snapshot. */
+static bool stream_more_locked(struct srv_model *sm, struct job *j, uint64_t *g)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += ms * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(c, m, &ts);
+	pthread_rwlock_rdlock(&sm->outs_lock);
+	pthread_mutex_lock(&sm->lock);
+	*g = snapshot(sm, j);
+	pthread_mutex_unlock(&sm->lock);
+	bool any = stream_more(sm, j);
+	pthread_rwlock_unlock(&sm->outs_lock);
+	return any;
 }
 
 /* The job's published state into its snapshot; the progress generation it
@@ -1215,18 +1275,15 @@ static ssize_t stream_fn(void *ctx, char *buf, size_t max)
 			j->ended = true;
 			return -1;
 		}
-		pthread_mutex_lock(&sm->lock);
-		uint64_t g = snapshot(sm, j);
-		pthread_mutex_unlock(&sm->lock);
-		if (!stream_more(sm, j)) {
+		uint64_t g;
+		if (!stream_more_locked(sm, j, &g)) {
 			/* nothing new: wait for the next step (unless one came
 			 * meanwhile), then once more */
 			pthread_mutex_lock(&sm->lock);
 			if (sm->gen == g)
 				timed_wait(&sm->progress, &sm->lock, WAIT_MS);
-			snapshot(sm, j);
 			pthread_mutex_unlock(&sm->lock);
-			if (!stream_more(sm, j) && !j->out.oom)
+			if (!stream_more_locked(sm, j, &g) && !j->out.oom)
 				return 0;
 		}
 	}
@@ -1253,6 +1310,10 @@ static void stream_free(void *ctx)
 		j->cancel = true;
 		pthread_cond_signal(&sm->work);
 	}
+	/* sent to its end: as the job ended; cut before: the client went (or
+	 * the stream could not be built) */
+	sm->outcome[j->out.oom ? O_FAILED : !j->tail_sent ? O_CANCELLED : j->snap_state == J_DONE ? O_OK
+		    : j->snap_state == J_FAILED ? O_FAILED : O_STOPPED]++;
 	job_unref_locked(j);
 	pthread_mutex_unlock(&sm->lock);
 	free(sc);
@@ -1260,14 +1321,15 @@ static void stream_free(void *ctx)
 
 /* ---- routes ---- */
 
-/* Retry-After: the samples that must finish before n fit, at the tokens a
- * sample has taken on average and the recent tokens/s; 1..60 s. */
+/* Retry-After: the samples that must finish before n fit, plus a batch
+ * (the running ones finish together, not one by one), at the tokens a
+ * finished sample has taken on average and the recent tokens/s; 1..60 s. */
 static void retry_after(struct srv_model *sm, struct srv_resp *r, int n, int room)
 {
-	double rate = rate_now(sm), per = sm->samples_done ? (double)sm->gen_tokens / sm->samples_done : 0;
+	double rate = rate_now(sm), per = sm->samples_done ? (double)sm->done_tokens / sm->samples_done : 0;
 	long s = 1;
 	if (rate > 0 && per > 0)
-		s = (long)ceil((sm->samples_in + n - room) * per / rate);
+		s = (long)ceil((sm->samples_in + n - room + sm->o.cfg.max_seqs) * per / rate);
 	if (s < 1)
 		s = 1;
 	if (s > 60)
@@ -1284,7 +1346,7 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 
 	if (!j) {
 		pthread_mutex_lock(&sm->lock);
-		sm->req_bad++;
+		sm->outcome[O_BAD]++;
 		pthread_mutex_unlock(&sm->lock);
 		srv_resp_error(r, b.status ? b.status : 400, "%s", b.msg);
 		return;
@@ -1293,6 +1355,7 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 	j->created = (long long)time(NULL);
 	pthread_mutex_lock(&sm->lock);
 	if (sm->stopping) {
+		sm->outcome[O_STOPPED]++;
 		pthread_mutex_unlock(&sm->lock);
 		job_free(j);
 		srv_resp_error(r, 503, "the server is stopping");
@@ -1300,7 +1363,7 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 	}
 	int room = sm->o.cfg.max_seqs + sm->o.max_queue;
 	if (j->n > room) {
-		sm->req_bad++;
+		sm->outcome[O_BAD]++;
 		pthread_mutex_unlock(&sm->lock);
 		job_free(j);
 		srv_resp_error(r, 400, "'n' is %d: the queue has room for %d samples in all (--batch + --max-queue)",
@@ -1309,7 +1372,7 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 	}
 	if (sm->samples_in + j->n > room) {
 		int queued = sm->samples_in;
-		sm->req_busy++;
+		sm->outcome[O_BUSY]++;
 		retry_after(sm, r, j->n, room);
 		pthread_mutex_unlock(&sm->lock);
 		job_free(j);
@@ -1326,12 +1389,12 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 	sm->prompt_tokens += j->n_prompt;
 	pthread_cond_signal(&sm->work);
 	if (j->stream) {
-		sm->req_ok++;
 		pthread_mutex_unlock(&sm->lock);
 		struct stream_ctx *sc = malloc(sizeof *sc);
 		if (!sc) {
 			pthread_mutex_lock(&sm->lock);
 			j->cancel = true;
+			sm->outcome[O_FAILED]++;
 			pthread_cond_signal(&sm->work);
 			job_unref_locked(j);
 			pthread_mutex_unlock(&sm->lock);
@@ -1350,6 +1413,7 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 			break;
 		if (srv_req_peer_gone(q)) {
 			j->cancel = true;
+			sm->outcome[O_CANCELLED]++;
 			pthread_cond_signal(&sm->work);
 			job_unref_locked(j);
 			pthread_mutex_unlock(&sm->lock);
@@ -1358,10 +1422,7 @@ static void completions(struct srv_model *sm, enum api api, const struct srv_req
 		}
 	}
 	enum job_state st = j->state;
-	if (st == J_DONE)
-		sm->req_ok++;
-	else if (st == J_FAILED)
-		sm->req_failed++;
+	sm->outcome[st == J_DONE ? O_OK : st == J_FAILED ? O_FAILED : O_STOPPED]++;
 	pthread_mutex_unlock(&sm->lock);
 	/* the engine is done with it: read without the lock */
 	if (st == J_DONE)
@@ -1457,6 +1518,12 @@ static void detokenize(struct srv_model *sm, const struct srv_req *q, struct srv
 		srv_resp_error(r, 400, "/detokenize needs \"tokens\": an array of token ids");
 		return;
 	}
+	for (size_t i = 0; i < json_array_size(t); i++)
+		if (!json_is_integer(json_array_get(t, i))) {
+			json_decref(root);
+			srv_resp_error(r, 400, "tokens[%zu] must be a token id", i);
+			return;
+		}
 	json_t *wrap = json_pack("{s:O}", "prompt", t);
 	int32_t *ids = NULL;
 	size_t n = 0;
@@ -1495,20 +1562,15 @@ static void metrics(struct srv_model *sm, struct srv_resp *r)
 	}
 	pthread_mutex_lock(&sm->lock);
 	const struct dec_engine_stats *es = &sm->stats;
+	fputs("# HELP crucible_requests_total Completion requests by how they ended.\n"
+	      "# TYPE crucible_requests_total counter\n", f);
+	for (int k = 0; k < (int)(sizeof sm->outcome / sizeof *sm->outcome); k++)
+		fprintf(f, "crucible_requests_total{outcome=\"%s\"} %lld\n", outcome_name[k],
+			(long long)sm->outcome[k]);
 	fprintf(f,
-		"# HELP crucible_requests_total Completion requests by outcome.\n"
-		"# TYPE crucible_requests_total counter\n"
-		"crucible_requests_total{outcome=\"ok\"} %lld\n"
-		"crucible_requests_total{outcome=\"bad_request\"} %lld\n"
-		"crucible_requests_total{outcome=\"queue_full\"} %lld\n"
-		"crucible_requests_total{outcome=\"failed\"} %lld\n"
-		"crucible_requests_total{outcome=\"cancelled\"} %lld\n"
-		"# HELP crucible_requests_running Requests in the engine.\n"
+		"# HELP crucible_requests_running Requests the engine holds (admitted or waiting in it).\n"
 		"# TYPE crucible_requests_running gauge\n"
 		"crucible_requests_running %d\n"
-		"# HELP crucible_requests_waiting Requests queued for the engine thread.\n"
-		"# TYPE crucible_requests_waiting gauge\n"
-		"crucible_requests_waiting %d\n"
 		"# HELP crucible_samples_in Samples running or waiting (the queue's fill; room: %d).\n"
 		"# TYPE crucible_samples_in gauge\n"
 		"crucible_samples_in %d\n"
@@ -1533,12 +1595,10 @@ static void metrics(struct srv_model *sm, struct srv_resp *r)
 		"crucible_preemptions_total %lld\n"
 		"# TYPE crucible_prefill_tokens_total counter\n"
 		"crucible_prefill_tokens_total %lld\n",
-		(long long)sm->req_ok, (long long)sm->req_bad, (long long)sm->req_busy, (long long)sm->req_failed,
-		(long long)sm->req_cancelled, sm->running_jobs, sm->queued_jobs,
-		sm->o.cfg.max_seqs + sm->o.max_queue, sm->samples_in, (long long)sm->prompt_tokens,
-		(long long)sm->cached_tokens, (long long)sm->gen_tokens, rate_now(sm), es->block_size,
-		es->n_blocks, es->n_blocks - es->free_blocks, es->peak_blocks, (long long)es->steps, (long long)es->preemptions,
-		(long long)es->prefill_tokens);
+		sm->running_jobs + sm->queued_jobs, sm->o.cfg.max_seqs + sm->o.max_queue, sm->samples_in,
+		(long long)sm->prompt_tokens, (long long)sm->cached_tokens, (long long)sm->gen_tokens, rate_now(sm),
+		es->block_size, es->n_blocks, es->n_blocks - es->free_blocks, es->peak_blocks, (long long)es->steps,
+		(long long)es->preemptions, (long long)es->prefill_tokens);
 	pthread_mutex_unlock(&sm->lock);
 	if (fclose(f)) {
 		free(s);
@@ -1568,7 +1628,9 @@ void srv_model_handle(void *ctx, const struct srv_req *q, struct srv_resp *r)
 							dec_engine_device(sm->e)));
 		return;
 	}
-	if (!strcmp(p, "/v1/models")) {
+	if (!strncmp(p, "/v1/", 4) && (!strncmp(p + 3, "/models", 7)))
+		p += 3; /* /v1/models... and /models... alike */
+	if (!strcmp(p, "/models")) {
 		if (!get)
 			goto method;
 		srv_resp_json(r, 200, json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:i}]}", "object", "list", "data",
@@ -1576,11 +1638,11 @@ void srv_model_handle(void *ctx, const struct srv_req *q, struct srv_resp *r)
 						"owned_by", "crucible", "max_model_len", sm->o.cfg.max_ctx));
 		return;
 	}
-	if (!strncmp(p, "/v1/models/", 11)) {
+	if (!strncmp(p, "/models/", 8)) {
 		if (!get)
 			goto method;
-		if (strcmp(p + 11, sm->name) && strcmp(p + 11, sm->path)) {
-			srv_resp_error(r, 404, "the model '%.200s' does not exist: this server serves '%.200s'", p + 11,
+		if (strcmp(p + 8, sm->name) && strcmp(p + 8, sm->path)) {
+			srv_resp_error(r, 404, "the model '%.200s' does not exist: this server serves '%.200s'", p + 8,
 				       sm->name);
 			return;
 		}

@@ -84,7 +84,7 @@ together() {
 	done
 }
 
-start --batch 4 --max-queue 12 --name tiny
+start --batch 4 --max-queue 12 --name tiny --drain 1
 PROMPT="Write a kernel that adds two vectors."
 
 # ---- the routes that describe the server ----
@@ -93,6 +93,7 @@ code=$(curl -s -o "$tmp/h.json" -w '%{http_code}' "$url/health")
 curl -s "$url/v1/models" >"$tmp/m.json"
 jq -e '.data[0].id == "tiny" and .data[0].max_model_len == '$CTX "$tmp/m.json" >/dev/null && ok ||
 	bad "/v1/models: $(cat "$tmp/m.json")"
+[ "$(curl -s "$url/models/tiny" | jq -r .id)" = tiny ] && ok || bad "/models/tiny (without /v1)"
 
 # ---- n = 4 with logprobs and token ids, against crucible generate ----
 chat() { # chat SEED N MAXTOK [EXTRA-JSON]: the request body
@@ -254,7 +255,7 @@ expect 400 "n past the queue's room" "room"
 
 # ---- a client that hangs up mid-stream: its sequences leave at once ----
 # (greedy after "hello" the tiny model never ends: 4000 tokens, ~18 s)
-before=$(metric 'crucible_requests_total{outcome="cancelled"}')
+before=$(metric 'crucible_requests_total{outcome="client_gone"}')
 curl -sN --max-time 0.5 -H 'Content-Type: application/json' --data-binary \
 	'{"messages": [{"role": "user", "content": "hello"}], "max_tokens": 4000, "n": 2, "stream": true, "temperature": 0}' \
 	"$url/v1/chat/completions" >"$tmp/cut.sse" 2>/dev/null
@@ -264,7 +265,7 @@ for _ in $(seq 20); do
 	[ "$(metric crucible_samples_in)" = 0 ] && { gone=1; break; }
 	sleep 0.1
 done
-after=$(metric 'crucible_requests_total{outcome="cancelled"}')
+after=$(metric 'crucible_requests_total{outcome="client_gone"}')
 [ $gone = 1 ] && [ "$after" -gt "$before" ] && ok ||
 	bad "after a hang-up: samples_in $(metric crucible_samples_in), cancelled $before -> $after"
 # and its KV blocks came back (the prompt's full blocks stay cached, unheld)
@@ -280,7 +281,7 @@ for _ in $(seq 20); do
 	[ "$(metric crucible_samples_in)" = 0 ] && { gone=1; break; }
 	sleep 0.1
 done
-after=$(metric 'crucible_requests_total{outcome="cancelled"}')
+after=$(metric 'crucible_requests_total{outcome="client_gone"}')
 [ $gone = 1 ] && [ "$after" -gt "$before" ] && ok || bad "a whole request's hang-up: cancelled $before -> $after"
 
 # ---- a full queue: 429 with Retry-After ----
@@ -323,14 +324,48 @@ for k in $(seq 0 5); do
 		>"$tmp/kvalone$k.json"
 done
 
-# ---- SIGTERM: exit 0 ----
-stop && ok || bad "SIGTERM: exit $?"
+# ---- SIGTERM under load (--drain 1): the short requests are answered
+# whole, the endless ones cancelled (503; a stream, an error event and
+# [DONE]), every answer sent before the exit, exit 0 ----
+short='{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0}'
+endless='{"messages": [{"role": "user", "content": "hello"}], "max_tokens": 4000, "temperature": 0}'
+tpids=""
+for k in 1 2; do
+	curl -s -o "$tmp/term_e$k.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$endless" \
+		"$url/v1/chat/completions" >"$tmp/term_e$k.code" &
+	tpids="$tpids $!"
+	curl -sN -H 'Content-Type: application/json' --data-binary "$(jq -c '. + {stream: true}' <<<"$endless")" \
+		"$url/v1/chat/completions" >"$tmp/term_t$k.sse" &
+	tpids="$tpids $!"
+done
+for _ in $(seq 50); do [ "$(metric crucible_samples_in)" -ge 4 ] 2>/dev/null && break; sleep 0.05; done
+for k in 1 2; do
+	curl -s -o "$tmp/term_s$k.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$short" \
+		"$url/v1/chat/completions" >"$tmp/term_s$k.code" &
+	tpids="$tpids $!"
+done
+sleep 0.1
+stop && ok || bad "SIGTERM under load: exit $?"
+wait $tpids
+for k in 1 2; do
+	[ "$(cat "$tmp/term_s$k.code")" = 200 ] || [ "$(cat "$tmp/term_s$k.code")" = 503 ] && ok ||
+		bad "a short request at SIGTERM: HTTP $(cat "$tmp/term_s$k.code")"
+	[ "$(cat "$tmp/term_e$k.code")" = 503 ] && jq -e '.error.message | test("stopping")' "$tmp/term_e$k.json" \
+		>/dev/null && ok || bad "an endless request at SIGTERM: HTTP $(cat "$tmp/term_e$k.code") $(head -c 200 "$tmp/term_e$k.json")"
+	grep -q '"error"' "$tmp/term_t$k.sse" && tail -n 2 "$tmp/term_t$k.sse" | grep -q '^data: \[DONE\]$' && ok ||
+		bad "an endless stream at SIGTERM: no error event and [DONE]: $(tail -c 200 "$tmp/term_t$k.sse")"
+done
 grep -q "stopping" "$tmp/server.log" && ok || bad "the log does not say it stopped"
 
 # ---- KV pressure: 16 blocks of 16 positions for 4 sequences of ~150: the
 # newest is preempted and recomputed, and no sample changes ----
 start --batch 4 --kv-mem 256K
 together kv 6
+# a sequence the pool can never hold is refused up front, not failed in the engine
+post /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 300}'
+expect 400 "max_tokens past the KV pool" "KV cache"
+post /v1/completions '{"prompt": "hi", "max_tokens": 8}'
+expect 200 "a request beside the refused one"
 pre=$(metric crucible_preemptions_total)
 [ $same = 6 ] && [ "${pre:-0}" -gt 0 ] && ok || bad "under KV pressure: $same of 6 samples unchanged, $pre preemptions"
 [ "$(metric crucible_kv_blocks'{state="total"}')" = 16 ] && ok || bad "the KV pool is not 16 blocks"
