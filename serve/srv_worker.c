@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cuda/cuda_drv.h"
+#include "cuda/cuda_dev.h"
 #include "serve/srv_db.h"
 #include "serve/srv_http.h"
 #include "serve/srv_job.h"
@@ -279,7 +279,7 @@ enum cr_status srv_workers_start(const struct srv_worker_opts *o, struct srv_wor
 		w->o.wall_limit_s = 900;
 	w->n = o->n > 0 ? o->n : 0;
 	char why[256];
-	w->cuda = o->n_gpus > 0 || cr_cuda_available(why, sizeof why);
+	w->cuda = o->n_gpus > 0 || cr_cuda_dev_available(why, sizeof why);
 	char host[64] = "", ns[128] = "";
 	gethostname(host, sizeof host - 1);
 	for (char *c = host; *c; c++)
