@@ -11,7 +11,8 @@
 #  2. the prefix cache: one request with n = 16 on one long prompt, and 16
 #     requests on that prompt sent one after another;
 #     usage.prompt_tokens_details.cached_tokens over usage.prompt_tokens,
-#     as each server reports them.
+#     as each server reports them, and the prompt tokens each computed (its
+#     /metrics; usage counts a group's prompt once, computed or not).
 # Requests: fixed prompts, temperature 0.7, top_p 1, seed S + i for request
 # i, max_tokens 128, no ignore_eos (a sample ends where the server ends it:
 # the figures count what came back). llama-server runs with --top-k 0
@@ -111,7 +112,7 @@ start_llama() {
 	local port
 	port=$(free_port) || { echo "model_server_bench: no free port" >&2; exit 1; }
 	OMP_WAIT_POLICY=${BENCH_LLAMA_OMP_WAIT:-passive} "$llama" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" \
-		--parallel 16 -c 16384 --no-repack --top-k 0 --min-p 0 --no-webui \
+		--parallel 16 -c 16384 --no-repack --top-k 0 --min-p 0 --no-webui --metrics \
 		>"$tmp/llama.log" 2>&1 &
 	pids+=($!)
 	url_llama=http://127.0.0.1:$port
@@ -209,18 +210,33 @@ for c in $clients; do
 done
 
 # ---- 2. the prefix cache ----
+# usage counts a request's prompt once whatever n is, so for the group the
+# servers' /metrics say what was computed: prompt tokens less cached ones,
+# the counters' change over the request (llama-server: --metrics)
+# (crucible's prompt_tokens_total counts the cached ones too; llama-server's
+# "excluding cached tokens")
+computed() { # computed SERVER: prompt tokens computed so far
+	local a=crucible_prompt_tokens_total b=crucible_prompt_tokens_cached_total
+	[ "$1" = llama ] && a=llamacpp:prompt_tokens_total b=none
+	curl -sf "$(url_of "$1")/metrics" | awk -v a="$a" -v b="$b" \
+		'$1 == a {t = $2} $1 == b {c = $2} END {print t - c}'
+}
 echo
-echo "prefix cache: cached_tokens / prompt_tokens (usage.prompt_tokens_details), long prompt"
+echo "prefix cache, on a long prompt: usage's cached_tokens / prompt_tokens (prompt_tokens_details);"
+echo "computed: prompt tokens the server computed (its /metrics: prompt less cached, over the requests)"
 for s in "${servers[@]}"; do
 	name=$s; [ "$s" = llama ] && name='llama-server'
 	u=$(url_of "$s")
+	m0=$(computed "$s")
 	g=$("$LOADGEN" --url "$u" --prompts "$tmp/long1.txt" --requests 1 --n 16 \
 		--max-tokens 32 --seed 7 2>"$tmp/g.err") || { echo "model_server_bench: $name, n = 16: $(cat "$tmp/g.err")" >&2; fail=1; }
+	m1=$(computed "$s")
 	q=$("$LOADGEN" --url "$u" --prompts "$tmp/long2.txt" --requests 16 --clients 1 \
 		--max-tokens 32 --seed 77 2>"$tmp/q.err") || { echo "model_server_bench: $name, sequential: $(cat "$tmp/q.err")" >&2; fail=1; }
-	printf '  %-13s n = 16 in one request: %s / %s;  16 requests one after another: %s / %s (summed)\n' "$name" \
-		"$(echo "$g" | kv cached_tokens)" "$(echo "$g" | kv prompt_tokens)" \
-		"$(echo "$q" | kv cached_tokens)" "$(echo "$q" | kv prompt_tokens)"
+	m2=$(computed "$s")
+	printf '  %-13s n = 16 in one request: %s / %s, computed %s;  16 requests one after another: %s / %s, computed %s\n' \
+		"$name" "$(kv cached_tokens <<<"$g")" "$(kv prompt_tokens <<<"$g")" "$((m1 - m0))" \
+		"$(kv cached_tokens <<<"$q")" "$(kv prompt_tokens <<<"$q")" "$((m2 - m1))"
 done
 echo "load (1 min) at end $(load)"
 exit $fail
