@@ -1167,7 +1167,7 @@ static bool stream_sample(const struct srv_model *sm, struct job *j, int i)
 			      done ? json_string(finish_reason(o->finish)) : json_null());
 	else
 		c = json_pack("{s:i, s:s, s:o, s:o}", "index", i, "text", delta, "logprobs",
-			      j->logprobs ? legacy_logprobs(sm, j, o, s->tok_sent, n, s->text_sent) : json_null(),
+			      j->logprobs ? legacy_logprobs(sm, j, o, s->tok_sent, n, s->raw_at) : json_null(),
 			      "finish_reason", done ? json_string(finish_reason(o->finish)) : json_null());
 	free(delta);
 	if (done) {
@@ -1614,6 +1614,9 @@ void srv_model_handle(void *ctx, const struct srv_req *q, struct srv_resp *r)
 	const char *p = q->path;
 	bool get = !strcmp(q->method, "GET") || !strcmp(q->method, "HEAD"), post = !strcmp(q->method, "POST");
 	const char *allow = "GET, HEAD";
+
+	while (p[0] == '/' && p[1] == '/')
+		p++; /* a base URL ending in / joined to /v1/...: one slash */
 
 	if (!strcmp(p, "/health") || !strcmp(p, "/v1/health")) {
 		if (!get)

@@ -213,6 +213,17 @@ jq -e '.object == "text_completion" and (.choices | length == 2) and
 	bad "completions: $(head -c 400 "$tmp/cmp.json")"
 post /v1/completions '{"prompt": "hello", "max_tokens": 4, "temperature": 0}' "$tmp/cmp2.json"
 expect 200 "completions with a text prompt"
+# streamed legacy logprobs: the same tokens and text_offset as the whole
+# answer, though a stop string holds text back (offsets count the pieces)
+lbody='{"prompt": "hello", "max_tokens": 40, "temperature": 0, "logprobs": 1, "stop": ["zzzz"]}'
+post /v1/completions "$lbody" "$tmp/lw.json"
+curl -sN -H 'Content-Type: application/json' --data-binary "$(jq -c '. + {stream: true}' <<<"$lbody")" \
+	"$url//v1/completions" | sed -n 's/^data: //p' | grep -v '^\[DONE\]$' >"$tmp/ls.jsonl"
+[ "$(jq -s -c '[.[].choices[]? | .logprobs.text_offset // [] | .[]]' "$tmp/ls.jsonl")" = \
+  "$(jq -c '.choices[0].logprobs.text_offset' "$tmp/lw.json")" ] &&
+[ "$(jq -s -c '[.[].choices[]? | .logprobs.tokens // [] | .[]]' "$tmp/ls.jsonl")" = \
+  "$(jq -c '.choices[0].logprobs.tokens' "$tmp/lw.json")" ] && ok ||
+	bad "streamed legacy logprobs differ from the whole answer's (text_offset or tokens)"
 
 # ---- tokenize / detokenize, both shapes ----
 post /tokenize '{"content": "hello world", "add_special": false}' "$tmp/t1.json"
