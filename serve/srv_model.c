@@ -113,7 +113,7 @@ struct job {
 	enum job_state snap_state;
 	struct sbuf out;          /* stream bytes not yet sent */
 	size_t out_off;
-	bool head_sent, tail_sent, ended;
+	bool head_sent, tail_sent;
 };
 
 struct srv_model {
@@ -1232,7 +1232,15 @@ struct stream_ctx {
 	struct job *j;
 };
 
-static uint64_t snapshot(struct srv_model *sm, struct job *j);
+/* The job's published state into its snapshot; the progress generation it
+ * is of. Under sm->lock. */
+static uint64_t snapshot(struct srv_model *sm, struct job *j)
+{
+	j->snap_state = j->state;
+	memcpy(j->snap_n, j->pub_n, (size_t)j->n * sizeof *j->snap_n);
+	memcpy(j->snap_done, j->pub_done, (size_t)j->n * sizeof *j->snap_done);
+	return sm->gen;
+}
 
 /* A snapshot and stream_more over it, with the engine's outputs held for
  * reading: a step (whose failure releases the outputs of unfinished
@@ -1250,15 +1258,6 @@ static bool stream_more_locked(struct srv_model *sm, struct job *j, uint64_t *g)
 	return any;
 }
 
-/* The job's published state into its snapshot; the progress generation it
- * is of. Under sm->lock. */
-static uint64_t snapshot(struct srv_model *sm, struct job *j)
-{
-	j->snap_state = j->state;
-	memcpy(j->snap_n, j->pub_n, (size_t)j->n * sizeof *j->snap_n);
-	memcpy(j->snap_done, j->pub_done, (size_t)j->n * sizeof *j->snap_done);
-	return sm->gen;
-}
 
 /* The events are built outside the lock: what they read below a published
  * count, or of a whole sample, the engine no longer writes; only the
@@ -1271,10 +1270,8 @@ static ssize_t stream_fn(void *ctx, char *buf, size_t max)
 
 	if (j->out_off == j->out.n) {
 		j->out.n = j->out_off = 0;
-		if (j->tail_sent) {
-			j->ended = true;
+		if (j->tail_sent)
 			return -1;
-		}
 		uint64_t g;
 		if (!stream_more_locked(sm, j, &g)) {
 			/* nothing new: wait for the next step (unless one came
